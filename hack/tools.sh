@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Builds nudgeflow's pinned tools from the Go module proxy into a per-version cache
+# outside the work tree, so every clone (and CI) reuses them. Nothing else is downloaded.
+#
+#   hack/tools.sh path NAME     print the binary's path, building it first when missing
+#   hack/tools.sh all           build every tool that is missing
+#   hack/tools.sh assets        print the envtest assets folder (kube-apiserver, etcd, kubectl)
+set -euo pipefail
+
+KUBERNETES_VERSION=v1.34.2
+ETCD_VERSION=v3.6.6
+TEMPORAL_CLI_VERSION=v1.5.1
+CONTROLLER_GEN_VERSION=v0.19.0
+STATICCHECK_VERSION=v0.8.2
+WORKFLOWCHECK_VERSION=v0.6.0
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${NUDGEFLOW_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/nudgeflow/tools}
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod
+export GOPROXY=${GOPROXY:-https://proxy.golang.org}
+
+log() { printf 'tools: %s\n' "$*" >&2; }
+
+# build_into DIR NAME CMD...: run CMD (which writes DIR/NAME) unless DIR/NAME exists.
+# The binary is built in a scratch folder and moved in place, so an interrupted
+# build never leaves a half-written tool behind.
+build_into() {
+	local dir=$1 name=$2; shift 2
+	[ -x "$dir/$name" ] && return 0
+	local tmp; tmp=$(mktemp -d "${cache}/.build-${name}.XXXXXX")
+	log "building $name into $dir (first time only)"
+	local start=$SECONDS
+	if ! "$@" "$tmp/$name" >&2; then rm -rf "$tmp"; log "building $name failed"; return 1; fi
+	mkdir -p "$dir" && mv "$tmp/$name" "$dir/$name" && rm -rf "$tmp"
+	log "built $name in $((SECONDS - start))s"
+}
+
+wrapper_build() { # wrapper_build MODULE_DIR PACKAGE OUT
+	(cd "$here/tools/$1" && go build -o "$3" "$2")
+}
+go_install() { # go_install PACKAGE@VERSION OUT
+	local gobin; gobin=$(mktemp -d "${cache}/.gobin.XXXXXX")
+	GOBIN=$gobin GOFLAGS= go install "$1" && mv "$gobin"/* "$2" && rm -rf "$gobin"
+}
+
+tool_path() {
+	mkdir -p "$cache"
+	local name=$1 dir
+	case $name in
+	kube-apiserver)
+		dir=$cache/kube-apiserver-$KUBERNETES_VERSION
+		build_into "$dir" kube-apiserver wrapper_build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver ;;
+	kubectl)
+		dir=$cache/kubectl-$KUBERNETES_VERSION
+		build_into "$dir" kubectl wrapper_build kube-apiserver k8s.io/kubernetes/cmd/kubectl ;;
+	etcd)
+		dir=$cache/etcd-$ETCD_VERSION
+		build_into "$dir" etcd wrapper_build etcd . ;;
+	temporal)
+		dir=$cache/temporal-$TEMPORAL_CLI_VERSION
+		build_into "$dir" temporal go_install github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION ;;
+	controller-gen)
+		dir=$cache/controller-gen-$CONTROLLER_GEN_VERSION
+		build_into "$dir" controller-gen go_install sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION ;;
+	staticcheck)
+		dir=$cache/staticcheck-$STATICCHECK_VERSION
+		build_into "$dir" staticcheck go_install honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION ;;
+	workflowcheck)
+		dir=$cache/workflowcheck-$WORKFLOWCHECK_VERSION
+		build_into "$dir" workflowcheck go_install go.temporal.io/sdk/contrib/tools/workflowcheck@$WORKFLOWCHECK_VERSION ;;
+	*) log "unknown tool $name"; return 2 ;;
+	esac
+	printf '%s\n' "$dir/$name"
+}
+
+# envtest wants kube-apiserver, etcd and kubectl side by side in one folder.
+assets() {
+	local dir=$cache/envtest-$KUBERNETES_VERSION-etcd-$ETCD_VERSION t p
+	mkdir -p "$dir"
+	for t in kube-apiserver etcd kubectl; do
+		p=$(tool_path "$t")
+		ln -sfn "$p" "$dir/$t"
+	done
+	printf '%s\n' "$dir"
+}
+
+case ${1:-} in
+path) tool_path "$2" ;;
+assets) assets ;;
+all)
+	assets >/dev/null
+	for t in temporal controller-gen staticcheck workflowcheck; do tool_path "$t" >/dev/null; done ;;
+*) echo "usage: $0 path NAME | assets | all" >&2; exit 2 ;;
+esac

@@ -1,0 +1,19 @@
+// Package cli wires nudgeflow's subcommands. Flags follow kubectl (--kubeconfig,
+// -n/--namespace) and the Temporal CLI (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE).
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// NewRoot returns the `nudgeflow` command with every subcommand.
+func NewRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "nudgeflow",
+		Short:         "Orchestrates Konflux component nudges on Temporal",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newDevCommand())
+	return root
+}

@@ -1,0 +1,25 @@
+// Package kube holds what every Kubernetes client of nudgeflow shares: the scheme.
+package kube
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+)
+
+// NewScheme returns a scheme with the built-in kinds, nudgeflow's kinds and the
+// mirrors of the Konflux kinds nudgeflow reads.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(appstudiov1alpha1.AddToScheme(s))
+	utilruntime.Must(konfluxv1alpha1.AddToScheme(s))
+	utilruntime.Must(mirrorv1alpha1.AddToScheme(s))
+	utilruntime.Must(mirrorv1beta2.AddToScheme(s))
+	return s
+}

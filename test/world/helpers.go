@@ -1,0 +1,64 @@
+package world
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+var namespaceSeq atomic.Int64
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// Namespace creates a fresh Kubernetes namespace for one test, named after it.
+func (w *World) Namespace(t testing.TB) string {
+	t.Helper()
+	name := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = fmt.Sprintf("%s-%d", strings.TrimRight(name, "-"), namespaceSeq.Add(1))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := w.Kube.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// Eventually polls cond until it reports done, fails the test at the deadline with
+// the last error or msg. It is how tests wait: on a condition, never on a sleep.
+func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		done, err := cond()
+		if done && err == nil {
+			return
+		}
+		lastErr = err
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s (last error: %v)", timeout, msg, lastErr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Manifest parses one YAML manifest, as a person would write it for kubectl.
+func Manifest(t testing.TB, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatalf("parsing manifest: %v\n%s", err, manifest)
+	}
+	return obj
+}

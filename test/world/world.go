@@ -1,0 +1,131 @@
+// Package world gives the tests of a package one real world, started once in
+// TestMain: a kube-apiserver + etcd with every CRD installed, a Temporal dev server
+// with nudgeflow's namespace and search attributes, and clients for both. The logs
+// of both servers are kept when a test fails.
+package world
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"k8s.io/client-go/rest"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+)
+
+// Options chooses what a package's world holds.
+type Options struct {
+	// WithoutTemporal skips the dev server for packages that only need Kubernetes.
+	WithoutTemporal bool
+	// WebhookManifests are webhook configurations to register with the API server.
+	WebhookManifests []string
+}
+
+// World is what a test package gets.
+type World struct {
+	ControlPlane *localenv.ControlPlane
+	Temporal     *localenv.Temporal
+	// Kube is a client of the real API server with nudgeflow's scheme.
+	Kube ctrlclient.Client
+	// TemporalClient is connected to the dev server's nudgeflow namespace.
+	TemporalClient client.Client
+	// LogDir holds apiserver-etcd.log and temporal.log.
+	LogDir string
+}
+
+var current *World
+
+// Get returns the package's world. It fails the test when TestMain did not call Main.
+func Get(t testing.TB) *World {
+	t.Helper()
+	if current == nil {
+		t.Fatal("world.Get: the package's TestMain must call world.Main")
+	}
+	return current
+}
+
+// Config is a copy of the API server's client configuration.
+func (w *World) Config() *rest.Config { return rest.CopyConfig(w.ControlPlane.Config) }
+
+// Main starts the world, runs the package's tests and tears the world down. It
+// returns the exit code for os.Exit.
+func Main(m *testing.M, opts Options) int {
+	w, err := start(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "world: %v\n", err)
+		if w != nil {
+			fmt.Fprintf(os.Stderr, "world: server logs kept in %s\n", w.LogDir)
+			w.stop()
+		}
+		return 1
+	}
+	current = w
+	code := m.Run()
+	w.stop()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "world: tests failed; server logs kept in %s\n", w.LogDir)
+	} else {
+		_ = os.RemoveAll(w.LogDir)
+	}
+	return code
+}
+
+func start(opts Options) (*World, error) {
+	logDir, err := os.MkdirTemp("", "nudgeflow-world-")
+	if err != nil {
+		return nil, err
+	}
+	w := &World{LogDir: logDir}
+	kubeLog, err := os.Create(filepath.Join(logDir, "apiserver-etcd.log"))
+	if err != nil {
+		return w, err
+	}
+	if w.ControlPlane, err = localenv.StartControlPlane(localenv.ControlPlaneOptions{
+		Log:              kubeLog,
+		WebhookManifests: opts.WebhookManifests,
+	}); err != nil {
+		return w, err
+	}
+	if w.Kube, err = ctrlclient.New(w.ControlPlane.Config, ctrlclient.Options{Scheme: kube.NewScheme()}); err != nil {
+		return w, fmt.Errorf("kubernetes client: %w", err)
+	}
+	if opts.WithoutTemporal {
+		return w, nil
+	}
+	temporalLog, err := os.Create(filepath.Join(logDir, "temporal.log"))
+	if err != nil {
+		return w, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if w.Temporal, err = localenv.StartTemporal(ctx, localenv.TemporalOptions{Log: temporalLog}); err != nil {
+		return w, err
+	}
+	if w.TemporalClient, err = w.Temporal.Dial(); err != nil {
+		return w, fmt.Errorf("temporal client: %w", err)
+	}
+	return w, nil
+}
+
+func (w *World) stop() {
+	if w.TemporalClient != nil {
+		w.TemporalClient.Close()
+	}
+	if w.Temporal != nil {
+		if err := w.Temporal.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "world: stopping temporal: %v\n", err)
+		}
+	}
+	if w.ControlPlane != nil {
+		if err := w.ControlPlane.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "world: stopping control plane: %v\n", err)
+		}
+	}
+}
