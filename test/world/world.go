@@ -129,3 +129,10 @@ func (w *World) stop() {
 		}
 	}
 }
+
+// WebhookServer is where the API server sends admission requests in this world; a
+// bridge manager started by a test serves its webhooks there.
+func (w *World) WebhookServer() (host string, port int, certDir string) {
+	o := w.ControlPlane.Env.WebhookInstallOptions
+	return o.LocalServingHost, o.LocalServingPort, o.LocalServingCertDir
+}

@@ -1,0 +1,76 @@
+// Package bridge is nudgeflow's stateless translation layer: a controller-runtime
+// manager whose reconcilers, admission webhooks and forge webhook receiver turn
+// Kubernetes and forge events into Temporal signals. It may be restarted or run twice
+// at any time; workflows deduplicate what it resends.
+//
+// Each feature lives in its own subpackage with a Setup function that Setup below
+// calls; a feature takes only the dependencies it uses.
+package bridge
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+)
+
+// Deps is what the bridge's features need besides the manager.
+type Deps struct {
+	// Temporal signals and starts workflows. Never carries secrets.
+	Temporal client.Client
+	// TaskQueue is where the worker listens.
+	TaskQueue string
+	// Executor decides which nudge edges nudgeflow executes (see issue 5).
+	Executor string
+}
+
+// ManagerOptions configures the manager.
+type ManagerOptions struct {
+	// WebhookHost, WebhookPort and WebhookCertDir serve the admission webhooks.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
+	// MetricsAddr serves Prometheus metrics; "0" disables them.
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; "" disables them.
+	HealthAddr string
+	// LeaderElection keeps one active bridge when several run.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+}
+
+// NewManager builds the manager with nudgeflow's scheme and webhook server.
+func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
+	if opts.MetricsAddr == "" {
+		opts.MetricsAddr = "0"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  kube.NewScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:  opts.HealthAddr,
+		LeaderElection:          opts.LeaderElection,
+		LeaderElectionID:        "nudgeflow-bridge",
+		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    opts.WebhookHost,
+			Port:    opts.WebhookPort,
+			CertDir: opts.WebhookCertDir,
+		}),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the bridge's manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// Setup registers every feature's reconcilers and webhooks with the manager.
+func Setup(mgr ctrl.Manager, deps Deps) error {
+	_ = mgr
+	_ = deps
+	return nil
+}

@@ -1,0 +1,58 @@
+// Package changegroups answers the question every entry point asks: is this
+// nudge (source -> target) held by an active ChangeGroup in the namespace?
+package changegroups
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+)
+
+// IsActive reports whether a ChangeGroup still collects builds: not being deleted
+// and not in a final phase.
+func IsActive(cg *appstudiov1alpha1.ChangeGroup) bool {
+	return cg.DeletionTimestamp.IsZero() && !cg.Status.Phase.IsFinal()
+}
+
+// Holds reports whether the group collects builds of source for target.
+func Holds(cg *appstudiov1alpha1.ChangeGroup, source, target string) bool {
+	if cg.Spec.NudgedComponent != target {
+		return false
+	}
+	return slices.ContainsFunc(cg.Spec.NudgingComponents, func(r appstudiov1alpha1.NudgingComponentRef) bool {
+		return r.Name == source
+	})
+}
+
+// FindHolding returns the active ChangeGroup that holds source -> target, or nil.
+// When several match (admission prevents it, but objects may predate the rule) the
+// oldest wins, so every caller picks the same one.
+func FindHolding(ctx context.Context, c ctrlclient.Reader, namespace, source, target string) (*appstudiov1alpha1.ChangeGroup, error) {
+	var list appstudiov1alpha1.ChangeGroupList
+	if err := c.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing ChangeGroups in %s: %w", namespace, err)
+	}
+	var found []*appstudiov1alpha1.ChangeGroup
+	for i := range list.Items {
+		cg := &list.Items[i]
+		if IsActive(cg) && Holds(cg, source, target) {
+			found = append(found, cg)
+		}
+	}
+	if len(found) == 0 {
+		return nil, nil
+	}
+	sort.Slice(found, func(i, j int) bool {
+		a, b := found[i].CreationTimestamp, found[j].CreationTimestamp
+		if a.Equal(&b) {
+			return found[i].Name < found[j].Name
+		}
+		return a.Before(&b)
+	})
+	return found[0], nil
+}

@@ -1,0 +1,48 @@
+// Package worker hosts nudgeflow's workflows and activities on a Temporal task queue.
+package worker
+
+import (
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
+const DefaultTaskQueue = "nudgeflow"
+
+// Deps is what activities need: clients of the outside world. Secrets are read by
+// activities when they need them, never passed through workflows.
+type Deps struct {
+	// Kube reads Components, Secrets and ConfigMaps and writes CR status and PipelineRuns.
+	Kube ctrlclient.Client
+	// Temporal lets activities signal other workflows.
+	Temporal client.Client
+}
+
+// Options tune the worker.
+type Options struct {
+	TaskQueue string
+	// FailWorkflowOnPanic turns a non-deterministic change into a failed workflow
+	// instead of a blocked task; tests set it.
+	FailWorkflowOnPanic bool
+}
+
+// New returns a worker with every workflow and activity registered; Start or Run it.
+func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
+	if opts.TaskQueue == "" {
+		opts.TaskQueue = DefaultTaskQueue
+	}
+	wo := sdkworker.Options{}
+	if opts.FailWorkflowOnPanic {
+		wo.WorkflowPanicPolicy = sdkworker.FailWorkflow
+	}
+	w := sdkworker.New(c, opts.TaskQueue, wo)
+	register(w, deps)
+	return w
+}
+
+// register adds each feature's workflows and activities, one line per feature.
+func register(r sdkworker.Registry, deps Deps) {
+	_ = r
+	_ = deps
+}

@@ -1,0 +1,89 @@
+// Package changegroup is the ChangeGroup workflow (ADR 59): it collects the builds
+// of N nudging components into one draft pull request, holds CI until all are ready,
+// releases it once and follows the PR to its end. The workflow's state is the truth;
+// the CR status is a projection written by an activity.
+package changegroup
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// WorkflowName is the registered name; never change it (histories replay by name).
+const WorkflowName = "ChangeGroup"
+
+// Signal, update and query names. Signals carry events (at least once; the workflow
+// deduplicates); updates carry people's overrides (validated, answered).
+const (
+	SignalComponentBuilt = "component-built"
+	SignalSpecChanged    = "spec-changed"
+	SignalPREvent        = "pr-event"
+	SignalCancel         = "cancel"
+
+	UpdateReleaseNow    = "release-now"
+	UpdateCancel        = "cancel"
+	UpdateDropComponent = "drop-component"
+	UpdateRebase        = "rebase"
+
+	QueryState = "state"
+)
+
+// WorkflowID is deterministic per CR; the UID keeps a re-created CR of the same name
+// from attaching to an old run.
+func WorkflowID(namespace, name, uid string) string {
+	return fmt.Sprintf("changegroup/%s/%s/%s", namespace, name, uid)
+}
+
+// ComponentBuilt says a nudging component has a new build for the group.
+type ComponentBuilt struct {
+	Component string `json:"component"`
+	// Digest is sha256:<hex>; PullSpec is repo@digest.
+	Digest   string `json:"digest"`
+	PullSpec string `json:"pullSpec"`
+	// PipelineRun is the nudge PipelineRun that carried it (cancelled by nudgeflow).
+	PipelineRun string `json:"pipelineRun,omitempty"`
+	// BuildPipelineRun is the push build that produced the image.
+	BuildPipelineRun string `json:"buildPipelineRun,omitempty"`
+	// BuiltAt orders builds of one component: an older build never replaces a newer one.
+	BuiltAt time.Time `json:"builtAt"`
+}
+
+// SpecChanged carries the CR's spec after an edit.
+type SpecChanged struct {
+	Generation        int64    `json:"generation"`
+	NudgingComponents []string `json:"nudgingComponents"`
+	// Timeout is the spec's timeout; zero means none.
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// PREvent is a forge event about the group's PR (webhook or poll).
+type PREvent struct {
+	// DeliveryID deduplicates redelivered webhooks.
+	DeliveryID string `json:"deliveryID,omitempty"`
+	// Action is the forge's action (closed, edited, ready_for_review, synchronize, ...).
+	Action string `json:"action"`
+	Number int    `json:"number"`
+	Merged bool   `json:"merged,omitempty"`
+	Closed bool   `json:"closed,omitempty"`
+}
+
+// CancelRequest ends the group as Cancelled.
+type CancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+// DropRequest stops waiting for a component.
+type DropRequest struct {
+	Component string `json:"component"`
+}
+
+// SignalBuilt delivers a build to a running ChangeGroup workflow.
+func SignalBuilt(ctx context.Context, c client.Client, workflowID string, b ComponentBuilt) error {
+	if err := c.SignalWorkflow(ctx, workflowID, "", SignalComponentBuilt, b); err != nil {
+		return fmt.Errorf("signalling %s of %s: %w", SignalComponentBuilt, workflowID, err)
+	}
+	return nil
+}
