@@ -10,6 +10,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 )
 
 // NewScheme returns a scheme with the built-in kinds, nudgeflow's kinds and the
@@ -21,5 +22,6 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(konfluxv1alpha1.AddToScheme(s))
 	utilruntime.Must(mirrorv1alpha1.AddToScheme(s))
 	utilruntime.Must(mirrorv1beta2.AddToScheme(s))
+	utilruntime.Must(tektonv1.AddToScheme(s))
 	return s
 }
