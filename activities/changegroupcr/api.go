@@ -1,0 +1,53 @@
+// Package changegroupcr is the ChangeGroup workflow's Kubernetes side: it resolves
+// what the group needs from the cluster (the nudged repository, file patterns,
+// each nudging component's image and original digest) and writes the CR status,
+// the projection of the workflow's state.
+package changegroupcr
+
+import (
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+)
+
+// Activity names; never rename (histories replay by name).
+const (
+	ResolveActivity     = "ResolveChangeGroup"
+	WriteStatusActivity = "WriteChangeGroupStatus"
+)
+
+// ResolveRequest names the group and, optionally, the components to resolve.
+type ResolveRequest struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Components to resolve; when empty the CR's spec decides, and an empty spec is
+	// filled with every component that nudges the nudged one (and written back).
+	Components []string `json:"components,omitempty"`
+}
+
+// ResolvedComponent is one nudging component as the group starts.
+type ResolvedComponent struct {
+	Name string `json:"name"`
+	// Image is the repository whose references the PR rewrites (no tag, no digest).
+	Image string `json:"image"`
+	// Original is the digest of the component's last promoted build, when known.
+	Original string `json:"original,omitempty"`
+}
+
+// Resolved is what the workflow needs from the cluster.
+type Resolved struct {
+	NudgedComponent string              `json:"nudgedComponent"`
+	Repo            pullrequest.Repo    `json:"repo"`
+	FileMatch       []string            `json:"fileMatch"`
+	Components      []ResolvedComponent `json:"components"`
+	// SpecFilled says the CR's empty nudgingComponents was filled by this call.
+	SpecFilled bool `json:"specFilled,omitempty"`
+}
+
+// StatusRequest carries the projection to write.
+type StatusRequest struct {
+	Namespace string                              `json:"namespace"`
+	Name      string                              `json:"name"`
+	UID       string                              `json:"uid"`
+	Status    appstudiov1alpha1.ChangeGroupStatus `json:"status"`
+}

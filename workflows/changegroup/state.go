@@ -1,0 +1,319 @@
+package changegroup
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+)
+
+// Component is one nudging component's progress inside the workflow.
+type Component struct {
+	Name     string                           `json:"name"`
+	Image    string                           `json:"image"`
+	Original string                           `json:"original,omitempty"`
+	New      string                           `json:"new,omitempty"`
+	PullSpec string                           `json:"pullSpec,omitempty"`
+	State    appstudiov1alpha1.ComponentState `json:"state"`
+	// UpdatedAt is when New changed (workflow time); BuiltAt orders builds.
+	UpdatedAt   time.Time `json:"updatedAt,omitempty"`
+	BuiltAt     time.Time `json:"builtAt,omitempty"`
+	PipelineRun string    `json:"pipelineRun,omitempty"`
+}
+
+// State is the whole truth of a ChangeGroup, carried through continue-as-new.
+type State struct {
+	Phase          appstudiov1alpha1.ChangeGroupPhase `json:"phase"`
+	Reason         string                             `json:"reason,omitempty"`
+	Message        string                             `json:"message,omitempty"`
+	StartTime      time.Time                          `json:"startTime"`
+	ReadyTime      time.Time                          `json:"readyTime,omitempty"`
+	CompletionTime time.Time                          `json:"completionTime,omitempty"`
+	// Deadline is absolute so it survives continue-as-new; zero means no timeout.
+	Deadline time.Time `json:"deadline,omitempty"`
+	// SpecGeneration is the newest spec applied (spec signals are resent on resync).
+	SpecGeneration int64 `json:"specGeneration,omitempty"`
+
+	NudgedComponent string           `json:"nudgedComponent"`
+	Repo            pullrequest.Repo `json:"repo"`
+	FileMatch       []string         `json:"fileMatch"`
+	Components      []Component      `json:"components"`
+
+	PR pullrequest.PRRef `json:"pr"`
+	// Released: CI was released (all ready, or a person asked for it).
+	Released bool `json:"released,omitempty"`
+	// ReleaseRequested: a person asked to stop waiting.
+	ReleaseRequested bool `json:"releaseRequested,omitempty"`
+	// HumanEdits: automated pushes are paused until a rebase is requested.
+	HumanEdits bool `json:"humanEdits,omitempty"`
+	// Overwrite: the next sync discards human edits (rebase).
+	Overwrite bool `json:"overwrite,omitempty"`
+	// Dirty: the PR is behind the state; LastChange drives the debounce.
+	Dirty      bool      `json:"dirty,omitempty"`
+	LastChange time.Time `json:"lastChange,omitempty"`
+	// ObserveRequested: a PR event asks for a fresh look at the PR.
+	ObserveRequested bool `json:"observeRequested,omitempty"`
+	// StatusStale: the CR status is behind the state.
+	StatusStale bool `json:"statusStale,omitempty"`
+
+	// Seen deduplicates builds ("component@digest") and webhook deliveries.
+	Seen           map[string]bool `json:"seen,omitempty"`
+	SeenDeliveries []string        `json:"seenDeliveries,omitempty"`
+	// ForgeWrites counts forge write calls, for reports.
+	ForgeWrites int `json:"forgeWrites"`
+	// PendingComponents are spec additions still to be resolved.
+	PendingComponents []string `json:"pendingComponents,omitempty"`
+}
+
+const maxSeenDeliveries = 200
+
+func newState(now time.Time, r changegroupcr.Resolved, timeout time.Duration) *State {
+	s := &State{
+		Phase:           appstudiov1alpha1.PhaseInitialized,
+		StartTime:       now,
+		NudgedComponent: r.NudgedComponent,
+		Repo:            r.Repo,
+		FileMatch:       r.FileMatch,
+		Seen:            map[string]bool{},
+		StatusStale:     true,
+	}
+	if timeout > 0 {
+		s.Deadline = now.Add(timeout)
+	}
+	s.addComponents(r.Components)
+	return s
+}
+
+func (s *State) component(name string) *Component {
+	for i := range s.Components {
+		if s.Components[i].Name == name {
+			return &s.Components[i]
+		}
+	}
+	return nil
+}
+
+func (s *State) addComponents(rs []changegroupcr.ResolvedComponent) {
+	for _, r := range rs {
+		if c := s.component(r.Name); c != nil {
+			if c.State == appstudiov1alpha1.ComponentDropped {
+				c.State = appstudiov1alpha1.ComponentWaiting
+				if c.New != "" {
+					c.State = appstudiov1alpha1.ComponentReady
+				}
+			}
+			continue
+		}
+		s.Components = append(s.Components, Component{
+			Name: r.Name, Image: r.Image, Original: r.Original, State: appstudiov1alpha1.ComponentWaiting,
+		})
+	}
+	sort.Slice(s.Components, func(i, j int) bool { return s.Components[i].Name < s.Components[j].Name })
+}
+
+// applyBuild records a build; it reports whether the state changed. Older builds
+// never replace newer ones, and a redelivered build changes nothing.
+func (s *State) applyBuild(now time.Time, b ComponentBuilt) (bool, string) {
+	key := b.Component + "@" + b.Digest
+	if s.Seen[key] {
+		return false, "duplicate"
+	}
+	c := s.component(b.Component)
+	if c == nil {
+		return false, "not a member of this group"
+	}
+	if c.State == appstudiov1alpha1.ComponentDropped {
+		return false, "dropped from this group"
+	}
+	if c.New != "" && b.BuiltAt.Before(c.BuiltAt) {
+		s.Seen[key] = true
+		return false, "older than " + c.New
+	}
+	s.Seen[key] = true
+	c.New, c.PullSpec, c.BuiltAt, c.UpdatedAt = b.Digest, b.PullSpec, b.BuiltAt, now
+	c.PipelineRun = b.PipelineRun
+	if c.Image == "" {
+		c.Image = imageOf(b.PullSpec)
+	}
+	c.State = appstudiov1alpha1.ComponentReady
+	s.markDirty(now)
+	return true, ""
+}
+
+func (s *State) markDirty(now time.Time) {
+	s.Dirty = true
+	s.LastChange = now
+	s.StatusStale = true
+}
+
+// drop stops waiting for a component; its collected digest, if any, leaves the PR.
+func (s *State) drop(now time.Time, name string) bool {
+	c := s.component(name)
+	if c == nil || c.State == appstudiov1alpha1.ComponentDropped {
+		return false
+	}
+	c.State = appstudiov1alpha1.ComponentDropped
+	s.markDirty(now)
+	return true
+}
+
+// applySpec reconciles the member list with the CR's spec; new members wait for
+// resolution by an activity, removed ones are dropped.
+func (s *State) applySpec(now time.Time, sc SpecChanged) bool {
+	if sc.Generation != 0 && sc.Generation <= s.SpecGeneration {
+		return false
+	}
+	s.SpecGeneration = sc.Generation
+	want := map[string]bool{}
+	for _, n := range sc.NudgingComponents {
+		want[n] = true
+		if c := s.component(n); c == nil || c.State == appstudiov1alpha1.ComponentDropped {
+			s.PendingComponents = appendUnique(s.PendingComponents, n)
+		}
+	}
+	for i := range s.Components {
+		if c := &s.Components[i]; !want[c.Name] && c.State != appstudiov1alpha1.ComponentDropped && len(want) > 0 {
+			s.drop(now, c.Name)
+		}
+	}
+	if sc.Timeout > 0 {
+		s.Deadline = s.StartTime.Add(sc.Timeout)
+	} else {
+		s.Deadline = time.Time{}
+	}
+	s.StatusStale = true
+	return true
+}
+
+func (s *State) seenDelivery(id string) bool {
+	if id == "" {
+		return false
+	}
+	for _, d := range s.SeenDeliveries {
+		if d == id {
+			return true
+		}
+	}
+	s.SeenDeliveries = append(s.SeenDeliveries, id)
+	if len(s.SeenDeliveries) > maxSeenDeliveries {
+		s.SeenDeliveries = s.SeenDeliveries[len(s.SeenDeliveries)-maxSeenDeliveries:]
+	}
+	return false
+}
+
+// counts returns ready and awaited (not dropped) components.
+func (s *State) counts() (ready, total int) {
+	for _, c := range s.Components {
+		if c.State == appstudiov1alpha1.ComponentDropped {
+			continue
+		}
+		total++
+		if c.State == appstudiov1alpha1.ComponentReady {
+			ready++
+		}
+	}
+	return ready, total
+}
+
+func (s *State) allReady() bool {
+	ready, total := s.counts()
+	return total > 0 && ready == total && len(s.PendingComponents) == 0
+}
+
+func (s *State) waitingFor() []string {
+	var names []string
+	for _, c := range s.Components {
+		if c.State == appstudiov1alpha1.ComponentWaiting {
+			names = append(names, c.Name)
+		}
+	}
+	return append(names, s.PendingComponents...)
+}
+
+func (s *State) finish(now time.Time, phase appstudiov1alpha1.ChangeGroupPhase, reason, message string) {
+	if s.Phase.IsFinal() {
+		return
+	}
+	s.Phase, s.Reason, s.Message, s.CompletionTime = phase, reason, message, now
+	s.StatusStale = true
+}
+
+// rows are the PR's status table.
+func (s *State) rows() []pullrequest.Row {
+	rows := make([]pullrequest.Row, 0, len(s.Components))
+	for _, c := range s.Components {
+		rows = append(rows, pullrequest.Row{
+			Component: c.Name, Image: c.Image, Current: c.Original, New: c.New,
+			State: string(c.State), UpdatedAt: c.UpdatedAt,
+		})
+	}
+	return rows
+}
+
+// status projects the state onto the CR's status.
+func (s *State) status(workflowID string) appstudiov1alpha1.ChangeGroupStatus {
+	ready, total := s.counts()
+	st := appstudiov1alpha1.ChangeGroupStatus{
+		Phase:          s.Phase,
+		PullRequestURL: s.PR.URL,
+		StartTime:      timePtr(s.StartTime),
+		ReadyTime:      timePtr(s.ReadyTime),
+		CompletionTime: timePtr(s.CompletionTime),
+		Ready:          fmt.Sprintf("%d/%d", ready, total),
+		WorkflowID:     workflowID,
+	}
+	for _, c := range s.Components {
+		st.Components = append(st.Components, appstudiov1alpha1.ComponentStatus{
+			Name: c.Name, OriginalBuild: c.Original, NewBuild: c.New, NewBuildPullSpec: c.PullSpec,
+			State: c.State, LastUpdateTime: timePtr(c.UpdatedAt), BuildPipelineRun: c.PipelineRun,
+		})
+	}
+	st.Conditions = []metav1Condition{s.readyCondition(ready, total)}
+	return st
+}
+
+func (s *State) readyCondition(ready, total int) metav1Condition {
+	cond := metav1Condition{Type: appstudiov1alpha1.ConditionAllComponentsReady}
+	waiting := s.waitingFor()
+	switch {
+	case total > 0 && len(waiting) == 0:
+		cond.Status, cond.Reason = "True", "AllComponentsReady"
+		cond.Message = fmt.Sprintf("All %d components are ready", total)
+	case len(waiting) == 1:
+		cond.Status, cond.Reason = "False", "WaitingForComponents"
+		cond.Message = "Waiting for 1 component: " + waiting[0]
+	default:
+		cond.Status, cond.Reason = "False", "WaitingForComponents"
+		cond.Message = fmt.Sprintf("Waiting for %d components: %s", len(waiting), strings.Join(waiting, ", "))
+	}
+	if s.Released && len(waiting) > 0 {
+		cond.Reason = "ReleasedEarly"
+		cond.Message += fmt.Sprintf(" (released with %d of %d ready)", ready, total)
+	}
+	if s.Phase.IsFinal() && s.Reason != "" {
+		cond.Message += "; " + string(s.Phase) + ": " + s.Message
+	}
+	return cond
+}
+
+func appendUnique(list []string, v string) []string {
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+// imageOf strips the digest and tag from a pull spec: quay.io/o/r:t@sha256:x -> quay.io/o/r.
+func imageOf(pullSpec string) string {
+	repo, _, _ := strings.Cut(pullSpec, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo
+}

@@ -1,0 +1,648 @@
+package changegroup
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+)
+
+// Settings tune a ChangeGroup; the bridge passes the worker's configuration.
+type Settings struct {
+	// Debounce coalesces a burst of builds into one push: the PR is updated once no
+	// build arrived for this long.
+	Debounce time.Duration `json:"debounce,omitempty"`
+	// PollInterval is how often the PR is read, covering lost webhooks.
+	PollInterval time.Duration `json:"pollInterval,omitempty"`
+	// BranchPrefix prefixes the PR's head branch.
+	BranchPrefix string `json:"branchPrefix,omitempty"`
+	// ChangeGroupURLBase links the PR to the group (for example the Konflux UI).
+	ChangeGroupURLBase string `json:"changeGroupURLBase,omitempty"`
+	// MaxHistoryLength continues as new before the history grows past it (besides
+	// the server's own suggestion); zero uses the server's suggestion only.
+	MaxHistoryLength int `json:"maxHistoryLength,omitempty"`
+}
+
+// Defaults for Settings.
+const (
+	DefaultDebounce     = 10 * time.Second
+	DefaultPollInterval = 2 * time.Minute
+	DefaultBranchPrefix = "konflux/changegroup/"
+)
+
+func (s Settings) withDefaults() Settings {
+	if s.Debounce <= 0 {
+		s.Debounce = DefaultDebounce
+	}
+	if s.PollInterval <= 0 {
+		s.PollInterval = DefaultPollInterval
+	}
+	if s.BranchPrefix == "" {
+		s.BranchPrefix = DefaultBranchPrefix
+	}
+	return s
+}
+
+// Input starts (or continues) a ChangeGroup workflow. No secrets: it is visible in the UI.
+type Input struct {
+	Namespace string        `json:"namespace"`
+	Name      string        `json:"name"`
+	UID       string        `json:"uid"`
+	Timeout   time.Duration `json:"timeout,omitempty"`
+	Settings  Settings      `json:"settings"`
+	// State is carried through continue-as-new; nil on the first run.
+	State *State `json:"state,omitempty"`
+}
+
+// run is one execution: the input, the state and the wake-up flags the handlers set.
+type run struct {
+	ctx      workflow.Context
+	in       Input
+	settings Settings
+	s        *State
+	id       string
+
+	built   workflow.ReceiveChannel
+	spec    workflow.ReceiveChannel
+	prEvent workflow.ReceiveChannel
+	cancel  workflow.ReceiveChannel
+
+	// urgent skips the debounce: a person asked for something.
+	urgent bool
+	// cancelReason is set by a cancel signal or update until the main loop acts on it.
+	cancelReason string
+	// nextPoll is when the PR is read next; retryAt holds syncs back after a forge failure.
+	nextPoll time.Time
+	retryAt  time.Time
+	// lastSA avoids upserting unchanged search attributes.
+	lastPhase string
+	lastReady int
+}
+
+// Workflow is the ChangeGroup workflow.
+func Workflow(ctx workflow.Context, in Input) (*State, error) {
+	r := &run{
+		ctx:      ctx,
+		in:       in,
+		settings: in.Settings.withDefaults(),
+		s:        in.State,
+		id:       workflow.GetInfo(ctx).WorkflowExecution.ID,
+		built:    workflow.GetSignalChannel(ctx, SignalComponentBuilt),
+		spec:     workflow.GetSignalChannel(ctx, SignalSpecChanged),
+		prEvent:  workflow.GetSignalChannel(ctx, SignalPREvent),
+		cancel:   workflow.GetSignalChannel(ctx, SignalCancel),
+		lastReady: -1,
+	}
+	if err := r.registerHandlers(); err != nil {
+		return nil, err
+	}
+	if r.s == nil {
+		if err := r.initialize(); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		r.drainSignals()
+		if !r.s.Phase.IsFinal() {
+			r.step()
+		}
+		r.publish()
+		if r.s.Phase.IsFinal() {
+			break
+		}
+		if r.shouldContinueAsNew() {
+			return nil, r.continueAsNew()
+		}
+		r.wait()
+	}
+	r.finalize()
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return r.s, err
+	}
+	return r.s, nil
+}
+
+func (r *run) initialize() error {
+	var res changegroupcr.Resolved
+	err := workflow.ExecuteActivity(r.kubeCtx("resolve the group's components, repository and original builds"),
+		changegroupcr.ResolveActivity, changegroupcr.ResolveRequest{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID}).Get(r.ctx, &res)
+	now := workflow.Now(r.ctx)
+	if err != nil {
+		// The group cannot start (its nudged component is missing, say): a defined
+		// end with the reason in status, never silence.
+		r.s = &State{Phase: appstudiov1alpha1.PhaseInitialized, StartTime: now, Seen: map[string]bool{}}
+		r.s.finish(now, appstudiov1alpha1.PhaseFailed, "ResolveFailed", errorMessage(err))
+		return nil
+	}
+	r.s = newState(now, res, r.in.Timeout)
+	return nil
+}
+
+func (r *run) registerHandlers() error {
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, QueryState, func() (*State, error) { return r.s, nil },
+		workflow.QueryHandlerOptions{Description: "The ChangeGroup's whole state: components, PR, phase"}); err != nil {
+		return err
+	}
+	updates := []struct {
+		name, desc string
+		handler    any
+		validator  any
+	}{
+		{UpdateReleaseNow, "Stop waiting: release CI with the components that are ready",
+			func(ctx workflow.Context) (string, error) {
+				r.s.ReleaseRequested, r.urgent = true, true
+				r.s.markDirty(workflow.Now(ctx))
+				ready, total := r.s.counts()
+				return fmt.Sprintf("releasing with %d of %d components ready", ready, total), nil
+			},
+			func(ctx workflow.Context) error {
+				if err := r.notFinal(); err != nil {
+					return err
+				}
+				if r.s.Released {
+					return errors.New("already released: CI was triggered for this pull request")
+				}
+				if ready, _ := r.s.counts(); ready == 0 {
+					return errors.New("nothing to release: no component is ready yet")
+				}
+				return nil
+			}},
+		{UpdateCancel, "Cancel the group: close its pull request and stop",
+			func(ctx workflow.Context, req CancelRequest) (string, error) {
+				r.cancelReason = cancelReason(req.Reason, "cancelled by a person")
+				r.urgent = true
+				return "cancelling: " + r.cancelReason, nil
+			},
+			func(ctx workflow.Context, req CancelRequest) error { return r.notFinal() }},
+		{UpdateDropComponent, "Stop waiting for one component",
+			func(ctx workflow.Context, req DropRequest) (string, error) {
+				r.s.drop(workflow.Now(ctx), req.Component)
+				r.urgent = true
+				ready, total := r.s.counts()
+				return fmt.Sprintf("dropped %s; %d of %d ready", req.Component, ready, total), nil
+			},
+			func(ctx workflow.Context, req DropRequest) error {
+				if err := r.notFinal(); err != nil {
+					return err
+				}
+				c := r.s.component(req.Component)
+				if c == nil {
+					return fmt.Errorf("component %q is not a member of this group (members: %s)", req.Component, strings.Join(r.memberNames(), ", "))
+				}
+				if c.State == appstudiov1alpha1.ComponentDropped {
+					return fmt.Errorf("component %q was already dropped", req.Component)
+				}
+				return nil
+			}},
+		{UpdateRebase, "Discard manual changes on the pull request and let nudgeflow update it again",
+			func(ctx workflow.Context) (string, error) {
+				r.s.Overwrite, r.urgent = true, true
+				r.s.markDirty(workflow.Now(ctx))
+				return "rebasing: the next push discards manual changes", nil
+			},
+			func(ctx workflow.Context) error {
+				if err := r.notFinal(); err != nil {
+					return err
+				}
+				if r.s.PR.Number == 0 {
+					return errors.New("no pull request yet: nothing to rebase")
+				}
+				return nil
+			}},
+	}
+	for _, u := range updates {
+		if err := workflow.SetUpdateHandlerWithOptions(r.ctx, u.name, u.handler, workflow.UpdateHandlerOptions{
+			Validator: u.validator, Description: u.desc,
+		}); err != nil {
+			return fmt.Errorf("registering update %s: %w", u.name, err)
+		}
+	}
+	return nil
+}
+
+func (r *run) notFinal() error {
+	if r.s.Phase.IsFinal() {
+		return fmt.Errorf("the group has ended (%s)", r.s.Phase)
+	}
+	if r.cancelReason != "" {
+		return errors.New("the group is being cancelled")
+	}
+	return nil
+}
+
+func (r *run) memberNames() []string {
+	names := make([]string, 0, len(r.s.Components))
+	for _, c := range r.s.Components {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func cancelReason(reason, fallback string) string {
+	if strings.TrimSpace(reason) == "" {
+		return fallback
+	}
+	return reason
+}
+
+// drainSignals applies every signal that has arrived; none is ever left behind.
+func (r *run) drainSignals() {
+	log := workflow.GetLogger(r.ctx)
+	for {
+		progressed := false
+		var b ComponentBuilt
+		for r.built.ReceiveAsync(&b) {
+			progressed = true
+			if changed, why := r.s.applyBuild(workflow.Now(r.ctx), b); !changed {
+				log.Info("build not applied", "component", b.Component, "digest", b.Digest, "reason", why)
+			}
+			b = ComponentBuilt{}
+		}
+		var sc SpecChanged
+		for r.spec.ReceiveAsync(&sc) {
+			progressed = true
+			r.s.applySpec(workflow.Now(r.ctx), sc)
+			sc = SpecChanged{}
+		}
+		var ev PREvent
+		for r.prEvent.ReceiveAsync(&ev) {
+			progressed = true
+			r.applyPREvent(ev)
+			ev = PREvent{}
+		}
+		var cr CancelRequest
+		for r.cancel.ReceiveAsync(&cr) {
+			progressed = true
+			r.cancelReason = cancelReason(cr.Reason, "cancelled")
+			cr = CancelRequest{}
+		}
+		if !progressed {
+			return
+		}
+	}
+}
+
+func (r *run) applyPREvent(ev PREvent) {
+	if r.s.seenDelivery(ev.DeliveryID) {
+		return
+	}
+	if r.s.PR.Number != 0 && ev.Number != 0 && ev.Number != r.s.PR.Number {
+		return
+	}
+	now := workflow.Now(r.ctx)
+	switch {
+	case ev.Merged:
+		r.s.finish(now, appstudiov1alpha1.PhaseCompleted, "PRMerged", "the pull request was merged")
+	case ev.Closed:
+		r.s.finish(now, appstudiov1alpha1.PhaseCancelled, "PRClosed", "the pull request was closed without merging")
+	default:
+		// Edits, pushes, draft changes: read the PR to learn what a person did.
+		r.s.ObserveRequested = true
+	}
+}
+
+func (r *run) pendingSignals() bool {
+	return r.built.Len() > 0 || r.spec.Len() > 0 || r.prEvent.Len() > 0 || r.cancel.Len() > 0
+}
+
+// step does the one next piece of work the state calls for.
+func (r *run) step() {
+	now := workflow.Now(r.ctx)
+	s := r.s
+	switch {
+	case r.cancelReason != "":
+		s.finish(now, appstudiov1alpha1.PhaseCancelled, "Cancelled", r.cancelReason)
+		return
+	case !s.Deadline.IsZero() && !now.Before(s.Deadline) && !s.Released:
+		s.finish(now, appstudiov1alpha1.PhaseCancelled, "TimedOut",
+			fmt.Sprintf("not all components were ready within the timeout; waiting for %s", strings.Join(s.waitingFor(), ", ")))
+		return
+	}
+	if len(s.PendingComponents) > 0 {
+		r.resolvePending()
+	}
+	if r.syncDue(now) {
+		r.sync()
+		r.urgent = false
+		return
+	}
+	if s.PR.Number != 0 && (s.ObserveRequested || !now.Before(r.nextPoll)) {
+		r.observe()
+	}
+}
+
+func (r *run) syncDue(now time.Time) bool {
+	s := r.s
+	if !s.Dirty || (s.HumanEdits && !s.Overwrite) || now.Before(r.retryAt) {
+		return false
+	}
+	if ready, _ := s.counts(); ready == 0 && s.PR.Number == 0 {
+		// Nothing to show yet: the PR is opened with the first ready component.
+		s.Dirty = false
+		return false
+	}
+	return r.urgent || s.allReady() || !now.Before(s.LastChange.Add(r.settings.Debounce))
+}
+
+func (r *run) resolvePending() {
+	var res changegroupcr.Resolved
+	err := workflow.ExecuteActivity(r.kubeCtx("resolve components added to the spec"), changegroupcr.ResolveActivity,
+		changegroupcr.ResolveRequest{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Components: r.s.PendingComponents}).Get(r.ctx, &res)
+	if err != nil {
+		r.s.Message = "could not resolve added components: " + errorMessage(err)
+		r.s.StatusStale = true
+		return
+	}
+	r.s.addComponents(res.Components)
+	r.s.PendingComponents = nil
+	r.s.markDirty(workflow.Now(r.ctx))
+}
+
+func (r *run) mode() pullrequest.Mode {
+	if r.s.Released || r.s.ReleaseRequested || r.s.allReady() {
+		return pullrequest.ModeRelease
+	}
+	return pullrequest.ModeHold
+}
+
+func (r *run) sync() {
+	s := r.s
+	mode := r.mode()
+	req := pullrequest.SyncRequest{
+		Repo:            s.Repo,
+		Branch:          r.settings.BranchPrefix + r.in.Name,
+		Namespace:       r.in.Namespace,
+		ChangeGroup:     r.in.Name,
+		NudgedComponent: s.NudgedComponent,
+		ChangeGroupURL:  r.changeGroupURL(),
+		Rows:            s.rows(),
+		FileMatch:       s.FileMatch,
+		Mode:            mode,
+		Overwrite:       s.Overwrite,
+		Known:           s.PR,
+	}
+	summary := "push ready digests to the draft PR, CI held"
+	if mode == pullrequest.ModeRelease {
+		summary = "release CI: lift draft and push the final commit"
+	}
+	var obs pullrequest.Observed
+	err := workflow.ExecuteActivity(r.forgeCtx(summary), pullrequest.SyncActivity, req).Get(r.ctx, &obs)
+	if err != nil {
+		r.forgeFailed(err)
+		return
+	}
+	s.Dirty = false
+	if !obs.HumanEdits {
+		s.Overwrite = false
+	}
+	r.applyObserved(obs, mode)
+}
+
+func (r *run) observe() {
+	r.s.ObserveRequested = false
+	r.nextPoll = workflow.Now(r.ctx).Add(r.settings.PollInterval)
+	var obs pullrequest.Observed
+	err := workflow.ExecuteActivity(r.forgeCtx("read the pull request's state"), pullrequest.ObserveActivity,
+		pullrequest.ObserveRequest{Repo: r.s.Repo, Branch: r.settings.BranchPrefix + r.in.Name, Known: r.s.PR}).Get(r.ctx, &obs)
+	if err != nil {
+		r.forgeFailed(err)
+		return
+	}
+	r.applyObserved(obs, "")
+}
+
+// applyObserved folds what the forge says into the state. synced is the mode of a
+// successful sync, or "" for a plain observation.
+func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
+	s := r.s
+	now := workflow.Now(r.ctx)
+	if obs.PR.Number != 0 {
+		s.PR = obs.PR
+	}
+	s.ForgeWrites += obs.Writes
+	switch obs.State {
+	case pullrequest.PRMerged:
+		s.finish(now, appstudiov1alpha1.PhaseCompleted, "PRMerged", "the pull request was merged")
+		return
+	case pullrequest.PRClosed:
+		s.finish(now, appstudiov1alpha1.PhaseCancelled, "PRClosed", "the pull request was closed without merging")
+		return
+	}
+	if obs.HumanEdits != s.HumanEdits {
+		s.HumanEdits = obs.HumanEdits
+		s.StatusStale = true
+		if obs.HumanEdits {
+			s.Message = "automated pushes paused: " + obs.HumanEditReason + " (tick the rebase checkbox to resume)"
+		} else {
+			s.Message = ""
+		}
+	}
+	if obs.RebaseRequested && s.HumanEdits {
+		s.Overwrite, r.urgent = true, true
+		s.markDirty(now)
+	}
+	if (obs.ReleaseRequested || obs.MarkedReadyByHuman) && !s.Released && !s.ReleaseRequested {
+		s.ReleaseRequested, r.urgent = true, true
+		s.markDirty(now)
+	}
+	if synced == "" || obs.HumanEdits {
+		return
+	}
+	if s.Phase == appstudiov1alpha1.PhaseInitialized {
+		s.Phase = appstudiov1alpha1.PhaseWaiting
+		s.StatusStale = true
+	}
+	if synced == pullrequest.ModeRelease && !s.Released {
+		s.Released = true
+		s.Phase, s.ReadyTime = appstudiov1alpha1.PhaseReady, now
+		s.StatusStale = true
+	}
+}
+
+// forgeFailed keeps every collected digest: a non-retryable refusal ends the group
+// as Failed with the forge's answer; anything else is retried at the next wake-up.
+func (r *run) forgeFailed(err error) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		r.s.finish(workflow.Now(r.ctx), appstudiov1alpha1.PhaseFailed, "ForgeRefused", errorMessage(err))
+		return
+	}
+	r.s.Message = "the forge did not answer; retrying: " + errorMessage(err)
+	r.s.StatusStale = true
+	r.retryAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
+	r.nextPoll = r.retryAt
+}
+
+func (r *run) changeGroupURL() string {
+	if r.settings.ChangeGroupURLBase == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s/ns/%s/changegroups/%s", strings.TrimRight(r.settings.ChangeGroupURLBase, "/"), r.in.Namespace, r.in.Name)
+}
+
+// publish writes the CR status and the search attributes when they are behind.
+func (r *run) publish() {
+	s := r.s
+	ready, _ := s.counts()
+	if string(s.Phase) != r.lastPhase || ready != r.lastReady {
+		if err := workflow.UpsertTypedSearchAttributes(r.ctx,
+			searchattr.Phase.ValueSet(string(s.Phase)), searchattr.ReadyCount.ValueSet(int64(ready))); err != nil {
+			workflow.GetLogger(r.ctx).Warn("search attributes not updated", "error", err)
+		}
+		r.lastPhase, r.lastReady = string(s.Phase), ready
+		workflow.SetCurrentDetails(r.ctx, s.details())
+	}
+	if !s.StatusStale {
+		return
+	}
+	err := workflow.ExecuteActivity(r.kubeCtx("write the ChangeGroup's status"), changegroupcr.WriteStatusActivity,
+		changegroupcr.StatusRequest{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Status: s.status(r.id)}).Get(r.ctx, nil)
+	if err != nil {
+		workflow.GetLogger(r.ctx).Warn("status not written; retrying at the next wake-up", "error", err)
+		return
+	}
+	s.StatusStale = false
+}
+
+// wait sleeps until a signal, an update, the debounce, the deadline or the next poll.
+func (r *run) wait() {
+	now := workflow.Now(r.ctx)
+	s := r.s
+	var wake time.Time
+	var why string
+	consider := func(t time.Time, reason string) {
+		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
+			wake, why = t, reason
+		}
+	}
+	if s.Dirty && !(s.HumanEdits && !s.Overwrite) {
+		due := s.LastChange.Add(r.settings.Debounce)
+		if r.retryAt.After(due) {
+			due = r.retryAt
+		}
+		consider(due, "debounce: push once builds stop arriving")
+	}
+	if !s.Released {
+		consider(s.Deadline, "the ChangeGroup's timeout")
+	}
+	if s.PR.Number != 0 {
+		if r.nextPoll.IsZero() {
+			r.nextPoll = now.Add(r.settings.PollInterval)
+		}
+		consider(r.nextPoll, "poll the pull request (covers lost webhooks)")
+	}
+	if s.StatusStale {
+		consider(now.Add(r.settings.PollInterval), "retry the status write")
+	}
+	woken := func() bool {
+		return r.pendingSignals() || r.urgent || r.cancelReason != "" || s.ObserveRequested
+	}
+	if wake.IsZero() {
+		_ = workflow.Await(r.ctx, woken)
+		return
+	}
+	d := wake.Sub(now)
+	if d <= 0 {
+		return
+	}
+	_, _ = workflow.AwaitWithOptions(r.ctx, workflow.AwaitOptions{
+		Timeout: d, TimerOptions: workflow.TimerOptions{Summary: why},
+	}, woken)
+}
+
+func (r *run) shouldContinueAsNew() bool {
+	info := workflow.GetInfo(r.ctx)
+	if info.GetContinueAsNewSuggested() {
+		return true
+	}
+	return r.settings.MaxHistoryLength > 0 && info.GetCurrentHistoryLength() >= r.settings.MaxHistoryLength
+}
+
+func (r *run) continueAsNew() error {
+	// Every signal that arrived is applied and every update answered before the
+	// state moves to the next run: nothing is lost at the boundary.
+	_ = workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) })
+	r.drainSignals()
+	next := r.in
+	next.State = r.s
+	if r.cancelReason != "" {
+		r.s.finish(workflow.Now(r.ctx), appstudiov1alpha1.PhaseCancelled, "Cancelled", r.cancelReason)
+	}
+	return workflow.NewContinueAsNewError(r.ctx, WorkflowName, next)
+}
+
+// finalize closes the PR of a cancelled group and writes the last status.
+func (r *run) finalize() {
+	s := r.s
+	if s.Phase == appstudiov1alpha1.PhaseCancelled && s.Reason != "PRClosed" && s.PR.Number != 0 {
+		var obs pullrequest.Observed
+		err := workflow.ExecuteActivity(r.forgeCtx("close the pull request of the cancelled group"), pullrequest.CloseActivity,
+			pullrequest.CloseRequest{Repo: s.Repo, Known: s.PR,
+				Comment: fmt.Sprintf("ChangeGroup `%s` was cancelled: %s. nudgeflow closed this pull request.", r.in.Name, s.Message)}).Get(r.ctx, &obs)
+		if err == nil {
+			s.ForgeWrites += obs.Writes
+		} else {
+			s.Message += "; closing the pull request failed: " + errorMessage(err)
+		}
+		s.StatusStale = true
+	}
+	r.publish()
+}
+
+func (r *run) kubeCtx(summary string) workflow.Context {
+	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 10,
+		},
+	})
+}
+
+func (r *run) forgeCtx(summary string) workflow.Context {
+	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 12,
+		},
+	})
+}
+
+func errorMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
+// details is the markdown the Web UI shows as the workflow's current details.
+func (s *State) details() string {
+	var b strings.Builder
+	ready, total := s.counts()
+	b.WriteString(fmt.Sprintf("**%s** — %d/%d ready", s.Phase, ready, total))
+	if s.PR.URL != "" {
+		b.WriteString(fmt.Sprintf(" — [PR #%d](%s)", s.PR.Number, s.PR.URL))
+	}
+	b.WriteString("\n\n| component | new build | state |\n|---|---|---|\n")
+	for _, c := range s.Components {
+		b.WriteString(fmt.Sprintf("| %s | %s | %s |\n", c.Name, shortDigest(c.New), c.State))
+	}
+	return b.String()
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}

@@ -1,0 +1,375 @@
+package changegroup
+
+import (
+	"context"
+	"log/slog"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+)
+
+// fakeWorld stands in for the cluster and the forge: it records every request and
+// answers like the real activities would.
+type fakeWorld struct {
+	mu         sync.Mutex
+	resolved   changegroupcr.Resolved
+	syncs      []pullrequest.SyncRequest
+	observes   int
+	closes     []pullrequest.CloseRequest
+	statuses   []appstudiov1alpha1.ChangeGroupStatus
+	prState    pullrequest.PRState
+	humanEdits bool
+	syncErr    error
+}
+
+func newFakeWorld(components ...string) *fakeWorld {
+	f := &fakeWorld{resolved: changegroupcr.Resolved{
+		NudgedComponent: "bundle-x",
+		Repo:            pullrequest.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
+		FileMatch:       []string{".*Dockerfile.*", ".*.yaml"},
+	}}
+	for _, c := range components {
+		f.resolved.Components = append(f.resolved.Components, changegroupcr.ResolvedComponent{Name: c, Image: "quay.io/org/" + c, Original: "sha256:old-" + c})
+	}
+	return f
+}
+
+func (f *fakeWorld) resolve(_ context.Context, req changegroupcr.ResolveRequest) (changegroupcr.Resolved, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(req.Components) == 0 {
+		return f.resolved, nil
+	}
+	out := f.resolved
+	out.Components = nil
+	for _, c := range req.Components {
+		out.Components = append(out.Components, changegroupcr.ResolvedComponent{Name: c, Image: "quay.io/org/" + c})
+	}
+	return out, nil
+}
+
+func (f *fakeWorld) writeStatus(_ context.Context, req changegroupcr.StatusRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statuses = append(f.statuses, req.Status)
+	return nil
+}
+
+func (f *fakeWorld) observed(mode pullrequest.Mode) pullrequest.Observed {
+	return pullrequest.Observed{
+		PR:    pullrequest.PRRef{Number: 7, URL: "https://github.com/org/bundle/pull/7", NodeID: "PR_7"},
+		State: orOpen(f.prState), Draft: mode != pullrequest.ModeRelease, HumanEdits: f.humanEdits,
+		HumanEditReason: "commit abc by alice is not nudgeflow's", Writes: 2,
+	}
+}
+
+func orOpen(s pullrequest.PRState) pullrequest.PRState {
+	if s == "" {
+		return pullrequest.PROpen
+	}
+	return s
+}
+
+func (f *fakeWorld) sync(_ context.Context, req pullrequest.SyncRequest) (pullrequest.Observed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.syncErr != nil {
+		return pullrequest.Observed{}, f.syncErr
+	}
+	f.syncs = append(f.syncs, req)
+	if req.Overwrite {
+		f.humanEdits = false
+	}
+	return f.observed(req.Mode), nil
+}
+
+func (f *fakeWorld) observe(_ context.Context, _ pullrequest.ObserveRequest) (pullrequest.Observed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.observes++
+	o := f.observed(pullrequest.ModeHold)
+	o.Writes = 0
+	return o, nil
+}
+
+func (f *fakeWorld) close(_ context.Context, req pullrequest.CloseRequest) (pullrequest.Observed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closes = append(f.closes, req)
+	f.prState = pullrequest.PRClosed
+	return f.observed(pullrequest.ModeHold), nil
+}
+
+func (f *fakeWorld) lastSync() pullrequest.SyncRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncs[len(f.syncs)-1]
+}
+
+func (f *fakeWorld) lastStatus() appstudiov1alpha1.ChangeGroupStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.statuses[len(f.statuses)-1]
+}
+
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	f   *fakeWorld
+}
+
+func newHarness(t *testing.T, f *fakeWorld) *harness {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivityWithOptions(f.resolve, activity.RegisterOptions{Name: changegroupcr.ResolveActivity})
+	env.RegisterActivityWithOptions(f.writeStatus, activity.RegisterOptions{Name: changegroupcr.WriteStatusActivity})
+	env.RegisterActivityWithOptions(f.sync, activity.RegisterOptions{Name: pullrequest.SyncActivity})
+	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: pullrequest.ObserveActivity})
+	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: pullrequest.CloseActivity})
+	env.SetTestTimeout(30 * time.Second)
+	return &harness{t: t, env: env, f: f}
+}
+
+func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback(fn, d) }
+
+func (h *harness) build(d time.Duration, component, digest string, builtAt time.Duration) {
+	h.at(d, func() {
+		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{
+			Component: component, Digest: digest, PullSpec: "quay.io/org/" + component + "@" + digest,
+			BuiltAt: time.Unix(0, 0).Add(builtAt), PipelineRun: "nudge-" + component,
+		})
+	})
+}
+
+func (h *harness) prEvent(d time.Duration, ev PREvent) {
+	h.at(d, func() { h.env.SignalWorkflow(SignalPREvent, ev) })
+}
+
+func (h *harness) update(d time.Duration, name string, wantErr bool, args ...any) {
+	h.at(d, func() {
+		h.env.UpdateWorkflow(name, name+d.String(), &testsuite.TestUpdateCallback{
+			OnReject: func(err error) {
+				if !wantErr {
+					h.t.Errorf("update %s rejected: %v", name, err)
+				}
+			},
+			OnAccept: func() {
+				if wantErr {
+					h.t.Errorf("update %s accepted, want rejection", name)
+				}
+			},
+			OnComplete: func(any, error) {},
+		}, args...)
+	})
+}
+
+func (h *harness) run(in Input) *State {
+	if in.Name == "" {
+		in = Input{Namespace: "tenant", Name: "bundle-x-update", UID: "uid-1", Settings: Settings{Debounce: 5 * time.Second, PollInterval: time.Hour}}
+	}
+	h.env.ExecuteWorkflow(WorkflowName, in)
+	require.True(h.t, h.env.IsWorkflowCompleted())
+	require.NoError(h.t, h.env.GetWorkflowError())
+	var s State
+	require.NoError(h.t, h.env.GetWorkflowResult(&s))
+	return &s
+}
+
+func digestsOf(req pullrequest.SyncRequest) map[string]string {
+	out := map[string]string{}
+	for _, r := range req.Rows {
+		if r.State == string(appstudiov1alpha1.ComponentReady) {
+			out[r.Component] = r.New
+		}
+	}
+	return out
+}
+
+// The ADR's example: img0 -> img1 -> img2 while others build; all ready releases once.
+func TestCollectsLatestBuildsAndReleasesOnce(t *testing.T) {
+	f := newFakeWorld("operand-a", "operand-b", "operator-img")
+	h := newHarness(t, f)
+	h.build(time.Minute, "operator-img", "sha256:img1", 1*time.Hour)
+	h.build(2*time.Minute, "operand-a", "sha256:opa1", 2*time.Hour)
+	h.build(3*time.Minute, "operator-img", "sha256:img2", 3*time.Hour)
+	h.build(3*time.Minute+time.Second, "operator-img", "sha256:img2", 3*time.Hour) // redelivered
+	h.build(4*time.Minute, "operator-img", "sha256:img0-late", 30*time.Minute)     // older build arrives late
+	h.build(5*time.Minute, "operand-b", "sha256:opb1", 4*time.Hour)
+	h.prEvent(10*time.Minute, PREvent{DeliveryID: "d1", Action: "closed", Number: 7, Merged: true, Closed: true})
+	s := h.run(Input{})
+
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
+	var holds, releases int
+	for _, req := range f.syncs {
+		if req.Mode == pullrequest.ModeRelease {
+			releases++
+		} else {
+			holds++
+		}
+	}
+	require.Equal(t, 1, releases, "CI is released exactly once")
+	require.Equal(t, 3, holds, "one held push per debounced change: img1, opa1, img2 (duplicates and older builds change nothing)")
+	last := f.lastSync()
+	require.Equal(t, pullrequest.ModeRelease, last.Mode)
+	require.Equal(t, map[string]string{"operator-img": "sha256:img2", "operand-a": "sha256:opa1", "operand-b": "sha256:opb1"}, digestsOf(last))
+	require.Equal(t, "konflux/changegroup/bundle-x-update", last.Branch)
+	st := f.lastStatus()
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, st.Phase)
+	require.Equal(t, "3/3", st.Ready)
+	require.NotNil(t, st.ReadyTime)
+	require.NotNil(t, st.CompletionTime)
+	require.Equal(t, "https://github.com/org/bundle/pull/7", st.PullRequestURL)
+	require.Equal(t, "True", string(st.Conditions[0].Status))
+}
+
+func TestBurstIsDebouncedIntoOnePush(t *testing.T) {
+	f := newFakeWorld("a", "b", "c")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.build(time.Minute+time.Second, "b", "sha256:b1", time.Hour)
+	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.run(Input{})
+	require.Len(t, f.syncs, 1, "two builds a second apart make one push")
+	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(f.syncs[0]))
+	require.Equal(t, pullrequest.ModeHold, f.syncs[0].Mode)
+}
+
+func TestPRClosedCancels(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.prEvent(10*time.Minute, PREvent{DeliveryID: "d", Action: "closed", Number: 7, Closed: true})
+	s := h.run(Input{})
+	require.Equal(t, appstudiov1alpha1.PhaseCancelled, s.Phase)
+	require.Equal(t, "PRClosed", s.Reason)
+	require.Empty(t, f.closes, "a PR a person closed is not closed again")
+}
+
+func TestMergedBeforeAllReadyCompletes(t *testing.T) {
+	f := newFakeWorld("a", "b", "c")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.prEvent(10*time.Minute, PREvent{Action: "closed", Number: 7, Merged: true, Closed: true})
+	s := h.run(Input{})
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
+	require.Equal(t, "1/3", f.lastStatus().Ready)
+}
+
+func TestReleaseNowWithTwoOfThree(t *testing.T) {
+	f := newFakeWorld("a", "b", "c")
+	h := newHarness(t, f)
+	h.update(30*time.Second, UpdateReleaseNow, true) // nothing ready yet: rejected
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.build(2*time.Minute, "b", "sha256:b1", 2*time.Hour)
+	h.update(5*time.Minute, UpdateReleaseNow, false)
+	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	s := h.run(Input{})
+	last := f.lastSync()
+	require.Equal(t, pullrequest.ModeRelease, last.Mode)
+	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(last))
+	require.True(t, s.Released)
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
+}
+
+func TestDroppedComponentReleasesWhenRestReady(t *testing.T) {
+	f := newFakeWorld("a", "b", "c")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.build(2*time.Minute, "b", "sha256:b1", time.Hour)
+	h.at(5*time.Minute, func() {
+		h.env.SignalWorkflow(SignalSpecChanged, SpecChanged{Generation: 2, NudgingComponents: []string{"a", "b"}})
+	})
+	h.update(6*time.Minute, UpdateDropComponent, true, DropRequest{Component: "zzz"})
+	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	s := h.run(Input{})
+	last := f.lastSync()
+	require.Equal(t, pullrequest.ModeRelease, last.Mode, "with c dropped, a and b are all there is")
+	require.Equal(t, appstudiov1alpha1.ComponentDropped, s.component("c").State)
+	require.Equal(t, "2/2", f.lastStatus().Ready)
+}
+
+func TestTimeoutCancelsAndClosesPR(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	s := h.run(Input{Namespace: "tenant", Name: "g", UID: "u", Timeout: 2 * time.Hour, Settings: Settings{Debounce: time.Second}})
+	require.Equal(t, appstudiov1alpha1.PhaseCancelled, s.Phase)
+	require.Equal(t, "TimedOut", s.Reason)
+	require.Contains(t, s.Message, "waiting for b")
+	require.Len(t, f.closes, 1)
+	require.Contains(t, f.closes[0].Comment, "was cancelled")
+	require.Equal(t, "Cancelled", string(f.lastStatus().Phase))
+}
+
+func TestHumanEditsPauseUntilRebase(t *testing.T) {
+	f := newFakeWorld("a", "b", "c")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.at(2*time.Minute, func() { f.mu.Lock(); f.humanEdits = true; f.mu.Unlock() })
+	h.build(3*time.Minute, "b", "sha256:b1", time.Hour)
+	h.build(10*time.Minute, "c", "sha256:c1", time.Hour)
+	var syncsBeforeRebase int
+	h.at(20*time.Minute, func() { f.mu.Lock(); syncsBeforeRebase = len(f.syncs); f.mu.Unlock() })
+	h.update(21*time.Minute, UpdateRebase, false)
+	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.run(Input{})
+	require.Equal(t, 2, syncsBeforeRebase, "after the sync that found the edits, no further push happens")
+	last := f.lastSync()
+	require.True(t, last.Overwrite)
+	require.Equal(t, pullrequest.ModeRelease, last.Mode)
+}
+
+func TestCancelUpdateClosesPR(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.update(10*time.Minute, UpdateCancel, false, CancelRequest{Reason: "not needed"})
+	s := h.run(Input{})
+	require.Equal(t, appstudiov1alpha1.PhaseCancelled, s.Phase)
+	require.Equal(t, "not needed", s.Message)
+	require.Len(t, f.closes, 1)
+}
+
+func TestForgeRefusalFailsWithReason(t *testing.T) {
+	f := newFakeWorld("a")
+	f.syncErr = temporal.NewNonRetryableApplicationError("GitHub 404: repository org/bundle not found", "GitHub404", errors.New("404"))
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	s := h.run(Input{})
+	require.Equal(t, appstudiov1alpha1.PhaseFailed, s.Phase)
+	require.Contains(t, s.Message, "repository org/bundle not found")
+	require.Equal(t, "sha256:a1", s.component("a").New, "the collected digest is kept")
+}
+
+func TestContinueAsNewCarriesState(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.at(5*time.Minute, func() { h.env.SetContinueAsNewSuggested(true) })
+	h.env.ExecuteWorkflow(WorkflowName, Input{Namespace: "tenant", Name: "g", UID: "u",
+		Settings: Settings{Debounce: time.Second, PollInterval: time.Hour}})
+	err := h.env.GetWorkflowError()
+	require.Error(t, err)
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "continued as new, got %v", err)
+	// The next run's input carries the collected build.
+	var next Input
+	require.NoError(t, converterFor().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.State)
+	require.Equal(t, "sha256:a1", next.State.component("a").New)
+	require.True(t, next.State.Seen["a@sha256:a1"], "the dedupe set is carried")
+}
