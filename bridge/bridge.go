@@ -16,7 +16,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	changegroupwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // Deps is what the bridge's features need besides the manager.
@@ -27,6 +29,14 @@ type Deps struct {
 	TaskQueue string
 	// Executor decides which nudge edges nudgeflow executes (see issue 5).
 	Executor string
+	// ChangeGroup tunes ChangeGroup workflows started by the bridge.
+	ChangeGroup changegroupwf.Settings
+}
+
+// Bridge is what Setup wired, for the parts that serve outside the manager.
+type Bridge struct {
+	// PREvents delivers forge pull request events to ChangeGroup workflows.
+	PREvents *changegroup.PREventRouter
 }
 
 // ManagerOptions configures the manager.
@@ -69,8 +79,12 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 }
 
 // Setup registers every feature's reconcilers and webhooks with the manager.
-func Setup(mgr ctrl.Manager, deps Deps) error {
-	_ = mgr
-	_ = deps
-	return nil
+func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
+	router, err := changegroup.Setup(mgr, changegroup.Options{
+		Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Bridge{PREvents: router}, nil
 }

@@ -3,8 +3,12 @@ package worker
 
 import (
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 	sdkworker "go.temporal.io/sdk/worker"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
@@ -43,6 +47,6 @@ func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 
 // register adds each feature's workflows and activities, one line per feature.
 func register(r sdkworker.Registry, deps Deps) {
-	_ = r
-	_ = deps
+	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
+	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
 }

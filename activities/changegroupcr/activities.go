@@ -1,0 +1,239 @@
+package changegroupcr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	sdkworker "go.temporal.io/sdk/worker"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/nudgefiles"
+)
+
+// Activities reads and writes the cluster for the ChangeGroup workflow.
+//
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+type Activities struct {
+	Kube ctrlclient.Client
+}
+
+// Register adds the activities under their stable names.
+func (a *Activities) Register(r sdkworker.Registry) {
+	r.RegisterActivityWithOptions(a.Resolve, activity.RegisterOptions{Name: ResolveActivity})
+	r.RegisterActivityWithOptions(a.WriteStatus, activity.RegisterOptions{Name: WriteStatusActivity})
+}
+
+// errGone marks a group that no longer exists (or was re-created under a new UID).
+var errGone = errors.New("the ChangeGroup no longer exists")
+
+func (a *Activities) group(ctx context.Context, ns, name, uid string) (*appstudiov1alpha1.ChangeGroup, error) {
+	var cg appstudiov1alpha1.ChangeGroup
+	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, errGone
+		}
+		return nil, fmt.Errorf("reading ChangeGroup %s/%s: %w", ns, name, err)
+	}
+	if uid != "" && string(cg.UID) != uid {
+		return nil, errGone
+	}
+	return &cg, nil
+}
+
+// Resolve gathers what the workflow needs. A missing nudged component or group is a
+// non-retryable error: waiting will not make it appear.
+func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved, error) {
+	cg, err := a.group(ctx, req.Namespace, req.Name, req.UID)
+	if errors.Is(err, errGone) {
+		return Resolved{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("ChangeGroup %s/%s no longer exists", req.Namespace, req.Name), "ChangeGroupGone", nil)
+	}
+	if err != nil {
+		return Resolved{}, err
+	}
+	nudged := cg.Spec.NudgedComponent
+	var target mirrorv1alpha1.Component
+	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: nudged}, &target); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Resolved{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("nudged component %q does not exist in namespace %s", nudged, req.Namespace), "ComponentNotFound", nil)
+		}
+		return Resolved{}, fmt.Errorf("reading nudged component %s: %w", nudged, err)
+	}
+	repo, err := repoOf(&target)
+	if err != nil {
+		return Resolved{}, temporal.NewNonRetryableApplicationError(err.Error(), "NoRepository", nil)
+	}
+	fileMatch, err := nudgefiles.For(ctx, a.Kube, &target)
+	if err != nil {
+		return Resolved{}, err
+	}
+	out := Resolved{NudgedComponent: nudged, Repo: repo, FileMatch: fileMatch}
+
+	names := req.Components
+	if len(names) == 0 {
+		for _, r := range cg.Spec.NudgingComponents {
+			names = append(names, r.Name)
+		}
+	}
+	if len(names) == 0 && len(req.Components) == 0 {
+		if names, err = a.nudgersOf(ctx, req.Namespace, nudged); err != nil {
+			return Resolved{}, err
+		}
+		if len(names) == 0 {
+			return Resolved{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("no component nudges %q: name nudgingComponents in the ChangeGroup, or add NudgeConfig edges or build-nudges-ref", nudged),
+				"NoNudgingComponents", nil)
+		}
+		if err := a.fillSpec(ctx, cg, names); err != nil {
+			return Resolved{}, err
+		}
+		out.SpecFilled = true
+	}
+	for _, name := range names {
+		rc := ResolvedComponent{Name: name}
+		var c mirrorv1alpha1.Component
+		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, &c)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Kept as a member: its build signal will carry the image.
+		case err != nil:
+			return Resolved{}, fmt.Errorf("reading nudging component %s: %w", name, err)
+		default:
+			rc.Image, rc.Original = imageAndDigest(c.Spec.ContainerImage, c.Status.LastPromotedImage)
+		}
+		out.Components = append(out.Components, rc)
+	}
+	return out, nil
+}
+
+// nudgersOf lists the components that nudge target: NudgeConfig edges when the
+// namespace has one, else build-nudges-ref (ADR 67's migration rule).
+func (a *Activities) nudgersOf(ctx context.Context, ns, target string) ([]string, error) {
+	var nc konfluxv1alpha1.NudgeConfig
+	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	var names []string
+	switch {
+	case err == nil:
+		for _, e := range nc.Spec.Nudges {
+			if e.To == target && !slices.Contains(names, e.From) {
+				names = append(names, e.From)
+			}
+		}
+	case apierrors.IsNotFound(err):
+		var list mirrorv1alpha1.ComponentList
+		if err := a.Kube.List(ctx, &list, ctrlclient.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing components in %s: %w", ns, err)
+		}
+		for _, c := range list.Items {
+			if slices.Contains(c.Spec.BuildNudgesRef, target) {
+				names = append(names, c.Name)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("reading NudgeConfig of %s: %w", ns, err)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// fillSpec writes the computed members into the empty spec, as ADR 59 says.
+func (a *Activities) fillSpec(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, names []string) error {
+	patch := ctrlclient.MergeFrom(cg.DeepCopy())
+	cg.Spec.NudgingComponents = nil
+	for _, n := range names {
+		cg.Spec.NudgingComponents = append(cg.Spec.NudgingComponents, appstudiov1alpha1.NudgingComponentRef{Name: n})
+	}
+	if err := a.Kube.Patch(ctx, cg, patch); err != nil {
+		return fmt.Errorf("filling nudgingComponents of ChangeGroup %s/%s: %w", cg.Namespace, cg.Name, err)
+	}
+	return nil
+}
+
+// WriteStatus writes the workflow's projection onto the CR. A deleted (or
+// re-created) group has nothing to write to; that is not an error.
+func (a *Activities) WriteStatus(ctx context.Context, req StatusRequest) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cg, err := a.group(ctx, req.Namespace, req.Name, req.UID)
+		if errors.Is(err, errGone) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		next := req.Status
+		conditions := cg.Status.Conditions
+		for _, c := range next.Conditions {
+			c.ObservedGeneration = cg.Generation
+			if c.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+			}
+			meta.SetStatusCondition(&conditions, c)
+		}
+		next.Conditions = conditions
+		cg.Status = next
+		if err := a.Kube.Status().Update(ctx, cg); err != nil {
+			return fmt.Errorf("writing status of ChangeGroup %s/%s: %w", req.Namespace, req.Name, err)
+		}
+		return nil
+	})
+}
+
+// repoOf derives the forge and branch from the Component's source, as build-service
+// does: the git-provider annotation wins, else the URL's host.
+func repoOf(c *mirrorv1alpha1.Component) (pullrequest.Repo, error) {
+	git := c.Spec.Source.GitSource
+	if git == nil || git.URL == "" {
+		return pullrequest.Repo{}, fmt.Errorf("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", c.Name)
+	}
+	u, err := url.Parse(git.URL)
+	if err != nil || u.Host == "" {
+		return pullrequest.Repo{}, fmt.Errorf("component %q has a source URL nudgeflow cannot parse: %q", c.Name, git.URL)
+	}
+	provider := c.Annotations[mirrorv1alpha1.AnnotationGitProvider]
+	if provider == "" {
+		provider = "github"
+		if strings.Contains(u.Host, "gitlab") {
+			provider = "gitlab"
+		}
+	}
+	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
+}
+
+// imageAndDigest splits the last promoted image (repo@sha256:...) into the image
+// repository and the digest; spec.containerImage names the repository when set.
+func imageAndDigest(containerImage, lastPromoted string) (image, digest string) {
+	repo, dig, found := strings.Cut(lastPromoted, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	image = containerImage
+	if image == "" {
+		image = repo
+	}
+	if found {
+		digest = dig
+	}
+	return image, digest
+}

@@ -1,0 +1,161 @@
+package changegroup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+// Renudger nudges targets of a cancelled nudge PipelineRun that no active ChangeGroup
+// collects (partially held runs, or a group that ended in between), so that their
+// nudges are not lost.
+type Renudger interface {
+	Renudge(ctx context.Context, plr *tektonv1.PipelineRun, targets []string) error
+}
+
+// HeldReconciler turns a nudge PipelineRun cancelled by a ChangeGroup into a
+// component-built signal for that group's workflow. It is stateless: a resync
+// resends the signal and the workflow deduplicates by (component, digest).
+type HeldReconciler struct {
+	Kube     ctrlclient.Client
+	Temporal client.Client
+	Recorder record.EventRecorder
+	Renudger Renudger
+}
+
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
+
+// Reconcile signals the groups that hold the PipelineRun's nudges.
+func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var plr tektonv1.PipelineRun
+	if err := r.Kube.Get(ctx, req.NamespacedName, &plr); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	held := ParseHeldBy(plr.Annotations[konflux.AnnotationHeldBy])
+	if len(held) == 0 {
+		return ctrl.Result{}, nil
+	}
+	source := plr.Annotations[konflux.AnnotationNudging]
+	built, err := r.buildOf(ctx, &plr, source)
+	if err != nil {
+		r.Recorder.Event(&plr, corev1.EventTypeWarning, "BuildNotFound", err.Error())
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
+	for _, target := range sortedKeys(held) {
+		var cg appstudiov1alpha1.ChangeGroup
+		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: held[target]}, &cg)
+		if apierrors.IsNotFound(err) {
+			renudge = append(renudge, target)
+			continue
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("reading ChangeGroup %s: %w", held[target], err)
+		}
+		err = cgwf.SignalBuilt(ctx, r.Temporal, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), built)
+		if isGone(err) {
+			renudge = append(renudge, target)
+			continue
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		log.FromContext(ctx).Info("build handed to ChangeGroup", "changeGroup", cg.Name, "component", source, "digest", built.Digest)
+	}
+	if len(renudge) == 0 {
+		return ctrl.Result{}, nil
+	}
+	sort.Strings(renudge)
+	if r.Renudger == nil {
+		r.Recorder.Event(&plr, corev1.EventTypeWarning, "NudgeNotDelivered",
+			fmt.Sprintf("no ChangeGroup collects %s's build for %s any more; nudge them again (for example re-run the build)", source, strings.Join(renudge, ", ")))
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.Renudger.Renudge(ctx, &plr, renudge)
+}
+
+// buildOf finds the digest the nudge carries: the build PipelineRun's results, else
+// the nudging Component's last promoted image.
+func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun, source string) (cgwf.ComponentBuilt, error) {
+	b := cgwf.ComponentBuilt{Component: source, PipelineRun: plr.Name, BuiltAt: plr.CreationTimestamp.UTC()}
+	if name := plr.Annotations[konflux.AnnotationNudgingPLR]; name != "" {
+		var build tektonv1.PipelineRun
+		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: name}, &build)
+		if err == nil {
+			url, digest := BuildResults(&build)
+			if url != "" && digest != "" {
+				b.Digest, b.PullSpec, b.BuildPipelineRun = digest, repoOf(url)+"@"+digest, name
+				b.BuiltAt = build.CreationTimestamp.UTC()
+				if build.Status.CompletionTime != nil {
+					b.BuiltAt = build.Status.CompletionTime.UTC()
+				}
+				return b, nil
+			}
+		} else if !apierrors.IsNotFound(err) {
+			return b, fmt.Errorf("reading build PipelineRun %s: %w", name, err)
+		}
+	}
+	var c mirrorv1alpha1.Component
+	if err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: source}, &c); err != nil {
+		return b, fmt.Errorf("no build results and no Component %q to read the image from: %w", source, err)
+	}
+	repo, digest, ok := strings.Cut(c.Status.LastPromotedImage, "@")
+	if !ok {
+		return b, fmt.Errorf("no build results, and Component %q has no lastPromotedImage", source)
+	}
+	b.Digest, b.PullSpec = digest, repoOf(repo)+"@"+digest
+	return b, nil
+}
+
+// BuildResults reads IMAGE_URL and IMAGE_DIGEST from a build PipelineRun.
+func BuildResults(plr *tektonv1.PipelineRun) (imageURL, digest string) {
+	for _, res := range plr.Status.Results {
+		switch res.Name {
+		case konflux.ResultImageURL:
+			imageURL = strings.TrimSpace(res.Value.StringVal)
+		case konflux.ResultImageDigest:
+			digest = strings.TrimSpace(res.Value.StringVal)
+		}
+	}
+	return imageURL, digest
+}
+
+// repoOf strips a tag (not a registry port) from an image reference.
+func repoOf(image string) string {
+	image, _, _ = strings.Cut(image, "@")
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[:i]
+	}
+	return image
+}
+
+// SetupWithManager watches PipelineRuns nudgeflow cancelled.
+func (r *HeldReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	heldOnly := predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+		return o.GetAnnotations()[konflux.AnnotationHeldBy] != ""
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&tektonv1.PipelineRun{}, builder.WithPredicates(heldOnly)).
+		Named("held-nudge").
+		Complete(r)
+}

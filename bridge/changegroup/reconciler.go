@@ -1,0 +1,203 @@
+// Package changegroup is the bridge side of ChangeGroups: it starts and signals
+// each group's workflow from CR events, turns override annotations into updates,
+// cancels the workflow when the CR is deleted, intercepts nudge PipelineRuns of held
+// components and turns them and forge events into signals.
+package changegroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+// Reconciler keeps each ChangeGroup's workflow in step with the CR.
+type Reconciler struct {
+	Kube      ctrlclient.Client
+	Temporal  client.Client
+	TaskQueue string
+	Settings  cgwf.Settings
+	Recorder  record.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// Reconcile sends the spec to the workflow, starting it when needed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	var cg appstudiov1alpha1.ChangeGroup
+	if err := r.Kube.Get(ctx, req.NamespacedName, &cg); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+
+	if !cg.DeletionTimestamp.IsZero() {
+		if !controllerutil.ContainsFinalizer(&cg, konflux.FinalizerChangeGroup) {
+			return ctrl.Result{}, nil
+		}
+		err := r.Temporal.SignalWorkflow(ctx, id, "", cgwf.SignalCancel, cgwf.CancelRequest{Reason: "the ChangeGroup was deleted"})
+		if err != nil && !isGone(err) {
+			return ctrl.Result{}, fmt.Errorf("cancelling workflow %s: %w", id, err)
+		}
+		logger.Info("ChangeGroup deleted; workflow cancelled", "workflowID", id)
+		controllerutil.RemoveFinalizer(&cg, konflux.FinalizerChangeGroup)
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(r.Kube.Update(ctx, &cg))
+	}
+	if cg.Status.Phase.IsFinal() {
+		return ctrl.Result{}, r.rejectAction(ctx, &cg, fmt.Sprintf("the group has ended (%s)", cg.Status.Phase))
+	}
+	if controllerutil.AddFinalizer(&cg, konflux.FinalizerChangeGroup) {
+		if err := r.Kube.Update(ctx, &cg); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+	if err := r.signalWithStart(ctx, &cg, id); err != nil {
+		return ctrl.Result{}, err
+	}
+	if action := cg.Annotations[konflux.AnnotationAction]; action != "" {
+		return r.applyAction(ctx, &cg, id, action)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) signalWithStart(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, id string) error {
+	spec := cgwf.SpecChanged{Generation: cg.Generation}
+	for _, n := range cg.Spec.NudgingComponents {
+		spec.NudgingComponents = append(spec.NudgingComponents, n.Name)
+	}
+	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), Settings: r.Settings}
+	if cg.Spec.Timeout != nil {
+		in.Timeout = cg.Spec.Timeout.Duration
+		spec.Timeout = cg.Spec.Timeout.Duration
+	}
+	opts := client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: r.TaskQueue,
+		// A late event must never restart a finished group.
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			searchattr.KubeNamespace.ValueSet(cg.Namespace),
+			searchattr.ChangeGroup.ValueSet(cg.Name),
+			searchattr.NudgedComponent.ValueSet(cg.Spec.NudgedComponent),
+			searchattr.Phase.ValueSet(string(appstudiov1alpha1.PhaseInitialized)),
+			searchattr.ReadyCount.ValueSet(0),
+		),
+		StaticSummary: fmt.Sprintf("ChangeGroup %s/%s: one pull request for %s", cg.Namespace, cg.Name, cg.Spec.NudgedComponent),
+	}
+	_, err := r.Temporal.SignalWithStartWorkflow(ctx, id, cgwf.SignalSpecChanged, spec, opts, cgwf.WorkflowName, in)
+	if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return fmt.Errorf("starting or signalling workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// applyAction turns the override annotation into a Temporal update, then removes it.
+func (r *Reconciler) applyAction(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, id, action string) (ctrl.Result, error) {
+	name, args, err := ParseAction(action)
+	if err != nil {
+		return ctrl.Result{}, r.rejectAction(ctx, cg, err.Error())
+	}
+	uctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	handle, err := r.Temporal.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+		WorkflowID:   id,
+		UpdateID:     fmt.Sprintf("annotation/%s/%s", cg.ResourceVersion, action),
+		UpdateName:   name,
+		Args:         args,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var result string
+	if err == nil {
+		err = handle.Get(uctx, &result)
+	}
+	if err != nil {
+		var rejected *temporal.ApplicationError
+		if errors.As(err, &rejected) || isGone(err) {
+			return ctrl.Result{}, r.rejectAction(ctx, cg, err.Error())
+		}
+		// The worker may be down: keep the annotation and try again.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	r.Recorder.Event(cg, corev1.EventTypeNormal, "OverrideApplied", fmt.Sprintf("%s: %s", action, result))
+	return ctrl.Result{}, r.clearAction(ctx, cg)
+}
+
+func (r *Reconciler) rejectAction(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, why string) error {
+	action := cg.Annotations[konflux.AnnotationAction]
+	if action == "" {
+		return nil
+	}
+	r.Recorder.Event(cg, corev1.EventTypeWarning, "OverrideRejected", fmt.Sprintf("%s: %s", action, why))
+	return r.clearAction(ctx, cg)
+}
+
+func (r *Reconciler) clearAction(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup) error {
+	patch := ctrlclient.MergeFrom(cg.DeepCopy())
+	delete(cg.Annotations, konflux.AnnotationAction)
+	return ctrlclient.IgnoreNotFound(r.Kube.Patch(ctx, cg, patch))
+}
+
+// ParseAction reads an override: release-now, cancel[=reason], rebase, drop=<component>.
+func ParseAction(action string) (update string, args []any, err error) {
+	verb, arg, _ := strings.Cut(strings.TrimSpace(action), "=")
+	switch verb {
+	case "release-now":
+		return cgwf.UpdateReleaseNow, nil, nil
+	case "rebase":
+		return cgwf.UpdateRebase, nil, nil
+	case "cancel":
+		return cgwf.UpdateCancel, []any{cgwf.CancelRequest{Reason: arg}}, nil
+	case "drop":
+		if arg == "" {
+			return "", nil, errors.New("drop needs a component: drop=<component>")
+		}
+		return cgwf.UpdateDropComponent, []any{cgwf.DropRequest{Component: arg}}, nil
+	}
+	return "", nil, fmt.Errorf("unknown action %q: use release-now, cancel, rebase or drop=<component>", action)
+}
+
+// isGone reports a workflow that is not running (never started or finished).
+func isGone(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf) || apierrors.IsNotFound(err)
+}
+
+func deletionStarted() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+}
+
+// SetupWithManager registers the reconciler.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		// Status writes by the worker do not concern the workflow: only spec,
+		// annotation (overrides) and deletion changes are sent on.
+		For(&appstudiov1alpha1.ChangeGroup{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionStarted()))).
+		Named("changegroup").
+		Complete(r)
+}

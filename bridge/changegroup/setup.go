@@ -1,0 +1,84 @@
+package changegroup
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+// Options configure the ChangeGroup side of the bridge.
+type Options struct {
+	Temporal  client.Client
+	TaskQueue string
+	Settings  cgwf.Settings
+	// Renudger nudges targets no group collects any more; optional.
+	Renudger Renudger
+}
+
+const prURLField = "status.pullRequestURL"
+
+// Setup registers the reconcilers and webhooks and returns the router that
+// delivers forge events to the groups' workflows.
+func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
+	recorder := mgr.GetEventRecorderFor("nudgeflow")
+	if err := (&Reconciler{
+		Kube: mgr.GetClient(), Temporal: opts.Temporal, TaskQueue: opts.TaskQueue, Settings: opts.Settings, Recorder: recorder,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ChangeGroup reconciler: %w", err)
+	}
+	if err := (&HeldReconciler{
+		Kube: mgr.GetClient(), Temporal: opts.Temporal, Recorder: recorder, Renudger: opts.Renudger,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the held-nudge reconciler: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudiov1alpha1.ChangeGroup{}).
+		WithValidator(&Validator{Reader: mgr.GetAPIReader()}).Complete(); err != nil {
+		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
+	}
+	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: &Interceptor{Reader: mgr.GetAPIReader()}})
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prURLField,
+		func(o ctrlclient.Object) []string {
+			if u := o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL; u != "" {
+				return []string{u}
+			}
+			return nil
+		}); err != nil {
+		return nil, fmt.Errorf("indexing ChangeGroups by pull request: %w", err)
+	}
+	return &PREventRouter{Kube: mgr.GetClient(), Temporal: opts.Temporal}, nil
+}
+
+// PREventRouter delivers a forge event about a pull request to the group that owns it.
+type PREventRouter struct {
+	Kube     ctrlclient.Reader
+	Temporal client.Client
+}
+
+// Deliver signals every group whose status names the PR (normally one). An event
+// for a PR no group owns is ignored.
+func (p *PREventRouter) Deliver(ctx context.Context, prURL string, ev cgwf.PREvent) (int, error) {
+	var list appstudiov1alpha1.ChangeGroupList
+	if err := p.Kube.List(ctx, &list, ctrlclient.MatchingFields{prURLField: prURL}); err != nil {
+		return 0, fmt.Errorf("finding the ChangeGroup of %s: %w", prURL, err)
+	}
+	delivered := 0
+	for _, cg := range list.Items {
+		id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+		err := p.Temporal.SignalWorkflow(ctx, id, "", cgwf.SignalPREvent, ev)
+		if isGone(err) {
+			continue
+		}
+		if err != nil {
+			return delivered, fmt.Errorf("signalling %s: %w", id, err)
+		}
+		delivered++
+	}
+	return delivered, nil
+}

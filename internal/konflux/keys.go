@@ -1,0 +1,37 @@
+// Package konflux names the labels and annotations Konflux services put on
+// PipelineRuns (build-service, integration-service, Pipelines as Code) and the
+// ones nudgeflow adds, in one place.
+package konflux
+
+// Konflux's keys on build and nudge PipelineRuns (reference §1, §2).
+const (
+	LabelComponent       = "appstudio.openshift.io/component"
+	LabelPipelineType    = "pipelines.appstudio.openshift.io/type"
+	LabelNudgeType       = "build.appstudio.redhat.com/type"
+	NudgeTypeValue       = "nudge"
+	AnnotationEventType  = "pipelinesascode.tekton.dev/event-type"
+	AnnotationNudged     = "build.appstudio.redhat.com/nudged-components"
+	AnnotationNudging    = "build.appstudio.redhat.com/nudging-component"
+	AnnotationNudgingImg = "build.appstudio.redhat.com/nudging-image"
+	AnnotationNudgingPLR = "build.appstudio.redhat.com/nudging-pipeline"
+	AnnotationNudgingSHA = "build.appstudio.redhat.com/nudging-commit"
+	AnnotationNudgeFiles = "build.appstudio.openshift.io/build-nudge-files"
+	ResultImageURL       = "IMAGE_URL"
+	ResultImageDigest    = "IMAGE_DIGEST"
+)
+
+// nudgeflow's own keys.
+const (
+	// AnnotationHeldBy on a nudge PipelineRun lists target=ChangeGroup pairs that held it.
+	AnnotationHeldBy = "nudgeflow.konflux-ci.dev/held-by"
+	// AnnotationCancelReason says why nudgeflow cancelled the PipelineRun.
+	AnnotationCancelReason = "nudgeflow.konflux-ci.dev/cancel-reason"
+	// AnnotationRenudge lists targets of a cancelled PipelineRun that no ChangeGroup
+	// holds: nudgeflow nudges them itself so their nudges are not lost.
+	AnnotationRenudge = "nudgeflow.konflux-ci.dev/renudge"
+	// AnnotationAction on a ChangeGroup requests an override: release-now, cancel,
+	// rebase or drop=<component>. Kubernetes RBAC on the CR governs who may.
+	AnnotationAction = "nudgeflow.konflux-ci.dev/action"
+	// FinalizerChangeGroup lets nudgeflow cancel the workflow before the CR goes.
+	FinalizerChangeGroup = "nudgeflow.konflux-ci.dev/changegroup"
+)
