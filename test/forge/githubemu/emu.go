@@ -37,20 +37,22 @@ type User struct {
 type Server struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	tokens   map[string]User
-	repos    map[string]*repo // "owner/name"
-	nextID   int64
-	clock    int64 // logical clock: makes every commit distinct, like git's dates
-	fails    []failure
-	writes   int
-	hooks    []hook
-	ci       []CIEvent
-	app      *appConfig
-	deliver  chan delivery
-	done     chan struct{}
-	delivers []Delivery
-	hookWG   sync.WaitGroup
+	mu     sync.Mutex
+	tokens map[string]User
+	repos  map[string]*repo // "owner/name"
+	nextID int64
+	clock  int64 // logical clock: makes every commit distinct, like git's dates
+	fails  []failure
+	// failWriteAt is the write count at which a write fails (0: none).
+	failWriteAt, failWriteStatus int
+	writes                       int
+	hooks                        []hook
+	ci                           []CIEvent
+	app                          *appConfig
+	deliver                      chan delivery
+	done                         chan struct{}
+	delivers                     []Delivery
+	hookWG                       sync.WaitGroup
 }
 
 type failure struct {
@@ -116,6 +118,14 @@ func (s *Server) FailNext(n, status, retryAfter int) {
 	for range n {
 		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter})
 	}
+}
+
+// FailWrite lets `after` more write requests through, then fails the next write with
+// status (a crash or outage in the middle of a multi-step change).
+func (s *Server) FailWrite(after, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
 }
 
 // Writes is how many authenticated write requests (POST/PATCH/PUT/DELETE) arrived.

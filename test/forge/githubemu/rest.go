@@ -52,6 +52,11 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.writes++
+			if s.writes == s.failWriteAt {
+				s.failWriteAt = 0
+				writeFailure(w, failure{status: s.failWriteStatus})
+				return
+			}
 		}
 		if len(s.fails) > 0 {
 			f := s.fails[0]
