@@ -1,0 +1,134 @@
+// Package forge is what the pull request activities need from a Git forge, so GitHub
+// (package forge/github) and later GitLab implement the same small interface. Every
+// operation works through the forge's API: no clone.
+package forge
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Repo names a repository on a forge.
+type Repo struct {
+	// Scheme is https, or http for a loopback test forge.
+	Scheme string
+	// Host is the forge's host (with port when not the default).
+	Host  string
+	Owner string
+	Name  string
+}
+
+// FullName is owner/name.
+func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
+
+// ParseRepoURL reads a clone URL as written in a Component (https://host/org/repo(.git)).
+// Plain http is accepted only for loopback hosts (test forges), so tokens never cross
+// a network unencrypted.
+func ParseRepoURL(raw string) (Repo, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return Repo{}, fmt.Errorf("repository URL %q: %w", raw, err)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if h := u.Hostname(); h != "localhost" && h != "127.0.0.1" && h != "::1" {
+			return Repo{}, fmt.Errorf("repository URL %q: plain http is allowed only for loopback hosts", raw)
+		}
+	default:
+		return Repo{}, fmt.Errorf("repository URL %q: scheme must be https", raw)
+	}
+	parts := strings.Split(strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/"), "/")
+	if u.Host == "" || len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return Repo{}, fmt.Errorf("repository URL %q: want <scheme>://<host>/<owner>/<repo>", raw)
+	}
+	return Repo{Scheme: u.Scheme, Host: u.Host, Owner: parts[0], Name: parts[1]}, nil
+}
+
+// Signature is a commit's author or committer.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+// Commit is a commit's metadata.
+type Commit struct {
+	SHA       string
+	Tree      string
+	Parents   []string
+	Message   string
+	Author    Signature
+	Committer Signature
+}
+
+// File is a blob in a recursive tree listing.
+type File struct {
+	Path string
+	Mode string
+	SHA  string
+}
+
+// PRState is open or closed as the forge says; Merged is separate.
+type PR struct {
+	Number  int
+	NodeID  string
+	URL     string
+	Title   string
+	Body    string
+	Open    bool
+	Merged  bool
+	Draft   bool
+	Head    string
+	HeadSHA string
+	Base    string
+}
+
+// NewPR is a pull request to open.
+type NewPR struct {
+	Title, Head, Base, Body string
+	Draft                   bool
+}
+
+// Comment is an issue comment on a PR.
+type Comment struct {
+	ID   int64
+	Body string
+}
+
+// Forge is the API the pull request activities use. Implementations classify errors
+// (temporal ApplicationErrors: rate limits retryable with NextRetryDelay, other 4xx
+// non-retryable) and never put a credential in an error.
+type Forge interface {
+	// DefaultBranch is the repository's default branch.
+	DefaultBranch(ctx context.Context) (string, error)
+	// BranchHead is the branch's head commit; ok is false when the branch does not exist.
+	BranchHead(ctx context.Context, branch string) (c Commit, ok bool, err error)
+	// Commit reads one commit.
+	Commit(ctx context.Context, sha string) (Commit, error)
+	// Files lists every blob of a tree, recursively.
+	Files(ctx context.Context, tree string) ([]File, error)
+	// Blob reads a blob's content.
+	Blob(ctx context.Context, sha string) ([]byte, error)
+	// CreateTree makes a tree from base with the given files' contents replaced.
+	CreateTree(ctx context.Context, base string, files map[string][]byte) (string, error)
+	// CreateCommit makes a commit; author and committer are the forge client's bot.
+	CreateCommit(ctx context.Context, tree string, parents []string, message string) (Commit, error)
+	// SetBranch points branch at sha, creating it or force-updating it.
+	SetBranch(ctx context.Context, branch, sha string, exists bool) error
+	// FindPR returns the PR by number, or else the newest open PR whose head is branch.
+	FindPR(ctx context.Context, branch string, number int) (pr PR, ok bool, err error)
+	CreatePR(ctx context.Context, pr NewPR) (PR, error)
+	// EditPR changes the body (when body is not nil) and the state (open when open is
+	// not nil and true, closed when false).
+	EditPR(ctx context.Context, number int, body *string, open *bool) (PR, error)
+	// MarkReady lifts the draft.
+	MarkReady(ctx context.Context, pr PR) error
+	Comments(ctx context.Context, number int) ([]Comment, error)
+	CreateComment(ctx context.Context, number int, body string) error
+	// Bot is the identity this client commits as.
+	Bot() Signature
+	// Writes counts the write calls made so far.
+	Writes() int
+}

@@ -1,0 +1,469 @@
+// Package github implements forge.Forge with go-github (REST, Git Data API) and
+// githubv4 (GraphQL draft mutations).
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bradleyfalzon/ghinstallation/v2"
+	gh "github.com/google/go-github/v92/github"
+	"github.com/shurcooL/githubv4"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+)
+
+// Endpoints returns the REST base and the GraphQL URL for a host: api.github.com for
+// github.com, GitHub Enterprise paths (/api/v3/, /api/graphql) for any other host.
+func Endpoints(repo forge.Repo) (rest, graphql string) {
+	if repo.Host == "github.com" {
+		return "https://api.github.com/", "https://api.github.com/graphql"
+	}
+	base := repo.Scheme + "://" + repo.Host
+	return base + "/api/v3/", base + "/api/graphql"
+}
+
+// Options configure a Client.
+type Options struct {
+	Repo  forge.Repo
+	Token string
+	// Bot is the identity commits are made as.
+	Bot forge.Signature
+	// Transport is the base round tripper (http.DefaultTransport when nil).
+	Transport http.RoundTripper
+	// Timeout bounds each HTTP request (30s when zero).
+	Timeout time.Duration
+}
+
+// Client is a forge.Forge for one GitHub repository.
+type Client struct {
+	repo forge.Repo
+	bot  forge.Signature
+	rest *gh.Client
+	gql  *githubv4.Client
+	tr   *transport
+}
+
+var _ forge.Forge = (*Client)(nil)
+
+// New returns a Client authenticating with a token.
+func New(o Options) (*Client, error) {
+	if o.Token == "" {
+		return nil, errors.New("github: no token")
+	}
+	base := o.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	tr := &transport{base: base, token: o.Token}
+	hc := &http.Client{Transport: tr, Timeout: o.Timeout}
+	rest, gql := Endpoints(o.Repo)
+	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(hc), gh.WithDisableRateLimitCheck()}
+	if o.Repo.Host != "github.com" {
+		opts = append(opts, gh.WithEnterpriseURLs(rest, rest))
+	}
+	c, err := gh.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("github client for %s: %w", o.Repo.Host, err)
+	}
+	return &Client{repo: o.Repo, bot: o.Bot, rest: c, gql: githubv4.NewEnterpriseClient(gql, hc), tr: tr}, nil
+}
+
+// AppToken mints an installation token of a GitHub App scoped to the one repository
+// (as build-service does: an installation token to read the repository's ID, then a
+// second one with RepositoryIDs), and the App bot's commit identity.
+func AppToken(ctx context.Context, repo forge.Repo, app forge.App, base http.RoundTripper) (string, forge.Signature, error) {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	atr, err := ghinstallation.NewAppsTransport(base, app.ID, app.PrivateKey)
+	if err != nil {
+		return "", forge.Signature{}, errors.New("github app: private key is not a valid RSA PEM key")
+	}
+	rest, _ := Endpoints(repo)
+	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(&http.Client{Transport: atr, Timeout: 30 * time.Second}), gh.WithDisableRateLimitCheck()}
+	if repo.Host != "github.com" {
+		opts = append(opts, gh.WithEnterpriseURLs(rest, rest))
+	}
+	appClient, err := gh.NewClient(opts...)
+	if err != nil {
+		return "", forge.Signature{}, fmt.Errorf("github app client: %w", err)
+	}
+	a, resp, err := appClient.Apps.Get(ctx, "")
+	if err != nil {
+		return "", forge.Signature{}, classify("reading the GitHub App", err, resp, nil)
+	}
+	inst, resp, err := appClient.Apps.GetRepositoryInstallation(ctx, repo.Owner, repo.Name)
+	if err != nil {
+		return "", forge.Signature{}, classify("finding the App installation of "+repo.FullName(), err, resp, nil)
+	}
+	wide, resp, err := appClient.Apps.CreateInstallationToken(ctx, inst.GetID(), nil)
+	if err != nil {
+		return "", forge.Signature{}, classify("creating an installation token", err, resp, nil)
+	}
+	wc, err := New(Options{Repo: repo, Token: wide.GetToken(), Transport: base})
+	if err != nil {
+		return "", forge.Signature{}, err
+	}
+	r, resp, err := wc.rest.Repositories.Get(ctx, repo.Owner, repo.Name)
+	if err != nil {
+		return "", forge.Signature{}, classify("reading "+repo.FullName(), err, resp, nil)
+	}
+	scoped, resp, err := appClient.Apps.CreateInstallationToken(ctx, inst.GetID(), &gh.InstallationTokenOptions{RepositoryIDs: []int64{r.GetID()}})
+	if err != nil {
+		return "", forge.Signature{}, classify("creating a repository-scoped installation token", err, resp, nil)
+	}
+	slug := a.GetSlug()
+	bot := forge.Signature{Name: slug + "[bot]", Email: fmt.Sprintf("%d+%s[bot]@users.noreply.github.com", app.ID, slug)}
+	return scoped.GetToken(), bot, nil
+}
+
+// transport adds the token, counts writes and remembers the last failed response's
+// status and headers (GraphQL errors carry no response).
+type transport struct {
+	base  http.RoundTripper
+	token string
+
+	mu       sync.Mutex
+	writes   int
+	lastFail *http.Response
+}
+
+func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		t.mu.Lock()
+		t.writes++
+		t.mu.Unlock()
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.StatusCode >= 300 {
+		t.mu.Lock()
+		t.lastFail = &http.Response{StatusCode: resp.StatusCode, Header: resp.Header.Clone()}
+		t.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (t *transport) takeFail() *http.Response {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.lastFail
+	t.lastFail = nil
+	return f
+}
+
+// Writes counts write requests (POST, PATCH, PUT, DELETE), GraphQL mutations included.
+func (c *Client) Writes() int {
+	c.tr.mu.Lock()
+	defer c.tr.mu.Unlock()
+	return c.tr.writes
+}
+
+// Bot is the commit identity.
+func (c *Client) Bot() forge.Signature { return c.bot }
+
+func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
+	r, resp, err := c.rest.Repositories.Get(ctx, c.repo.Owner, c.repo.Name)
+	if err != nil {
+		return "", classify("reading repository "+c.repo.FullName(), err, resp, nil)
+	}
+	return r.GetDefaultBranch(), nil
+}
+
+func (c *Client) BranchHead(ctx context.Context, branch string) (forge.Commit, bool, error) {
+	ref, resp, err := c.rest.Git.GetRef(ctx, c.repo.Owner, c.repo.Name, "heads/"+branch)
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return forge.Commit{}, false, nil
+		}
+		return forge.Commit{}, false, classify("reading branch "+branch, err, resp, nil)
+	}
+	cm, err := c.Commit(ctx, ref.GetObject().GetSHA())
+	return cm, err == nil, err
+}
+
+func (c *Client) Commit(ctx context.Context, sha string) (forge.Commit, error) {
+	cm, resp, err := c.rest.Git.GetCommit(ctx, c.repo.Owner, c.repo.Name, sha)
+	if err != nil {
+		return forge.Commit{}, classify("reading commit "+sha, err, resp, nil)
+	}
+	return toCommit(cm), nil
+}
+
+func toCommit(cm *gh.Commit) forge.Commit {
+	out := forge.Commit{SHA: cm.GetSHA(), Tree: cm.GetTree().GetSHA(), Message: cm.GetMessage(),
+		Author:    forge.Signature{Name: cm.GetAuthor().GetName(), Email: cm.GetAuthor().GetEmail()},
+		Committer: forge.Signature{Name: cm.GetCommitter().GetName(), Email: cm.GetCommitter().GetEmail()}}
+	for _, p := range cm.Parents {
+		out.Parents = append(out.Parents, p.GetSHA())
+	}
+	return out
+}
+
+func (c *Client) Files(ctx context.Context, tree string) ([]forge.File, error) {
+	t, resp, err := c.rest.Git.GetTree(ctx, c.repo.Owner, c.repo.Name, tree, true)
+	if err != nil {
+		return nil, classify("reading tree "+tree, err, resp, nil)
+	}
+	if t.GetTruncated() {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tree %s of %s is too large for one listing", tree, c.repo.FullName()), "TreeTruncated", nil)
+	}
+	var out []forge.File
+	for _, e := range t.Entries {
+		if e.GetType() == "blob" {
+			out = append(out, forge.File{Path: e.GetPath(), Mode: e.GetMode(), SHA: e.GetSHA()})
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) Blob(ctx context.Context, sha string) ([]byte, error) {
+	b, resp, err := c.rest.Git.GetBlobRaw(ctx, c.repo.Owner, c.repo.Name, sha)
+	if err != nil {
+		return nil, classify("reading blob "+sha, err, resp, nil)
+	}
+	return b, nil
+}
+
+// CreateTree sends contents inline; they must be valid UTF-8 (callers only rewrite text).
+func (c *Client) CreateTree(ctx context.Context, base string, files map[string][]byte) (string, error) {
+	paths := make([]string, 0, len(files))
+	for p := range files {
+		paths = append(paths, p)
+	}
+	sortStrings(paths)
+	entries := make([]*gh.TreeEntry, 0, len(paths))
+	for _, p := range paths {
+		if !utf8.Valid(files[p]) {
+			return "", temporal.NewNonRetryableApplicationError("file "+p+" is not UTF-8 text", "NotText", nil)
+		}
+		entries = append(entries, &gh.TreeEntry{Path: new(p), Mode: new("100644"), Type: new("blob"), Content: new(string(files[p]))})
+	}
+	t, resp, err := c.rest.Git.CreateTree(ctx, c.repo.Owner, c.repo.Name, base, entries)
+	if err != nil {
+		return "", classify("creating a tree", err, resp, nil)
+	}
+	return t.GetSHA(), nil
+}
+
+func (c *Client) CreateCommit(ctx context.Context, tree string, parents []string, message string) (forge.Commit, error) {
+	in := gh.Commit{Message: &message, Tree: &gh.Tree{SHA: &tree}}
+	for _, p := range parents {
+		in.Parents = append(in.Parents, &gh.Commit{SHA: new(p)})
+	}
+	if c.bot.Email != "" {
+		in.Author = &gh.CommitAuthor{Name: new(c.bot.Name), Email: new(c.bot.Email)}
+		in.Committer = in.Author
+	}
+	cm, resp, err := c.rest.Git.CreateCommit(ctx, c.repo.Owner, c.repo.Name, in, nil)
+	if err != nil {
+		return forge.Commit{}, classify("creating a commit", err, resp, nil)
+	}
+	return toCommit(cm), nil
+}
+
+func (c *Client) SetBranch(ctx context.Context, branch, sha string, exists bool) error {
+	var resp *gh.Response
+	var err error
+	if exists {
+		_, resp, err = c.rest.Git.UpdateRef(ctx, c.repo.Owner, c.repo.Name, "heads/"+branch, gh.UpdateRef{SHA: sha, Force: new(true)})
+	} else {
+		_, resp, err = c.rest.Git.CreateRef(ctx, c.repo.Owner, c.repo.Name, gh.CreateRef{Ref: "refs/heads/" + branch, SHA: sha})
+	}
+	if err != nil {
+		return classify("pointing branch "+branch+" at "+sha, err, resp, nil)
+	}
+	return nil
+}
+
+func toPR(p *gh.PullRequest) forge.PR {
+	return forge.PR{Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
+		Open: p.GetState() == "open", Merged: p.GetMerged() || p.MergedAt != nil, Draft: p.GetDraft(),
+		Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Base: p.GetBase().GetRef()}
+}
+
+func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {
+	if number > 0 {
+		p, resp, err := c.rest.PullRequests.Get(ctx, c.repo.Owner, c.repo.Name, number)
+		if err != nil {
+			if resp != nil && resp.StatusCode == http.StatusNotFound {
+				return forge.PR{}, false, nil
+			}
+			return forge.PR{}, false, classify(fmt.Sprintf("reading PR #%d", number), err, resp, nil)
+		}
+		return toPR(p), true, nil
+	}
+	ps, resp, err := c.rest.PullRequests.List(ctx, c.repo.Owner, c.repo.Name, &gh.PullRequestListOptions{
+		State: "open", Head: c.repo.Owner + ":" + branch, Sort: "created", Direction: "desc"})
+	if err != nil {
+		return forge.PR{}, false, classify("listing PRs of branch "+branch, err, resp, nil)
+	}
+	if len(ps) == 0 {
+		return forge.PR{}, false, nil
+	}
+	return toPR(ps[0]), true, nil
+}
+
+func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
+	p, resp, err := c.rest.PullRequests.Create(ctx, c.repo.Owner, c.repo.Name, gh.CreatePullRequest{
+		Title: new(in.Title), Head: in.Head, Base: in.Base, Body: new(in.Body), Draft: new(in.Draft)})
+	if err != nil {
+		return forge.PR{}, classify("creating a PR from "+in.Head, err, resp, nil)
+	}
+	return toPR(p), nil
+}
+
+func (c *Client) EditPR(ctx context.Context, number int, body *string, open *bool) (forge.PR, error) {
+	in := &gh.PullRequest{Body: body}
+	if open != nil {
+		in.State = new(map[bool]string{true: "open", false: "closed"}[*open])
+	}
+	p, resp, err := c.rest.PullRequests.Edit(ctx, c.repo.Owner, c.repo.Name, number, in)
+	if err != nil {
+		return forge.PR{}, classify(fmt.Sprintf("editing PR #%d", number), err, resp, nil)
+	}
+	return toPR(p), nil
+}
+
+// MarkReady uses GraphQL: REST cannot lift a draft.
+func (c *Client) MarkReady(ctx context.Context, pr forge.PR) error {
+	var m struct {
+		MarkPullRequestReadyForReview struct {
+			PullRequest struct{ IsDraft bool }
+		} `graphql:"markPullRequestReadyForReview(input: $input)"`
+	}
+	c.tr.takeFail()
+	err := c.gql.Mutate(ctx, &m, githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(pr.NodeID)}, nil)
+	if err != nil {
+		return classify(fmt.Sprintf("marking PR #%d ready for review", pr.Number), err, nil, c.tr.takeFail())
+	}
+	return nil
+}
+
+func (c *Client) Comments(ctx context.Context, number int) ([]forge.Comment, error) {
+	var out []forge.Comment
+	opts := &gh.IssueListCommentsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := c.rest.Issues.ListComments(ctx, c.repo.Owner, c.repo.Name, number, opts)
+		if err != nil {
+			return nil, classify(fmt.Sprintf("listing comments of PR #%d", number), err, resp, nil)
+		}
+		for _, cm := range cs {
+			out = append(out, forge.Comment{ID: cm.GetID(), Body: cm.GetBody()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+func (c *Client) CreateComment(ctx context.Context, number int, body string) error {
+	_, resp, err := c.rest.Issues.CreateComment(ctx, c.repo.Owner, c.repo.Name, number, gh.IssueCommentRequest{Body: body})
+	if err != nil {
+		return classify(fmt.Sprintf("commenting on PR #%d", number), err, resp, nil)
+	}
+	return nil
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// classify turns a GitHub failure into a Temporal error whose message holds the
+// operation, the status and GitHub's message, never a request header:
+//   - 429 and rate limits (primary or secondary) are retryable with NextRetryDelay from
+//     Retry-After, else X-RateLimit-Reset;
+//   - other 4xx are non-retryable, typed "GitHub<status>";
+//   - 5xx are retryable, typed "GitHub<status>"; network errors are plain (retryable).
+func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) error {
+	var status int
+	var header http.Header
+	msg := ""
+	var er *gh.ErrorResponse
+	var rl *gh.RateLimitError
+	var ab *gh.AbuseRateLimitError
+	switch {
+	case errors.As(err, &rl):
+		status, header, msg = rl.Response.StatusCode, rl.Response.Header, rl.Message
+	case errors.As(err, &ab):
+		status, header, msg = ab.Response.StatusCode, ab.Response.Header, ab.Message
+	case errors.As(err, &er):
+		status, header, msg = er.Response.StatusCode, er.Response.Header, er.Message
+		for _, e := range er.Errors {
+			if e.Message != "" {
+				msg += ": " + e.Message
+			}
+		}
+	case resp != nil && resp.Response != nil && resp.StatusCode >= 400:
+		status, header = resp.StatusCode, resp.Header
+	case gqlFail != nil:
+		status, header = gqlFail.StatusCode, gqlFail.Header
+	}
+	if status == 0 {
+		var ne net.Error
+		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: network: %s", op, safeNetMessage(err))
+		}
+		// GraphQL-level errors (HTTP 200 with errors): the request was understood and refused.
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", op, truncate(err.Error())), "GitHubGraphQL", nil)
+	}
+	text := fmt.Sprintf("%s: GitHub answered %d", op, status)
+	if msg != "" {
+		text += ": " + truncate(msg)
+	}
+	typ := "GitHub" + strconv.Itoa(status)
+	if delay, limited := rateLimitDelay(status, header, rl != nil || ab != nil); limited {
+		return temporal.NewApplicationErrorWithOptions(text, "GitHubRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: delay})
+	}
+	if status >= 500 {
+		return temporal.NewApplicationError(text, typ)
+	}
+	return temporal.NewNonRetryableApplicationError(text, typ, nil)
+}
+
+// rateLimitDelay reports whether a response is a rate limit and how long to wait.
+func rateLimitDelay(status int, h http.Header, known bool) (time.Duration, bool) {
+	limited := known || status == http.StatusTooManyRequests ||
+		(status == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"))
+	if !limited {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if r, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+		if d := time.Until(time.Unix(r, 0)); d > 0 {
+			return d.Round(time.Second) + time.Second, true
+		}
+	}
+	return time.Minute, true
+}
+
+func truncate(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// safeNetMessage keeps the error's text (URLs and transport errors carry no headers).
+func safeNetMessage(err error) string { return truncate(err.Error()) }

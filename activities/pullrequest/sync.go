@@ -1,0 +1,295 @@
+package pullrequest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/prbody"
+)
+
+const humanEditMarker = "<!-- nudgeflow:human-edits %s -->"
+
+// SyncPullRequest makes the PR match req, looking before it writes: an unchanged
+// request writes nothing, and a retry after a crash converges without a second
+// CI-triggering event.
+func (a *Activities) SyncPullRequest(ctx context.Context, req SyncRequest) (Observed, error) {
+	if err := validate(req); err != nil {
+		return Observed{}, err
+	}
+	f, secrets, err := a.connect(ctx, req.Repo)
+	if err != nil {
+		return Observed{}, redact(err, secrets)
+	}
+	o, err := a.sync(ctx, f, req)
+	if err != nil {
+		return Observed{}, redact(err, secrets)
+	}
+	o.Writes = f.Writes()
+	return o, nil
+}
+
+func validate(req SyncRequest) error {
+	if req.Branch == "" || strings.ContainsAny(req.Branch, " ~^:?*[\\") || strings.Contains(req.Branch, "..") {
+		return invalid("branch %q is not a valid branch name", req.Branch)
+	}
+	if req.Mode != ModeHold && req.Mode != ModeRelease {
+		return invalid("mode %q is neither %s nor %s", req.Mode, ModeHold, ModeRelease)
+	}
+	for _, r := range req.Rows {
+		if r.State == prbody.StateReady && r.New != "" {
+			if !digestref.ValidImage(r.Image) || !digestref.ValidDigest(r.New) {
+				return invalid("row %q: image %q or digest %q is not valid", r.Component, r.Image, r.New)
+			}
+		}
+	}
+	if _, err := digestref.NewFileMatcher(req.FileMatch); err != nil {
+		return invalid("%v", err)
+	}
+	return nil
+}
+
+// desired is the tree the branch must hold: the base tree with every ready digest.
+type desired struct {
+	base    forge.Commit
+	changes map[string][]byte
+	files   map[string]string // path -> blob SHA of the whole desired tree
+}
+
+func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncRequest, base forge.Commit) (desired, error) {
+	d := desired{base: base, changes: map[string][]byte{}, files: map[string]string{}}
+	m, _ := digestref.NewFileMatcher(req.FileMatch) // validated
+	var rewriters []*digestref.Rewriter
+	for _, r := range req.Rows {
+		if r.State == prbody.StateReady && r.New != "" {
+			rw, _ := digestref.NewRewriter(r.Image, r.New) // validated
+			rewriters = append(rewriters, rw)
+		}
+	}
+	files, err := f.Files(ctx, base.Tree)
+	if err != nil {
+		return d, err
+	}
+	for _, file := range files {
+		d.files[file.Path] = file.SHA
+		if len(rewriters) == 0 || !m.Match(file.Path) || file.Mode == "120000" || file.Mode == "160000" {
+			continue
+		}
+		content, err := f.Blob(ctx, file.SHA)
+		if err != nil {
+			return d, err
+		}
+		if !utf8.Valid(content) {
+			continue // binary files hold no references we rewrite
+		}
+		text := string(content)
+		for _, rw := range rewriters {
+			text, _ = rw.Rewrite(text)
+		}
+		if text != string(content) {
+			d.changes[file.Path] = []byte(text)
+			d.files[file.Path] = gitBlobSHA([]byte(text))
+		}
+	}
+	return d, nil
+}
+
+// holds reports whether commit c carries exactly the desired tree on some base.
+func holds(ctx context.Context, f forge.Forge, c forge.Commit, d desired) (bool, error) {
+	files, err := f.Files(ctx, c.Tree)
+	if err != nil {
+		return false, err
+	}
+	if len(files) != len(d.files) {
+		return false, nil
+	}
+	for _, file := range files {
+		if d.files[file.Path] != file.SHA {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func commitMessage(req SyncRequest, hold bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chore(deps): update %s for ChangeGroup %s", req.NudgedComponent, req.ChangeGroup)
+	if hold {
+		b.WriteString(" " + digestref.SkipMarker)
+	}
+	b.WriteString("\n\n")
+	for _, r := range req.Rows {
+		if r.State == prbody.StateReady && r.New != "" {
+			fmt.Fprintf(&b, "- %s: %s@%s\n", r.Component, r.Image, r.New)
+		}
+	}
+	if hold {
+		b.WriteString("\nHeld by nudgeflow until every component is ready.\n")
+	}
+	return b.String()
+}
+
+func renderBody(req SyncRequest, hold, rebase, releaseNow bool) string {
+	in := prbody.Input{ChangeGroup: req.ChangeGroup, ChangeGroupURL: req.ChangeGroupURL, Hold: hold, Rebase: rebase, ReleaseNow: releaseNow}
+	for _, r := range req.Rows {
+		in.Rows = append(in.Rows, prbody.Row{Name: r.Component, Current: r.Current, New: r.New, State: r.State, UpdatedAt: r.UpdatedAt})
+	}
+	return prbody.Render(in)
+}
+
+// push makes one fresh commit of the desired tree on the base head and force-moves
+// the branch to it.
+func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, exists bool) (forge.Commit, error) {
+	tree := d.base.Tree
+	if len(d.changes) > 0 {
+		var err error
+		if tree, err = f.CreateTree(ctx, d.base.Tree, d.changes); err != nil {
+			return forge.Commit{}, err
+		}
+	}
+	c, err := f.CreateCommit(ctx, tree, []string{d.base.SHA}, commitMessage(req, hold))
+	if err != nil {
+		return forge.Commit{}, err
+	}
+	if err := f.SetBranch(ctx, req.Branch, c.SHA, exists); err != nil {
+		return forge.Commit{}, err
+	}
+	activity.GetLogger(ctx).Info("pushed", "branch", req.Branch, "commit", c.SHA, "held", hold, "files", len(d.changes))
+	return c, nil
+}
+
+// pushIfNeeded pushes unless the head is nudgeflow's, holds the desired tree and its
+// marker matches hold.
+func pushIfNeeded(ctx context.Context, f forge.Forge, req SyncRequest, d desired, head forge.Commit, exists, hold bool) (forge.Commit, error) {
+	if exists && isBot(f, head) && digestref.HasSkipMarker(head.Message) == hold {
+		ok, err := holds(ctx, f, head, d)
+		if err != nil || ok {
+			return head, err
+		}
+	}
+	return push(ctx, f, req, d, hold, exists)
+}
+
+func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (Observed, error) {
+	log := activity.GetLogger(ctx)
+	st, err := a.read(ctx, f, req.Branch, req.Known.Number)
+	if err != nil {
+		return Observed{}, err
+	}
+	hold := req.Mode == ModeHold
+	if st.found && !st.pr.Open {
+		return observed(f, st, req.Known, hold), nil // closed or merged: never write
+	}
+	if st.found && st.pr.Head != req.Branch {
+		return Observed{}, invalid("PR #%d has head %q, not %q", st.pr.Number, st.pr.Head, req.Branch)
+	}
+	baseBranch := req.Repo.BaseBranch
+	if baseBranch == "" {
+		if baseBranch, err = f.DefaultBranch(ctx); err != nil {
+			return Observed{}, err
+		}
+	}
+	base, ok, err := f.BranchHead(ctx, baseBranch)
+	if err != nil {
+		return Observed{}, err
+	}
+	if !ok {
+		return Observed{}, temporal.NewNonRetryableApplicationError("base branch "+baseBranch+" does not exist", "BaseBranchMissing", nil)
+	}
+
+	if !st.found {
+		// A first sync, or a retry after a crash between the push and the PR.
+		head, exists, err := f.BranchHead(ctx, req.Branch)
+		if err != nil {
+			return Observed{}, err
+		}
+		if exists && !isBot(f, head) && !req.Overwrite {
+			return Observed{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+				"branch %s exists with commit %s by someone else and has no open PR", req.Branch, short(head.SHA)), "BranchNotOurs", nil)
+		}
+		d, err := a.desiredTree(ctx, f, req, base)
+		if err != nil {
+			return Observed{}, err
+		}
+		if _, err := pushIfNeeded(ctx, f, req, d, head, exists, true); err != nil {
+			return Observed{}, err
+		}
+		pr, err := f.CreatePR(ctx, forge.NewPR{Title: fmt.Sprintf("Update %s (ChangeGroup %s)", req.NudgedComponent, req.ChangeGroup),
+			Head: req.Branch, Base: baseBranch, Body: renderBody(req, true, false, false), Draft: true})
+		if err != nil {
+			return Observed{}, err
+		}
+		log.Info("opened draft pull request", "pr", pr.Number, "branch", req.Branch)
+		if st, err = a.read(ctx, f, req.Branch, pr.Number); err != nil {
+			return Observed{}, err
+		}
+		if hold {
+			return observed(f, st, req.Known, hold), nil
+		}
+	}
+
+	if reason, key := humanEdit(f, st); reason != "" && !req.Overwrite {
+		marker := fmt.Sprintf(humanEditMarker, key)
+		text := fmt.Sprintf("nudgeflow stopped updating this pull request: %s.\n\n"+
+			"To let nudgeflow update it again, tick **rebase** in the description. nudgeflow then pushes a fresh commit "+
+			"on `%s` and re-renders the description: the manual changes are discarded.", reason, baseBranch)
+		if err := ensureComment(ctx, f, st.pr.Number, marker, text); err != nil {
+			return Observed{}, err
+		}
+		log.Info("human edits: not updating", "pr", st.pr.Number, "reason", reason)
+		return observed(f, st, req.Known, hold), nil
+	}
+	if hold && (!st.pr.Draft || !st.body.SkipMarker) && !req.Overwrite {
+		// A person released the hold; the workflow decides what follows.
+		return observed(f, st, req.Known, hold), nil
+	}
+
+	d, err := a.desiredTree(ctx, f, req, base)
+	if err != nil {
+		return Observed{}, err
+	}
+	rebase := st.body.Rebase && !req.Overwrite
+	body := renderBody(req, hold, rebase, st.body.ReleaseNow)
+	head := st.head
+	if hold {
+		if _, err := pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {
+			return Observed{}, err
+		}
+		if st.pr.Body != body {
+			if _, err := f.EditPR(ctx, st.pr.Number, &body, nil); err != nil {
+				return Observed{}, err
+			}
+		}
+	} else {
+		// Release: (1) the description without the marker (edited: no build), (2) lift the
+		// draft while the head still holds [skip ci] (ready_for_review: no build), (3) one
+		// final commit without the marker (synchronize: the one build).
+		if st.pr.Body != body {
+			if _, err := f.EditPR(ctx, st.pr.Number, &body, nil); err != nil {
+				return Observed{}, err
+			}
+		}
+		if st.pr.Draft {
+			if head, err = pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {
+				return Observed{}, err
+			}
+			if err := f.MarkReady(ctx, st.pr); err != nil {
+				return Observed{}, err
+			}
+			log.Info("marked ready for review", "pr", st.pr.Number)
+		}
+		if _, err := pushIfNeeded(ctx, f, req, d, head, st.hasHead, false); err != nil {
+			return Observed{}, err
+		}
+	}
+	if st, err = a.read(ctx, f, req.Branch, st.pr.Number); err != nil {
+		return Observed{}, err
+	}
+	return observed(f, st, req.Known, hold), nil
+}

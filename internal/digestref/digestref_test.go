@@ -1,0 +1,154 @@
+package digestref
+
+import (
+	"strings"
+	"testing"
+)
+
+var (
+	d1 = "sha256:" + strings.Repeat("1", 64)
+	d2 = "sha256:" + strings.Repeat("2", 64)
+	dn = "sha256:" + strings.Repeat("a", 64)
+)
+
+func TestHasSkipMarker(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"update [skip ci]":        true,
+		"[ci skip] x":             true,
+		"x [skip tkn]":            true,
+		"[tkn skip]":              true,
+		"[SKIP CI]":               false,
+		"skip ci":                 false,
+		"[skip  ci]":              false,
+		"title\n\nbody [skip ci]": true,
+		"":                        false,
+	} {
+		if got := HasSkipMarker(msg); got != want {
+			t.Errorf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}
+
+func TestFileMatcher(t *testing.T) {
+	def, err := NewFileMatcher(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom, err := NewFileMatcher([]string{" ", `^bundle/manifests/.*\.clusterserviceversion\.yaml$`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		m    *FileMatcher
+		path string
+		want bool
+	}{
+		{def, "Dockerfile", true},
+		{def, "build/Dockerfile.bundle", true},
+		{def, "Containerfile", true},
+		{def, "bundle/manifests/x.clusterserviceversion.yaml", true},
+		{def, "README.md", false},
+		{def, "main.go", false},
+		{custom, "bundle/manifests/x.clusterserviceversion.yaml", true},
+		{custom, "other/x.clusterserviceversion.yaml", false},
+		{custom, "Dockerfile", false},
+	}
+	for _, c := range cases {
+		if got := c.m.Match(c.path); got != c.want {
+			t.Errorf("Match(%q) = %v, want %v", c.path, got, c.want)
+		}
+	}
+	if _, err := NewFileMatcher([]string{"("}); err == nil {
+		t.Error("invalid regex accepted")
+	}
+}
+
+func TestRewrite(t *testing.T) {
+	cases := []struct {
+		name, image, in, want string
+		n                     int
+	}{
+		{"digest only", "quay.io/org/op", "image: quay.io/org/op@" + d1 + "\n", "image: quay.io/org/op@" + dn + "\n", 1},
+		{"keeps tag", "quay.io/org/op", "FROM quay.io/org/op:v1.2@" + d1, "FROM quay.io/org/op:v1.2@" + dn, 1},
+		{"prefix repo untouched", "quay.io/org/op", "a: quay.io/org/operand@" + d1 + "\nb: quay.io/org/op@" + d2, "a: quay.io/org/operand@" + d1 + "\nb: quay.io/org/op@" + dn, 1},
+		{"longer registry untouched", "quay.io/org/op", "registry.quay.io/org/op@" + d1, "registry.quay.io/org/op@" + d1, 0},
+		{"other repo untouched", "quay.io/org/op", "quay.io/other/op@" + d1, "quay.io/other/op@" + d1, 0},
+		{"tag without digest untouched", "quay.io/org/op", "quay.io/org/op:latest", "quay.io/org/op:latest", 0},
+		{"regex metachars quoted", "quay.io/org/op", "quayXio/org/op@" + d1, "quayXio/org/op@" + d1, 0},
+		{"quoted and several", "quay.io/org/op", `["quay.io/org/op@` + d1 + `", 'quay.io/org/op:1@` + d2 + `']`, `["quay.io/org/op@` + dn + `", 'quay.io/org/op:1@` + dn + `']`, 2},
+		{"already there counts", "quay.io/org/op", "quay.io/org/op@" + dn, "quay.io/org/op@" + dn, 1},
+		{"short digest untouched", "quay.io/org/op", "quay.io/org/op@sha256:abc", "quay.io/org/op@sha256:abc", 0},
+		{"port registry", "localhost:5000/org/op", "localhost:5000/org/op@" + d1, "localhost:5000/org/op@" + dn, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := NewRewriter(c.image, dn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, n := r.Rewrite(c.in)
+			if got != c.want || n != c.n {
+				t.Errorf("Rewrite = %q, %d; want %q, %d", got, n, c.want, c.n)
+			}
+		})
+	}
+}
+
+func TestNewRewriterRejects(t *testing.T) {
+	for _, c := range [][2]string{
+		{"quay.io/org/op", "sha256:abc"},
+		{"quay.io/org/op:tag", dn},
+		{"quay.io/org/op@" + d1, dn},
+		{".*", dn},
+		{"", dn},
+	} {
+		if _, err := NewRewriter(c[0], c[1]); err == nil {
+			t.Errorf("NewRewriter(%q, %q) accepted", c[0], c[1])
+		}
+	}
+}
+
+func TestShort(t *testing.T) {
+	if got := Short(d1); got != "sha256:111111111111" {
+		t.Errorf("Short = %q", got)
+	}
+	if got := Short(""); got != "" {
+		t.Errorf("Short(\"\") = %q", got)
+	}
+}
+
+func FuzzRewrite(f *testing.F) {
+	f.Add("image: quay.io/org/op:v1@"+d1, "quay.io/org/op")
+	f.Add("quay.io/org/operand@"+d1, "quay.io/org/op")
+	f.Fuzz(func(t *testing.T, content, image string) {
+		r, err := NewRewriter(image, dn)
+		if err != nil {
+			return
+		}
+		out, n := r.Rewrite(content)
+		again, n2 := r.Rewrite(out)
+		if again != out {
+			t.Fatalf("rewrite not idempotent: %q -> %q", out, again)
+		}
+		if n2 < n {
+			t.Fatalf("references lost: %d then %d", n, n2)
+		}
+		if n == 0 && out != content {
+			t.Fatalf("content changed without a reference")
+		}
+	})
+}
+
+func FuzzHasSkipMarker(f *testing.F) {
+	f.Add("x [skip ci]")
+	f.Fuzz(func(t *testing.T, msg string) {
+		got := HasSkipMarker(msg)
+		want := false
+		for _, m := range []string{"[skip ci]", "[ci skip]", "[skip tkn]", "[tkn skip]"} {
+			want = want || strings.Contains(msg, m)
+		}
+		if got != want {
+			t.Fatalf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
+		}
+	})
+}

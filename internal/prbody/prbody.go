@@ -1,0 +1,249 @@
+// Package prbody renders and parses the description of a ChangeGroup's pull request.
+//
+// Everything nudgeflow writes lives in a managed section between two HTML comments;
+// text a person adds outside it is a human edit of the description. Rendering is
+// deterministic (no map iteration, times in UTC), so the same input renders the same
+// bytes and an unchanged description is never rewritten. Parse takes untrusted text.
+package prbody
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
+)
+
+const (
+	// Begin and End delimit the managed section.
+	Begin = "<!-- nudgeflow:begin -->"
+	End   = "<!-- nudgeflow:end -->"
+
+	statePrefix = "<!-- nudgeflow:state "
+	stateSuffix = " -->"
+
+	// RebaseLabel and ReleaseLabel are the control checkboxes' texts.
+	RebaseLabel  = "rebase (discard manual changes and let nudgeflow update this PR again)"
+	ReleaseLabel = "release now (stop waiting and build with the components that are ready)"
+)
+
+// Row states as the workflow names them.
+const (
+	StateReady   = "Ready"
+	StateWaiting = "Waiting"
+	StateDropped = "Dropped"
+)
+
+// Row is one line of the status table.
+type Row struct {
+	// Name is shown in the Image column (the nudging component, as in ADR 59).
+	Name      string
+	Current   string
+	New       string
+	State     string
+	UpdatedAt time.Time
+}
+
+// Input is what a description shows.
+type Input struct {
+	ChangeGroup    string
+	ChangeGroupURL string
+	Rows           []Row
+	// Hold keeps the [skip ci] line and the draft explanation.
+	Hold bool
+	// Rebase and ReleaseNow are the checkboxes' states to render.
+	Rebase     bool
+	ReleaseNow bool
+}
+
+// State is the hidden machine-readable state carried in the description.
+type State struct {
+	Version     int        `json:"v"`
+	ChangeGroup string     `json:"changeGroup"`
+	Mode        string     `json:"mode"`
+	Rows        []StateRow `json:"rows,omitempty"`
+}
+
+// StateRow is a row's applied digest in the hidden state.
+type StateRow struct {
+	Name  string `json:"name"`
+	New   string `json:"new,omitempty"`
+	State string `json:"state"`
+}
+
+// Render returns the description for in. The same input always gives the same bytes.
+func Render(in Input) string {
+	in = validUTF8(in)
+	var b strings.Builder
+	b.WriteString(Begin + "\n")
+	b.WriteString("## Orchestrated Component Update\n\n")
+	fmt.Fprintf(&b, "This PR is managed by ChangeGroup %s.\n\n", code(in.ChangeGroup))
+	b.WriteString("### Component Status\n\n")
+	b.WriteString("| Image | Current | New | State | Last Updated |\n")
+	b.WriteString("|-------|---------|-----|-------|--------------|\n")
+	st := State{Version: 1, ChangeGroup: in.ChangeGroup, Mode: "Release"}
+	if in.Hold {
+		st.Mode = "Hold"
+	}
+	for _, r := range in.Rows {
+		updated := ""
+		if !r.UpdatedAt.IsZero() {
+			updated = r.UpdatedAt.UTC().Format("15:04:05 UTC")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", cell(r.Name), cell(digestref.Short(r.Current)),
+			cell(digestref.Short(r.New)), stateLabel(r.State), updated)
+		st.Rows = append(st.Rows, StateRow{Name: r.Name, New: r.New, State: r.State})
+	}
+	b.WriteString("\n")
+	if in.Hold {
+		b.WriteString(digestref.SkipMarker + "\n\n")
+		b.WriteString("This PR will remain in draft until all components are ready or until manually marked as " +
+			"ready for review. The directive above keeps Pipelines as Code from triggering builds until it is removed.\n\n")
+	} else {
+		b.WriteString("All components are ready, or a release was requested: this PR is ready for review and builds " +
+			"with the digests above.\n\n")
+	}
+	if in.ChangeGroupURL != "" {
+		fmt.Fprintf(&b, "[View ChangeGroup](%s)\n\n", linkTarget(in.ChangeGroupURL))
+	}
+	b.WriteString("### Controls\n\n")
+	fmt.Fprintf(&b, "- [%s] %s\n", tick(in.Rebase), RebaseLabel)
+	fmt.Fprintf(&b, "- [%s] %s\n\n", tick(in.ReleaseNow), ReleaseLabel)
+	js, _ := json.Marshal(st) // cannot fail: plain strings and ints; HTML-escapes < and >
+	b.WriteString(statePrefix + escapeBrackets(js) + stateSuffix + "\n")
+	b.WriteString(End)
+	return b.String()
+}
+
+// Parsed is what a description says.
+type Parsed struct {
+	// Managed: the managed section is present and well formed.
+	Managed bool
+	// Outside is the text outside the managed section, trimmed.
+	Outside string
+	// HumanEdited: text outside the managed section, or no managed section at all.
+	HumanEdited bool
+	// Rebase and ReleaseNow are the checkboxes' states.
+	Rebase     bool
+	ReleaseNow bool
+	// SkipMarker: a Pipelines as Code skip marker appears anywhere in the description.
+	SkipMarker bool
+	// State is the hidden state; nil when absent or unreadable.
+	State *State
+}
+
+var checkboxRE = regexp.MustCompile(`(?m)^\s*[-*]\s+\[([ xX])\]\s+(.*?)\s*$`)
+
+// Parse reads a description (untrusted).
+func Parse(body string) Parsed {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	p := Parsed{SkipMarker: digestref.HasSkipMarker(body)}
+	i := strings.Index(body, Begin)
+	j := strings.LastIndex(body, End)
+	if i < 0 || j < i {
+		p.Outside = strings.TrimSpace(body)
+		p.HumanEdited = true
+		return p
+	}
+	p.Managed = true
+	p.Outside = strings.TrimSpace(body[:i] + "\n" + body[j+len(End):])
+	p.HumanEdited = p.Outside != ""
+	section := body[i+len(Begin) : j]
+	for _, m := range checkboxRE.FindAllStringSubmatch(section, -1) {
+		ticked := m[1] != " "
+		switch m[2] {
+		case RebaseLabel:
+			p.Rebase = p.Rebase || ticked
+		case ReleaseLabel:
+			p.ReleaseNow = p.ReleaseNow || ticked
+		}
+	}
+	if k := strings.Index(section, statePrefix); k >= 0 {
+		rest := section[k+len(statePrefix):]
+		if e := strings.Index(rest, stateSuffix); e >= 0 {
+			var st State
+			if json.Unmarshal([]byte(rest[:e]), &st) == nil {
+				p.State = &st
+			}
+		}
+	}
+	return p
+}
+
+func tick(b bool) string {
+	if b {
+		return "x"
+	}
+	return " "
+}
+
+func stateLabel(s string) string {
+	switch s {
+	case StateReady:
+		return "✅ Ready"
+	case StateWaiting:
+		return "⏳ Waiting"
+	case StateDropped:
+		return "➖ Dropped"
+	default:
+		return cell(s)
+	}
+}
+
+// cell makes text safe inside a table cell: one line, no pipes, no HTML comments, no
+// brackets (so no skip marker and no checkbox can be smuggled in).
+func cell(s string) string {
+	r := strings.NewReplacer("\r", " ", "\n", " ", "|", `\|`, "<", "&lt;", ">", "&gt;", "`", "'", "[", "&#91;", "]", "&#93;")
+	return r.Replace(s)
+}
+
+// code quotes a name in backticks without letting it break out of them.
+func code(s string) string {
+	return "`" + cell(s) + "`"
+}
+
+// linkTarget keeps a URL from breaking out of the Markdown link or the section.
+func linkTarget(u string) string {
+	r := strings.NewReplacer("\r", "", "\n", "", " ", "%20", "(", "%28", ")", "%29", "<", "%3C", ">", "%3E", "[", "%5B", "]", "%5D")
+	return r.Replace(u)
+}
+
+// escapeBrackets writes '[' and ']' inside JSON strings as \u escapes, so no text in the
+// hidden state can read as a skip marker; structural brackets stay.
+func escapeBrackets(js []byte) string {
+	var b strings.Builder
+	inString, escaped := false, false
+	for _, c := range js {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString && c == '[':
+			b.WriteString(`\u005b`)
+			continue
+		case inString && c == ']':
+			b.WriteString(`\u005d`)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// validUTF8 replaces invalid UTF-8 in every text of in, so the table and the hidden
+// state carry the same text.
+func validUTF8(in Input) Input {
+	v := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+	in.ChangeGroup, in.ChangeGroupURL = v(in.ChangeGroup), v(in.ChangeGroupURL)
+	rows := make([]Row, len(in.Rows))
+	for i, r := range in.Rows {
+		rows[i] = Row{Name: v(r.Name), Current: v(r.Current), New: v(r.New), State: v(r.State), UpdatedAt: r.UpdatedAt}
+	}
+	in.Rows = rows
+	return in
+}

@@ -1,0 +1,599 @@
+// Package githubemu is a stateful fake GitHub reachable over real HTTP on 127.0.0.1.
+//
+// It speaks the REST subset nudgeflow uses under /api/v3/ (GitHub Enterprise style, as
+// go-github's WithEnterpriseURLs expects) and GraphQL at /api/graphql for the draft
+// mutations, answers with GitHub's status codes (401, 404, 422, rate limits on demand),
+// sends signed pull_request webhooks, and counts CI-triggering events by Pipelines as
+// Code's rules: opened, synchronize, reopened and ready_for_review start a build unless
+// the head commit message holds a skip marker; edited never does.
+//
+// All methods are safe for concurrent use.
+package githubemu
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
+)
+
+// User is an account a token authenticates as; commits without an author get it.
+type User struct {
+	Login string
+	Name  string
+	Email string
+}
+
+// Server is the emulator.
+type Server struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex
+	tokens map[string]User
+	repos  map[string]*repo // "owner/name"
+	nextID int64
+	clock  int64 // logical clock: makes every commit distinct, like git's dates
+	fails  []failure
+	// failWriteAt is the write count at which a write fails (0: none).
+	failWriteAt, failWriteStatus int
+	writes                       int
+	hooks                        []hook
+	ci                           []CIEvent
+	app                          *appConfig
+	deliver                      chan delivery
+	done                         chan struct{}
+	delivers                     []Delivery
+	hookWG                       sync.WaitGroup
+}
+
+type failure struct {
+	status     int
+	retryAfter int
+}
+
+// CIEvent is one event that started a build by PaC's rules.
+type CIEvent struct {
+	Repo    string
+	Number  int
+	Action  string
+	HeadSHA string
+}
+
+// New starts an emulator on 127.0.0.1; Close stops it.
+func New() *Server {
+	s := &Server{
+		tokens:  map[string]User{},
+		repos:   map[string]*repo{},
+		nextID:  1000,
+		deliver: make(chan delivery, 1024),
+		done:    make(chan struct{}),
+	}
+	s.srv = httptest.NewServer(s.routes())
+	s.hookWG.Add(1)
+	go s.deliveryLoop()
+	return s
+}
+
+// Close stops the server and the webhook sender.
+func (s *Server) Close() {
+	s.srv.Close()
+	close(s.done)
+	s.hookWG.Wait()
+}
+
+// URL is the web base (http://127.0.0.1:port); repositories are URL()/owner/name.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Host is host:port of the server.
+func (s *Server) Host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+
+// APIURL is the REST base, GHE style: URL()/api/v3/.
+func (s *Server) APIURL() string { return s.srv.URL + "/api/v3/" }
+
+// GraphQLURL is the GraphQL endpoint.
+func (s *Server) GraphQLURL() string { return s.srv.URL + "/api/graphql" }
+
+// AddToken lets token authenticate as user.
+func (s *Server) AddToken(token string, u User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[token] = u
+}
+
+// FailNext makes the next n API requests fail with status: 429 (primary rate limit,
+// X-RateLimit-Remaining 0) or 403 (secondary rate limit), both with Retry-After
+// retryAfter seconds and X-RateLimit-* headers; any other status fails plainly.
+func (s *Server) FailNext(n, status, retryAfter int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter})
+	}
+}
+
+// FailWrite lets `after` more write requests through, then fails the next write with
+// status (a crash or outage in the middle of a multi-step change).
+func (s *Server) FailWrite(after, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
+}
+
+// Writes is how many authenticated write requests (POST/PATCH/PUT/DELETE) arrived.
+func (s *Server) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// CIBuilds is how many CI builds PaC would have started for the repository.
+func (s *Server) CIBuilds(owner, name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.ci {
+		if e.Repo == owner+"/"+name {
+			n++
+		}
+	}
+	return n
+}
+
+// CIBuildsForPR is how many CI builds PaC would have started for one PR.
+func (s *Server) CIBuildsForPR(owner, name string, number int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.ci {
+		if e.Repo == owner+"/"+name && e.Number == number {
+			n++
+		}
+	}
+	return n
+}
+
+// CIEvents lists every CI-triggering event so far.
+func (s *Server) CIEvents() []CIEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]CIEvent(nil), s.ci...)
+}
+
+// ---- git objects ----
+
+type entry struct {
+	Path string
+	Mode string
+	SHA  string // blob SHA
+}
+
+type commit struct {
+	SHA       string
+	Tree      string
+	Parents   []string
+	Message   string
+	Author    signature
+	Committer signature
+}
+
+type signature struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Date  string `json:"date"`
+}
+
+type repo struct {
+	id            int64
+	owner, name   string
+	defaultBranch string
+	refs          map[string]string // "heads/main" -> commit SHA
+	blobs         map[string][]byte
+	trees         map[string][]entry // flat, sorted by path: every blob below the tree
+	commits       map[string]*commit
+	pulls         []*pull // index = number-1 of PRs; issues share numbers
+	nextNumber    int
+	comments      map[int][]*comment
+}
+
+type pull struct {
+	Number    int
+	NodeID    string
+	Title     string
+	Body      string
+	State     string // open, closed
+	Draft     bool
+	Merged    bool
+	Head      string // branch
+	Base      string // branch
+	HeadSHA   string
+	Author    string
+	CreatedAt time.Time
+}
+
+type comment struct {
+	ID   int64
+	Body string
+	User string
+}
+
+func blobSHA(content []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(content))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func treeSHA(entries []entry) string {
+	h := sha1.New()
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s %s\t%s\n", e.Mode, e.SHA, e.Path)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// putTree stores a flat tree and every subtree below it; returns its SHA.
+func (r *repo) putTree(entries []entry) string {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	sha := treeSHA(entries)
+	if _, ok := r.trees[sha]; ok {
+		return sha
+	}
+	r.trees[sha] = entries
+	dirs := map[string][]entry{}
+	for _, e := range entries {
+		parts := strings.Split(e.Path, "/")
+		for i := 1; i < len(parts); i++ {
+			dir := strings.Join(parts[:i], "/")
+			dirs[dir] = append(dirs[dir], entry{Path: strings.Join(parts[i:], "/"), Mode: e.Mode, SHA: e.SHA})
+		}
+	}
+	for _, sub := range dirs {
+		r.putTree(sub)
+	}
+	return sha
+}
+
+// subtreeSHA is the SHA of directory dir inside a stored flat tree.
+func (r *repo) subtreeSHA(entries []entry, dir string) string {
+	var sub []entry
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Path, dir+"/"); ok {
+			sub = append(sub, entry{Path: rest, Mode: e.Mode, SHA: e.SHA})
+		}
+	}
+	sort.Slice(sub, func(i, j int) bool { return sub[i].Path < sub[j].Path })
+	return treeSHA(sub)
+}
+
+func (s *Server) newCommit(r *repo, tree string, parents []string, msg string, author, committer signature) *commit {
+	s.clock++
+	date := time.Unix(1700000000+s.clock, 0).UTC().Format(time.RFC3339)
+	if author.Date == "" {
+		author.Date = date
+	}
+	if committer.Date == "" {
+		committer.Date = date
+	}
+	h := sha1.New()
+	fmt.Fprintf(h, "tree %s\n", tree)
+	for _, p := range parents {
+		fmt.Fprintf(h, "parent %s\n", p)
+	}
+	fmt.Fprintf(h, "author %s <%s> %s\ncommitter %s <%s> %s\nclock %d\n\n%s",
+		author.Name, author.Email, author.Date, committer.Name, committer.Email, committer.Date, s.clock, msg)
+	c := &commit{SHA: hex.EncodeToString(h.Sum(nil)), Tree: tree, Parents: parents, Message: msg, Author: author, Committer: committer}
+	r.commits[c.SHA] = c
+	return c
+}
+
+// ---- test helpers ----
+
+// CreateRepo creates owner/name with one commit holding files on defaultBranch.
+func (s *Server) CreateRepo(owner, name, defaultBranch string, files map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	r := &repo{id: s.nextID, owner: owner, name: name, defaultBranch: defaultBranch,
+		refs: map[string]string{}, blobs: map[string][]byte{}, trees: map[string][]entry{},
+		commits: map[string]*commit{}, comments: map[int][]*comment{}}
+	var entries []entry
+	for p, c := range files {
+		sha := blobSHA([]byte(c))
+		r.blobs[sha] = []byte(c)
+		entries = append(entries, entry{Path: p, Mode: "100644", SHA: sha})
+	}
+	tree := r.putTree(entries)
+	sig := signature{Name: "Repo Owner", Email: "owner@example.com"}
+	c := s.newCommit(r, tree, nil, "Initial commit", sig, sig)
+	r.refs["heads/"+defaultBranch] = c.SHA
+	s.repos[owner+"/"+name] = r
+}
+
+// FileAt returns the content of path at ref (a branch or commit SHA).
+func (s *Server) FileAt(owner, name, ref, path string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil {
+		return "", false
+	}
+	sha := r.refs["heads/"+ref]
+	if sha == "" {
+		sha = ref
+	}
+	c := r.commits[sha]
+	if c == nil {
+		return "", false
+	}
+	for _, e := range r.trees[c.Tree] {
+		if e.Path == path {
+			return string(r.blobs[e.SHA]), true
+		}
+	}
+	return "", false
+}
+
+// Commit is a commit as tests see it.
+type Commit struct {
+	SHA, Message, AuthorEmail, CommitterEmail string
+	Parents                                   []string
+}
+
+// Head returns the commit at the tip of branch.
+func (s *Server) Head(owner, name, branch string) (Commit, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil {
+		return Commit{}, false
+	}
+	c := r.commits[r.refs["heads/"+branch]]
+	if c == nil {
+		return Commit{}, false
+	}
+	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
+		Parents: append([]string(nil), c.Parents...)}, true
+}
+
+// PR is a pull request as tests see it.
+type PR struct {
+	Number  int
+	NodeID  string
+	Title   string
+	Body    string
+	State   string
+	Draft   bool
+	Merged  bool
+	Head    string
+	Base    string
+	HeadSHA string
+}
+
+func (p *pull) view() PR {
+	return PR{Number: p.Number, NodeID: p.NodeID, Title: p.Title, Body: p.Body, State: p.State, Draft: p.Draft,
+		Merged: p.Merged, Head: p.Head, Base: p.Base, HeadSHA: p.HeadSHA}
+}
+
+// PR returns one pull request.
+func (s *Server) PR(owner, name string, number int) (PR, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil || number < 1 || number > len(r.pulls) || r.pulls[number-1] == nil {
+		return PR{}, false
+	}
+	return r.pulls[number-1].view(), true
+}
+
+// PRs lists the repository's pull requests by number.
+func (s *Server) PRs(owner, name string) []PR {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PR
+	if r := s.repos[owner+"/"+name]; r != nil {
+		for _, p := range r.pulls {
+			if p != nil {
+				out = append(out, p.view())
+			}
+		}
+	}
+	return out
+}
+
+// Comments returns the bodies of an issue's or PR's comments in order.
+func (s *Server) Comments(owner, name string, number int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	if r := s.repos[owner+"/"+name]; r != nil {
+		for _, c := range r.comments[number] {
+			out = append(out, c.Body)
+		}
+	}
+	return out
+}
+
+// MergePR merges an open PR: the base branch gets a merge commit, the PR is closed
+// with merged set, and a closed event is sent.
+func (s *Server) MergePR(owner, name string, number int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	head := r.commits[p.HeadSHA]
+	sig := signature{Name: "Maintainer", Email: "maintainer@example.com"}
+	c := s.newCommit(r, head.Tree, []string{r.refs["heads/"+p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", number), sig, sig)
+	r.refs["heads/"+p.Base] = c.SHA
+	p.State, p.Merged = "closed", true
+	s.event(r, p, "closed", sig.Name)
+	return nil
+}
+
+// ClosePR closes an open PR as a person would.
+func (s *Server) ClosePR(owner, name string, number int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	p.State = "closed"
+	s.event(r, p, "closed", "maintainer")
+	return nil
+}
+
+// EditBody replaces a PR's description as a person would.
+func (s *Server) EditBody(owner, name string, number int, body string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	p.Body = body
+	s.event(r, p, "edited", "maintainer")
+	return nil
+}
+
+// MarkReady lifts a PR's draft as a person would in the web UI.
+func (s *Server) MarkReady(owner, name string, number int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	s.setDraft(r, p, false, "maintainer")
+	return nil
+}
+
+// HumanCommit commits files (path -> content) on top of branch by a person, moves
+// the branch and sends synchronize to the PRs of that branch. It returns the SHA.
+func (s *Server) HumanCommit(owner, name, branch string, author User, files map[string]string, message string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil {
+		return "", fmt.Errorf("no repository %s/%s", owner, name)
+	}
+	parent := r.commits[r.refs["heads/"+branch]]
+	if parent == nil {
+		return "", fmt.Errorf("no branch %s", branch)
+	}
+	byPath := map[string]entry{}
+	for _, e := range r.trees[parent.Tree] {
+		byPath[e.Path] = e
+	}
+	for p, c := range files {
+		sha := blobSHA([]byte(c))
+		r.blobs[sha] = []byte(c)
+		byPath[p] = entry{Path: p, Mode: "100644", SHA: sha}
+	}
+	entries := make([]entry, 0, len(byPath))
+	for _, e := range byPath {
+		entries = append(entries, e)
+	}
+	sig := signature{Name: author.Name, Email: author.Email}
+	c := s.newCommit(r, r.putTree(entries), []string{parent.SHA}, message, sig, sig)
+	s.moveBranch(r, branch, c.SHA, author.Login)
+	return c.SHA, nil
+}
+
+func (s *Server) openPull(owner, name string, number int) (*repo, *pull, error) {
+	r := s.repos[owner+"/"+name]
+	if r == nil || number < 1 || number > len(r.pulls) || r.pulls[number-1] == nil {
+		return nil, nil, fmt.Errorf("no pull request %s/%s#%d", owner, name, number)
+	}
+	p := r.pulls[number-1]
+	if p.State != "open" {
+		return nil, nil, fmt.Errorf("pull request %s/%s#%d is %s", owner, name, number, p.State)
+	}
+	return r, p, nil
+}
+
+// moveBranch points a branch at sha and sends synchronize to its open PRs.
+func (s *Server) moveBranch(r *repo, branch, sha, sender string) {
+	r.refs["heads/"+branch] = sha
+	for _, p := range r.pulls {
+		if p != nil && p.State == "open" && p.Head == branch && p.HeadSHA != sha {
+			p.HeadSHA = sha
+			s.event(r, p, "synchronize", sender)
+		}
+	}
+}
+
+func (s *Server) setDraft(r *repo, p *pull, draft bool, sender string) {
+	if p.Draft == draft {
+		return
+	}
+	p.Draft = draft
+	if draft {
+		s.event(r, p, "converted_to_draft", sender)
+	} else {
+		s.event(r, p, "ready_for_review", sender)
+	}
+}
+
+// event records CI by PaC's rules and queues the webhook. Callers hold s.mu.
+func (s *Server) event(r *repo, p *pull, action, sender string) {
+	switch action {
+	case "opened", "synchronize", "reopened", "ready_for_review":
+		if c := r.commits[p.HeadSHA]; c != nil && !digestref.HasSkipMarker(c.Message) {
+			s.ci = append(s.ci, CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
+		}
+	}
+	s.queueHook(r, p, action, sender)
+}
+
+func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
+	html := fmt.Sprintf("%s/%s/%s/pull/%d", s.srv.URL, r.owner, r.name, p.Number)
+	var mergedAt any
+	if p.Merged {
+		mergedAt = p.CreatedAt.Add(time.Hour).Format(time.RFC3339)
+	}
+	return map[string]any{
+		"id": int64(p.Number) + r.id*1000, "node_id": p.NodeID, "number": p.Number, "state": p.State,
+		"title": p.Title, "body": p.Body, "draft": p.Draft, "merged": p.Merged, "merged_at": mergedAt,
+		"html_url": html, "url": fmt.Sprintf("%srepos/%s/%s/pulls/%d", s.APIURL(), r.owner, r.name, p.Number),
+		"user":       map[string]any{"login": p.Author},
+		"created_at": p.CreatedAt.Format(time.RFC3339),
+		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": r.owner + ":" + p.Head,
+			"repo": s.repoJSON(r)},
+		"base": map[string]any{"ref": p.Base, "sha": r.refs["heads/"+p.Base], "label": r.owner + ":" + p.Base,
+			"repo": s.repoJSON(r)},
+	}
+}
+
+func (s *Server) repoJSON(r *repo) map[string]any {
+	return map[string]any{
+		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": r.name,
+		"full_name": r.owner + "/" + r.name, "default_branch": r.defaultBranch, "private": false,
+		"owner":    map[string]any{"login": r.owner},
+		"html_url": s.srv.URL + "/" + r.owner + "/" + r.name,
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string, errs ...map[string]any) {
+	body := map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": strconv.Itoa(status)}
+	if len(errs) > 0 {
+		body["errors"] = errs
+	}
+	writeJSON(w, status, body)
+}

@@ -1,0 +1,685 @@
+package githubemu
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, u User)) {
+		method, path, _ := strings.Cut(pattern, " ")
+		mux.HandleFunc(method+" /api/v3"+path, s.authed(h))
+	}
+	api("GET /repos/{owner}/{repo}", s.getRepo)
+	api("GET /repos/{owner}/{repo}/git/ref/{ref...}", s.getRef)
+	api("POST /repos/{owner}/{repo}/git/refs", s.createRef)
+	api("PATCH /repos/{owner}/{repo}/git/refs/{ref...}", s.updateRef)
+	api("GET /repos/{owner}/{repo}/git/trees/{sha}", s.getTree)
+	api("POST /repos/{owner}/{repo}/git/trees", s.createTree)
+	api("GET /repos/{owner}/{repo}/git/blobs/{sha}", s.getBlob)
+	api("POST /repos/{owner}/{repo}/git/blobs", s.createBlob)
+	api("GET /repos/{owner}/{repo}/git/commits/{sha}", s.getCommit)
+	api("POST /repos/{owner}/{repo}/git/commits", s.createCommit)
+	api("GET /repos/{owner}/{repo}/pulls", s.listPulls)
+	api("POST /repos/{owner}/{repo}/pulls", s.createPull)
+	api("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
+	api("PATCH /repos/{owner}/{repo}/pulls/{number}", s.editPull)
+	api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
+	api("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
+	mux.HandleFunc("POST /api/graphql", s.authed(s.graphql))
+	s.appRoutes(mux)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "Not Found") })
+	return mux
+}
+
+// authed checks the token, counts writes and applies FailNext, then calls h under s.mu.
+func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		u, ok := s.tokens[bearer(r)]
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "Bad credentials")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.writes++
+			if s.writes == s.failWriteAt {
+				s.failWriteAt = 0
+				writeFailure(w, failure{status: s.failWriteStatus})
+				return
+			}
+		}
+		if len(s.fails) > 0 {
+			f := s.fails[0]
+			s.fails = s.fails[1:]
+			writeFailure(w, f)
+			return
+		}
+		h(w, r, u)
+	}
+}
+
+func bearer(r *http.Request) string {
+	a := r.Header.Get("Authorization")
+	for _, p := range []string{"Bearer ", "bearer ", "token "} {
+		if t, ok := strings.CutPrefix(a, p); ok {
+			return t
+		}
+	}
+	if _, pw, ok := r.BasicAuth(); ok {
+		return pw
+	}
+	return ""
+}
+
+func writeFailure(w http.ResponseWriter, f failure) {
+	reset := time.Now().Add(time.Duration(f.retryAfter) * time.Second).Unix()
+	h := w.Header()
+	h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+	h.Set("X-RateLimit-Limit", "5000")
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
+	h.Set("X-RateLimit-Resource", "core")
+	switch f.status {
+	case http.StatusTooManyRequests:
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Used", "5000")
+		writeJSON(w, f.status, map[string]any{"message": "API rate limit exceeded",
+			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"})
+	case http.StatusForbidden:
+		h.Set("X-RateLimit-Remaining", "4000")
+		writeJSON(w, f.status, map[string]any{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+			"documentation_url": "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
+	default:
+		writeError(w, f.status, http.StatusText(f.status))
+	}
+}
+
+func (s *Server) repoOf(w http.ResponseWriter, r *http.Request) *repo {
+	rp := s.repos[r.PathValue("owner")+"/"+r.PathValue("repo")]
+	if rp == nil || !s.scopeAllows(bearer(r), rp) {
+		writeError(w, http.StatusNotFound, "Not Found")
+	}
+	return rp
+}
+
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 10<<20)).Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "Problems parsing JSON")
+		return false
+	}
+	return true
+}
+
+func unprocessable(w http.ResponseWriter, msg string, errs ...map[string]any) {
+	writeError(w, http.StatusUnprocessableEntity, msg, errs...)
+}
+
+func (s *Server) getRepo(w http.ResponseWriter, r *http.Request, _ User) {
+	if rp := s.repoOf(w, r); rp != nil {
+		writeJSON(w, http.StatusOK, s.repoJSON(rp))
+	}
+}
+
+func (s *Server) refJSON(rp *repo, ref string) map[string]any {
+	return map[string]any{"ref": "refs/" + ref, "node_id": "REF_" + ref,
+		"url":    s.APIURL() + "repos/" + rp.owner + "/" + rp.name + "/git/refs/" + ref,
+		"object": map[string]any{"type": "commit", "sha": rp.refs[ref]}}
+}
+
+func (s *Server) getRef(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	ref := r.PathValue("ref")
+	if _, ok := rp.refs[ref]; !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.refJSON(rp, ref))
+}
+
+func (s *Server) createRef(w http.ResponseWriter, r *http.Request, u User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	var in struct{ Ref, SHA string }
+	if !decode(w, r, &in) {
+		return
+	}
+	ref, ok := strings.CutPrefix(in.Ref, "refs/")
+	if !ok || strings.Count(in.Ref, "/") < 2 {
+		unprocessable(w, "Reference name is invalid")
+		return
+	}
+	if rp.commits[in.SHA] == nil {
+		unprocessable(w, "Object does not exist")
+		return
+	}
+	if _, exists := rp.refs[ref]; exists {
+		unprocessable(w, "Reference already exists")
+		return
+	}
+	rp.refs[ref] = in.SHA
+	writeJSON(w, http.StatusCreated, s.refJSON(rp, ref))
+}
+
+func (s *Server) updateRef(w http.ResponseWriter, r *http.Request, u User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	var in struct {
+		SHA   string
+		Force bool
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	ref := r.PathValue("ref")
+	old, exists := rp.refs[ref]
+	if !exists {
+		unprocessable(w, "Reference does not exist")
+		return
+	}
+	if rp.commits[in.SHA] == nil {
+		unprocessable(w, "Object does not exist")
+		return
+	}
+	if !in.Force && !rp.isAncestor(old, in.SHA) {
+		unprocessable(w, "Update is not a fast forward")
+		return
+	}
+	if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
+		s.moveBranch(rp, branch, in.SHA, u.Login)
+	} else {
+		rp.refs[ref] = in.SHA
+	}
+	writeJSON(w, http.StatusOK, s.refJSON(rp, ref))
+}
+
+func (rp *repo) isAncestor(anc, sha string) bool {
+	seen := map[string]bool{}
+	stack := []string{sha}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c == anc {
+			return true
+		}
+		if seen[c] || rp.commits[c] == nil {
+			continue
+		}
+		seen[c] = true
+		stack = append(stack, rp.commits[c].Parents...)
+	}
+	return false
+}
+
+func (s *Server) getTree(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	sha := r.PathValue("sha")
+	entries, ok := rp.trees[sha]
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	recursive := r.URL.Query().Get("recursive") != ""
+	var out []map[string]any
+	dirs := map[string]bool{}
+	for _, e := range entries {
+		parts := strings.Split(e.Path, "/")
+		for i := 1; i < len(parts); i++ {
+			dir := strings.Join(parts[:i], "/")
+			if dirs[dir] || (!recursive && i > 1) {
+				continue
+			}
+			dirs[dir] = true
+			out = append(out, map[string]any{"path": dir, "mode": "040000", "type": "tree", "sha": rp.subtreeSHA(entries, dir)})
+		}
+		if recursive || len(parts) == 1 {
+			out = append(out, map[string]any{"path": e.Path, "mode": e.Mode, "type": "blob", "sha": e.SHA, "size": len(rp.blobs[e.SHA])})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sha": sha, "tree": out, "truncated": false})
+}
+
+func (s *Server) createTree(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	var in struct {
+		BaseTree string `json:"base_tree"`
+		Tree     []struct {
+			Path    string  `json:"path"`
+			Mode    string  `json:"mode"`
+			Type    string  `json:"type"`
+			SHA     *string `json:"sha"`
+			Content *string `json:"content"`
+		} `json:"tree"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	byPath := map[string]entry{}
+	if in.BaseTree != "" {
+		base, ok := rp.trees[in.BaseTree]
+		if !ok {
+			unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "base_tree", "code": "invalid"})
+			return
+		}
+		for _, e := range base {
+			byPath[e.Path] = e
+		}
+	}
+	for _, t := range in.Tree {
+		if t.Path == "" || strings.HasPrefix(t.Path, "/") || (t.Type != "" && t.Type != "blob") {
+			unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "path", "code": "invalid"})
+			return
+		}
+		mode := t.Mode
+		if mode == "" {
+			mode = "100644"
+		}
+		switch {
+		case t.Content != nil:
+			sha := blobSHA([]byte(*t.Content))
+			rp.blobs[sha] = []byte(*t.Content)
+			byPath[t.Path] = entry{Path: t.Path, Mode: mode, SHA: sha}
+		case t.SHA != nil:
+			if _, ok := rp.blobs[*t.SHA]; !ok {
+				unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "sha", "code": "invalid"})
+				return
+			}
+			byPath[t.Path] = entry{Path: t.Path, Mode: mode, SHA: *t.SHA}
+		default:
+			delete(byPath, t.Path)
+		}
+	}
+	entries := make([]entry, 0, len(byPath))
+	for _, e := range byPath {
+		entries = append(entries, e)
+	}
+	sha := rp.putTree(entries)
+	var out []map[string]any
+	for _, e := range rp.trees[sha] {
+		out = append(out, map[string]any{"path": e.Path, "mode": e.Mode, "type": "blob", "sha": e.SHA})
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"sha": sha, "tree": out})
+}
+
+func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	sha := r.PathValue("sha")
+	b, ok := rp.blobs[sha]
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	if strings.Contains(r.Header.Get("Accept"), ".raw") {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		_, _ = w.Write(b)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sha": sha, "size": len(b), "encoding": "base64",
+		"content": base64.StdEncoding.EncodeToString(b)})
+}
+
+func (s *Server) createBlob(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	var in struct{ Content, Encoding string }
+	if !decode(w, r, &in) {
+		return
+	}
+	b := []byte(in.Content)
+	if in.Encoding == "base64" {
+		var err error
+		if b, err = base64.StdEncoding.DecodeString(in.Content); err != nil {
+			unprocessable(w, "content is not valid Base64")
+			return
+		}
+	} else if !utf8.Valid(b) {
+		unprocessable(w, "content is not valid UTF-8")
+		return
+	}
+	sha := blobSHA(b)
+	rp.blobs[sha] = b
+	writeJSON(w, http.StatusCreated, map[string]any{"sha": sha})
+}
+
+func (s *Server) commitJSON(rp *repo, c *commit) map[string]any {
+	parents := []map[string]any{}
+	for _, p := range c.Parents {
+		parents = append(parents, map[string]any{"sha": p})
+	}
+	return map[string]any{"sha": c.SHA, "node_id": "C_" + c.SHA, "message": c.Message,
+		"tree": map[string]any{"sha": c.Tree}, "parents": parents, "author": c.Author, "committer": c.Committer,
+		"html_url": fmt.Sprintf("%s/%s/%s/commit/%s", s.srv.URL, rp.owner, rp.name, c.SHA)}
+}
+
+func (s *Server) getCommit(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	c := rp.commits[r.PathValue("sha")]
+	if c == nil {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	writeJSON(w, http.StatusOK, s.commitJSON(rp, c))
+}
+
+func (s *Server) createCommit(w http.ResponseWriter, r *http.Request, u User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	var in struct {
+		Message   string     `json:"message"`
+		Tree      string     `json:"tree"`
+		Parents   []string   `json:"parents"`
+		Author    *signature `json:"author"`
+		Committer *signature `json:"committer"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if _, ok := rp.trees[in.Tree]; !ok {
+		unprocessable(w, "Tree SHA does not exist")
+		return
+	}
+	for _, p := range in.Parents {
+		if rp.commits[p] == nil {
+			unprocessable(w, "Parent SHA does not exist or is not a commit object")
+			return
+		}
+	}
+	author := signature{Name: u.Name, Email: u.Email}
+	if in.Author != nil {
+		author = *in.Author
+	}
+	committer := author
+	if in.Committer != nil {
+		committer = *in.Committer
+	}
+	c := s.newCommit(rp, in.Tree, in.Parents, in.Message, author, committer)
+	writeJSON(w, http.StatusCreated, s.commitJSON(rp, c))
+}
+
+func (s *Server) pullOf(w http.ResponseWriter, r *http.Request) (*repo, *pull) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(r.PathValue("number"))
+	if err != nil || n < 1 || n > len(rp.pulls) || rp.pulls[n-1] == nil {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return nil, nil
+	}
+	return rp, rp.pulls[n-1]
+}
+
+func (s *Server) listPulls(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	q := r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	head := q.Get("head")
+	out := []map[string]any{}
+	for i := len(rp.pulls) - 1; i >= 0; i-- { // newest first, like sort=created desc
+		p := rp.pulls[i]
+		if p == nil || (state != "all" && p.State != state) {
+			continue
+		}
+		if head != "" && head != rp.owner+":"+p.Head {
+			continue
+		}
+		if base := q.Get("base"); base != "" && base != p.Base {
+			continue
+		}
+		out = append(out, s.pullJSON(rp, p))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createPull(w http.ResponseWriter, r *http.Request, u User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	var in struct {
+		Title, Head, Base, Body string
+		Draft                   bool
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	head := in.Head
+	if o, b, ok := strings.Cut(in.Head, ":"); ok {
+		if o != rp.owner {
+			unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "head", "code": "invalid"})
+			return
+		}
+		head = b
+	}
+	headSHA, okHead := rp.refs["heads/"+head]
+	baseSHA, okBase := rp.refs["heads/"+in.Base]
+	switch {
+	case in.Title == "":
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "title", "code": "missing_field"})
+		return
+	case !okHead:
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "head", "code": "invalid"})
+		return
+	case !okBase:
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "base", "code": "invalid"})
+		return
+	case headSHA == baseSHA || rp.isAncestor(headSHA, baseSHA):
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom",
+			"message": fmt.Sprintf("No commits between %s and %s", in.Base, head)})
+		return
+	}
+	for _, p := range rp.pulls {
+		if p != nil && p.State == "open" && p.Head == head && p.Base == in.Base {
+			unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom",
+				"message": fmt.Sprintf("A pull request already exists for %s:%s.", rp.owner, head)})
+			return
+		}
+	}
+	rp.nextNumber++
+	p := &pull{Number: rp.nextNumber, Title: in.Title, Body: in.Body, State: "open", Draft: in.Draft, Head: head,
+		Base: in.Base, HeadSHA: headSHA, Author: u.Login, CreatedAt: time.Unix(1700000000+s.clock, 0).UTC()}
+	p.NodeID = base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "PR:%s/%s#%d", rp.owner, rp.name, p.Number))
+	for len(rp.pulls) < p.Number {
+		rp.pulls = append(rp.pulls, nil)
+	}
+	rp.pulls[p.Number-1] = p
+	s.event(rp, p, "opened", u.Login)
+	writeJSON(w, http.StatusCreated, s.pullJSON(rp, p))
+}
+
+func (s *Server) getPull(w http.ResponseWriter, r *http.Request, _ User) {
+	if rp, p := s.pullOf(w, r); p != nil {
+		writeJSON(w, http.StatusOK, s.pullJSON(rp, p))
+	}
+}
+
+// editPull changes title, body, state or base; like GitHub it ignores draft.
+func (s *Server) editPull(w http.ResponseWriter, r *http.Request, u User) {
+	rp, p := s.pullOf(w, r)
+	if p == nil {
+		return
+	}
+	var in struct {
+		Title, Body, State, Base *string
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.State != nil && *in.State != "open" && *in.State != "closed" {
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "state", "code": "invalid"})
+		return
+	}
+	if p.Merged && in.State != nil && *in.State == "open" {
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom", "message": "state cannot be changed. The pull request has been merged."})
+		return
+	}
+	edited := false
+	if in.Title != nil && *in.Title != p.Title {
+		p.Title, edited = *in.Title, true
+	}
+	if in.Body != nil && *in.Body != p.Body {
+		p.Body, edited = *in.Body, true
+	}
+	if in.Base != nil && *in.Base != p.Base {
+		if _, ok := rp.refs["heads/"+*in.Base]; !ok {
+			unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "base", "code": "invalid"})
+			return
+		}
+		p.Base, edited = *in.Base, true
+	}
+	if edited {
+		s.event(rp, p, "edited", u.Login)
+	}
+	if in.State != nil && *in.State != p.State {
+		p.State = *in.State
+		if p.State == "closed" {
+			s.event(rp, p, "closed", u.Login)
+		} else {
+			p.HeadSHA = rp.refs["heads/"+p.Head]
+			s.event(rp, p, "reopened", u.Login)
+		}
+	}
+	writeJSON(w, http.StatusOK, s.pullJSON(rp, p))
+}
+
+func (s *Server) commentJSON(rp *repo, n int, c *comment) map[string]any {
+	return map[string]any{"id": c.ID, "node_id": "IC_" + strconv.FormatInt(c.ID, 10), "body": c.Body,
+		"user":     map[string]any{"login": c.User},
+		"html_url": fmt.Sprintf("%s/%s/%s/pull/%d#issuecomment-%d", s.srv.URL, rp.owner, rp.name, n, c.ID)}
+}
+
+func (s *Server) listComments(w http.ResponseWriter, r *http.Request, _ User) {
+	rp, p := s.pullOf(w, r)
+	if p == nil {
+		return
+	}
+	perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if perPage <= 0 || perPage > 100 {
+		perPage = 30
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	if page < 1 {
+		page = 1
+	}
+	all := rp.comments[p.Number]
+	out := []map[string]any{}
+	for i := (page - 1) * perPage; i < len(all) && i < page*perPage; i++ {
+		out = append(out, s.commentJSON(rp, p.Number, all[i]))
+	}
+	if page*perPage < len(all) {
+		next := *r.URL
+		q := next.Query()
+		q.Set("page", strconv.Itoa(page+1))
+		q.Set("per_page", strconv.Itoa(perPage))
+		next.RawQuery = q.Encode()
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.srv.URL, next.RequestURI()))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createComment(w http.ResponseWriter, r *http.Request, u User) {
+	rp, p := s.pullOf(w, r)
+	if p == nil {
+		return
+	}
+	var in struct{ Body string }
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.Body == "" {
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "IssueComment", "field": "body", "code": "missing_field"})
+		return
+	}
+	s.nextID++
+	c := &comment{ID: s.nextID, Body: in.Body, User: u.Login}
+	rp.comments[p.Number] = append(rp.comments[p.Number], c)
+	writeJSON(w, http.StatusCreated, s.commentJSON(rp, p.Number, c))
+}
+
+// graphql answers markPullRequestReadyForReview and convertPullRequestToDraft.
+func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
+	var in struct {
+		Query     string `json:"query"`
+		Variables struct {
+			Input struct {
+				PullRequestID string `json:"pullRequestId"`
+			} `json:"input"`
+		} `json:"variables"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	var field string
+	var draft bool
+	switch {
+	case strings.Contains(in.Query, "markPullRequestReadyForReview"):
+		field, draft = "markPullRequestReadyForReview", false
+	case strings.Contains(in.Query, "convertPullRequestToDraft"):
+		field, draft = "convertPullRequestToDraft", true
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]any{{"message": "emulator: unsupported operation"}}})
+		return
+	}
+	id := in.Variables.Input.PullRequestID
+	for _, rp := range s.repos {
+		for _, p := range rp.pulls {
+			if p == nil || p.NodeID != id {
+				continue
+			}
+			if p.State != "open" {
+				writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{field: nil},
+					"errors": []map[string]any{{"type": "UNPROCESSABLE", "path": []string{field}, "message": "Pull request is closed"}}})
+				return
+			}
+			s.setDraft(rp, p, draft, u.Login)
+			// Like GitHub, answer only the fields the query selects.
+			sel := map[string]any{}
+			for name, v := range map[string]any{"id": p.NodeID, "number": p.Number, "isDraft": p.Draft} {
+				if regexp.MustCompile(`\b` + name + `\b`).MatchString(in.Query) {
+					sel[name] = v
+				}
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{field: map[string]any{"pullRequest": sel}}})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{field: nil}, "errors": []map[string]any{{
+		"type": "NOT_FOUND", "path": []string{field}, "message": fmt.Sprintf("Could not resolve to a node with the global id of '%s'", id)}}})
+}
