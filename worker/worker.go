@@ -8,6 +8,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -21,6 +22,8 @@ type Deps struct {
 	Kube ctrlclient.Client
 	// Temporal lets activities signal other workflows.
 	Temporal client.Client
+	// PullRequest configures the forge activities (bot identity, App Secret).
+	PullRequest pullrequest.Config
 }
 
 // Options tune the worker.
@@ -49,4 +52,5 @@ func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 func register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
 	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
+	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
 }

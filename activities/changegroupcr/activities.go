@@ -27,13 +27,13 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/nudgefiles"
 )
 
-// Activities reads and writes the cluster for the ChangeGroup workflow.
-//
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+
+// Activities reads and writes the cluster for the ChangeGroup workflow.
 type Activities struct {
 	Kube ctrlclient.Client
 }

@@ -21,6 +21,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -36,7 +37,9 @@ type Renudger interface {
 // component-built signal for that group's workflow. It is stateless: a resync
 // resends the signal and the workflow deduplicates by (component, digest).
 type HeldReconciler struct {
-	Kube     ctrlclient.Client
+	Kube ctrlclient.Client
+	// APIReader reads past the cache: the webhook saw the group a moment ago.
+	APIReader ctrlclient.Reader
 	Temporal client.Client
 	Recorder record.EventRecorder
 	Renudger Renudger
@@ -64,7 +67,7 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
 	for _, target := range sortedKeys(held) {
 		var cg appstudiov1alpha1.ChangeGroup
-		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: held[target]}, &cg)
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: held[target]}, &cg)
 		if apierrors.IsNotFound(err) {
 			renudge = append(renudge, target)
 			continue
@@ -74,6 +77,11 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		err = cgwf.SignalBuilt(ctx, r.Temporal, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), built)
 		if isGone(err) {
+			if changegroups.IsActive(&cg) {
+				// The group's reconciler has not started its workflow yet: the build
+				// waits for it rather than being nudged around the group.
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
 			renudge = append(renudge, target)
 			continue
 		}

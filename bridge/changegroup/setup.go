@@ -3,6 +3,8 @@ package changegroup
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"go.temporal.io/sdk/client"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -10,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -22,7 +25,25 @@ type Options struct {
 	Renudger Renudger
 }
 
-const prURLField = "status.pullRequestURL"
+// prKeyField indexes groups by their PR as "owner/repo#number", which a forge
+// event names without the host.
+const prKeyField = "status.pullRequestKey"
+
+// PRKey derives "owner/repo#number" from a PR's web URL (.../owner/repo/pull/7 on
+// GitHub, .../group/project/-/merge_requests/7 on GitLab).
+func PRKey(prURL string) string {
+	u, err := url.Parse(prURL)
+	if err != nil {
+		return ""
+	}
+	path := strings.Trim(u.Path, "/")
+	for _, sep := range []string{"/-/merge_requests/", "/pull/"} {
+		if repo, num, ok := strings.Cut(path, sep); ok {
+			return strings.ToLower(repo) + "#" + num
+		}
+	}
+	return ""
+}
 
 // Setup registers the reconcilers and webhooks and returns the router that
 // delivers forge events to the groups' workflows.
@@ -34,7 +55,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 		return nil, fmt.Errorf("setting up the ChangeGroup reconciler: %w", err)
 	}
 	if err := (&HeldReconciler{
-		Kube: mgr.GetClient(), Temporal: opts.Temporal, Recorder: recorder, Renudger: opts.Renudger,
+		Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Temporal: opts.Temporal, Recorder: recorder, Renudger: opts.Renudger,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the held-nudge reconciler: %w", err)
 	}
@@ -43,10 +64,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
 	}
 	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: &Interceptor{Reader: mgr.GetAPIReader()}})
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prURLField,
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prKeyField,
 		func(o ctrlclient.Object) []string {
-			if u := o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL; u != "" {
-				return []string{u}
+			if k := PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {
+				return []string{k}
 			}
 			return nil
 		}); err != nil {
@@ -61,12 +82,21 @@ type PREventRouter struct {
 	Temporal client.Client
 }
 
+// PullRequestEvent delivers a verified forge event (forgehook.Sink).
+func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event) error {
+	_, err := p.Deliver(ctx, fmt.Sprintf("%s#%d", strings.ToLower(e.RepoFullName), e.Number), cgwf.PREvent{
+		DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number, Merged: e.Merged,
+		Closed: e.State == "closed",
+	})
+	return err
+}
+
 // Deliver signals every group whose status names the PR (normally one). An event
 // for a PR no group owns is ignored.
-func (p *PREventRouter) Deliver(ctx context.Context, prURL string, ev cgwf.PREvent) (int, error) {
+func (p *PREventRouter) Deliver(ctx context.Context, prKey string, ev cgwf.PREvent) (int, error) {
 	var list appstudiov1alpha1.ChangeGroupList
-	if err := p.Kube.List(ctx, &list, ctrlclient.MatchingFields{prURLField: prURL}); err != nil {
-		return 0, fmt.Errorf("finding the ChangeGroup of %s: %w", prURL, err)
+	if err := p.Kube.List(ctx, &list, ctrlclient.MatchingFields{prKeyField: prKey}); err != nil {
+		return 0, fmt.Errorf("finding the ChangeGroup of %s: %w", prKey, err)
 	}
 	delivered := 0
 	for _, cg := range list.Items {

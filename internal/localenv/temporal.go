@@ -2,12 +2,15 @@ package localenv
 
 import (
 	"context"
+	"log/slog"
+	"os"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
@@ -92,8 +95,10 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 }
 
 // Dial returns a client for the dev server's namespace.
+// Its logger keeps warnings and errors only: the SDK's debug lines drown test output.
 func (t *Temporal) Dial() (client.Client, error) {
-	return client.Dial(client.Options{HostPort: t.Address, Namespace: t.Namespace})
+	logger := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return client.Dial(client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger})
 }
 
 // Stop stops the server.

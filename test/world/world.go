@@ -26,6 +26,9 @@ type Options struct {
 	WithoutTemporal bool
 	// WebhookManifests are webhook configurations to register with the API server.
 	WebhookManifests []string
+	// Start runs once the servers are up, before the tests (for example to start a
+	// bridge and a worker); the returned stop runs after the tests, before teardown.
+	Start func(w *World) (stop func(), err error)
 }
 
 // World is what a test package gets.
@@ -67,7 +70,16 @@ func Main(m *testing.M, opts Options) int {
 		return 1
 	}
 	current = w
+	stopHook := func() {}
+	if opts.Start != nil {
+		if stopHook, err = opts.Start(w); err != nil {
+			fmt.Fprintf(os.Stderr, "world: starting the package's services: %v\nworld: server logs kept in %s\n", err, w.LogDir)
+			w.stop()
+			return 1
+		}
+	}
 	code := m.Run()
+	stopHook()
 	w.stop()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "world: tests failed; server logs kept in %s\n", w.LogDir)

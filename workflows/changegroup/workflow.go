@@ -114,10 +114,10 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		if !r.s.Phase.IsFinal() {
 			r.step()
 		}
-		r.publish()
 		if r.s.Phase.IsFinal() {
 			break
 		}
+		r.publish()
 		if r.shouldContinueAsNew() {
 			return nil, r.continueAsNew()
 		}
@@ -127,6 +127,9 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return r.s, err
 	}
+	// Late events (the merge webhook after a poll saw the merge) change nothing now,
+	// but are consumed so none is left unhandled.
+	r.drainSignals()
 	return r.s, nil
 }
 

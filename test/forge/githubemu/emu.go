@@ -58,6 +58,8 @@ type Server struct {
 type failure struct {
 	status     int
 	retryAfter int
+	// scope limits the failure to request paths containing it ("" = any request).
+	scope string
 }
 
 // CIEvent is one event that started a build by PaC's rules.
@@ -113,10 +115,20 @@ func (s *Server) AddToken(token string, u User) {
 // X-RateLimit-Remaining 0) or 403 (secondary rate limit), both with Retry-After
 // retryAfter seconds and X-RateLimit-* headers; any other status fails plainly.
 func (s *Server) FailNext(n, status, retryAfter int) {
+	s.FailNextFor("", n, status, retryAfter)
+}
+
+// FailNextFor is FailNext for requests about the repositories of one owner only, so
+// a test's rate limit does not land on other tests' traffic.
+func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	scope := ""
+	if owner != "" {
+		scope = "/repos/" + owner + "/"
+	}
 	for range n {
-		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter})
+		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
 	}
 }
 

@@ -58,11 +58,12 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 				return
 			}
 		}
-		if len(s.fails) > 0 {
-			f := s.fails[0]
-			s.fails = s.fails[1:]
-			writeFailure(w, f)
-			return
+		for i, f := range s.fails {
+			if f.scope == "" || strings.Contains(r.URL.Path, f.scope) {
+				s.fails = append(s.fails[:i], s.fails[i+1:]...)
+				writeFailure(w, f)
+				return
+			}
 		}
 		h(w, r, u)
 	}

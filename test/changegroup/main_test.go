@@ -1,0 +1,107 @@
+// Package changegroup_test runs ChangeGroups end to end: a real kube-apiserver with
+// nudgeflow's webhooks registered, a real Temporal dev server, the bridge and the
+// worker in this process, and the GitHub emulator over HTTP.
+package changegroup_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	sdkworker "go.temporal.io/sdk/worker"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	"github.com/nudgeflow/nudgeflow/test/world"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+const (
+	taskQueue     = "changegroup-e2e"
+	forgeToken    = "ghs_e2eTokenThatMustNeverAppearInAHistory0001"
+	webhookSecret = "e2e-webhook-secret"
+)
+
+var bot = forge.Signature{Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.noreply.127.0.0.1"}
+
+// stack is what the package's tests share.
+type stack struct {
+	emu    *githubemu.Server
+	worker sdkworker.Worker
+}
+
+var shared stack
+
+func TestMain(m *testing.M) {
+	os.Exit(world.Main(m, world.Options{
+		WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+		Start:            startStack,
+	}))
+}
+
+// settings are short so scenarios run in seconds; the debounce still coalesces bursts.
+var settings = cgwf.Settings{Debounce: time.Second, PollInterval: 3 * time.Second}
+
+func startStack(w *world.World) (func(), error) {
+	emu := githubemu.New()
+	emu.AddToken(forgeToken, githubemu.User{Login: "nudgeflow[bot]", Name: bot.Name, Email: bot.Email})
+
+	// The bridge's logs go beside the servers' logs, kept when a test fails.
+	bridgeLog, err := os.Create(filepath.Join(w.LogDir, "bridge.log"))
+	if err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.UseDevMode(true)))
+	host, port, certDir := w.WebhookServer()
+	mgr, err := bridge.NewManager(w.Config(), bridge.ManagerOptions{WebhookHost: host, WebhookPort: port, WebhookCertDir: certDir})
+	if err != nil {
+		return nil, err
+	}
+	b, err := bridge.Setup(mgr, bridge.Deps{Temporal: w.TemporalClient, TaskQueue: taskQueue, ChangeGroup: settings})
+	if err != nil {
+		return nil, err
+	}
+	hook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte(webhookSecret)), Sink: b.PREvents})
+	emu.AddWebhook(hook.URL, webhookSecret)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, context.Canceled
+	}
+	wk := startWorker(w)
+	if err := wk.Start(); err != nil {
+		cancel()
+		return nil, err
+	}
+	shared = stack{emu: emu, worker: wk}
+	return func() {
+		wk.Stop()
+		cancel()
+		<-done
+		hook.Close()
+		emu.Close()
+	}, nil
+}
+
+// startWorker reads and writes the cluster directly, as the production worker does.
+func startWorker(w *world.World) sdkworker.Worker {
+	c := w.TemporalClient
+	return nfworker.New(c, nfworker.Deps{
+		Kube: w.Kube, Temporal: c,
+		PullRequest: pullrequest.Config{Bot: bot, Transport: http.DefaultTransport},
+	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+}

@@ -1,0 +1,255 @@
+package changegroup_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/api/enums/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	"github.com/nudgeflow/nudgeflow/test/world"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+var three = []string{"operand-a", "operand-b", "operator"}
+
+// draftPR waits for the group's draft PR and returns it.
+func (s *scenario) draftPR() githubemu.PR {
+	s.t.Helper()
+	var pr githubemu.PR
+	world.Eventually(s.t, 30*time.Second, "a draft PR", func() (bool, error) {
+		prs := shared.emu.PRs(s.ns, "bundle")
+		if len(prs) == 1 && prs[0].Draft {
+			pr = prs[0]
+			return true, nil
+		}
+		return false, fmt.Errorf("%d PRs", len(prs))
+	})
+	return pr
+}
+
+func (s *scenario) buildNow(component string, n int) {
+	s.t.Helper()
+	nudge := s.build(component, digestOf(component, n), time.Now())
+	require.Equal(s.t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), nudge.Spec.Status)
+}
+
+func (s *scenario) annotate(name, action string) {
+	s.t.Helper()
+	cg := s.group(name)
+	patch := ctrlclient.MergeFrom(cg.DeepCopy())
+	if cg.Annotations == nil {
+		cg.Annotations = map[string]string{}
+	}
+	cg.Annotations[konflux.AnnotationAction] = action
+	require.NoError(s.t, s.w.Kube.Patch(context.Background(), cg, patch))
+}
+
+func TestPRClosedByPersonCancels(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	s.buildNow("operand-a", 1)
+	pr := s.draftPR()
+	require.NoError(t, shared.emu.ClosePR(s.ns, "bundle", pr.Number))
+	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+	require.Contains(t, cg.Status.Conditions[0].Message, "closed without merging")
+	require.Zero(t, shared.emu.CIBuilds(s.ns, "bundle"))
+}
+
+func TestMergedBeforeAllReadyCompletes(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	s.buildNow("operator", 1)
+	pr := s.draftPR()
+	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", pr.Number))
+	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCompleted)
+	require.Equal(t, "1/3", cg.Status.Ready)
+}
+
+func TestReleaseNowWithTwoOfThreeByAnnotation(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	s.buildNow("operand-a", 1)
+	s.buildNow("operand-b", 1)
+	s.waitFor("g", "two ready", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "2/3" })
+	s.annotate("g", "release-now")
+	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+	require.NotContains(t, cg.Annotations, konflux.AnnotationAction, "the override is consumed")
+	pr, _ := shared.emu.PR(s.ns, "bundle", s.draftlessPR().Number)
+	require.False(t, pr.Draft)
+	digests := s.csvDigests(pr.Head)
+	require.Equal(t, digestOf("operand-a", 1), digests["operand-a"])
+	require.Equal(t, digestOf("operand-b", 1), digests["operand-b"])
+	require.Equal(t, digestOf("operator", 0), digests["operator"], "the waiting component keeps its current digest")
+	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+	require.Equal(t, "ReleasedEarly", cg.Status.Conditions[0].Reason)
+}
+
+// draftlessPR returns the group's only PR, whatever its draft state.
+func (s *scenario) draftlessPR() githubemu.PR {
+	prs := shared.emu.PRs(s.ns, "bundle")
+	require.Len(s.t, prs, 1)
+	return prs[0]
+}
+
+func TestComponentDroppedFromSpecReleasesWhenRestReady(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	s.buildNow("operand-a", 1)
+	s.buildNow("operator", 1)
+	s.waitFor("g", "two ready", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "2/3" })
+	cg := s.group("g")
+	patch := ctrlclient.MergeFrom(cg.DeepCopy())
+	cg.Spec.NudgingComponents = []appstudiov1alpha1.NudgingComponentRef{{Name: "operand-a"}, {Name: "operator"}}
+	require.NoError(t, s.w.Kube.Patch(context.Background(), cg, patch))
+	cg = s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+	require.Equal(t, "2/2", cg.Status.Ready)
+	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+	for _, c := range cg.Status.Components {
+		if c.Name == "operand-b" {
+			require.Equal(t, appstudiov1alpha1.ComponentDropped, c.State)
+		}
+	}
+}
+
+func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
+	s := newScenario(t, three...)
+	cg := s.createGroup("g", three, 0)
+	s.buildNow("operand-a", 1)
+	pr := s.draftPR()
+	alice := githubemu.User{Login: "alice", Name: "Alice", Email: "alice@example.com"}
+	_, err := shared.emu.HumanCommit(s.ns, "bundle", pr.Head, alice, map[string]string{"README.md": "alice was here\n"}, "docs: note")
+	require.NoError(t, err)
+	// Alice's push has no skip marker: Pipelines as Code builds it, as it would.
+	ciAfterAlice := shared.emu.CIBuilds(s.ns, "bundle")
+	s.buildNow("operand-b", 1)
+	world.Eventually(t, 30*time.Second, "the workflow notices the human commit", func() (bool, error) {
+		return s.query(cg).HumanEdits, nil
+	})
+	head, _ := shared.emu.Head(s.ns, "bundle", pr.Head)
+	require.Equal(t, "alice@example.com", head.AuthorEmail, "nudgeflow did not push over Alice's commit")
+	require.Len(t, shared.emu.Comments(s.ns, "bundle", pr.Number), 1, "one comment explains how to resume")
+
+	// A later build is collected but not pushed; still one comment.
+	s.buildNow("operand-b", 2)
+	world.Eventually(t, 30*time.Second, "operand-b's rebuild collected", func() (bool, error) {
+		c := s.query(cg).Components
+		for _, x := range c {
+			if x.Name == "operand-b" {
+				return x.New == digestOf("operand-b", 2), nil
+			}
+		}
+		return false, nil
+	})
+	require.Len(t, shared.emu.Comments(s.ns, "bundle", pr.Number), 1)
+
+	// Ticking the rebase checkbox resumes and discards Alice's commit.
+	current, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
+	ticked := strings.Replace(current.Body, "- [ ] rebase", "- [x] rebase", 1)
+	require.NotEqual(t, current.Body, ticked, "the PR has a rebase checkbox")
+	require.NoError(t, shared.emu.EditBody(s.ns, "bundle", pr.Number, ticked))
+	world.Eventually(t, 30*time.Second, "nudgeflow pushes again after the rebase", func() (bool, error) {
+		head, _ := shared.emu.Head(s.ns, "bundle", pr.Head)
+		return head.AuthorEmail == bot.Email && s.csvDigests(pr.Head)["operand-b"] == digestOf("operand-b", 2), nil
+	})
+	readme, _ := shared.emu.FileAt(s.ns, "bundle", pr.Head, "README.md")
+	require.NotContains(t, readme, "alice", "the rebase discards manual changes")
+	require.False(t, s.query(cg).HumanEdits)
+	require.Len(t, shared.emu.Comments(s.ns, "bundle", pr.Number), 1)
+	require.Equal(t, ciAfterAlice, shared.emu.CIBuilds(s.ns, "bundle"), "nudgeflow's own pushes stay held")
+}
+
+func TestTimeoutCancelsAndClosesThePR(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 8*time.Second)
+	s.buildNow("operand-a", 1)
+	pr := s.draftPR()
+	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+	require.Contains(t, cg.Status.Conditions[0].Message, "not all components were ready within the timeout")
+	closed, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
+	require.Equal(t, "closed", closed.State)
+	comments := shared.emu.Comments(s.ns, "bundle", pr.Number)
+	require.NotEmpty(t, comments)
+	require.Contains(t, comments[len(comments)-1], "was cancelled")
+}
+
+func TestRateLimitedForgeWaitsAndConverges(t *testing.T) {
+	s := newScenario(t, "operand-a", "operand-b")
+	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
+	// Scoped to this test's repositories: other tests' workflows keep polling.
+	shared.emu.FailNextFor(s.ns, 2, 429, 1)
+	s.buildNow("operand-a", 1)
+	s.buildNow("operand-b", 1)
+	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+	require.Equal(t, "2/2", cg.Status.Ready)
+	pr := s.draftlessPR()
+	require.Equal(t, map[string]string{"operand-a": digestOf("operand-a", 1), "operand-b": digestOf("operand-b", 1)}, s.csvDigests(pr.Head))
+	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+}
+
+func TestInterceptionOnlyTouchesHeldNudges(t *testing.T) {
+	s := newScenario(t, "operand-a", "operand-b")
+	s.createGroup("g", []string{"operand-a"}, 0)
+	free := s.nudge("operand-b", []string{"bundle"}, "operand-b-on-push-x")
+	require.Empty(t, free.Spec.Status, "a nudge no group holds proceeds")
+	require.NotContains(t, free.Annotations, konflux.AnnotationHeldBy)
+	partial := s.nudge("operand-a", []string{"bundle", "other"}, "operand-a-on-push-x")
+	require.Equal(t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), partial.Spec.Status)
+	require.Equal(t, "bundle=g", partial.Annotations[konflux.AnnotationHeldBy])
+	require.Equal(t, "other", partial.Annotations[konflux.AnnotationRenudge], "the target nobody holds is recorded to be nudged by nudgeflow")
+	require.Equal(t, "cancelled by ChangeGroup g", partial.Annotations[konflux.AnnotationCancelReason])
+}
+
+func TestOverlappingActiveGroupRejected(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("first", []string{"operand-a", "operand-b"}, 0)
+	second := &appstudiov1alpha1.ChangeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "second", Namespace: s.ns},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle",
+			NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand-b"}, {Name: "operator"}}},
+	}
+	err := s.w.Kube.Create(context.Background(), second)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), `ChangeGroup "first" is already active for bundle and collects operand-b`)
+	second.Spec.NudgingComponents = []appstudiov1alpha1.NudgingComponentRef{{Name: "operator"}}
+	require.NoError(t, s.w.Kube.Create(context.Background(), second), "a disjoint group is fine")
+}
+
+func TestDeletingTheGroupCancelsItsWorkflow(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	s.buildNow("operand-a", 1)
+	pr := s.draftPR()
+	cg := s.group("g")
+	require.Contains(t, cg.Finalizers, konflux.FinalizerChangeGroup)
+	require.NoError(t, s.w.Kube.Delete(context.Background(), cg))
+	world.Eventually(t, 30*time.Second, "the CR is gone", func() (bool, error) {
+		err := s.w.Kube.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: "g"}, &appstudiov1alpha1.ChangeGroup{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	id := cgwf.WorkflowID(s.ns, "g", string(cg.UID))
+	world.Eventually(t, 30*time.Second, "the workflow ended", func() (bool, error) {
+		d, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), id, "")
+		if err != nil {
+			return false, err
+		}
+		return d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, nil
+	})
+	closed, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
+	require.Equal(t, "closed", closed.State, "a cancelled group closes its PR")
+}
+

@@ -1,0 +1,207 @@
+package changegroup_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/test/world"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+// scenario is one namespace with a bundle repository and its nudging components.
+type scenario struct {
+	t          *testing.T
+	w          *world.World
+	ns         string
+	components []string
+	builds     int
+}
+
+func digestOf(component string, n int) string {
+	return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(fmt.Sprintf("%s-%d", component, n))))
+}
+
+func imageOf(component string) string { return "quay.io/org/" + component }
+
+// newScenario creates the namespace: forge credentials, the bundle Component and its
+// repository (a CSV referencing every component at its original digest), and the
+// nudging Components pointing at the bundle with build-nudges-ref.
+func newScenario(t *testing.T, components ...string) *scenario {
+	w := world.Get(t)
+	s := &scenario{t: t, w: w, ns: w.Namespace(t), components: components}
+	ctx := context.Background()
+	require.NoError(t, w.Kube.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "forge", Namespace: s.ns, Labels: map[string]string{
+			forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte("nudgeflow"), "password": []byte(forgeToken)},
+	}))
+	var csv strings.Builder
+	csv.WriteString("kind: ClusterServiceVersion\nspec:\n  relatedImages:\n")
+	for _, c := range components {
+		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, imageOf(c), digestOf(c, 0))
+	}
+	shared.emu.CreateRepo(s.ns, "bundle", "main", map[string]string{
+		"bundle/manifests/operator.clusterserviceversion.yaml": csv.String(),
+		"README.md": "images are listed in the CSV\n",
+	})
+	require.NoError(t, w.Kube.Create(ctx, &mirrorv1alpha1.Component{
+		ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: s.ns},
+		Spec: mirrorv1alpha1.ComponentSpec{
+			ContainerImage: imageOf("bundle"),
+			Source:         mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: shared.emu.URL() + "/" + s.ns + "/bundle", Revision: "main"}},
+		},
+	}))
+	for _, c := range components {
+		comp := &mirrorv1alpha1.Component{
+			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: s.ns},
+			Spec: mirrorv1alpha1.ComponentSpec{ContainerImage: imageOf(c), BuildNudgesRef: []string{"bundle"},
+				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: "https://github.com/org/" + c}}},
+		}
+		require.NoError(t, w.Kube.Create(ctx, comp))
+		comp.Status.LastPromotedImage = imageOf(c) + "@" + digestOf(c, 0)
+		require.NoError(t, w.Kube.Status().Update(ctx, comp))
+	}
+	return s
+}
+
+func (s *scenario) createGroup(name string, members []string, timeout time.Duration) *appstudiov1alpha1.ChangeGroup {
+	cg := &appstudiov1alpha1.ChangeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec:       appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle"},
+	}
+	for _, m := range members {
+		cg.Spec.NudgingComponents = append(cg.Spec.NudgingComponents, appstudiov1alpha1.NudgingComponentRef{Name: m})
+	}
+	if timeout > 0 {
+		cg.Spec.Timeout = &metav1.Duration{Duration: timeout}
+	}
+	require.NoError(s.t, s.w.Kube.Create(context.Background(), cg))
+	return cg
+}
+
+func (s *scenario) group(name string) *appstudiov1alpha1.ChangeGroup {
+	var cg appstudiov1alpha1.ChangeGroup
+	require.NoError(s.t, s.w.Kube.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: name}, &cg))
+	return &cg
+}
+
+// waitFor polls the group until cond holds.
+func (s *scenario) waitFor(name, what string, timeout time.Duration, cond func(*appstudiov1alpha1.ChangeGroup) bool) *appstudiov1alpha1.ChangeGroup {
+	s.t.Helper()
+	var cg appstudiov1alpha1.ChangeGroup
+	world.Eventually(s.t, timeout, fmt.Sprintf("ChangeGroup %s: %s", name, what), func() (bool, error) {
+		if err := s.w.Kube.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: name}, &cg); err != nil {
+			return false, err
+		}
+		if cond(&cg) {
+			return true, nil
+		}
+		return false, fmt.Errorf("phase %q, ready %q, %d members, %d status components, conditions %+v", cg.Status.Phase, cg.Status.Ready, len(cg.Spec.NudgingComponents), len(cg.Status.Components), cg.Status.Conditions)
+	})
+	return &cg
+}
+
+func (s *scenario) waitPhase(name string, phase appstudiov1alpha1.ChangeGroupPhase) *appstudiov1alpha1.ChangeGroup {
+	s.t.Helper()
+	return s.waitFor(name, "phase "+string(phase), 60*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+		return cg.Status.Phase == phase
+	})
+}
+
+// build does what Konflux does when a component's push build succeeds: a build
+// PipelineRun with IMAGE_URL/IMAGE_DIGEST results, then build-service's nudge
+// PipelineRun. It returns the nudge PipelineRun as the API server stored it.
+func (s *scenario) build(component, digest string, completedAt time.Time) *tektonv1.PipelineRun {
+	s.t.Helper()
+	ctx := context.Background()
+	s.builds++
+	buildName := fmt.Sprintf("%s-on-push-%d", component, s.builds)
+	build := &tektonv1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{Name: buildName, Namespace: s.ns,
+			Labels: map[string]string{konflux.LabelComponent: component, konflux.LabelPipelineType: "build"},
+			Annotations: map[string]string{konflux.AnnotationEventType: "push"}},
+		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
+	}
+	require.NoError(s.t, s.w.Kube.Create(ctx, build))
+	build.Status.CompletionTime = &metav1.Time{Time: completedAt}
+	build.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}
+	build.Status.Results = []tektonv1.PipelineRunResult{
+		{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageOf(component) + ":on-push-abc")},
+		{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
+	}
+	require.NoError(s.t, s.w.Kube.Status().Update(ctx, build))
+	return s.nudge(component, []string{"bundle"}, buildName)
+}
+
+// nudge creates build-service's nudge PipelineRun for a build.
+func (s *scenario) nudge(component string, targets []string, buildName string) *tektonv1.PipelineRun {
+	s.t.Helper()
+	plr := &tektonv1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "renovate-pipeline-", Namespace: s.ns,
+			Labels: map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue},
+			Annotations: map[string]string{
+				konflux.AnnotationNudging:    component,
+				konflux.AnnotationNudged:     strings.Join(targets, " "),
+				konflux.AnnotationNudgingPLR: buildName,
+				konflux.AnnotationNudgingImg: imageOf(component) + ":on-push-abc",
+			}},
+		Spec: tektonv1.PipelineRunSpec{PipelineSpec: &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{Name: "renovate"}}}},
+	}
+	require.NoError(s.t, s.w.Kube.Create(context.Background(), plr))
+	return plr
+}
+
+// query reads the workflow's state.
+func (s *scenario) query(cg *appstudiov1alpha1.ChangeGroup) *cgwf.State {
+	s.t.Helper()
+	v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), "", cgwf.QueryState)
+	require.NoError(s.t, err)
+	var st cgwf.State
+	require.NoError(s.t, v.Get(&st))
+	return &st
+}
+
+// csvDigests reads the digests the bundle's CSV references at a ref.
+func (s *scenario) csvDigests(ref string) map[string]string {
+	s.t.Helper()
+	body, ok := shared.emu.FileAt(s.ns, "bundle", ref, "bundle/manifests/operator.clusterserviceversion.yaml")
+	require.True(s.t, ok, "CSV at %s", ref)
+	out := map[string]string{}
+	for _, line := range strings.Split(body, "\n") {
+		if _, ref, ok := strings.Cut(line, "image: "); ok {
+			repo, dig, _ := strings.Cut(ref, "@")
+			out[strings.TrimPrefix(repo, "quay.io/org/")] = dig
+		}
+	}
+	return out
+}
+
+func sortedNames(m map[string]string) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func getenv(k string) string { return os.Getenv(k) }
