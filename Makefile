@@ -24,11 +24,12 @@ generate:
 	@cg=$$($(TOOLS) path controller-gen); \
 	$$cg object paths=./api/...; \
 	$$cg crd paths=./api/appstudio/... paths=./api/konflux/... output:crd:artifacts:config=deploy/crds; \
-	$$cg crd paths=./api/mirror/... output:crd:artifacts:config=test/crds
+	$$cg crd paths=./api/mirror/... output:crd:artifacts:config=test/crds; \
+	$$cg rbac:roleName=nudgeflow-bridge paths=./bridge/... output:rbac:artifacts:config=deploy/rbac
 
 # Regenerates and fails when anything generated was out of date, so a stale CRD or
 # deepcopy can never pass CI.
-GENERATED = api deploy/crds test/crds
+GENERATED = api deploy/crds deploy/rbac test/crds
 check-generated:
 	@before=$$(find $(GENERATED) -type f -print0 | sort -z | xargs -0 sha256sum); \
 	$(MAKE) --no-print-directory generate; \
