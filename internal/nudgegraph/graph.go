@@ -97,8 +97,8 @@ type graph struct {
 	// first entry that holds the edge.
 	start      []int
 	adj        []arc
-	selfLoops         []int
-	duplicates        [][]int
+	selfLoops  []int
+	duplicates [][]int
 }
 
 type arc struct{ to, entry int }
