@@ -103,38 +103,54 @@ type graph struct {
 
 type arc struct{ to, entry int }
 
-type pair struct{ from, to string }
-
 func build(nudges []Edge) *graph {
-	ids := make(map[string]int, len(nudges))
-	for _, e := range nudges {
-		ids[e.From] = 0
-		ids[e.To] = 0
+	// Intern each name once (two string lookups per edge), then renumber by sorted name;
+	// everything after works on integers.
+	seen := make(map[string]int, len(nudges)/2+1)
+	var byArrival []string
+	ends := make([]int, 2*len(nudges))
+	intern := func(name string) int {
+		id, ok := seen[name]
+		if !ok {
+			id = len(byArrival)
+			seen[name] = id
+			byArrival = append(byArrival, name)
+		}
+		return id
 	}
-	names := make([]string, 0, len(ids))
-	for n := range ids {
-		names = append(names, n)
+	for i, e := range nudges {
+		ends[2*i], ends[2*i+1] = intern(e.From), intern(e.To)
 	}
-	slices.Sort(names)
-	for i, n := range names {
-		ids[n] = i
+	order := make([]int, len(byArrival))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(byArrival[a], byArrival[b]) })
+	names := make([]string, len(order))
+	rank := make([]int, len(order))
+	for r, id := range order {
+		names[r], rank[id] = byArrival[id], r
+	}
+	for i := range ends {
+		ends[i] = rank[ends[i]]
 	}
 
 	g := &graph{names: names, start: make([]int, len(names)+1)}
-	firstOf := make(map[pair]int, len(nudges))
-	dupIndex := map[pair]int{}
+	firstOf := make(map[uint64]int, len(nudges))
+	dupIndex := map[uint64]int{}
 	kept := make([]int, 0, len(nudges))
-	for i, e := range nudges {
-		if e.From == e.To {
+	for i := range nudges {
+		from, to := ends[2*i], ends[2*i+1]
+		if from == to {
 			g.selfLoops = append(g.selfLoops, i)
 			continue
 		}
-		p := pair{e.From, e.To}
-		first, seen := firstOf[p]
-		if !seen {
+		p := uint64(from)<<32 | uint64(to)
+		first, dup := firstOf[p]
+		if !dup {
 			firstOf[p] = i
 			kept = append(kept, i)
-			g.start[ids[e.From]+1]++
+			g.start[from+1]++
 			continue
 		}
 		if d, ok := dupIndex[p]; ok {
@@ -150,8 +166,8 @@ func build(nudges []Edge) *graph {
 	g.adj = make([]arc, len(kept))
 	fill := slices.Clone(g.start[:len(names)])
 	for _, i := range kept {
-		v := ids[nudges[i].From]
-		g.adj[fill[v]] = arc{to: ids[nudges[i].To], entry: i}
+		v := ends[2*i]
+		g.adj[fill[v]] = arc{to: ends[2*i+1], entry: i}
 		fill[v]++
 	}
 	for v := range names {

@@ -4,6 +4,8 @@ import (
 	"slices"
 )
 
+type pair struct{ from, to string }
+
 // Index answers the questions the bridge, the migration and the export ask of a set
 // of edges. It keeps the caller's slice; do not change it while the Index is in use.
 type Index struct {
