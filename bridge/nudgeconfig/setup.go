@@ -17,6 +17,7 @@ func Setup(mgr ctrl.Manager) error {
 	if err := ctrl.NewWebhookManagedBy(mgr).
 		For(&konfluxv1alpha1.NudgeConfig{}).
 		WithValidator(&Validator{Reader: mgr.GetAPIReader()}).
+		WithValidatorCustomPath(WebhookPath).
 		Complete(); err != nil {
 		return fmt.Errorf("registering the NudgeConfig webhook: %w", err)
 	}

@@ -21,8 +21,7 @@ import (
 )
 
 // The webhook's configuration is handwritten in deploy/webhooks/nudgeconfig.yaml
-// (controller-gen's marker cannot express the namespaceSelector); the path below is
-// the one controller-runtime derives from the type and must stay equal to it.
+// (controller-gen's marker cannot express the namespaceSelector) and names WebhookPath.
 //
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=componentgroups,verbs=get;list;watch

@@ -234,3 +234,17 @@ func TestMaxItems(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, strings.HasSuffix(err.Error(), "spec.nudges[4999]: Forbidden: duplicate nudge src-00 -> dst-000 at entries 0 and 4999"), err.Error())
 }
+
+// TestWebhookSkipsSystemNamespaces: the namespaceSelector keeps kube-system out of the
+// webhook's reach (the bridge must never be needed to write there); CEL still applies.
+func TestWebhookSkipsSystemNamespaces(t *testing.T) {
+	w := startBridge(t)
+	ctx := context.Background()
+	nc := nudgeConfig("kube-system", edge("a", "b"), edge("b", "a"))
+	require.NoError(t, w.Kube.Create(ctx, nc), "a cycle between unknown components is not checked in kube-system")
+	t.Cleanup(func() { require.NoError(t, w.Kube.Delete(ctx, nc)) })
+
+	err := w.Kube.Create(ctx, nudgeConfig(w.Namespace(t), edge("a", "b"), edge("b", "a")))
+	require.Error(t, err, "elsewhere the webhook rejects it")
+	require.True(t, strings.HasPrefix(err.Error(), webhookDenied), err.Error())
+}
