@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	changegroupwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -80,6 +81,9 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 
 // Setup registers every feature's reconcilers and webhooks with the manager.
 func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
+	if err := nudgeconfig.Setup(mgr); err != nil {
+		return nil, err
+	}
 	router, err := changegroup.Setup(mgr, changegroup.Options{
 		Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup,
 	})

@@ -15,5 +15,6 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newDevCommand())
+	root.AddCommand(newMigrateCommand(), newGraphCommand())
 	return root
 }

@@ -1,0 +1,203 @@
+package nudgeconfig
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
+)
+
+// The webhook's configuration is handwritten in deploy/webhooks/nudgeconfig.yaml
+// (controller-gen's marker cannot express the namespaceSelector) and names WebhookPath.
+//
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=componentgroups,verbs=get;list;watch
+
+// WebhookPath is where the API server sends NudgeConfig admission reviews.
+const WebhookPath = "/validate-konflux-ci-dev-v1alpha1-nudgeconfig"
+
+// Validator admits a NudgeConfig only when its graph is sound and, for the edges a
+// request adds, both components exist. Edges that were already stored are not checked
+// for existence again: a component deleted later is the stale-reference controller's to
+// report, and it must never block an unrelated edit of the config.
+type Validator struct {
+	// Reader reads the API server directly: the manager's cache may not have seen a
+	// Component created a moment before the NudgeConfig that names it.
+	Reader client.Reader
+}
+
+var _ admission.CustomValidator = &Validator{}
+
+var nudgesPath = field.NewPath("spec", "nudges")
+
+// ValidateCreate checks every edge.
+func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
+	nc, ok := obj.(*konfluxv1alpha1.NudgeConfig)
+	if !ok {
+		return nil, fmt.Errorf("expected a NudgeConfig, got %T", obj)
+	}
+	all := make([]int, len(nc.Spec.Nudges))
+	for i := range all {
+		all[i] = i
+	}
+	return v.validate(ctx, nc, all)
+}
+
+// ValidateUpdate checks the whole graph and the existence of the edges the update adds.
+func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	prev, ok := oldObj.(*konfluxv1alpha1.NudgeConfig)
+	if !ok {
+		return nil, fmt.Errorf("expected a NudgeConfig, got %T", oldObj)
+	}
+	nc, ok := newObj.(*konfluxv1alpha1.NudgeConfig)
+	if !ok {
+		return nil, fmt.Errorf("expected a NudgeConfig, got %T", newObj)
+	}
+	return v.validate(ctx, nc, nudgegraph.Added(prev.Spec.Nudges, nc.Spec.Nudges))
+}
+
+// ValidateDelete admits every delete: removing all edges is always safe.
+func (v *Validator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, added []int) (admission.Warnings, error) {
+	log := ctrl.LoggerFrom(ctx).WithValues("namespace", nc.Namespace, "edges", len(nc.Spec.Nudges), "added", len(added))
+	var errs field.ErrorList
+	for _, p := range nudgegraph.Check(nc.Spec.Nudges) {
+		path := nudgesPath
+		if p.Kind != nudgegraph.Cycle {
+			path = nudgesPath.Index(p.Entries[len(p.Entries)-1])
+		}
+		errs = append(errs, field.Forbidden(path, p.Message))
+	}
+
+	var warnings admission.Warnings
+	if len(added) > 0 {
+		// One LIST per admission, not one GET per edge: a 5000-edge config stays one call.
+		existing, err := ComponentNames(ctx, v.Reader, nc.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, unknownComponents(nc, added, existing)...)
+		if warnings, err = v.gatingGroupWarnings(ctx, nc, added); err != nil {
+			return nil, err
+		}
+	}
+	if len(errs) > 0 {
+		log.V(1).Info("rejecting NudgeConfig", "problems", len(errs))
+		return warnings, apierrors.NewInvalid(konfluxv1alpha1.GroupVersion.WithKind("NudgeConfig").GroupKind(), nc.Name, errs)
+	}
+	return warnings, nil
+}
+
+// unknownComponents gives one error per component that does not exist, naming the
+// entries that reference it, so a large paste with one typo reads as one line.
+func unknownComponents(nc *konfluxv1alpha1.NudgeConfig, added []int, existing map[string]bool) field.ErrorList {
+	refs := map[string][]int{}
+	var order []string
+	note := func(name string, i int) {
+		if existing[name] {
+			return
+		}
+		if refs[name] == nil {
+			order = append(order, name)
+		}
+		if r := refs[name]; len(r) == 0 || r[len(r)-1] != i {
+			refs[name] = append(r, i)
+		}
+	}
+	for _, i := range added {
+		note(nc.Spec.Nudges[i].From, i)
+		note(nc.Spec.Nudges[i].To, i)
+	}
+	slices.Sort(order)
+	var errs field.ErrorList
+	for _, name := range order {
+		entries := refs[name]
+		errs = append(errs, field.NotFound(nudgesPath.Index(entries[0]),
+			fmt.Sprintf("component %s does not exist in namespace %s (referenced by %s)",
+				name, nc.Namespace, describeEntries(nc.Spec.Nudges, entries))))
+	}
+	return errs
+}
+
+// gatingGroupWarnings warns, without rejecting, about validated edges whose gating
+// ComponentGroup does not exist yet: groups are often created after the config, and
+// such an edge simply waits until its group exists.
+func (v *Validator) gatingGroupWarnings(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, added []int) (admission.Warnings, error) {
+	byGroup := map[string][]int{}
+	for _, i := range added {
+		e := nc.Spec.Nudges[i]
+		if e.EffectiveMode() == konfluxv1alpha1.ModeValidated && e.GatingGroup != "" {
+			byGroup[e.GatingGroup] = append(byGroup[e.GatingGroup], i)
+		}
+	}
+	if len(byGroup) == 0 {
+		return nil, nil
+	}
+	groups := &metav1.PartialObjectMetadataList{}
+	groups.SetGroupVersionKind(mirrorv1beta2.GroupVersion.WithKind("ComponentGroupList"))
+	if err := v.Reader.List(ctx, groups, client.InNamespace(nc.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing ComponentGroups in %s to check gating groups: %w", nc.Namespace, err)
+	}
+	exists := map[string]bool{}
+	for _, g := range groups.Items {
+		exists[g.Name] = true
+	}
+	var missing []string
+	for g := range byGroup {
+		if !exists[g] {
+			missing = append(missing, g)
+		}
+	}
+	slices.Sort(missing)
+	var warnings admission.Warnings
+	for _, g := range missing {
+		warnings = append(warnings, fmt.Sprintf(
+			"gatingGroup %s does not exist yet in namespace %s: validated nudges %s wait until it exists",
+			g, nc.Namespace, describeEntries(nc.Spec.Nudges, byGroup[g])))
+	}
+	return warnings, nil
+}
+
+// ComponentNames lists the names of the Components of a namespace, metadata only.
+func ComponentNames(ctx context.Context, r client.Reader, ns string) (map[string]bool, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(mirrorv1alpha1.GroupVersion.WithKind("ComponentList"))
+	if err := r.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Components in %s: %w", ns, err)
+	}
+	names := make(map[string]bool, len(list.Items))
+	for _, c := range list.Items {
+		names[c.Name] = true
+	}
+	return names, nil
+}
+
+// describeEntries renders "entry 3 (a -> b)" lists, bounded so a message about
+// thousands of entries stays readable.
+func describeEntries(nudges []konfluxv1alpha1.NudgeRelationship, entries []int) string {
+	const most = 5
+	parts := make([]string, 0, most+1)
+	for _, i := range entries[:min(len(entries), most)] {
+		parts = append(parts, fmt.Sprintf("entry %d (%s -> %s)", i, nudges[i].From, nudges[i].To))
+	}
+	if len(entries) > most {
+		parts = append(parts, fmt.Sprintf("%d more", len(entries)-most))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
+)
+
+func newGraphCommand() *cobra.Command {
+	var format string
+	var kf *kubeFlags
+	cmd := &cobra.Command{
+		Use:   "graph",
+		Short: "Print a namespace's nudge graph (NudgeConfig) as Mermaid, Graphviz DOT or JSON",
+		Long: `Prints the edges of the namespace's NudgeConfig with each edge's mode and gating
+group. Components that no longer exist (stale references) are marked: "(missing)"
+and dashed in Mermaid and DOT, "missing": true and "stale": true in JSON.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, ns, err := kf.resolve()
+			if err != nil {
+				return err
+			}
+			var nc konfluxv1alpha1.NudgeConfig
+			key := ctrlclient.ObjectKey{Namespace: ns, Name: konfluxv1alpha1.NudgeConfigName}
+			if err := c.Get(cmd.Context(), key, &nc); err != nil {
+				if apierrors.IsNotFound(err) {
+					return fmt.Errorf("namespace %s has no NudgeConfig (nudgeflow migrate -n %s creates one from build-nudges-ref)", ns, ns)
+				}
+				return fmt.Errorf("reading NudgeConfig %s: %w", key, err)
+			}
+			var comps mirrorv1alpha1.ComponentList
+			if err := c.List(cmd.Context(), &comps, ctrlclient.InNamespace(ns)); err != nil {
+				return fmt.Errorf("listing Components in %s: %w", ns, err)
+			}
+			exists := make(map[string]bool, len(comps.Items))
+			for _, comp := range comps.Items {
+				exists[comp.Name] = true
+			}
+			return nudgegraph.Render(cmd.OutOrStdout(), nudgegraph.Format(format), nudgegraph.View{
+				Namespace: ns,
+				Nudges:    nc.Spec.Nudges,
+				Missing:   nudgegraph.Missing(nc.Spec.Nudges, func(n string) bool { return exists[n] }),
+			})
+		},
+	}
+	kf = addKubeFlags(cmd, false)
+	names := make([]string, len(nudgegraph.Formats))
+	for i, f := range nudgegraph.Formats {
+		names[i] = string(f)
+	}
+	cmd.Flags().StringVar(&format, "format", string(nudgegraph.Mermaid), "output format: "+strings.Join(names, "|"))
+	return cmd
+}

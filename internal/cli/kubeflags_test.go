@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+)
+
+const testKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts:
+- {name: team, context: {cluster: c, user: u, namespace: from-context}}
+- {name: bare, context: {cluster: c, user: u}}
+current-context: team
+`
+
+// TestKubeFlagsResolveLikeKubectl: the namespace comes from -n, else the context; the
+// kubeconfig from --kubeconfig, else $KUBECONFIG.
+func TestKubeFlagsResolveLikeKubectl(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(path, []byte(testKubeconfig), 0o600))
+	t.Setenv("KUBECONFIG", path)
+
+	resolve := func(args ...string) (string, error) {
+		cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+		kf := addKubeFlags(cmd, true)
+		require.NoError(t, cmd.ParseFlags(args))
+		return kf.targetNamespace()
+	}
+	ns, err := resolve()
+	require.NoError(t, err)
+	require.Equal(t, "from-context", ns, "$KUBECONFIG's current context")
+	ns, err = resolve("-n", "explicit")
+	require.NoError(t, err)
+	require.Equal(t, "explicit", ns)
+	ns, err = resolve("--context", "bare")
+	require.NoError(t, err)
+	require.Equal(t, "default", ns, "a context without namespace means default, as in kubectl")
+	ns, err = resolve("-A")
+	require.NoError(t, err)
+	require.Empty(t, ns, "-A selects every namespace")
+	_, err = resolve("-A", "-n", "x")
+	require.EqualError(t, err, "--namespace and --all-namespaces exclude each other")
+
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	ns, err = resolve("--kubeconfig", path)
+	require.NoError(t, err)
+	require.Equal(t, "from-context", ns, "--kubeconfig wins over $KUBECONFIG")
+}

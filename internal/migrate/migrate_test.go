@@ -1,0 +1,131 @@
+package migrate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+)
+
+func comp(name string, refs ...string) mirrorv1alpha1.Component {
+	return mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: mirrorv1alpha1.ComponentSpec{BuildNudgesRef: refs}}
+}
+
+func imm(from, to string) konfluxv1alpha1.NudgeRelationship {
+	return konfluxv1alpha1.NudgeRelationship{From: from, To: to, Mode: konfluxv1alpha1.ModeImmediate}
+}
+
+func TestBuild(t *testing.T) {
+	comps := []mirrorv1alpha1.Component{
+		comp("d"), comp("b", "d"), comp("a", "c", "b", "b"), comp("c", "d", "ghost"),
+	}
+	p := Build("ns", comps, nil)
+	require.Equal(t, []konfluxv1alpha1.NudgeRelationship{imm("a", "b"), imm("a", "c"), imm("b", "d"), imm("c", "d")}, p.Added,
+		"sorted by source then target, repeated refs once")
+	require.Equal(t, p.Added, p.Nudges)
+	require.Equal(t, []konfluxv1alpha1.NudgeRelationship{imm("c", "ghost")}, p.Dangling)
+	require.True(t, p.Applicable())
+	require.Equal(t, p.Added, Build("ns", []mirrorv1alpha1.Component{comps[3], comps[1], comps[0], comps[2]}, nil).Added, "order independent")
+
+	var out bytes.Buffer
+	p.Report(&out)
+	require.Equal(t, `namespace ns: 4 nudge(s) from build-nudges-ref to add (mode immediate), 0 kept from the existing NudgeConfig
+  + a -> b
+  + a -> c
+  + b -> d
+  + c -> d
+  ! dangling: c -> ghost: component ghost does not exist in namespace ns; not migrated
+`, out.String())
+}
+
+func TestBuildMergesWithExisting(t *testing.T) {
+	existing := &konfluxv1alpha1.NudgeConfig{
+		ObjectMeta: metav1.ObjectMeta{ResourceVersion: "42"},
+		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
+			{From: "a", To: "b", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g"},
+			imm("x", "y"),
+		}},
+	}
+	p := Build("ns", []mirrorv1alpha1.Component{comp("a", "b", "c"), comp("b"), comp("c")}, existing)
+	require.Equal(t, []konfluxv1alpha1.NudgeRelationship{imm("a", "c")}, p.Added, "a -> b exists and keeps its mode")
+	require.Equal(t, append(existing.Spec.Nudges, imm("a", "c")), p.Nudges)
+	require.Equal(t, "42", p.ResourceVersion)
+
+	again := Build("ns", []mirrorv1alpha1.Component{comp("a", "b")}, existing)
+	require.False(t, again.Changes())
+}
+
+func TestBuildReportsCycles(t *testing.T) {
+	p := Build("ns", []mirrorv1alpha1.Component{comp("x", "y"), comp("y", "z"), comp("z", "x"), comp("s", "s")}, nil)
+	require.False(t, p.Applicable())
+	var out bytes.Buffer
+	p.Report(&out)
+	require.Contains(t, out.String(), "  x component s cannot nudge itself (entry 0)\n")
+	require.Contains(t, out.String(), "  x cycle detected: x -> y -> z -> x\n")
+	require.Contains(t, out.String(), "namespace ns NOT migrated")
+}
+
+func TestGitOpsChanges(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		path := filepath.Join(dir, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+	}
+	write("apps/a.yaml", `# the operator
+apiVersion: appstudio.redhat.com/v1alpha1
+kind: Component
+metadata:
+  name: a
+spec:
+  componentName: a  # keep me
+  build-nudges-ref:
+    - b
+  containerImage: quay.io/t/a
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+data: {k: v}
+`)
+	write("apps/other-ns.yaml", `apiVersion: appstudio.redhat.com/v1alpha1
+kind: Component
+metadata: {name: a, namespace: elsewhere}
+spec: {build-nudges-ref: [b]}
+`)
+	write("apps/unknown.yml", `apiVersion: appstudio.redhat.com/v1alpha1
+kind: Component
+metadata: {name: zzz}
+spec: {build-nudges-ref: [b]}
+`)
+	write("README.md", "not yaml: [")
+
+	changes, err := GitOpsChanges(dir, "ns", map[string]bool{"a": true, "b": true})
+	require.NoError(t, err)
+	require.Len(t, changes, 1)
+	require.Equal(t, "apps/a.yaml", changes[0].Source)
+	require.Equal(t, "component-apps_a.yaml", changes[0].Output)
+	require.Equal(t, []string{"a"}, changes[0].Components)
+	require.Equal(t, `# the operator
+apiVersion: appstudio.redhat.com/v1alpha1
+kind: Component
+metadata:
+  name: a
+spec:
+  componentName: a # keep me
+  containerImage: quay.io/t/a
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+data: {k: v}
+`, string(changes[0].Content))
+}

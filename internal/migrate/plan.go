@@ -1,0 +1,110 @@
+// Package migrate turns the build-nudges-ref fields of a namespace's Components (ADR 29)
+// into its NudgeConfig (ADR 67). Planning is pure; applying and the GitOps output live
+// beside it. A migrated graph is judged by internal/nudgegraph, the code the admission
+// webhook runs, so a plan that passes here is one the API server accepts.
+package migrate
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
+)
+
+// FieldManager owns what the migration writes with server-side apply.
+const FieldManager = "nudgeflow-migrate"
+
+// Plan is what the migration of one namespace would do.
+type Plan struct {
+	Namespace string
+	// Nudges is the resulting spec.nudges: the existing entries unchanged and in their
+	// order (they keep their mode), then the added edges.
+	Nudges []konfluxv1alpha1.NudgeRelationship
+	// Added are the build-nudges-ref edges not yet in the NudgeConfig, mode immediate
+	// (what build-service does today).
+	Added []konfluxv1alpha1.NudgeRelationship
+	// Kept counts the entries of the existing NudgeConfig.
+	Kept int
+	// Dangling are build-nudges-ref edges whose target is no Component of the namespace.
+	// They cannot be nudged today and the webhook would reject them, so they are
+	// reported and left out.
+	Dangling []konfluxv1alpha1.NudgeRelationship
+	// Problems are what nudgegraph finds in Nudges (cycles, self-nudges). A plan with
+	// problems is not applied: which edge of a loop to drop is the owner's decision.
+	Problems []nudgegraph.Problem
+	// Components are the names of the namespace's Components.
+	Components map[string]bool
+	// Exists is whether the namespace already has a NudgeConfig.
+	Exists bool
+	// ResourceVersion of the existing NudgeConfig: applying is conditional on it, so an
+	// edit made between reading and writing is never overwritten.
+	ResourceVersion string
+}
+
+// Applicable is true when the plan has no graph problems.
+func (p *Plan) Applicable() bool { return len(p.Problems) == 0 }
+
+// Changes is true when applying would write something.
+func (p *Plan) Changes() bool { return len(p.Added) > 0 }
+
+// Build plans one namespace from its Components and its NudgeConfig (nil when none).
+// Components and references are visited in name order so the plan is reproducible.
+func Build(ns string, components []mirrorv1alpha1.Component, existing *konfluxv1alpha1.NudgeConfig) *Plan {
+	p := &Plan{Namespace: ns}
+	if existing != nil {
+		p.Exists = true
+		p.ResourceVersion = existing.ResourceVersion
+		p.Nudges = slices.Clone(existing.Spec.Nudges)
+		p.Kept = len(existing.Spec.Nudges)
+	}
+	names := make(map[string]bool, len(components))
+	for _, c := range components {
+		names[c.Name] = true
+	}
+	p.Components = names
+	sorted := slices.Clone(components)
+	slices.SortFunc(sorted, func(a, b mirrorv1alpha1.Component) int { return strings.Compare(a.Name, b.Name) })
+	have := nudgegraph.NewIndex(p.Nudges)
+	seen := map[[2]string]bool{}
+	for _, c := range sorted {
+		refs := slices.Clone(c.Spec.BuildNudgesRef)
+		slices.Sort(refs)
+		for _, to := range slices.Compact(refs) {
+			e := konfluxv1alpha1.NudgeRelationship{From: c.Name, To: to, Mode: konfluxv1alpha1.ModeImmediate}
+			switch {
+			case have.Has(c.Name, to) || seen[[2]string{c.Name, to}]:
+			case !names[to]:
+				p.Dangling = append(p.Dangling, e)
+			default:
+				seen[[2]string{c.Name, to}] = true
+				p.Added = append(p.Added, e)
+			}
+		}
+	}
+	p.Nudges = append(p.Nudges, p.Added...)
+	p.Problems = nudgegraph.Check(p.Nudges)
+	return p
+}
+
+// Report writes what the plan does, for a person: every added edge, every dangling
+// target and every problem, so nothing is dropped silently.
+func (p *Plan) Report(w io.Writer) {
+	fmt.Fprintf(w, "namespace %s: %d nudge(s) from build-nudges-ref to add (mode immediate), %d kept from the existing NudgeConfig\n",
+		p.Namespace, len(p.Added), p.Kept)
+	for _, e := range p.Added {
+		fmt.Fprintf(w, "  + %s -> %s\n", e.From, e.To)
+	}
+	for _, e := range p.Dangling {
+		fmt.Fprintf(w, "  ! dangling: %s -> %s: component %s does not exist in namespace %s; not migrated\n", e.From, e.To, e.To, p.Namespace)
+	}
+	for _, pr := range p.Problems {
+		fmt.Fprintf(w, "  x %s\n", pr.Message)
+	}
+	if !p.Applicable() {
+		fmt.Fprintf(w, "  namespace %s NOT migrated: fix build-nudges-ref (or the NudgeConfig) and run again\n", p.Namespace)
+	}
+}
