@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 )
 
@@ -70,7 +71,8 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 
 // Setup registers every feature's reconcilers and webhooks with the manager.
 func Setup(mgr ctrl.Manager, deps Deps) error {
-	_ = mgr
-	_ = deps
+	if err := builds.Setup(mgr, builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor)}); err != nil {
+		return err
+	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/nudges"
 )
 
 // DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
@@ -43,6 +45,5 @@ func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 
 // register adds each feature's workflows and activities, one line per feature.
 func register(r sdkworker.Registry, deps Deps) {
-	_ = r
-	_ = deps
+	nudges.Register(r, deps.Kube)
 }
