@@ -293,7 +293,12 @@ func Workflow(ctx workflow.Context, in Input) error {
 				st.Running, child = nil, nil
 			})
 		}
+		cancelled := false
+		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true })
 		sel.Select(ctx)
+		if cancelled {
+			return ctx.Err()
+		}
 	}
 }
 
