@@ -106,6 +106,6 @@ path) tool_path "$2" ;;
 assets) assets ;;
 all)
 	assets >/dev/null
-	for t in temporal controller-gen staticcheck workflowcheck; do tool_path "$t" >/dev/null; done ;;
+	for t in temporal controller-gen staticcheck workflowcheck renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
 *) echo "usage: $0 path NAME | assets | all" >&2; exit 2 ;;
 esac

@@ -1,11 +1,10 @@
 // Package renovatetest runs Renovate's own renovate-config-validator on generated
 // configs, for tests. The validator comes from RENOVATE_CONFIG_VALIDATOR or from
-// `hack/tools.sh path renovate-config-validator`, which installs the pinned npm
-// package into the tool cache on first use.
+// `hack/tools.sh path renovate-config-validator` (through localenv), which installs
+// the pinned npm package into the tool cache on first use.
 package renovatetest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,62 +12,16 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
+
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
-
-var (
-	once    sync.Once
-	path    string
-	pathErr error
-)
-
-// ValidatorPath finds (or installs) renovate-config-validator.
-func ValidatorPath() (string, error) {
-	once.Do(func() {
-		if p := os.Getenv("RENOVATE_CONFIG_VALIDATOR"); p != "" {
-			path = p
-			return
-		}
-		root, err := repoRoot()
-		if err != nil {
-			pathErr = err
-			return
-		}
-		var out, stderr bytes.Buffer
-		cmd := exec.Command(filepath.Join(root, "hack", "tools.sh"), "path", "renovate-config-validator")
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			pathErr = fmt.Errorf("hack/tools.sh path renovate-config-validator: %w\n%s", err, stderr.String())
-			return
-		}
-		path = strings.TrimSpace(out.String())
-	})
-	return path, pathErr
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "hack", "tools.sh")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no hack/tools.sh above the working directory")
-		}
-		dir = parent
-	}
-}
 
 // Validate writes each config (name -> JSON) into a temporary folder and runs the
 // validator on it as a global config (the way the Renovate PipelineRun passes it,
 // through RENOVATE_CONFIG_FILE). It returns the validator's output for each config
 // and an error naming every config it rejected.
 func Validate(ctx context.Context, configs map[string][]byte) (map[string]string, error) {
-	validator, err := ValidatorPath()
+	validator, err := localenv.RenovateConfigValidator()
 	if err != nil {
 		return nil, err
 	}
