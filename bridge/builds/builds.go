@@ -226,9 +226,7 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 	}
 	return StartNudge(ctx, r.Options, nudge.Request{
 		Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),
-		ImageURL: b.ImageURL, Digest: b.Digest, PullSpec: b.PullSpec,
-		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, RepoAtSHA: b.RepoAtSHA, NudgeFiles: b.NudgeFiles,
-		MaxAttempts: r.Options.Tuning.MaxAttempts, RetryBackoff: r.Options.Tuning.RetryBackoff, PollInterval: r.Options.Tuning.PollInterval,
+		Build: b, Tuning: r.Options.Tuning,
 	})
 }
 

@@ -102,13 +102,13 @@ func standInChangeGroup(ctx workflow.Context) error {
 }
 
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	w   *world.World
 	ns  string
 	ctx context.Context
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	w := start(t)
 	return &fixture{t: t, w: w, ns: w.Namespace(t), ctx: context.Background()}
 }

@@ -58,6 +58,30 @@ func WorkflowID(namespace, buildUID, nudged string) string {
 // Edge is "from->to", the NudgeEdge search attribute.
 func Edge(from, to string) string { return from + "->" + to }
 
+// Build is a succeeded push build of the nudging component. No secrets.
+type Build struct {
+	// ImageURL is IMAGE_URL (repo:tag); Digest IMAGE_DIGEST; PullSpec repo@digest.
+	ImageURL         string `json:"imageURL"`
+	Digest           string `json:"digest"`
+	PullSpec         string `json:"pullSpec"`
+	BuildPipelineRun string `json:"buildPipelineRun"`
+	BuildUID         string `json:"buildUID"`
+	// RepoAtSHA is the build's repo-at-commit link; NudgeFiles its build-nudge-files.
+	RepoAtSHA  string `json:"repoAtSHA,omitempty"`
+	NudgeFiles string `json:"nudgeFiles,omitempty"`
+	// BuiltAt orders builds of one component (the build's start time).
+	BuiltAt time.Time `json:"builtAt,omitempty"`
+}
+
+// Tuning sets retries; zero values mean the defaults.
+type Tuning struct {
+	// MaxAttempts runs at most; RetryBackoff before the 2nd (doubling); PollInterval
+	// between polls when no end signal arrives.
+	MaxAttempts  int           `json:"maxAttempts,omitempty"`
+	RetryBackoff time.Duration `json:"retryBackoff,omitempty"`
+	PollInterval time.Duration `json:"pollInterval,omitempty"`
+}
+
 // Request is the nudge. No secrets.
 type Request struct {
 	Namespace string `json:"namespace"`
@@ -65,19 +89,9 @@ type Request struct {
 	Nudged    string `json:"nudged"`
 	// Mode is immediate or validated (for the record).
 	Mode string `json:"mode"`
-	// ImageURL is IMAGE_URL (repo:tag); Digest IMAGE_DIGEST; PullSpec repo@digest.
-	ImageURL          string   `json:"imageURL"`
-	Digest            string   `json:"digest"`
-	PullSpec          string   `json:"pullSpec"`
-	BuildPipelineRun  string   `json:"buildPipelineRun"`
-	BuildUID          string   `json:"buildUID"`
-	RepoAtSHA         string   `json:"repoAtSHA,omitempty"`
-	NudgeFiles        string   `json:"nudgeFiles,omitempty"`
+	Build
 	DistributionRepos []string `json:"distributionRepos,omitempty"`
-	// MaxAttempts, RetryBackoff (doubling) and PollInterval tune retries; zero = default.
-	MaxAttempts  int           `json:"maxAttempts,omitempty"`
-	RetryBackoff time.Duration `json:"retryBackoff,omitempty"`
-	PollInterval time.Duration `json:"pollInterval,omitempty"`
+	Tuning
 }
 
 // State is what the query shows.

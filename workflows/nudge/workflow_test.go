@@ -17,9 +17,9 @@ import (
 const testID = "nudge/ns/build-uid/bundle"
 
 func request() Request {
-	return Request{Namespace: "ns", Nudging: "operand", Nudged: "bundle", Mode: "immediate",
+	return Request{Namespace: "ns", Nudging: "operand", Nudged: "bundle", Mode: "immediate", Build: Build{
 		ImageURL: "quay.io/org/operand:abc", Digest: "sha256:1111", PullSpec: "quay.io/org/operand@sha256:1111",
-		BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid"}
+		BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid"}}
 }
 
 type recorder struct{ reasons []string }

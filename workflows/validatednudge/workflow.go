@@ -51,17 +51,8 @@ func WorkflowID(namespace, from, to string) string {
 	return fmt.Sprintf("validated-nudge/%s/%s/%s", namespace, from, to)
 }
 
-// Build is a succeeded push build of the source. No secrets.
-type Build struct {
-	ImageURL         string    `json:"imageURL"`
-	Digest           string    `json:"digest"`
-	PullSpec         string    `json:"pullSpec"`
-	BuildPipelineRun string    `json:"buildPipelineRun"`
-	BuildUID         string    `json:"buildUID"`
-	RepoAtSHA        string    `json:"repoAtSHA,omitempty"`
-	NudgeFiles       string    `json:"nudgeFiles,omitempty"`
-	BuiltAt          time.Time `json:"builtAt"`
-}
+// Build is a succeeded push build of the source.
+type Build = nudge.Build
 
 // SnapshotResult says a Snapshot of the gating group finished testing. Images are
 // the containerImages of the snapshot's entries for the source component.
@@ -73,11 +64,7 @@ type SnapshotResult struct {
 }
 
 // Tuning is passed through to the Nudge children.
-type Tuning struct {
-	MaxAttempts  int           `json:"maxAttempts,omitempty"`
-	RetryBackoff time.Duration `json:"retryBackoff,omitempty"`
-	PollInterval time.Duration `json:"pollInterval,omitempty"`
-}
+type Tuning = nudge.Tuning
 
 // Input starts (or continues) the edge's workflow.
 type Input struct {
@@ -303,12 +290,7 @@ func Workflow(ctx workflow.Context, in Input) error {
 }
 
 func startNudge(ctx workflow.Context, in Input, b Build) workflow.ChildWorkflowFuture {
-	req := nudge.Request{
-		Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Mode: "validated",
-		ImageURL: b.ImageURL, Digest: b.Digest, PullSpec: b.PullSpec,
-		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, RepoAtSHA: b.RepoAtSHA, NudgeFiles: b.NudgeFiles,
-		MaxAttempts: in.Tuning.MaxAttempts, RetryBackoff: in.Tuning.RetryBackoff, PollInterval: in.Tuning.PollInterval,
-	}
+	req := nudge.Request{Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Mode: "validated", Build: b, Tuning: in.Tuning}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            nudge.WorkflowID(in.Namespace, b.BuildUID, in.To),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
