@@ -47,7 +47,8 @@ lint:
 	$$($(TOOLS) path workflowcheck) ./...
 
 # Tests find the real servers through these; hack/tools.sh builds what is missing.
-test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path temporal)
+test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path temporal) \
+	RENOVATE_CONFIG_VALIDATOR=$$($(TOOLS) path renovate-config-validator)
 
 test: check-generated lint
 	$(test-env) go test $(GO_TEST_FLAGS) ./...

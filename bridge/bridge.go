@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -82,6 +83,9 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 // Setup registers every feature's reconcilers and webhooks with the manager.
 func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err := nudgeconfig.Setup(mgr); err != nil {
+		return nil, err
+	}
+	if err := builds.Setup(mgr, builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor)}); err != nil {
 		return nil, err
 	}
 	router, err := changegroup.Setup(mgr, changegroup.Options{

@@ -13,6 +13,10 @@ TEMPORAL_CLI_VERSION=v1.5.1
 CONTROLLER_GEN_VERSION=v0.19.0
 STATICCHECK_VERSION=v0.8.2
 WORKFLOWCHECK_VERSION=v0.6.0
+# Renovate 39 is the newest line that runs on Node 20 (engines ^20.15.1 || ^22.11.0) and
+# still takes fileMatch natively, like the pinned mintmaker Renovate image. It comes from
+# the npm registry (the one tool that is not Go).
+RENOVATE_VERSION=39.264.0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${NUDGEFLOW_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/nudgeflow/tools}
@@ -43,6 +47,16 @@ go_install() { # go_install PACKAGE@VERSION OUT
 	GOBIN=$gobin GOFLAGS= go install "$1" && mv "$gobin"/* "$2" && rm -rf "$gobin"
 }
 
+npm_install() { # npm_install PACKAGE@VERSION FINALDIR OUT: a wrapper script OUT runs the validator installed in FINALDIR
+	local prefix=$2 out=$3 staging
+	command -v npm >/dev/null || { log "npm is needed for $1 (Node >= 20.15)"; return 1; }
+	staging=$(mktemp -d "${cache}/.npm.XXXXXX")
+	npm install --silent --no-audit --no-fund --prefix "$staging" "$1" >&2 || { rm -rf "$staging"; return 1; }
+	mkdir -p "$prefix" && rm -rf "$prefix/lib" && mv "$staging" "$prefix/lib"
+	printf '#!/usr/bin/env bash\nexec "%s/lib/node_modules/.bin/renovate-config-validator" "$@"\n' "$prefix" >"$out"
+	chmod +x "$out"
+}
+
 tool_path() {
 	mkdir -p "$cache"
 	local name=$1 dir
@@ -68,6 +82,9 @@ tool_path() {
 	workflowcheck)
 		dir=$cache/workflowcheck-$WORKFLOWCHECK_VERSION
 		build_into "$dir" workflowcheck go_install go.temporal.io/sdk/contrib/tools/workflowcheck@$WORKFLOWCHECK_VERSION ;;
+	renovate-config-validator)
+		dir=$cache/renovate-$RENOVATE_VERSION
+		build_into "$dir" renovate-config-validator npm_install renovate@$RENOVATE_VERSION "$dir" ;;
 	*) log "unknown tool $name"; return 2 ;;
 	esac
 	printf '%s\n' "$dir/$name"
@@ -89,6 +106,6 @@ path) tool_path "$2" ;;
 assets) assets ;;
 all)
 	assets >/dev/null
-	for t in temporal controller-gen staticcheck workflowcheck; do tool_path "$t" >/dev/null; done ;;
+	for t in temporal controller-gen staticcheck workflowcheck renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
 *) echo "usage: $0 path NAME | assets | all" >&2; exit 2 ;;
 esac

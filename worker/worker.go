@@ -3,12 +3,13 @@ package worker
 
 import (
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/workflow"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/nudges"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -53,4 +54,5 @@ func register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
 	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
+	nudges.Register(r, deps.Kube)
 }

@@ -40,3 +40,9 @@ func KubeAssets() (string, error) { return toolPath("KUBEBUILDER_ASSETS", "asset
 
 // TemporalCLI is the Temporal CLI binary (TEMPORAL_CLI).
 func TemporalCLI() (string, error) { return toolPath("TEMPORAL_CLI", "path temporal") }
+
+// RenovateConfigValidator is Renovate's config validator, installed from npm by
+// hack/tools.sh (RENOVATE_CONFIG_VALIDATOR).
+func RenovateConfigValidator() (string, error) {
+	return toolPath("RENOVATE_CONFIG_VALIDATOR", "path renovate-config-validator")
+}

@@ -1,0 +1,429 @@
+// Package renovate launches Konflux-style Renovate nudge PipelineRuns: one
+// PipelineRun per (nudging build, nudged component, attempt) with a deterministic
+// name, the labels and annotations integration-service and build-service use, a
+// Renovate config generated like theirs from the two ConfigMap tiers, and a config
+// ConfigMap and token Secret named like the PipelineRun and owned by it, so they are
+// garbage collected with it. It also reads a run's end (the polling fallback) and
+// records nudge outcomes as Events on the nudged Component.
+//
+// Requests and results carry no secret: the token is read here and written only
+// into the owned Secret.
+package renovate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"knative.dev/pkg/apis"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/credentials"
+)
+
+// Labels and annotations of nudge PipelineRuns (verbatim from Konflux), plus
+// nudgeflow's own keys the bridge uses to route a run's end to its workflow.
+const (
+	LabelType                  = "build.appstudio.redhat.com/type"
+	LabelTypeNudge             = "nudge"
+	AnnotationNudgedComponents = "build.appstudio.redhat.com/nudged-components"
+	AnnotationNudgingComponent = "build.appstudio.redhat.com/nudging-component"
+	AnnotationNudgingImage     = "build.appstudio.redhat.com/nudging-image"
+	AnnotationNudgingPipeline  = "build.appstudio.redhat.com/nudging-pipeline"
+	AnnotationNudgingCommit    = "build.appstudio.redhat.com/nudging-commit"
+	LabelManagedBy             = "app.kubernetes.io/managed-by"
+	ManagedByNudgeflow         = "nudgeflow"
+	AnnotationWorkflowID       = "nudgeflow.konflux-ci.dev/workflow-id"
+	AnnotationAttempt          = "nudgeflow.konflux-ci.dev/attempt"
+	DefaultImage               = "quay.io/konflux-ci/mintmaker-renovate-image:29a2f31"
+	tokenKey                   = "token_0"
+	configMountPath            = "/configs"
+	nonRetryableTargetMissing  = "TargetMissing"
+	nonRetryableNotNudgeable   = "NotNudgeable"
+	nonRetryableNoCredentials  = "NoCredentials"
+	nonRetryableNameConflict   = "NameConflict"
+)
+
+// NonRetryableErrorTypes are the error types a retry never fixes.
+var NonRetryableErrorTypes = []string{nonRetryableTargetMissing, nonRetryableNotNudgeable, nonRetryableNoCredentials, nonRetryableNameConflict}
+
+// Activities holds the clients the activities use.
+type Activities struct {
+	Kube ctrlclient.Client
+	// Image is the Renovate image; DefaultImage when empty.
+	Image string
+}
+
+// New returns the activities with the Renovate image from RENOVATE_IMAGE (as
+// build-service and integration-service read it) or the default.
+func New(kube ctrlclient.Client) *Activities {
+	return &Activities{Kube: kube, Image: os.Getenv("RENOVATE_IMAGE")}
+}
+
+// LaunchRequest says which run to create. No secrets.
+type LaunchRequest struct {
+	Namespace string `json:"namespace"`
+	// Name is the PipelineRun's deterministic name (RunName).
+	Name       string `json:"name"`
+	WorkflowID string `json:"workflowID"`
+	Attempt    int    `json:"attempt"`
+	Nudging    string `json:"nudging"`
+	Nudged     string `json:"nudged"`
+	// ImageURL is the build's IMAGE_URL (repo:tag); Digest its IMAGE_DIGEST.
+	ImageURL         string `json:"imageURL"`
+	Digest           string `json:"digest"`
+	BuildPipelineRun string `json:"buildPipelineRun"`
+	// RepoAtSHA is the build's build.appstudio.openshift.io/repo annotation.
+	RepoAtSHA string `json:"repoAtSHA,omitempty"`
+	// NudgeFiles is the build's build-nudge-files annotation.
+	NudgeFiles        string   `json:"nudgeFiles,omitempty"`
+	DistributionRepos []string `json:"distributionRepos,omitempty"`
+}
+
+// LaunchResult names the run.
+type LaunchResult struct {
+	Name string `json:"name"`
+	// Created is false when the run already existed (a retried activity).
+	Created bool `json:"created"`
+}
+
+// RunName is the deterministic PipelineRun name of one attempt of a nudge workflow.
+func RunName(workflowID string, attempt int) string {
+	sum := sha256.Sum256([]byte(workflowID))
+	return fmt.Sprintf("renovate-nudge-%s-%d", hex.EncodeToString(sum[:])[:12], attempt)
+}
+
+// LaunchRenovate creates the run, its config ConfigMap and token Secret (owned by
+// the run). It looks before it writes, so a retry changes nothing.
+func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (LaunchResult, error) {
+	log := activity.GetLogger(ctx)
+	target, nudging, err := a.components(ctx, req)
+	if err != nil {
+		return LaunchResult{}, err
+	}
+	git := target.Spec.Source.GitSource
+	if git == nil || git.URL == "" {
+		return LaunchResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("component %s/%s has no spec.source.git.url to nudge", req.Namespace, req.Nudged), nonRetryableNotNudgeable, nil)
+	}
+	forge, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider])
+	if err != nil {
+		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNotNudgeable, err)
+	}
+	cred, err := credentials.Lookup(ctx, a.Kube, req.Namespace, forge.host, forge.repository)
+	if errors.Is(err, credentials.ErrNotFound) {
+		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNoCredentials, nil)
+	}
+	if err != nil {
+		return LaunchResult{}, err
+	}
+	opts, tier, err := ReadTier(ctx, a.Kube, req.Namespace, target)
+	if err != nil {
+		return LaunchResult{}, err
+	}
+	repo, tag := SplitImage(req.ImageURL)
+	cfg := GenerateConfig(ConfigInput{
+		Platform:          forge.platform,
+		Endpoint:          forge.endpoint,
+		Username:          cred.Username,
+		GitAuthor:         fmt.Sprintf("%s <123456+%s[bot]@users.noreply.%s>", cred.Username, cred.Username, forge.host),
+		Repository:        forge.repository,
+		BaseBranch:        git.Revision,
+		Nudging:           req.Nudging,
+		Nudged:            req.Nudged,
+		BuiltRepo:         repo,
+		BuiltTag:          tag,
+		DistributionRepos: req.DistributionRepos,
+		RepoAtSHA:         req.RepoAtSHA,
+		SimpleBranch:      strings.EqualFold(nudging.Annotations[AnnotationSimpleBranch], "true"),
+		FileMatch:         FileMatch(opts, req.NudgeFiles),
+		Options:           opts,
+	})
+	cfgJSON, err := cfg.JSON()
+	if err != nil {
+		return LaunchResult{}, err
+	}
+	log.Info("launching Renovate nudge", "pipelineRun", req.Name, "namespace", req.Namespace,
+		"nudging", req.Nudging, "nudged", req.Nudged, "configTier", tier, "credentialSecret", cred.SecretName)
+
+	plr := a.pipelineRun(req)
+	created := true
+	if err := a.Kube.Create(ctx, plr); apierrors.IsAlreadyExists(err) {
+		created = false
+		if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
+			return LaunchResult{}, fmt.Errorf("reading existing PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
+		}
+		if plr.Annotations[AnnotationWorkflowID] != req.WorkflowID {
+			return LaunchResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("PipelineRun %s/%s exists but belongs to %q", req.Namespace, req.Name, plr.Annotations[AnnotationWorkflowID]), nonRetryableNameConflict, nil)
+		}
+	} else if err != nil {
+		return LaunchResult{}, fmt.Errorf("creating PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
+	}
+	owner := []metav1.OwnerReference{{
+		APIVersion: tektonv1.SchemeGroupVersion.String(), Kind: "PipelineRun",
+		Name: plr.Name, UID: plr.UID, BlockOwnerDeletion: ptr.To(true),
+	}}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, OwnerReferences: owner,
+			Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
+		Data: map[string]string{configFile(req.Nudged): string(cfgJSON)},
+	}
+	if err := createOrKeep(ctx, a.Kube, cm); err != nil {
+		return LaunchResult{}, err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, OwnerReferences: owner,
+			Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
+		Type:       corev1.SecretTypeOpaque,
+		StringData: map[string]string{tokenKey: cred.Password},
+	}
+	if err := createOrKeep(ctx, a.Kube, secret); err != nil {
+		return LaunchResult{}, err
+	}
+	// The run was created pending so it never starts before its ConfigMap and
+	// Secret exist; now release it.
+	if plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending {
+		patch := ctrlclient.MergeFrom(plr.DeepCopy())
+		plr.Spec.Status = ""
+		if err := a.Kube.Patch(ctx, plr, patch); err != nil {
+			return LaunchResult{}, fmt.Errorf("starting PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
+		}
+	}
+	return LaunchResult{Name: req.Name, Created: created}, nil
+}
+
+func (a *Activities) components(ctx context.Context, req LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
+	target, nudging = &mirrorv1alpha1.Component{}, &mirrorv1alpha1.Component{}
+	for _, c := range []struct {
+		name string
+		into *mirrorv1alpha1.Component
+	}{{req.Nudged, target}, {req.Nudging, nudging}} {
+		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: c.name}, c.into)
+		if apierrors.IsNotFound(err) {
+			return nil, nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("component %s/%s does not exist", req.Namespace, c.name), nonRetryableTargetMissing, err)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading component %s/%s: %w", req.Namespace, c.name, err)
+		}
+	}
+	return target, nudging, nil
+}
+
+// ReadTier reads the nudged component's ConfigMap tier: the ConfigMap its
+// annotation names REPLACES the namespace-wide one; a named ConfigMap that is
+// missing gives the built-in defaults (no fallback to the namespace-wide one). It
+// returns which tier applied, for logs and tests.
+func ReadTier(ctx context.Context, r ctrlclient.Reader, namespace string, nudged *mirrorv1alpha1.Component) (Options, string, error) {
+	name, tier := NamespaceConfigMap, "namespace"
+	if n := nudged.Annotations[AnnotationConfigMap]; n != "" {
+		name, tier = n, "component"
+	}
+	var cm corev1.ConfigMap
+	err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &cm)
+	if apierrors.IsNotFound(err) {
+		return Options{}, "defaults", nil
+	}
+	if err != nil {
+		return Options{}, "", fmt.Errorf("reading Renovate ConfigMap %s/%s: %w", namespace, name, err)
+	}
+	return ParseOptions(cm.Data), tier + ":" + name, nil
+}
+
+func configFile(nudged string) string { return nudged + ".json" }
+
+func createOrKeep(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object) error {
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %T %s/%s: %w", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+func (a *Activities) pipelineRun(req LaunchRequest) *tektonv1.PipelineRun {
+	image := a.Image
+	if image == "" {
+		image = DefaultImage
+	}
+	cmd := fmt.Sprintf("RENOVATE_X_GITLAB_MERGE_REQUEST_DELAY=5000 RENOVATE_X_GITLAB_AUTO_MERGEABLE_CHECK_ATTEMPS=11 "+
+		"RENOVATE_PR_HOURLY_LIMIT=0 RENOVATE_PR_CONCURRENT_LIMIT=0 RENOVATE_TOKEN=$TOKEN_%s RENOVATE_CONFIG_FILE=%s/%s renovate",
+		tokenKey, configMountPath, configFile(req.Nudged))
+	return &tektonv1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: req.Name, Namespace: req.Namespace,
+			Labels: map[string]string{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow},
+			Annotations: map[string]string{
+				AnnotationNudgedComponents: req.Nudged,
+				AnnotationNudgingComponent: req.Nudging,
+				AnnotationNudgingImage:     req.ImageURL,
+				AnnotationNudgingPipeline:  req.BuildPipelineRun,
+				AnnotationNudgingCommit:    CommitFromRepoLink(req.RepoAtSHA),
+				AnnotationWorkflowID:       req.WorkflowID,
+				AnnotationAttempt:          fmt.Sprint(req.Attempt),
+			},
+		},
+		Spec: tektonv1.PipelineRunSpec{
+			Status: tektonv1.PipelineRunSpecStatusPending,
+			PipelineSpec: &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{
+				Name: "renovate",
+				TaskSpec: &tektonv1.EmbeddedTask{TaskSpec: tektonv1.TaskSpec{
+					Steps: []tektonv1.Step{{
+						Name:    "renovate",
+						Image:   image,
+						Command: []string{"bash", "-c", cmd},
+						EnvFrom: []corev1.EnvFromSource{{Prefix: "TOKEN_", SecretRef: &corev1.SecretEnvSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: req.Name}}}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "configs", MountPath: configMountPath}},
+						SecurityContext: &corev1.SecurityContext{
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							RunAsNonRoot:             ptr.To(true),
+							AllowPrivilegeEscalation: ptr.To(false),
+							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+						},
+					}},
+					Volumes: []corev1.Volume{{Name: "configs", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: req.Name}}}}},
+				}},
+			}}},
+			TaskRunTemplate: tektonv1.PipelineTaskRunTemplate{ServiceAccountName: "build-pipeline-" + req.Nudging},
+		},
+	}
+}
+
+// RunStatus is how a Renovate run ended, as far as Kubernetes knows.
+type RunStatus struct {
+	Name      string `json:"name"`
+	Done      bool   `json:"done"`
+	Succeeded bool   `json:"succeeded"`
+	// Gone means the run no longer exists (pruned or deleted) before it ended.
+	Gone    bool   `json:"gone,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// StatusOf reads a PipelineRun's Succeeded condition.
+func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
+	s := RunStatus{Name: plr.Name}
+	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
+		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
+	}
+	return s
+}
+
+// RenovateRunStatus is the polling fallback for the bridge's run-finished signal.
+func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name string) (RunStatus, error) {
+	var plr tektonv1.PipelineRun
+	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &plr)
+	if apierrors.IsNotFound(err) {
+		return RunStatus{Name: name, Done: true, Gone: true, Reason: "NotFound", Message: "the PipelineRun was deleted before it ended"}, nil
+	}
+	if err != nil {
+		return RunStatus{}, fmt.Errorf("reading PipelineRun %s/%s: %w", namespace, name, err)
+	}
+	return StatusOf(&plr), nil
+}
+
+// Outcome is one nudge outcome to record as an Event on the nudged Component.
+type Outcome struct {
+	Namespace  string `json:"namespace"`
+	Component  string `json:"component"`
+	WorkflowID string `json:"workflowID"`
+	Attempt    int    `json:"attempt"`
+	// Warning makes a Warning event; otherwise Normal.
+	Warning     bool   `json:"warning,omitempty"`
+	Reason      string `json:"reason"`
+	Message     string `json:"message"`
+	PipelineRun string `json:"pipelineRun,omitempty"`
+}
+
+// EventName is deterministic per (workflow, attempt, reason): a retried activity
+// never records an outcome twice.
+func EventName(o Outcome) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s", o.WorkflowID, o.Attempt, o.Reason)))
+	return fmt.Sprintf("%s.nudge-%s", o.Component, hex.EncodeToString(sum[:])[:16])
+}
+
+// RecordNudgeOutcome writes the Event (idempotent by name).
+func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
+	var comp mirrorv1alpha1.Component
+	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Component}, &comp); err != nil {
+		if apierrors.IsNotFound(err) {
+			activity.GetLogger(ctx).Warn("nudged component is gone; outcome not recorded as an event", "component", o.Component, "reason", o.Reason)
+			return nil
+		}
+		return fmt.Errorf("reading component %s/%s: %w", o.Namespace, o.Component, err)
+	}
+	kind := corev1.EventTypeNormal
+	if o.Warning {
+		kind = corev1.EventTypeWarning
+	}
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: EventName(o), Namespace: o.Namespace,
+			Labels:      map[string]string{LabelManagedBy: ManagedByNudgeflow},
+			Annotations: map[string]string{AnnotationWorkflowID: o.WorkflowID, AnnotationAttempt: fmt.Sprint(o.Attempt)}},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: mirrorv1alpha1.GroupVersion.String(), Kind: "Component",
+			Namespace: o.Namespace, Name: o.Component, UID: comp.UID,
+		},
+		Reason: o.Reason, Message: o.Message, Type: kind,
+		Source:         corev1.EventSource{Component: "nudgeflow"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	return createOrKeep(ctx, a.Kube, ev)
+}
+
+type forgeInfo struct {
+	platform, host, repository, endpoint string
+}
+
+// parseForge derives Renovate's platform and endpoint from the git URL, with the
+// component's git-provider annotation taking precedence (build-service's rules).
+func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
+	u, err := url.Parse(gitURL)
+	if err != nil || u.Host == "" {
+		return forgeInfo{}, fmt.Errorf("git url %q is not a URL with a host", gitURL)
+	}
+	f := forgeInfo{host: u.Host, repository: strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")}
+	provider := strings.ToLower(providerAnnotation)
+	if provider == "gitea" {
+		provider = "forgejo"
+	}
+	if provider == "" {
+		for _, p := range []string{"github", "gitlab", "forgejo", "gitea", "codeberg"} {
+			if strings.Contains(u.Host, p) {
+				provider = map[string]string{"gitea": "forgejo", "codeberg": "forgejo"}[p]
+				if provider == "" {
+					provider = p
+				}
+				break
+			}
+		}
+	}
+	switch provider {
+	case "github":
+		f.platform, f.endpoint = "github", "https://api."+u.Host+"/"
+	case "gitlab":
+		f.platform, f.endpoint = "gitlab", "https://"+u.Host+"/api/v4/"
+	case "forgejo":
+		f.platform, f.endpoint = "forgejo", "https://"+u.Host+"/api/v1/"
+	default:
+		return forgeInfo{}, fmt.Errorf("cannot tell the git provider of %q: set the component's git-provider annotation", gitURL)
+	}
+	return f, nil
+}

@@ -1,0 +1,57 @@
+// Package renovatetest runs Renovate's own renovate-config-validator on generated
+// configs, for tests. The validator comes from RENOVATE_CONFIG_VALIDATOR or from
+// `hack/tools.sh path renovate-config-validator` (through localenv), which installs
+// the pinned npm package into the tool cache on first use.
+package renovatetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+)
+
+// Validate writes each config (name -> JSON) into a temporary folder and runs the
+// validator on it as a global config (the way the Renovate PipelineRun passes it,
+// through RENOVATE_CONFIG_FILE). It returns the validator's output for each config
+// and an error naming every config it rejected.
+func Validate(ctx context.Context, configs map[string][]byte) (map[string]string, error) {
+	validator, err := localenv.RenovateConfigValidator()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "renovate-configs-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	names := make([]string, 0, len(configs))
+	for n := range configs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	outputs := map[string]string{}
+	var failed []string
+	for _, n := range names {
+		file := filepath.Join(dir, n+".json")
+		if err := os.WriteFile(file, configs[n], 0o600); err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, validator, "--strict")
+		cmd.Env = append(os.Environ(), "RENOVATE_CONFIG_FILE="+file, "LOG_LEVEL=info")
+		out, err := cmd.CombinedOutput()
+		outputs[n] = string(out)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v\n%s", n, err, out))
+		}
+	}
+	if len(failed) > 0 {
+		return outputs, fmt.Errorf("renovate-config-validator rejected %d config(s):\n%s", len(failed), strings.Join(failed, "\n"))
+	}
+	return outputs, nil
+}

@@ -1,0 +1,358 @@
+// Package builds is the bridge of issue 5: it turns succeeded push builds, finished
+// Snapshots and ended Renovate runs into Temporal starts and signals.
+//
+//   - A succeeded push build PipelineRun, per nudge edge from its component: an edge
+//     held by an active ChangeGroup signals that group's workflow (and nothing
+//     else); an immediate edge starts a Nudge workflow whose ID comes from the build's
+//     UID and the target; a validated edge signals (with start) its ValidatedNudge.
+//   - A Snapshot of a ComponentGroup that finished testing signals the ValidatedNudge
+//     workflows gated by that group.
+//   - A Renovate PipelineRun nudgeflow launched that ended signals its Nudge workflow.
+//
+// The bridge is stateless: deterministic workflow IDs, ID reuse policies and the
+// workflows' own dedupe make a resync or a second bridge change nothing.
+package builds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
+)
+
+// Build PipelineRun keys (verbatim from Konflux / Pipelines as Code).
+const (
+	LabelComponent    = "appstudio.openshift.io/component"
+	LabelPipelineType = "pipelines.appstudio.openshift.io/type"
+	PipelineTypeBuild = "build"
+	KeyEventType      = "pipelinesascode.tekton.dev/event-type"
+	AnnotationRepo    = "build.appstudio.openshift.io/repo"
+	ResultImageURL    = "IMAGE_URL"
+	ResultImageDigest = "IMAGE_DIGEST"
+)
+
+// Options configure the feature.
+type Options struct {
+	Temporal  client.Client
+	TaskQueue string
+	Executor  Executor
+	// Tuning goes into every Nudge the bridge starts (zero: the workflow defaults).
+	Tuning validatednudge.Tuning
+}
+
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components;snapshots;changegroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+
+// Setup registers the build, Renovate-run and Snapshot reconcilers.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	x, err := ParseExecutor(string(opts.Executor))
+	if err != nil {
+		return err
+	}
+	opts.Executor = x
+	c := mgr.GetClient()
+	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-builds").
+		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+			plr, ok := o.(*tektonv1.PipelineRun)
+			return ok && IsPushBuild(plr) && plr.IsDone()
+		}))).
+		Complete(&BuildReconciler{Client: c, Options: opts}); err != nil {
+		return fmt.Errorf("setting up the build reconciler: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-renovate-runs").
+		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+			plr, ok := o.(*tektonv1.PipelineRun)
+			return ok && isOurRenovateRun(plr) && plr.IsDone()
+		}))).
+		Complete(&RunReconciler{Client: c, Temporal: opts.Temporal}); err != nil {
+		return fmt.Errorf("setting up the Renovate run reconciler: %w", err)
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-snapshots").
+		For(&mirrorv1alpha1.Snapshot{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+			s, ok := o.(*mirrorv1alpha1.Snapshot)
+			_, done := TestVerdict(s)
+			return ok && s.Spec.ComponentGroup != "" && done
+		}))).
+		Complete(&SnapshotReconciler{Client: c, Options: opts}); err != nil {
+		return fmt.Errorf("setting up the Snapshot reconciler: %w", err)
+	}
+	return nil
+}
+
+// IsPushBuild: a build PipelineRun of a component from a push (or incoming, a
+// re-run of push) event. Pull-request builds never nudge.
+func IsPushBuild(plr *tektonv1.PipelineRun) bool {
+	if plr.Labels[LabelComponent] == "" || plr.Labels[LabelPipelineType] != PipelineTypeBuild {
+		return false
+	}
+	ev := plr.Annotations[KeyEventType]
+	if ev == "" {
+		ev = plr.Labels[KeyEventType]
+	}
+	return strings.EqualFold(ev, "push") || strings.EqualFold(ev, "incoming")
+}
+
+func isOurRenovateRun(plr *tektonv1.PipelineRun) bool {
+	return plr.Labels[renovate.LabelType] == renovate.LabelTypeNudge &&
+		plr.Labels[renovate.LabelManagedBy] == renovate.ManagedByNudgeflow &&
+		plr.Annotations[renovate.AnnotationWorkflowID] != ""
+}
+
+func result(plr *tektonv1.PipelineRun, name string) string {
+	for _, r := range plr.Status.Results {
+		if r.Name == name {
+			return strings.TrimSpace(r.Value.StringVal)
+		}
+	}
+	return ""
+}
+
+// BuildReconciler turns a succeeded push build into nudges.
+type BuildReconciler struct {
+	Client  ctrlclient.Reader
+	Options Options
+}
+
+// Reconcile handles one build PipelineRun; it is safe to run any number of times.
+func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("build", req.NamespacedName)
+	var plr tektonv1.PipelineRun
+	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	if !IsPushBuild(&plr) || !plr.IsDone() || !renovate.StatusOf(&plr).Succeeded {
+		return ctrl.Result{}, nil
+	}
+	imageURL, digest := result(&plr, ResultImageURL), result(&plr, ResultImageDigest)
+	if imageURL == "" || digest == "" {
+		logger.Info("succeeded build lacks IMAGE_URL or IMAGE_DIGEST; nothing to nudge")
+		return ctrl.Result{}, nil
+	}
+	component := plr.Labels[LabelComponent]
+	edges, err := r.edges(ctx, plr.Namespace, component)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	repo, _ := renovate.SplitImage(imageURL)
+	b := validatednudge.Build{
+		ImageURL: imageURL, Digest: digest, PullSpec: repo + "@" + digest,
+		BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
+		RepoAtSHA: plr.Annotations[AnnotationRepo], NudgeFiles: plr.Annotations[renovate.AnnotationNudgeFiles],
+		BuiltAt: plr.CreationTimestamp.Time,
+	}
+	if plr.Status.StartTime != nil {
+		b.BuiltAt = plr.Status.StartTime.Time
+	}
+	var errs []error
+	for _, e := range edges {
+		if err := r.nudge(ctx, plr.Namespace, e, b); err != nil {
+			errs = append(errs, fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), err))
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+func (r *BuildReconciler) edges(ctx context.Context, namespace, component string) ([]Edge, error) {
+	nc, err := getNudgeConfig(ctx, r.Client, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var comp *mirrorv1alpha1.Component
+	if nc == nil {
+		comp = &mirrorv1alpha1.Component{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
+		}
+	}
+	return EdgesFrom(nc, comp, component), nil
+}
+
+func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) (*konfluxv1alpha1.NudgeConfig, error) {
+	var nc konfluxv1alpha1.NudgeConfig
+	err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading NudgeConfig %s/%s: %w", namespace, konfluxv1alpha1.NudgeConfigName, err)
+	}
+	return &nc, nil
+}
+
+// nudge routes one build along one edge.
+func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build) error {
+	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest)
+	cg, err := changegroups.FindHolding(ctx, r.Client, namespace, e.From, e.To)
+	if err != nil {
+		return err
+	}
+	if cg != nil {
+		logger.Info("edge held by a ChangeGroup; signalling it instead of nudging", "changeGroup", cg.Name)
+		return changegroup.SignalBuilt(ctx, r.Options.Temporal, changegroup.WorkflowID(namespace, cg.Name, string(cg.UID)), changegroup.ComponentBuilt{
+			Component: e.From, Digest: b.Digest, PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuiltAt: b.BuiltAt,
+		})
+	}
+	if !r.Options.Executor.Executes(e) {
+		logger.V(1).Info("edge executed by another Konflux service", "source", e.Source, "mode", e.Mode)
+		return nil
+	}
+	if e.Mode == konfluxv1alpha1.ModeValidated {
+		return SignalValidated(ctx, r.Options, namespace, e, validatednudge.SignalBuild, b)
+	}
+	return StartNudge(ctx, r.Options, nudge.Request{
+		Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),
+		Build: b, Tuning: r.Options.Tuning,
+	})
+}
+
+// StartNudge starts the immediate nudge once: a running one is reused, a closed one
+// is never started again.
+func StartNudge(ctx context.Context, o Options, req nudge.Request) error {
+	id := nudge.WorkflowID(req.Namespace, req.BuildUID, req.Nudged)
+	_, err := o.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                o.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(nudge.SearchAttributes(req, nudge.PhaseLaunching)...),
+		StaticSummary:            fmt.Sprintf("nudge %s to %s", req.Nudged, req.PullSpec),
+	}, nudge.WorkflowName, req)
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if err != nil && !errors.As(err, &already) && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return fmt.Errorf("starting %s: %w", id, err)
+	}
+	return nil
+}
+
+// SignalValidated delivers a build or Snapshot result to the edge's ValidatedNudge,
+// starting it when it does not run.
+func SignalValidated(ctx context.Context, o Options, namespace string, e Edge, signal string, arg any) error {
+	id := validatednudge.WorkflowID(namespace, e.From, e.To)
+	in := validatednudge.Input{Namespace: namespace, From: e.From, To: e.To, GatingGroup: e.GatingGroup, Tuning: o.Tuning}
+	_, err := o.Temporal.SignalWithStartWorkflow(ctx, id, signal, arg, client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: o.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(nudge.SearchAttributes(nudge.Request{
+			Namespace: namespace, Nudging: e.From, Nudged: e.To}, validatednudge.PhaseIdle)...),
+		StaticSummary: fmt.Sprintf("validated nudges %s -> %s gated by %s", e.From, e.To, e.GatingGroup),
+	}, validatednudge.WorkflowName, in)
+	if err != nil {
+		return fmt.Errorf("signalling %s to %s: %w", signal, id, err)
+	}
+	return nil
+}
+
+// RunReconciler signals a Nudge workflow when its Renovate run ends.
+type RunReconciler struct {
+	Client   ctrlclient.Reader
+	Temporal client.Client
+}
+
+// Reconcile handles one Renovate PipelineRun.
+func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var plr tektonv1.PipelineRun
+	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	if !isOurRenovateRun(&plr) {
+		return ctrl.Result{}, nil
+	}
+	st := renovate.StatusOf(&plr)
+	if !st.Done {
+		return ctrl.Result{}, nil
+	}
+	id := plr.Annotations[renovate.AnnotationWorkflowID]
+	err := r.Temporal.SignalWorkflow(ctx, id, "", nudge.SignalRunFinished, st)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return ctrl.Result{}, nil // the nudge already ended
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("signalling %s to %s: %w", nudge.SignalRunFinished, id, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// TestVerdict reads AppStudioTestSucceeded (or the legacy type): passed, and whether
+// testing finished at all.
+func TestVerdict(s *mirrorv1alpha1.Snapshot) (passed, finished bool) {
+	if s == nil {
+		return false, false
+	}
+	for _, t := range []string{mirrorv1alpha1.SnapshotTestSucceeded, mirrorv1alpha1.LegacySnapshotTestSucceeded} {
+		for _, c := range s.Status.Conditions {
+			if c.Type == t && (c.Status == "True" || c.Status == "False") {
+				return c.Status == "True", true
+			}
+		}
+	}
+	return false, false
+}
+
+// SnapshotReconciler signals the ValidatedNudge workflows gated by a Snapshot's group.
+type SnapshotReconciler struct {
+	Client  ctrlclient.Reader
+	Options Options
+}
+
+// Reconcile handles one Snapshot.
+func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s mirrorv1alpha1.Snapshot
+	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	passed, finished := TestVerdict(&s)
+	if !finished || s.Spec.ComponentGroup == "" {
+		return ctrl.Result{}, nil
+	}
+	nc, err := getNudgeConfig(ctx, r.Client, s.Namespace)
+	if err != nil || nc == nil {
+		return ctrl.Result{}, err
+	}
+	var errs []error
+	for _, n := range nc.Spec.Nudges {
+		if n.EffectiveMode() != konfluxv1alpha1.ModeValidated || (n.GatingGroup != "" && n.GatingGroup != s.Spec.ComponentGroup) {
+			continue
+		}
+		var images []string
+		for _, c := range s.Spec.Components {
+			if c.Name == n.From && c.ContainerImage != "" {
+				images = append(images, c.ContainerImage)
+			}
+		}
+		if len(images) == 0 {
+			continue
+		}
+		e := Edge{From: n.From, To: n.To, Mode: konfluxv1alpha1.ModeValidated, GatingGroup: n.GatingGroup, Source: SourceNudgeConfig}
+		res := validatednudge.SnapshotResult{Snapshot: s.Name, ComponentGroup: s.Spec.ComponentGroup, Images: images, Passed: passed}
+		if err := SignalValidated(ctx, r.Options, s.Namespace, e, validatednudge.SignalSnapshotTested, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}

@@ -1,0 +1,103 @@
+// Package credentials finds the SCM credentials of a repository the way Konflux's
+// build-service does (BS:pkg/git/credentials): a Secret of type
+// kubernetes.io/basic-auth in the tenant namespace, labelled
+// appstudio.redhat.com/credentials=scm and appstudio.redhat.com/scm.host=<host>,
+// optionally narrowed by the annotation appstudio.redhat.com/scm.repository
+// ("org/repo, org/*"). The best match wins: an exact repository, then the longest
+// wildcard prefix, then a host-only Secret.
+//
+// The token it returns must only ever be written into a Kubernetes Secret by an
+// activity; it never enters a workflow input, signal, result or log.
+package credentials
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Label and annotation keys of SCM credential Secrets (verbatim from build-service).
+const (
+	LabelCredentials        = "appstudio.redhat.com/credentials"
+	LabelCredentialsSCM     = "scm"
+	LabelSCMHost            = "appstudio.redhat.com/scm.host"
+	AnnotationSCMRepository = "appstudio.redhat.com/scm.repository"
+	// DefaultUsername is what build-service uses when the Secret has none.
+	DefaultUsername = "red-hat-konflux"
+)
+
+// ErrNotFound means no Secret matches the host and repository.
+var ErrNotFound = errors.New("no SCM credentials")
+
+// Credential is a matched basic-auth Secret. Password is a secret.
+type Credential struct {
+	SecretName string
+	Username   string
+	Password   string
+}
+
+// String never prints the password.
+func (c Credential) String() string {
+	return fmt.Sprintf("credential{secret=%s, username=%s}", c.SecretName, c.Username)
+}
+
+// Lookup returns the best-matching credential for host and repository ("org/repo").
+func Lookup(ctx context.Context, r ctrlclient.Reader, namespace, host, repository string) (Credential, error) {
+	var list corev1.SecretList
+	if err := r.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingLabels{
+		LabelCredentials: LabelCredentialsSCM,
+		LabelSCMHost:     host,
+	}); err != nil {
+		return Credential{}, fmt.Errorf("listing SCM credential Secrets for %s in %s: %w", host, namespace, err)
+	}
+	best, bestScore := -1, -1
+	// Sorted by name so equal scores pick the same Secret every time.
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Type != corev1.SecretTypeBasicAuth || len(s.Data[corev1.BasicAuthPasswordKey]) == 0 {
+			continue
+		}
+		if score := matchScore(s.Annotations[AnnotationSCMRepository], repository); score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best < 0 {
+		return Credential{}, fmt.Errorf("%w for %s/%s in namespace %s", ErrNotFound, host, repository, namespace)
+	}
+	s := &list.Items[best]
+	user := string(s.Data[corev1.BasicAuthUsernameKey])
+	if user == "" {
+		user = DefaultUsername
+	}
+	return Credential{SecretName: s.Name, Username: user, Password: string(s.Data[corev1.BasicAuthPasswordKey])}, nil
+}
+
+// matchScore ranks a Secret's repository annotation against repository: -1 no match,
+// 0 host-only (no annotation), 1+len(prefix) for a wildcard, a large value for exact.
+func matchScore(annotation, repository string) int {
+	if strings.TrimSpace(annotation) == "" {
+		return 0
+	}
+	repository = strings.Trim(repository, "/")
+	score := -1
+	for _, p := range strings.Split(annotation, ",") {
+		p = strings.Trim(strings.TrimSpace(p), "/")
+		switch {
+		case p == "":
+		case p == repository:
+			return 1 << 20
+		case strings.HasSuffix(p, "*"):
+			prefix := strings.TrimSuffix(p, "*")
+			if strings.HasPrefix(repository, prefix) && 1+len(prefix) > score {
+				score = 1 + len(prefix)
+			}
+		}
+	}
+	return score
+}

@@ -1,0 +1,277 @@
+package nudges
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"knative.dev/pkg/apis"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/test/world"
+	"github.com/nudgeflow/nudgeflow/worker"
+	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
+)
+
+const (
+	taskQueue = "nudges-it"
+	// standInQueue hosts the stand-in ChangeGroup workflow, apart from the real
+	// worker, so the real registration may add "ChangeGroup" without a clash.
+	standInQueue = "changegroup-stand-in"
+	// labelNotForManager hides a build from the running bridge, for tests that
+	// deliver builds themselves (other executor settings, the benchmark).
+	labelNotForManager = "nudgeflow-test/not-for-manager"
+	token              = "glpat-secret-token-value"
+	waitFor            = 90 * time.Second
+)
+
+// tuning makes retries quick; the poll interval is long so run ends come from the
+// bridge's signal.
+var tuning = validatednudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: time.Hour}
+
+var startOnce sync.Once
+
+// start runs, once per package, the real worker (every workflow and activity) and
+// a bridge manager with the builds feature (executor "all").
+func start(t testing.TB) *world.World {
+	w := world.Get(t)
+	startOnce.Do(func() {
+		wk := worker.New(w.TemporalClient, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient},
+			worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+		require.NoError(t, wk.Start())
+		standIn := sdkworker.New(w.TemporalClient, standInQueue, sdkworker.Options{})
+		standIn.RegisterWorkflowWithOptions(standInChangeGroup, workflow.RegisterOptions{Name: changegroup.WorkflowName})
+		require.NoError(t, standIn.Start())
+
+		notHidden, err := labels.NewRequirement(labelNotForManager, selection.DoesNotExist, nil)
+		require.NoError(t, err)
+		mgr, err := ctrl.NewManager(w.Config(), ctrl.Options{
+			Scheme:  kube.NewScheme(),
+			Metrics: metricsserver.Options{BindAddress: "0"},
+			Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
+				&tektonv1.PipelineRun{}: {Label: labels.NewSelector().Add(*notHidden)},
+			}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning}))
+		go func() {
+			if err := mgr.Start(context.Background()); err != nil {
+				panic(fmt.Sprintf("bridge manager: %v", err))
+			}
+		}()
+	})
+	return w
+}
+
+// standInChangeGroup stands in for the lead's ChangeGroup workflow: it records the
+// component-built signals it receives and answers them through its state query.
+func standInChangeGroup(ctx workflow.Context) error {
+	var got []changegroup.ComponentBuilt
+	if err := workflow.SetQueryHandler(ctx, changegroup.QueryState, func() ([]changegroup.ComponentBuilt, error) { return got, nil }); err != nil {
+		return err
+	}
+	ch := workflow.GetSignalChannel(ctx, changegroup.SignalComponentBuilt)
+	for {
+		var b changegroup.ComponentBuilt
+		ch.Receive(ctx, &b)
+		got = append(got, b)
+	}
+}
+
+type fixture struct {
+	t   testing.TB
+	w   *world.World
+	ns  string
+	ctx context.Context
+}
+
+func newFixture(t testing.TB) *fixture {
+	w := start(t)
+	return &fixture{t: t, w: w, ns: w.Namespace(t), ctx: context.Background()}
+}
+
+func (f *fixture) create(obj ctrlclient.Object) {
+	f.t.Helper()
+	obj.SetNamespace(f.ns)
+	require.NoError(f.t, f.w.Kube.Create(f.ctx, obj))
+}
+
+// component creates a Component; gitURL empty makes a nudging-only one.
+func (f *fixture) component(name, gitURL string, annotations map[string]string, nudges ...string) {
+	c := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
+		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, ContainerImage: "quay.io/org/" + name, BuildNudgesRef: nudges}}
+	if gitURL != "" {
+		c.Spec.Source.GitSource = &mirrorv1alpha1.GitSource{URL: gitURL, Revision: "main"}
+	}
+	f.create(c)
+}
+
+func (f *fixture) credentials(host string) {
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "scm-" + host, Labels: map[string]string{
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: host}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte(token)},
+	})
+}
+
+func (f *fixture) nudgeConfig(edges ...konfluxv1alpha1.NudgeRelationship) {
+	f.create(&konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: konfluxv1alpha1.NudgeConfigName},
+		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: edges}})
+}
+
+func digestOf(n int) string { return fmt.Sprintf("sha256:%064x", n) }
+
+// build creates a push build PipelineRun of component and marks it succeeded with
+// IMAGE_URL (tag rev<n>) and IMAGE_DIGEST results; start orders builds.
+func (f *fixture) build(component string, n int, extraLabels map[string]string) *tektonv1.PipelineRun {
+	f.t.Helper()
+	lbl := map[string]string{builds.LabelComponent: component, builds.LabelPipelineType: builds.PipelineTypeBuild, builds.KeyEventType: "Push"}
+	for k, v := range extraLabels {
+		lbl[k] = v
+	}
+	plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{
+		Name: fmt.Sprintf("%s-on-push-%d", component, n), Labels: lbl,
+		Annotations: map[string]string{
+			builds.KeyEventType:   "Push", // GitLab spelling: matched case-insensitively
+			builds.AnnotationRepo: fmt.Sprintf("https://gitlab.com/org/%s/-/tree/%040x", component, n),
+		}},
+		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
+	}
+	f.create(plr)
+	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	start := metav1.NewTime(time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC))
+	plr.Status.StartTime = &start
+	plr.Status.Results = []tektonv1.PipelineRunResult{
+		{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues(fmt.Sprintf("quay.io/org/%s:rev%d", component, n))},
+		{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digestOf(n))},
+	}
+	require.NoError(f.t, f.w.Kube.Status().Update(f.ctx, plr))
+	return plr
+}
+
+func pullSpec(component string, n int) string {
+	return fmt.Sprintf("quay.io/org/%s@%s", component, digestOf(n))
+}
+
+// renovateRuns lists the nudge PipelineRuns of the namespace, oldest first.
+func (f *fixture) renovateRuns() []tektonv1.PipelineRun {
+	f.t.Helper()
+	var list tektonv1.PipelineRunList
+	require.NoError(f.t, f.w.Kube.List(f.ctx, &list, ctrlclient.InNamespace(f.ns),
+		ctrlclient.MatchingLabels{renovate.LabelType: renovate.LabelTypeNudge}))
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		if a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.Annotations[renovate.AnnotationAttempt] < b.Annotations[renovate.AnnotationAttempt]
+		}
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	})
+	return list.Items
+}
+
+// waitRuns waits until the namespace holds n nudge PipelineRuns.
+func (f *fixture) waitRuns(n int) []tektonv1.PipelineRun {
+	f.t.Helper()
+	var runs []tektonv1.PipelineRun
+	world.Eventually(f.t, waitFor, fmt.Sprintf("%d Renovate PipelineRun(s)", n), func() (bool, error) {
+		runs = f.renovateRuns()
+		return len(runs) == n && !runs[n-1].IsPending(), nil
+	})
+	return runs
+}
+
+// finish ends a Renovate run as Tekton would.
+func (f *fixture) finish(plr tektonv1.PipelineRun, ok bool) {
+	f.t.Helper()
+	status, reason := corev1.ConditionTrue, "Succeeded"
+	if !ok {
+		status, reason = corev1.ConditionFalse, "Failed"
+	}
+	require.NoError(f.t, f.w.Kube.Get(f.ctx, ctrlclient.ObjectKeyFromObject(&plr), &plr))
+	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: status, Reason: reason, Message: "renovate " + reason})
+	require.NoError(f.t, f.w.Kube.Status().Update(f.ctx, &plr))
+}
+
+// events lists nudgeflow's Events on a component, by attempt.
+func (f *fixture) events(component string) []corev1.Event {
+	f.t.Helper()
+	var list corev1.EventList
+	require.NoError(f.t, f.w.Kube.List(f.ctx, &list, ctrlclient.InNamespace(f.ns),
+		ctrlclient.MatchingLabels{renovate.LabelManagedBy: renovate.ManagedByNudgeflow}))
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == component {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Annotations[renovate.AnnotationAttempt] < out[j].Annotations[renovate.AnnotationAttempt]
+	})
+	return out
+}
+
+func reasons(evs []corev1.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+// config reads the generated Renovate config of a run from its ConfigMap.
+func (f *fixture) config(plr tektonv1.PipelineRun) (renovate.Config, []byte) {
+	f.t.Helper()
+	var cm corev1.ConfigMap
+	require.NoError(f.t, f.w.Kube.Get(f.ctx, ctrlclient.ObjectKey{Namespace: f.ns, Name: plr.Name}, &cm))
+	require.Len(f.t, cm.Data, 1)
+	var raw string
+	for _, v := range cm.Data {
+		raw = v
+	}
+	var c renovate.Config
+	require.NoError(f.t, json.Unmarshal([]byte(raw), &c))
+	return c, []byte(raw)
+}
+
+// describe returns the workflow's run ID, or "" when it does not exist.
+func (f *fixture) runID(id string) string {
+	d, err := f.w.TemporalClient.DescribeWorkflowExecution(f.ctx, id, "")
+	if err != nil {
+		return ""
+	}
+	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+}
+
+func (f *fixture) query(id, name string, into any) error {
+	v, err := f.w.TemporalClient.QueryWorkflow(f.ctx, id, "", name)
+	if err != nil {
+		return err
+	}
+	return v.Get(into)
+}
+
+var _ = client.StartWorkflowOptions{}

@@ -1,0 +1,264 @@
+// Package nudge is the Nudge workflow: one per (nudging build, nudged component). It
+// launches a Renovate PipelineRun, waits for its end (the bridge's signal, with a
+// polling activity as the fallback), retries a failed run with backoff up to a limit
+// (a new deterministic run name per attempt) and records every outcome: an Event on
+// the nudged Component per attempt and the Phase search attribute. A Renovate failure
+// is never lost: it ends as Phase Failed with a Warning Event.
+package nudge
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+)
+
+// WorkflowName is the registered name; never change it (histories replay by name).
+const WorkflowName = "Nudge"
+
+// SignalRunFinished carries a renovate.RunStatus when a run this workflow launched ends.
+const SignalRunFinished = "renovate-run-finished"
+
+// QueryState answers State.
+const QueryState = "state"
+
+// Phases, as the Phase search attribute shows them.
+const (
+	PhaseLaunching    = "Launching"
+	PhaseRunning      = "Running"
+	PhaseRetryWaiting = "RetryWaiting"
+	PhaseSucceeded    = "Succeeded"
+	PhaseFailed       = "Failed"
+)
+
+// Event reasons on the nudged Component, one per attempt's outcome.
+const (
+	ReasonSucceeded = "NudgeSucceeded"
+	ReasonRunFailed = "NudgeRunFailed"
+	ReasonFailed    = "NudgeFailed"
+)
+
+// Defaults for Request's tuning fields.
+const (
+	DefaultMaxAttempts  = 3
+	DefaultRetryBackoff = 5 * time.Minute
+	DefaultPollInterval = 5 * time.Minute
+)
+
+// WorkflowID is deterministic per (namespace, build PipelineRun UID, nudged
+// component): a resync or a second bridge can never start a second nudge.
+func WorkflowID(namespace, buildUID, nudged string) string {
+	return fmt.Sprintf("nudge/%s/%s/%s", namespace, buildUID, nudged)
+}
+
+// Edge is "from->to", the NudgeEdge search attribute.
+func Edge(from, to string) string { return from + "->" + to }
+
+// Build is a succeeded push build of the nudging component. No secrets.
+type Build struct {
+	// ImageURL is IMAGE_URL (repo:tag); Digest IMAGE_DIGEST; PullSpec repo@digest.
+	ImageURL         string `json:"imageURL"`
+	Digest           string `json:"digest"`
+	PullSpec         string `json:"pullSpec"`
+	BuildPipelineRun string `json:"buildPipelineRun"`
+	BuildUID         string `json:"buildUID"`
+	// RepoAtSHA is the build's repo-at-commit link; NudgeFiles its build-nudge-files.
+	RepoAtSHA  string `json:"repoAtSHA,omitempty"`
+	NudgeFiles string `json:"nudgeFiles,omitempty"`
+	// BuiltAt orders builds of one component (the build's start time).
+	BuiltAt time.Time `json:"builtAt,omitempty"`
+}
+
+// Tuning sets retries; zero values mean the defaults.
+type Tuning struct {
+	// MaxAttempts runs at most; RetryBackoff before the 2nd (doubling); PollInterval
+	// between polls when no end signal arrives.
+	MaxAttempts  int           `json:"maxAttempts,omitempty"`
+	RetryBackoff time.Duration `json:"retryBackoff,omitempty"`
+	PollInterval time.Duration `json:"pollInterval,omitempty"`
+}
+
+// Request is the nudge. No secrets.
+type Request struct {
+	Namespace string `json:"namespace"`
+	Nudging   string `json:"nudging"`
+	Nudged    string `json:"nudged"`
+	// Mode is immediate or validated (for the record).
+	Mode string `json:"mode"`
+	Build
+	DistributionRepos []string `json:"distributionRepos,omitempty"`
+	Tuning
+}
+
+// State is what the query shows.
+type State struct {
+	Phase        string   `json:"phase"`
+	Attempt      int      `json:"attempt"`
+	PipelineRuns []string `json:"pipelineRuns"`
+	LastReason   string   `json:"lastReason,omitempty"`
+}
+
+// Result is the nudge's outcome.
+type Result struct {
+	Phase        string   `json:"phase"`
+	Digest       string   `json:"digest"`
+	Attempts     int      `json:"attempts"`
+	PipelineRuns []string `json:"pipelineRuns"`
+	Reason       string   `json:"reason,omitempty"`
+}
+
+func (r Request) withDefaults() Request {
+	if r.MaxAttempts <= 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.RetryBackoff <= 0 {
+		r.RetryBackoff = DefaultRetryBackoff
+	}
+	if r.PollInterval <= 0 {
+		r.PollInterval = DefaultPollInterval
+	}
+	return r
+}
+
+// SearchAttributes are the attributes a Nudge run carries from its start.
+func SearchAttributes(req Request, phase string) []temporal.SearchAttributeUpdate {
+	return []temporal.SearchAttributeUpdate{
+		searchattr.KubeNamespace.ValueSet(req.Namespace),
+		searchattr.NudgeEdge.ValueSet(Edge(req.Nudging, req.Nudged)),
+		searchattr.NudgingComponent.ValueSet(req.Nudging),
+		searchattr.NudgedComponent.ValueSet(req.Nudged),
+		searchattr.Phase.ValueSet(phase),
+	}
+}
+
+// Workflow runs one nudge to its end.
+func Workflow(ctx workflow.Context, req Request) (Result, error) {
+	req = req.withDefaults()
+	log := workflow.GetLogger(ctx)
+	wfID := workflow.GetInfo(ctx).WorkflowExecution.ID
+	st := &State{}
+	setPhase := func(p string) {
+		st.Phase = p
+		if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttributes(req, p)...); err != nil {
+			log.Warn("upserting search attributes", "error", err)
+		}
+	}
+	setPhase(PhaseLaunching)
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (State, error) { return *st, nil }); err != nil {
+		return Result{}, fmt.Errorf("registering the state query: %w", err)
+	}
+
+	// Run ends arrive at least once, possibly before we wait for them, possibly for
+	// an earlier attempt: keep them by run name.
+	finished := map[string]renovate.RunStatus{}
+	ch := workflow.GetSignalChannel(ctx, SignalRunFinished)
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			var s renovate.RunStatus
+			ch.Receive(gctx, &s)
+			if s.Done {
+				finished[s.Name] = s
+			}
+		}
+	})
+
+	var a *renovate.Activities
+	activityOpts := workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			MaximumAttempts: 10, NonRetryableErrorTypes: renovate.NonRetryableErrorTypes,
+		},
+	}
+	withSummary := func(s string) workflow.Context {
+		o := activityOpts
+		o.Summary = s
+		return workflow.WithActivityOptions(ctx, o)
+	}
+	record := func(attempt int, reason, message, run string, warning bool) {
+		o := renovate.Outcome{Namespace: req.Namespace, Component: req.Nudged, WorkflowID: wfID, Attempt: attempt,
+			Warning: warning, Reason: reason, Message: message, PipelineRun: run}
+		if err := workflow.ExecuteActivity(withSummary(reason+" event on "+req.Nudged), a.RecordNudgeOutcome, o).Get(ctx, nil); err != nil {
+			log.Error("recording the nudge outcome as an event", "reason", reason, "error", err)
+		}
+	}
+	result := func(phase, reason string) Result {
+		st.LastReason = reason
+		setPhase(phase)
+		return Result{Phase: phase, Digest: req.Digest, Attempts: st.Attempt, PipelineRuns: st.PipelineRuns, Reason: reason}
+	}
+
+	backoff := req.RetryBackoff
+	for attempt := 1; ; attempt++ {
+		name := renovate.RunName(wfID, attempt)
+		st.Attempt = attempt
+		st.PipelineRuns = append(st.PipelineRuns, name)
+		setPhase(PhaseLaunching)
+		launch := renovate.LaunchRequest{
+			Namespace: req.Namespace, Name: name, WorkflowID: wfID, Attempt: attempt,
+			Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL, Digest: req.Digest,
+			BuildPipelineRun: req.BuildPipelineRun, RepoAtSHA: req.RepoAtSHA, NudgeFiles: req.NudgeFiles,
+			DistributionRepos: req.DistributionRepos,
+		}
+		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), a.LaunchRenovate, launch).Get(ctx, nil); err != nil {
+			msg := fmt.Sprintf("could not launch the Renovate run for %s@%s: %v", req.Nudging, req.Digest, err)
+			record(attempt, ReasonFailed, msg, name, true)
+			res := result(PhaseFailed, msg)
+			return res, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, err)
+		}
+		setPhase(PhaseRunning)
+		status, err := waitRun(ctx, req, name, finished, withSummary)
+		if err != nil {
+			return result(PhaseFailed, err.Error()), err
+		}
+		if status.Succeeded {
+			msg := fmt.Sprintf("Renovate run %s nudged %s to %s@%s (attempt %d)", name, req.Nudged, req.Nudging, req.Digest, attempt)
+			record(attempt, ReasonSucceeded, msg, name, false)
+			return result(PhaseSucceeded, msg), nil
+		}
+		if attempt >= req.MaxAttempts {
+			msg := fmt.Sprintf("Renovate run %s failed (%s: %s); giving up after %d attempts", name, status.Reason, status.Message, attempt)
+			record(attempt, ReasonFailed, msg, name, true)
+			res := result(PhaseFailed, msg)
+			return res, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, nil)
+		}
+		msg := fmt.Sprintf("Renovate run %s failed (%s: %s); retrying in %s (attempt %d of %d)", name, status.Reason, status.Message, backoff, attempt, req.MaxAttempts)
+		record(attempt, ReasonRunFailed, msg, name, true)
+		st.LastReason = msg
+		setPhase(PhaseRetryWaiting)
+		if err := workflow.NewTimerWithOptions(ctx, backoff, workflow.TimerOptions{Summary: fmt.Sprintf("backoff before attempt %d", attempt+1)}).Get(ctx, nil); err != nil {
+			return result(PhaseFailed, err.Error()), err
+		}
+		backoff *= 2
+	}
+}
+
+// waitRun waits for the bridge's signal; every PollInterval without one it asks
+// Kubernetes directly.
+func waitRun(ctx workflow.Context, req Request, name string, finished map[string]renovate.RunStatus, withSummary func(string) workflow.Context) (renovate.RunStatus, error) {
+	var a *renovate.Activities
+	for {
+		ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+			Timeout:      req.PollInterval,
+			TimerOptions: workflow.TimerOptions{Summary: "wait for Renovate run " + name},
+		}, func() bool { _, ok := finished[name]; return ok })
+		if err != nil {
+			return renovate.RunStatus{}, err
+		}
+		if ok {
+			return finished[name], nil
+		}
+		var s renovate.RunStatus
+		if err := workflow.ExecuteActivity(withSummary("poll Renovate run "+name), a.RenovateRunStatus, req.Namespace, name).Get(ctx, &s); err != nil {
+			workflow.GetLogger(ctx).Warn("polling the Renovate run", "pipelineRun", name, "error", err)
+			continue
+		}
+		if s.Done {
+			return s, nil
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package nudge
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+)
+
+const testID = "nudge/ns/build-uid/bundle"
+
+func request() Request {
+	return Request{Namespace: "ns", Nudging: "operand", Nudged: "bundle", Mode: "immediate", Build: Build{
+		ImageURL: "quay.io/org/operand:abc", Digest: "sha256:1111", PullSpec: "quay.io/org/operand@sha256:1111",
+		BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid"}}
+}
+
+type recorder struct{ reasons []string }
+
+func setup(t *testing.T) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
+	a := &renovate.Activities{}
+	env.RegisterActivity(a)
+	rec := &recorder{}
+	launched := &[]renovate.LaunchRequest{}
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(func(_ context.Context, r renovate.LaunchRequest) (renovate.LaunchResult, error) {
+		*launched = append(*launched, r)
+		return renovate.LaunchResult{Name: r.Name, Created: true}, nil
+	}).Maybe()
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+		rec.reasons = append(rec.reasons, o.Reason)
+		return nil
+	}).Maybe()
+	t.Cleanup(func() { env.AssertExpectations(t) })
+	return env, a, rec, launched
+}
+
+// The bridge's signals end the runs: two failures, then success, with backoff in
+// between. One Event per outcome, a new deterministic run name per attempt.
+func TestFailsTwiceThenSucceedsBySignal(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	req := request()
+	req.PollInterval = 24 * time.Hour // the signal, not the poll, ends each run
+	finish := func(attempt int, ok bool) func() {
+		return func() {
+			env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, attempt), Done: true, Succeeded: ok, Reason: "Failed"})
+		}
+	}
+	// Backoff 5m then 10m: attempt 2 launches at ~5m, attempt 3 at ~20m.
+	env.RegisterDelayedCallback(finish(1, false), time.Minute)
+	env.RegisterDelayedCallback(finish(2, false), 8*time.Minute)
+	env.RegisterDelayedCallback(finish(3, true), 25*time.Minute)
+	env.ExecuteWorkflow(Workflow, req)
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, 3, res.Attempts)
+	require.Equal(t, []string{ReasonRunFailed, ReasonRunFailed, ReasonSucceeded}, rec.reasons)
+	require.Len(t, *launched, 3)
+	for i, l := range *launched {
+		require.Equal(t, renovate.RunName(testID, i+1), l.Name)
+		require.Equal(t, testID, l.WorkflowID)
+	}
+	require.NotEqual(t, (*launched)[0].Name, (*launched)[1].Name)
+}
+
+// Without any signal the polling fallback finds the end; after MaxAttempts failures
+// the nudge ends Failed with a Warning event and a workflow error, never silently.
+func TestPollingFallbackAndGivingUp(t *testing.T) {
+	env, a, rec, launched := setup(t)
+	env.OnActivity(a.RenovateRunStatus, mock.Anything, "ns", mock.Anything).Return(func(_ context.Context, _ string, name string) (renovate.RunStatus, error) {
+		return renovate.RunStatus{Name: name, Done: true, Succeeded: false, Reason: "Failed", Message: "renovate exited 1"}, nil
+	})
+	req := request()
+	req.MaxAttempts = 2
+	env.ExecuteWorkflow(Workflow, req)
+
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, ReasonFailed, appErr.Type())
+	require.Equal(t, []string{ReasonRunFailed, ReasonFailed}, rec.reasons)
+	require.Len(t, *launched, 2)
+	v, qerr := env.QueryWorkflow(QueryState)
+	require.NoError(t, qerr)
+	var st State
+	require.NoError(t, v.Get(&st))
+	require.Equal(t, PhaseFailed, st.Phase)
+}
+
+// A launch that can never work (no credentials) fails at once with one event.
+func TestLaunchRefusedIsRecorded(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
+	a := &renovate.Activities{}
+	env.RegisterActivity(a)
+	var reasons []string
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
+		temporal.NewNonRetryableApplicationError("no SCM credentials for gitlab.com/org/repo", "NoCredentials", nil)).Once()
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+		reasons = append(reasons, o.Reason)
+		require.True(t, o.Warning)
+		require.Contains(t, o.Message, "no SCM credentials")
+		return nil
+	})
+	env.ExecuteWorkflow(Workflow, request())
+	require.Error(t, env.GetWorkflowError())
+	require.Equal(t, []string{ReasonFailed}, reasons)
+	env.AssertExpectations(t)
+}
+
+// A signal for a run that ended before the workflow waited for it is not lost.
+func TestEarlySignalIsKept(t *testing.T) {
+	env, _, rec, _ := setup(t)
+	req := request()
+	req.PollInterval = 24 * time.Hour
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+	}, 0)
+	env.ExecuteWorkflow(Workflow, req)
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []string{ReasonSucceeded}, rec.reasons)
+}

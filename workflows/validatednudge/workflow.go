@@ -1,0 +1,315 @@
+// Package validatednudge is the ValidatedNudge workflow (ADR 67 `mode: validated`),
+// one per edge (namespace, from, to). It holds the newest pending build of the
+// source, waits for a Snapshot of the gating ComponentGroup containing exactly that
+// image (repo@digest) to finish testing, and then nudges that digest through a Nudge
+// child workflow; a failed Snapshot drops the build. A newer build supersedes a
+// pending one. A digest that has not passed is never nudged, and digests are nudged
+// in build order: never an older build after a newer one.
+//
+// It lives long: it continues as new with its state (and the dedupe sets) after
+// draining its signals, and never while a nudge is running.
+package validatednudge
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+)
+
+// WorkflowName is the registered name; never change it.
+const WorkflowName = "ValidatedNudge"
+
+// Signals and the query.
+const (
+	// SignalBuild carries a Build of the source component.
+	SignalBuild = "build"
+	// SignalSnapshotTested carries a SnapshotResult of the gating group.
+	SignalSnapshotTested = "snapshot-tested"
+	QueryState           = "state"
+)
+
+// Phases.
+const (
+	PhaseIdle     = "Idle"
+	PhaseWaiting  = "WaitingForTests"
+	PhaseNudging  = "Nudging"
+	dedupeBound   = 200
+	historyBound  = 20
+	verdictsBound = 50
+)
+
+// WorkflowID is the edge's workflow.
+func WorkflowID(namespace, from, to string) string {
+	return fmt.Sprintf("validated-nudge/%s/%s/%s", namespace, from, to)
+}
+
+// Build is a succeeded push build of the source.
+type Build = nudge.Build
+
+// SnapshotResult says a Snapshot of the gating group finished testing. Images are
+// the containerImages of the snapshot's entries for the source component.
+type SnapshotResult struct {
+	Snapshot       string   `json:"snapshot"`
+	ComponentGroup string   `json:"componentGroup"`
+	Images         []string `json:"images"`
+	Passed         bool     `json:"passed"`
+}
+
+// Tuning is passed through to the Nudge children.
+type Tuning = nudge.Tuning
+
+// Input starts (or continues) the edge's workflow.
+type Input struct {
+	Namespace   string `json:"namespace"`
+	From        string `json:"from"`
+	To          string `json:"to"`
+	GatingGroup string `json:"gatingGroup,omitempty"`
+	Tuning      Tuning `json:"tuning,omitempty"`
+	// ContinueAsNewAfter continues as new at this history length (0: when the
+	// server suggests it). Tests set it low.
+	ContinueAsNewAfter int   `json:"continueAsNewAfter,omitempty"`
+	State              State `json:"state"`
+}
+
+// Verdict is a Snapshot result for an image whose build has not arrived yet.
+type Verdict struct {
+	PullSpec string `json:"pullSpec"`
+	Passed   bool   `json:"passed"`
+	Snapshot string `json:"snapshot"`
+}
+
+// NudgeRecord is one nudge this edge ran.
+type NudgeRecord struct {
+	Digest     string    `json:"digest"`
+	BuiltAt    time.Time `json:"builtAt"`
+	WorkflowID string    `json:"workflowID"`
+	Phase      string    `json:"phase"`
+}
+
+// State is the edge's truth, carried across continue-as-new.
+type State struct {
+	// Pending waits for its Snapshot; Ready passed and waits for the running nudge.
+	Pending *Build `json:"pending,omitempty"`
+	Ready   *Build `json:"ready,omitempty"`
+	Running *Build `json:"running,omitempty"`
+	// LastNudged is the newest build a nudge was started for: nothing older follows.
+	LastNudged    *Build        `json:"lastNudged,omitempty"`
+	SeenBuilds    []string      `json:"seenBuilds,omitempty"`
+	SeenSnapshots []string      `json:"seenSnapshots,omitempty"`
+	Verdicts      []Verdict     `json:"verdicts,omitempty"`
+	Nudges        []NudgeRecord `json:"nudges,omitempty"`
+	Dropped       []string      `json:"dropped,omitempty"`
+}
+
+func newer(b *Build, than *Build) bool { return than == nil || b.BuiltAt.After(than.BuiltAt) }
+
+func pushBounded[T any](s []T, v T, bound int) []T {
+	s = append(s, v)
+	if len(s) > bound {
+		s = s[len(s)-bound:]
+	}
+	return s
+}
+
+// onBuild takes a build signal; it returns why it was ignored, or "".
+func (s *State) onBuild(b Build) string {
+	key := b.BuildUID + "/" + b.Digest
+	if slices.Contains(s.SeenBuilds, key) {
+		return "duplicate"
+	}
+	s.SeenBuilds = pushBounded(s.SeenBuilds, key, dedupeBound)
+	for _, cur := range []*Build{s.LastNudged, s.Running, s.Ready, s.Pending} {
+		if !newer(&b, cur) {
+			return "older than a build already held or nudged"
+		}
+	}
+	if s.Pending != nil {
+		s.Dropped = pushBounded(s.Dropped, s.Pending.Digest+" (superseded)", historyBound)
+	}
+	s.Pending = &b
+	if i := slices.IndexFunc(s.Verdicts, func(v Verdict) bool { return v.PullSpec == b.PullSpec }); i >= 0 {
+		v := s.Verdicts[i]
+		s.Verdicts = slices.Delete(s.Verdicts, i, i+1)
+		s.apply(v.Passed, v.Snapshot)
+	}
+	return ""
+}
+
+// onSnapshot takes a Snapshot result; it returns why it was ignored, or "".
+func (s *State) onSnapshot(r SnapshotResult) string {
+	key := fmt.Sprintf("%s/%t", r.Snapshot, r.Passed)
+	if slices.Contains(s.SeenSnapshots, key) {
+		return "duplicate"
+	}
+	s.SeenSnapshots = pushBounded(s.SeenSnapshots, key, dedupeBound)
+	if s.Pending != nil && slices.Contains(r.Images, s.Pending.PullSpec) {
+		s.apply(r.Passed, r.Snapshot)
+		return ""
+	}
+	// The build may not have arrived yet: keep the verdict for a while.
+	for _, img := range r.Images {
+		s.Verdicts = pushBounded(s.Verdicts, Verdict{PullSpec: img, Passed: r.Passed, Snapshot: r.Snapshot}, verdictsBound)
+	}
+	return "no pending build in it"
+}
+
+func (s *State) apply(passed bool, snapshot string) {
+	if passed {
+		s.Ready, s.Pending = s.Pending, nil
+		return
+	}
+	s.Dropped = pushBounded(s.Dropped, s.Pending.Digest+" (failed in "+snapshot+")", historyBound)
+	s.Pending = nil
+}
+
+func (s *State) phase() string {
+	switch {
+	case s.Running != nil || s.Ready != nil:
+		return PhaseNudging
+	case s.Pending != nil:
+		return PhaseWaiting
+	}
+	return PhaseIdle
+}
+
+// Workflow runs the edge.
+func Workflow(ctx workflow.Context, in Input) error {
+	log := workflow.GetLogger(ctx)
+	st := &in.State
+	lastPhase := ""
+	syncPhase := func() {
+		p := st.phase()
+		if p == lastPhase {
+			return
+		}
+		lastPhase = p
+		if err := workflow.UpsertTypedSearchAttributes(ctx,
+			searchattr.KubeNamespace.ValueSet(in.Namespace),
+			searchattr.NudgeEdge.ValueSet(nudge.Edge(in.From, in.To)),
+			searchattr.NudgingComponent.ValueSet(in.From),
+			searchattr.NudgedComponent.ValueSet(in.To),
+			searchattr.Phase.ValueSet(p)); err != nil {
+			log.Warn("upserting search attributes", "error", err)
+		}
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (State, error) { return *st, nil }); err != nil {
+		return fmt.Errorf("registering the state query: %w", err)
+	}
+	buildCh := workflow.GetSignalChannel(ctx, SignalBuild)
+	snapCh := workflow.GetSignalChannel(ctx, SignalSnapshotTested)
+	handled := 0 // signals taken in this run: never continue as new before the first
+	takeBuild := func(b Build) {
+		handled++
+		if why := st.onBuild(b); why != "" {
+			log.Info("build ignored", "digest", b.Digest, "build", b.BuildPipelineRun, "why", why)
+		}
+	}
+	takeSnapshot := func(r SnapshotResult) {
+		handled++
+		if why := st.onSnapshot(r); why != "" {
+			log.Info("snapshot result ignored", "snapshot", r.Snapshot, "passed", r.Passed, "why", why)
+		}
+	}
+
+	var child workflow.ChildWorkflowFuture
+	for {
+		if child == nil && st.Ready != nil {
+			child = startNudge(ctx, in, *st.Ready)
+			st.Running, st.Ready = st.Ready, nil
+			st.LastNudged = st.Running
+		}
+		syncPhase()
+		if child == nil && handled > 0 && shouldContinueAsNew(ctx, in) {
+			// Drain what arrived so no signal is lost at the run boundary.
+			for {
+				var b Build
+				if !buildCh.ReceiveAsync(&b) {
+					break
+				}
+				takeBuild(b)
+			}
+			for {
+				var r SnapshotResult
+				if !snapCh.ReceiveAsync(&r) {
+					break
+				}
+				takeSnapshot(r)
+			}
+			if st.Ready == nil {
+				return workflow.NewContinueAsNewError(ctx, WorkflowName, in)
+			}
+			continue
+		}
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(buildCh, func(c workflow.ReceiveChannel, _ bool) {
+			var b Build
+			c.Receive(ctx, &b)
+			takeBuild(b)
+		})
+		sel.AddReceive(snapCh, func(c workflow.ReceiveChannel, _ bool) {
+			var r SnapshotResult
+			c.Receive(ctx, &r)
+			takeSnapshot(r)
+		})
+		if child != nil {
+			sel.AddFuture(child, func(f workflow.Future) {
+				var res nudge.Result
+				err := f.Get(ctx, &res)
+				rec := NudgeRecord{Digest: st.Running.Digest, BuiltAt: st.Running.BuiltAt,
+					WorkflowID: nudge.WorkflowID(in.Namespace, st.Running.BuildUID, in.To), Phase: res.Phase}
+				var already *temporal.ChildWorkflowExecutionAlreadyStartedError
+				switch {
+				case err == nil:
+				case asAlreadyStarted(err, &already):
+					rec.Phase = "AlreadyStarted"
+				default:
+					if rec.Phase == "" {
+						rec.Phase = nudge.PhaseFailed
+					}
+					log.Warn("nudge ended in failure", "digest", rec.Digest, "error", err)
+				}
+				st.Nudges = pushBounded(st.Nudges, rec, historyBound)
+				st.Running, child = nil, nil
+			})
+		}
+		cancelled := false
+		sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true })
+		sel.Select(ctx)
+		if cancelled {
+			return ctx.Err()
+		}
+	}
+}
+
+func startNudge(ctx workflow.Context, in Input, b Build) workflow.ChildWorkflowFuture {
+	req := nudge.Request{Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Mode: "validated", Build: b, Tuning: in.Tuning}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            nudge.WorkflowID(in.Namespace, b.BuildUID, in.To),
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		// A running Renovate nudge outlives this workflow's run boundary.
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
+		TypedSearchAttributes: temporal.NewSearchAttributes(nudge.SearchAttributes(req, nudge.PhaseLaunching)...),
+		StaticSummary:         fmt.Sprintf("validated nudge of %s to %s", in.To, b.PullSpec),
+	})
+	return workflow.ExecuteChildWorkflow(cctx, nudge.WorkflowName, req)
+}
+
+func shouldContinueAsNew(ctx workflow.Context, in Input) bool {
+	info := workflow.GetInfo(ctx)
+	if info.GetContinueAsNewSuggested() {
+		return true
+	}
+	return in.ContinueAsNewAfter > 0 && info.GetCurrentHistoryLength() >= in.ContinueAsNewAfter
+}
+
+func asAlreadyStarted(err error, target **temporal.ChildWorkflowExecutionAlreadyStartedError) bool {
+	return errors.As(err, target)
+}

@@ -1,0 +1,151 @@
+package validatednudge
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+)
+
+var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+func build(n int) Build {
+	d := "sha256:" + string(rune('a'+n)) + "000"
+	return Build{ImageURL: "quay.io/org/operand:rev" + string(rune('a'+n)), Digest: d, PullSpec: "quay.io/org/operand@" + d,
+		BuildPipelineRun: "operand-on-push-" + string(rune('a'+n)), BuildUID: "uid-" + string(rune('a'+n)), BuiltAt: t0.Add(time.Duration(n) * time.Minute)}
+}
+
+func snap(name string, b Build, passed bool) SnapshotResult {
+	return SnapshotResult{Snapshot: name, ComponentGroup: "gate", Images: []string{b.PullSpec}, Passed: passed}
+}
+
+type step struct {
+	at  time.Duration
+	sig string
+	arg any
+}
+
+// run plays signals at the given times, cancels the long-lived workflow at the end
+// and returns the digests it nudged, in order, plus its final state.
+func run(t *testing.T, nudgeTakes time.Duration, steps []step) ([]string, State) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "operand", "bundle")})
+	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	var nudged []string
+	call := env.OnWorkflow(nudge.WorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, req nudge.Request) (nudge.Result, error) {
+		nudged = append(nudged, req.Digest)
+		require.Equal(t, "validated", req.Mode)
+		require.Equal(t, "bundle", req.Nudged)
+		return nudge.Result{Phase: nudge.PhaseSucceeded, Digest: req.Digest}, nil
+	})
+	if nudgeTakes > 0 {
+		call.After(nudgeTakes)
+	}
+	var end time.Duration
+	for _, st := range steps {
+		st := st
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(st.sig, st.arg) }, st.at)
+		end = max(end, st.at)
+	}
+	var state State
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(QueryState)
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&state))
+		env.CancelWorkflow()
+	}, end+nudgeTakes+time.Hour)
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "the test ends the workflow by cancelling it, got %v", env.GetWorkflowError())
+	return nudged, state
+}
+
+func TestFailedSnapshotDropsTheBuild(t *testing.T) {
+	nudged, st := run(t, 0, []step{
+		{time.Minute, SignalBuild, build(1)},
+		{time.Hour, SignalSnapshotTested, snap("s1", build(1), false)},
+	})
+	require.Empty(t, nudged, "a digest that did not pass is never nudged")
+	require.Nil(t, st.Pending)
+	require.Len(t, st.Dropped, 1)
+}
+
+func TestPassedSnapshotNudgesExactlyThatDigest(t *testing.T) {
+	nudged, st := run(t, 0, []step{
+		{time.Minute, SignalBuild, build(1)},
+		{time.Hour, SignalSnapshotTested, snap("s1", build(1), true)},
+		// A resync resends both: nothing new.
+		{2 * time.Hour, SignalBuild, build(1)},
+		{2 * time.Hour, SignalSnapshotTested, snap("s1", build(1), true)},
+	})
+	require.Equal(t, []string{build(1).Digest}, nudged)
+	require.Len(t, st.Nudges, 1)
+	require.Equal(t, nudge.PhaseSucceeded, st.Nudges[0].Phase)
+}
+
+func TestNewerBuildSupersedesPendingOne(t *testing.T) {
+	nudged, _ := run(t, 0, []step{
+		{time.Minute, SignalBuild, build(1)},
+		{2 * time.Minute, SignalBuild, build(2)},
+		// The Snapshot with build 1 passes late: build 1 was superseded, not nudged.
+		{time.Hour, SignalSnapshotTested, snap("s1", build(1), true)},
+		{2 * time.Hour, SignalSnapshotTested, snap("s2", build(2), true)},
+		// A straggler: build 1 re-delivered after build 2 was nudged.
+		{3 * time.Hour, SignalBuild, build(1)},
+	})
+	require.Equal(t, []string{build(2).Digest}, nudged)
+}
+
+func TestFailThenPassNudgesOnlyThePassingDigestInOrder(t *testing.T) {
+	// Nudges take 30 minutes: build 3 passes while build 2's nudge runs and follows it.
+	nudged, st := run(t, 30*time.Minute, []step{
+		{time.Minute, SignalBuild, build(1)},
+		{10 * time.Minute, SignalSnapshotTested, snap("s1", build(1), false)},
+		{20 * time.Minute, SignalBuild, build(2)},
+		{30 * time.Minute, SignalSnapshotTested, snap("s2", build(2), true)},
+		{35 * time.Minute, SignalBuild, build(3)},
+		{40 * time.Minute, SignalSnapshotTested, snap("s3", build(3), true)},
+		{45 * time.Minute, SignalBuild, build(0)}, // older than everything: ignored
+	})
+	require.Equal(t, []string{build(2).Digest, build(3).Digest}, nudged)
+	require.Equal(t, build(3).Digest, st.LastNudged.Digest)
+}
+
+func TestSnapshotBeforeBuildIsRemembered(t *testing.T) {
+	nudged, _ := run(t, 0, []step{
+		{time.Minute, SignalSnapshotTested, snap("s1", build(1), true)},
+		{2 * time.Minute, SignalBuild, build(1)},
+	})
+	require.Equal(t, []string{build(1).Digest}, nudged)
+}
+
+// Continue-as-new carries the pending build and the dedupe sets.
+func TestContinueAsNewCarriesState(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.SetContinueAsNewSuggested(true)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalBuild, build(1)) }, time.Minute)
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate"})
+	err := env.GetWorkflowError()
+	require.True(t, workflow.IsContinueAsNewError(err), "got %v", err)
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, err, &can)
+	var next Input
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.State.Pending)
+	require.Equal(t, build(1).Digest, next.State.Pending.Digest)
+	require.Len(t, next.State.SeenBuilds, 1)
+	require.Equal(t, "operand", next.From)
+}
