@@ -16,5 +16,6 @@ func NewRoot() *cobra.Command {
 	}
 	root.AddCommand(newDevCommand())
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
+	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand())
 	return root
 }

@@ -13,7 +13,7 @@ import (
 // three formats, exactly.
 func TestGraphExport(t *testing.T) {
 	w := startBridge(t)
-	cfg := kubeconfig(t, w)
+	cfg := w.Kubeconfig(t)
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"api", "ui", "bundle", "gone"}, nil)
 	require.NoError(t, w.Kube.Create(context.Background(), nudgeConfig(ns,

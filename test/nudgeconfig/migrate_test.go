@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
@@ -27,16 +26,7 @@ import (
 )
 
 // kubeconfig writes a kubeconfig for the world's API server, as a user would have.
-func kubeconfig(t *testing.T, w *world.World) string {
-	t.Helper()
-	user, err := w.ControlPlane.Env.AddUser(envtest.User{Name: "migrator", Groups: []string{"system:masters"}}, nil)
-	require.NoError(t, err)
-	raw, err := user.KubeConfig()
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(path, raw, 0o600))
-	return path
-}
+
 
 // nudgeflow runs the CLI in this process and returns its output.
 func nudgeflow(t *testing.T, args ...string) (string, error) {
@@ -82,7 +72,7 @@ func tenant() (names []string, refs map[string][]string) {
 func tenantNamespace(t *testing.T) (w *world.World, cfg, ns string, names []string, refs map[string][]string) {
 	t.Helper()
 	w = startBridge(t)
-	cfg = kubeconfig(t, w)
+	cfg = w.Kubeconfig(t)
 	ns = w.Namespace(t)
 	names, refs = tenant()
 	createComponents(t, w, ns, names, refs)
@@ -171,7 +161,7 @@ func TestMigrate(t *testing.T) {
 // that namespace is not migrated; other namespaces (-A) still are.
 func TestMigrateReportsCycles(t *testing.T) {
 	w := startBridge(t)
-	cfg := kubeconfig(t, w)
+	cfg := w.Kubeconfig(t)
 	loop := w.Namespace(t)
 	createComponents(t, w, loop, []string{"x", "y", "z", "fine"}, map[string][]string{"x": {"y"}, "y": {"z"}, "z": {"x"}, "fine": {"x"}})
 	ok := w.Namespace(t)

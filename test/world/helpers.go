@@ -3,6 +3,8 @@ package world
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -61,4 +64,23 @@ func Manifest(t testing.TB, manifest string) *unstructured.Unstructured {
 		t.Fatalf("parsing manifest: %v\n%s", err, manifest)
 	}
 	return obj
+}
+
+// Kubeconfig writes a kubeconfig for an administrator of this world's API server,
+// for programs the test runs (kubectl, nudgeflow).
+func (w *World) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	user, err := w.ControlPlane.Env.AddUser(envtest.User{Name: "admin-" + fmt.Sprint(namespaceSeq.Add(1)), Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("adding a user to the API server: %v", err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatalf("writing kubeconfig: %v", err)
+	}
+	return path
 }

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+func newBridgeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bridge",
+		Short: "Run the bridge: reconcilers, admission webhooks and the forge webhook receiver",
+	}
+	kf := addKubeFlags(cmd, false)
+	tf := addTemporalFlags(cmd)
+	var opts bridge.ManagerOptions
+	var executor, forgeAddr, secretFile string
+	var settings cgwf.Settings
+	fs := cmd.Flags()
+	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the admission webhooks")
+	fs.StringVar(&opts.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the admission webhooks")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint (0 disables it)")
+	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "keep one active bridge when several run")
+	fs.StringVar(&executor, "executor", "all", "which nudge edges nudgeflow executes: all, or exclusive (only what no other Konflux service executes)")
+	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", ":8181", "address of the forge (GitHub) webhook receiver; empty disables it")
+	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
+	fs.DurationVar(&settings.Debounce, "changegroup-debounce", cgwf.DefaultDebounce, "quiet time before a ChangeGroup pushes collected builds")
+	fs.DurationVar(&settings.PollInterval, "changegroup-poll-interval", cgwf.DefaultPollInterval, "how often a ChangeGroup reads its PR (covers lost webhooks)")
+	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctrl.SetLogger(zap.New())
+		cfg, err := kf.clientConfig().ClientConfig()
+		if err != nil {
+			return fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		c, err := tf.dial(slog.LevelWarn)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		mgr, err := bridge.NewManager(cfg, opts)
+		if err != nil {
+			return err
+		}
+		b, err := bridge.Setup(mgr, bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, Executor: executor, ChangeGroup: settings})
+		if err != nil {
+			return err
+		}
+		if opts.HealthAddr != "" {
+			if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+				return err
+			}
+			if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+				return err
+			}
+		}
+		ctx := ctrl.SetupSignalHandler()
+		if forgeAddr != "" {
+			secret, err := forgeSecret(secretFile)
+			if err != nil {
+				return err
+			}
+			srv := &http.Server{Addr: forgeAddr, ReadHeaderTimeout: 10 * time.Second,
+				Handler: &forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents}}
+			go func() {
+				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					slog.Error("forge webhook receiver stopped", "error", err)
+				}
+			}()
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(sctx)
+			}()
+		}
+		return mgr.Start(ctx)
+	}
+	return cmd
+}
+
+// forgeSecret reads the webhook secret; it is never logged.
+func forgeSecret(file string) ([]byte, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("reading the forge webhook secret: %w", err)
+		}
+		return []byte(trimNewline(string(b))), nil
+	}
+	if v := os.Getenv("NUDGEFLOW_FORGE_WEBHOOK_SECRET"); v != "" {
+		return []byte(v), nil
+	}
+	return nil, errors.New("the forge webhook receiver needs a secret: --forge-webhook-secret-file or $NUDGEFLOW_FORGE_WEBHOOK_SECRET (or disable it with --forge-webhook-bind-address='')")
+}
+
+func trimNewline(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == '\r') {
+		s = s[:len(s)-1]
+	}
+	return s
+}

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
+)
+
+// temporalFlags follow the Temporal CLI's environment variables; the flags are
+// prefixed because -n/--namespace is kubectl's.
+type temporalFlags struct {
+	address   string
+	namespace string
+	taskQueue string
+}
+
+func addTemporalFlags(cmd *cobra.Command) *temporalFlags {
+	f := &temporalFlags{}
+	fs := cmd.Flags()
+	fs.StringVar(&f.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port ($TEMPORAL_ADDRESS)")
+	fs.StringVar(&f.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", localenv.DefaultNamespace), "Temporal namespace ($TEMPORAL_NAMESPACE)")
+	fs.StringVar(&f.taskQueue, "task-queue", nfworker.DefaultTaskQueue, "Temporal task queue of nudgeflow's worker")
+	return f
+}
+
+func (f *temporalFlags) dial(level slog.Level) (client.Client, error) {
+	logger := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	c, err := client.Dial(client.Options{HostPort: f.address, Namespace: f.namespace, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", f.address, f.namespace, err)
+	}
+	return c, nil
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}

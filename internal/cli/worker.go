@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
+)
+
+func newWorkerCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run the Temporal worker: ChangeGroup and nudge workflows and their activities",
+	}
+	kf := addKubeFlags(cmd, false)
+	tf := addTemporalFlags(cmd)
+	var botName, botEmail string
+	cmd.Flags().StringVar(&botName, "bot-name", "", "commit author name of nudgeflow's pushes (default: derived from the forge credentials)")
+	cmd.Flags().StringVar(&botEmail, "bot-email", "", "commit author email of nudgeflow's pushes; commits by anyone else are human edits")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		kube, err := kf.client()
+		if err != nil {
+			return err
+		}
+		c, err := tf.dial(slog.LevelInfo)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		w := nfworker.New(c, nfworker.Deps{
+			Kube: kube, Temporal: c,
+			PullRequest: pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}},
+		}, nfworker.Options{TaskQueue: tf.taskQueue})
+		slog.Info("worker starting", "temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue)
+		if err := w.Run(sdkworker.InterruptCh()); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		return nil
+	}
+	return cmd
+}
