@@ -110,6 +110,7 @@ func TestChangeGroupE2E(t *testing.T) {
 	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", pr.Number))
 	cg = s.waitPhase("bundle-update", appstudiov1alpha1.PhaseCompleted)
 	require.NotNil(t, cg.Status.CompletionTime)
+	s.record("bundle-update")
 	state := s.query(cg)
 	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
 	fmt.Printf("changegroup-e2e components=%d prs=%d ci_builds=%d forge_writes=%d\n",

@@ -121,5 +121,6 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 
 	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", prs[0].Number))
 	s.waitPhase("g", appstudiov1alpha1.PhaseCompleted)
+	s.record("g")
 	fmt.Fprintf(logs, "scenario completed\n")
 }

@@ -65,6 +65,7 @@ func TestPRClosedByPersonCancels(t *testing.T) {
 	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
 	require.Contains(t, cg.Status.Conditions[0].Message, "closed without merging")
 	require.Zero(t, shared.emu.CIBuilds(s.ns, "bundle"))
+	s.record("g")
 }
 
 func TestMergedBeforeAllReadyCompletes(t *testing.T) {
@@ -75,6 +76,7 @@ func TestMergedBeforeAllReadyCompletes(t *testing.T) {
 	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", pr.Number))
 	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCompleted)
 	require.Equal(t, "1/3", cg.Status.Ready)
+	s.record("g")
 }
 
 func TestReleaseNowWithTwoOfThreeByAnnotation(t *testing.T) {
@@ -94,6 +96,15 @@ func TestReleaseNowWithTwoOfThreeByAnnotation(t *testing.T) {
 	require.Equal(t, digestOf("operator", 0), digests["operator"], "the waiting component keeps its current digest")
 	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
 	require.Equal(t, "ReleasedEarly", cg.Status.Conditions[0].Reason)
+	s.mergeAndRecord("g")
+}
+
+// mergeAndRecord merges the group's PR, waits for Completed and records the history.
+func (s *scenario) mergeAndRecord(name string) {
+	s.t.Helper()
+	require.NoError(s.t, shared.emu.MergePR(s.ns, "bundle", s.draftlessPR().Number))
+	s.waitPhase(name, appstudiov1alpha1.PhaseCompleted)
+	s.record(name)
 }
 
 // draftlessPR returns the group's only PR, whatever its draft state.
@@ -121,6 +132,7 @@ func TestComponentDroppedFromSpecReleasesWhenRestReady(t *testing.T) {
 			require.Equal(t, appstudiov1alpha1.ComponentDropped, c.State)
 		}
 	}
+	s.mergeAndRecord("g")
 }
 
 func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
@@ -168,6 +180,7 @@ func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
 	require.False(t, s.query(cg).HumanEdits)
 	require.Len(t, shared.emu.Comments(s.ns, "bundle", pr.Number), 1)
 	require.Equal(t, ciAfterAlice, shared.emu.CIBuilds(s.ns, "bundle"), "nudgeflow's own pushes stay held")
+	s.mergeAndRecord("g")
 }
 
 func TestTimeoutCancelsAndClosesThePR(t *testing.T) {
@@ -182,6 +195,7 @@ func TestTimeoutCancelsAndClosesThePR(t *testing.T) {
 	comments := shared.emu.Comments(s.ns, "bundle", pr.Number)
 	require.NotEmpty(t, comments)
 	require.Contains(t, comments[len(comments)-1], "was cancelled")
+	s.record("g")
 }
 
 func TestRateLimitedForgeWaitsAndConverges(t *testing.T) {
@@ -196,6 +210,7 @@ func TestRateLimitedForgeWaitsAndConverges(t *testing.T) {
 	pr := s.draftlessPR()
 	require.Equal(t, map[string]string{"operand-a": digestOf("operand-a", 1), "operand-b": digestOf("operand-b", 1)}, s.csvDigests(pr.Head))
 	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+	s.mergeAndRecord("g")
 }
 
 func TestInterceptionOnlyTouchesHeldNudges(t *testing.T) {

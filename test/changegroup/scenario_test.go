@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -196,3 +198,12 @@ func (s *scenario) csvDigests(ref string) map[string]string {
 
 
 func getenv(k string) string { return os.Getenv(k) }
+
+// record stores the group's finished history for the replay tests (only when
+// NUDGEFLOW_RECORD_HISTORIES is set; see `make regen-histories`).
+func (s *scenario) record(name string) {
+	s.t.Helper()
+	cg := s.group(name)
+	s.w.RecordHistory(s.t, filepath.Join(localenv.RepoRoot(), "workflows", "changegroup", "testdata"),
+		s.t.Name(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
+}
