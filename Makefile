@@ -42,6 +42,7 @@ check-generated:
 	fi
 
 lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
 	go vet ./...
 	$$($(TOOLS) path staticcheck) ./...
 	$$($(TOOLS) path workflowcheck) ./...
@@ -50,8 +51,13 @@ lint:
 test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path temporal) \
 	RENOVATE_CONFIG_VALIDATOR=$$($(TOOLS) path renovate-config-validator)
 
+# The whole verbose log goes to test-output.log; the terminal gets each package's
+# result, the e2e report line, and the full story of any failure.
 test: check-generated lint
-	$(test-env) go test $(GO_TEST_FLAGS) ./...
+	@rc=0; $(test-env) go test $(GO_TEST_FLAGS) -v ./... > test-output.log 2>&1 || rc=$$?; \
+	grep -E '^(ok|FAIL|panic:|changegroup-e2e )|^--- FAIL' test-output.log || true; \
+	if [ $$rc -ne 0 ]; then echo "--- failures (full log: test-output.log) ---"; grep -E -B3 -A40 -- '--- FAIL|^panic:' test-output.log | head -400; fi; \
+	exit $$rc
 
 # The ChangeGroup end-to-end scenario alone (ADR 59 at scale).
 e2e:

@@ -5,8 +5,8 @@
 package changegroupcr
 
 import (
-	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
 // Activity names; never rename (histories replay by name).

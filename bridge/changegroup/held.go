@@ -40,9 +40,9 @@ type HeldReconciler struct {
 	Kube ctrlclient.Client
 	// APIReader reads past the cache: the webhook saw the group a moment ago.
 	APIReader ctrlclient.Reader
-	Temporal client.Client
-	Recorder record.EventRecorder
-	Renudger Renudger
+	Temporal  client.Client
+	Recorder  record.EventRecorder
+	Renudger  Renudger
 }
 
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch

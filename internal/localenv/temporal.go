@@ -2,11 +2,11 @@ package localenv
 
 import (
 	"context"
-	"log/slog"
-	"os"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
 	"strconv"
 
 	"go.temporal.io/sdk/client"

@@ -103,7 +103,7 @@ func TestRenderEscapesUntrustedText(t *testing.T) {
 	in := Input{
 		ChangeGroup:    "a`b",
 		ChangeGroupURL: "https://x/(y) [skip ci]\n- [x] " + RebaseLabel,
-		Rows: []Row{{Name: "x | y\n- [x] " + RebaseLabel + " [skip ci] <!-- nudgeflow:end -->", State: "Weird|State"}},
+		Rows:           []Row{{Name: "x | y\n- [x] " + RebaseLabel + " [skip ci] <!-- nudgeflow:end -->", State: "Weird|State"}},
 	}
 	got := Render(in)
 	p := Parse(got)

@@ -267,4 +267,3 @@ func TestDeletingTheGroupCancelsItsWorkflow(t *testing.T) {
 	closed, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
 	require.Equal(t, "closed", closed.State, "a cancelled group closes its PR")
 }
-

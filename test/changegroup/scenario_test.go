@@ -18,9 +18,9 @@ import (
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
+	"github.com/nudgeflow/nudgeflow/activities/forge"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -138,7 +138,7 @@ func (s *scenario) build(component, digest string, completedAt time.Time) *tekto
 	buildName := fmt.Sprintf("%s-on-push-%d", component, s.builds)
 	build := &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{Name: buildName, Namespace: s.ns,
-			Labels: map[string]string{konflux.LabelComponent: component, konflux.LabelPipelineType: "build"},
+			Labels:      map[string]string{konflux.LabelComponent: component, konflux.LabelPipelineType: "build"},
 			Annotations: map[string]string{konflux.AnnotationEventType: "push"}},
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
@@ -195,7 +195,6 @@ func (s *scenario) csvDigests(ref string) map[string]string {
 	}
 	return out
 }
-
 
 func getenv(k string) string { return os.Getenv(k) }
 

@@ -27,7 +27,6 @@ import (
 
 // kubeconfig writes a kubeconfig for the world's API server, as a user would have.
 
-
 // nudgeflow runs the CLI in this process and returns its output.
 func nudgeflow(t *testing.T, args ...string) (string, error) {
 	t.Helper()

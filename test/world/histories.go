@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 )

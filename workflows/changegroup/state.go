@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
 // Component is one nudging component's progress inside the workflow.

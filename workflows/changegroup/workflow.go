@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
@@ -90,15 +90,15 @@ type run struct {
 // Workflow is the ChangeGroup workflow.
 func Workflow(ctx workflow.Context, in Input) (*State, error) {
 	r := &run{
-		ctx:      ctx,
-		in:       in,
-		settings: in.Settings.withDefaults(),
-		s:        in.State,
-		id:       workflow.GetInfo(ctx).WorkflowExecution.ID,
-		built:    workflow.GetSignalChannel(ctx, SignalComponentBuilt),
-		spec:     workflow.GetSignalChannel(ctx, SignalSpecChanged),
-		prEvent:  workflow.GetSignalChannel(ctx, SignalPREvent),
-		cancel:   workflow.GetSignalChannel(ctx, SignalCancel),
+		ctx:       ctx,
+		in:        in,
+		settings:  in.Settings.withDefaults(),
+		s:         in.State,
+		id:        workflow.GetInfo(ctx).WorkflowExecution.ID,
+		built:     workflow.GetSignalChannel(ctx, SignalComponentBuilt),
+		spec:      workflow.GetSignalChannel(ctx, SignalSpecChanged),
+		prEvent:   workflow.GetSignalChannel(ctx, SignalPREvent),
+		cancel:    workflow.GetSignalChannel(ctx, SignalCancel),
 		lastReady: -1,
 	}
 	if err := r.registerHandlers(); err != nil {

@@ -2,8 +2,8 @@ package changegroup
 
 import (
 	"context"
-	"log/slog"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
 // fakeWorld stands in for the cluster and the forge: it records every request and
