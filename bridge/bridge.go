@@ -85,11 +85,13 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err := nudgeconfig.Setup(mgr); err != nil {
 		return nil, err
 	}
-	if err := builds.Setup(mgr, builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor)}); err != nil {
+	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor)}
+	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
 	}
 	router, err := changegroup.Setup(mgr, changegroup.Options{
 		Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup,
+		Renudger: &builds.Renudger{Client: mgr.GetClient(), Options: nudges},
 	})
 	if err != nil {
 		return nil, err

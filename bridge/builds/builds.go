@@ -155,6 +155,18 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	b := buildFrom(&plr, imageURL, digest)
+	var errs []error
+	for _, e := range edges {
+		if err := r.nudge(ctx, plr.Namespace, e, b); err != nil {
+			errs = append(errs, fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), err))
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// buildFrom describes a succeeded build PipelineRun for the nudge workflows.
+func buildFrom(plr *tektonv1.PipelineRun, imageURL, digest string) validatednudge.Build {
 	repo, _ := renovate.SplitImage(imageURL)
 	b := validatednudge.Build{
 		ImageURL: imageURL, Digest: digest, PullSpec: repo + "@" + digest,
@@ -165,13 +177,39 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if plr.Status.StartTime != nil {
 		b.BuiltAt = plr.Status.StartTime.Time
 	}
-	var errs []error
-	for _, e := range edges {
-		if err := r.nudge(ctx, plr.Namespace, e, b); err != nil {
-			errs = append(errs, fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), err))
-		}
+	return b
+}
+
+// Renudger nudges the targets of a nudge PipelineRun that a ChangeGroup cancelled
+// but does not collect (its other targets, or a group that ended in between). The
+// Nudge workflow's ID is the build's and the target's, so a target the build
+// reconciler already nudges from the same build is not nudged twice.
+type Renudger struct {
+	Client  ctrlclient.Reader
+	Options Options
+}
+
+// Renudge starts an immediate nudge of each target with the build the PipelineRun carried.
+func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, targets []string) error {
+	name := nudgePLR.Annotations["build.appstudio.redhat.com/nudging-pipeline"]
+	var build tektonv1.PipelineRun
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: nudgePLR.Namespace, Name: name}, &build); err != nil {
+		return fmt.Errorf("reading build %q of cancelled nudge %s: %w", name, nudgePLR.Name, err)
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	imageURL, digest := result(&build, ResultImageURL), result(&build, ResultImageDigest)
+	if imageURL == "" || digest == "" {
+		return fmt.Errorf("build %s of cancelled nudge %s has no IMAGE_URL/IMAGE_DIGEST", name, nudgePLR.Name)
+	}
+	b := buildFrom(&build, imageURL, digest)
+	source := nudgePLR.Annotations["build.appstudio.redhat.com/nudging-component"]
+	var errs []error
+	for _, target := range targets {
+		errs = append(errs, StartNudge(ctx, r.Options, nudge.Request{
+			Namespace: nudgePLR.Namespace, Nudging: source, Nudged: target, Mode: string(konfluxv1alpha1.ModeImmediate),
+			Build: b, Tuning: r.Options.Tuning,
+		}))
+	}
+	return errors.Join(errs...)
 }
 
 func (r *BuildReconciler) edges(ctx context.Context, namespace, component string) ([]Edge, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 var three = []string{"operand-a", "operand-b", "operator"}
@@ -219,11 +220,23 @@ func TestInterceptionOnlyTouchesHeldNudges(t *testing.T) {
 	free := s.nudge("operand-b", []string{"bundle"}, "operand-b-on-push-x")
 	require.Empty(t, free.Spec.Status, "a nudge no group holds proceeds")
 	require.NotContains(t, free.Annotations, konflux.AnnotationHeldBy)
-	partial := s.nudge("operand-a", []string{"bundle", "other"}, "operand-a-on-push-x")
+	// build-service's nudge of two targets, of which only bundle is held. The push
+	// build itself does not nudge (no build-nudges-ref to "other"): only the
+	// intercepted run carried that nudge, so nudgeflow must deliver it.
+	build := s.buildRun("operand-a", digestOf("operand-a", 1), time.Now())
+	partial := s.nudge("operand-a", []string{"bundle", "other"}, build.Name)
 	require.Equal(t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), partial.Spec.Status)
 	require.Equal(t, "bundle=g", partial.Annotations[konflux.AnnotationHeldBy])
 	require.Equal(t, "other", partial.Annotations[konflux.AnnotationRenudge], "the target nobody holds is recorded to be nudged by nudgeflow")
 	require.Equal(t, "cancelled by ChangeGroup g", partial.Annotations[konflux.AnnotationCancelReason])
+	id := nudge.WorkflowID(s.ns, string(build.UID), "other")
+	world.Eventually(t, 30*time.Second, "a nudge of the target no group holds", func() (bool, error) {
+		_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), id, "")
+		return err == nil, nil
+	})
+	world.Eventually(t, 30*time.Second, "the held target reaches the group", func() (bool, error) {
+		return s.group("g").Status.Ready == "1/1", nil
+	})
 }
 
 func TestOverlappingActiveGroupRejected(t *testing.T) {

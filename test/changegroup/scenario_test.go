@@ -133,6 +133,12 @@ func (s *scenario) waitPhase(name string, phase appstudiov1alpha1.ChangeGroupPha
 // PipelineRun. It returns the nudge PipelineRun as the API server stored it.
 func (s *scenario) build(component, digest string, completedAt time.Time) *tektonv1.PipelineRun {
 	s.t.Helper()
+	return s.nudge(component, []string{"bundle"}, s.buildRun(component, digest, completedAt).Name)
+}
+
+// buildRun creates a succeeded push build PipelineRun with its results.
+func (s *scenario) buildRun(component, digest string, completedAt time.Time) *tektonv1.PipelineRun {
+	s.t.Helper()
 	ctx := context.Background()
 	s.builds++
 	buildName := fmt.Sprintf("%s-on-push-%d", component, s.builds)
@@ -150,7 +156,7 @@ func (s *scenario) build(component, digest string, completedAt time.Time) *tekto
 		{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
 	}
 	require.NoError(s.t, s.w.Kube.Status().Update(ctx, build))
-	return s.nudge(component, []string{"bundle"}, buildName)
+	return build
 }
 
 // nudge creates build-service's nudge PipelineRun for a build.

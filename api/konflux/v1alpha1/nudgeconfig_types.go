@@ -31,7 +31,7 @@ const (
 
 // NudgeRelationship is one directed edge: builds of From nudge To.
 // +kubebuilder:validation:XValidation:rule="self.from != self.to",messageExpression="'component ' + self.from + ' cannot nudge itself (from and to are equal)'"
-// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'validated' || (has(self.gatingGroup) && self.gatingGroup != ”)",messageExpression="'nudge ' + self.from + ' -> ' + self.to + ' has mode validated and needs a gatingGroup: the ComponentGroup whose Snapshot must pass'"
+// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'validated' || (has(self.gatingGroup) && size(self.gatingGroup) > 0)",messageExpression="'nudge ' + self.from + ' -> ' + self.to + ' has mode validated and needs a gatingGroup: the ComponentGroup whose Snapshot must pass'"
 type NudgeRelationship struct {
 	// From is the source component whose build triggers the nudge.
 	// +kubebuilder:validation:MinLength=1
