@@ -56,7 +56,7 @@ test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path 
 test: check-generated lint
 	@rc=0; $(test-env) go test $(GO_TEST_FLAGS) -v ./... > test-output.log 2>&1 || rc=$$?; \
 	grep -E '^(ok|FAIL|panic:|changegroup-e2e )|^--- FAIL' test-output.log || true; \
-	if [ $$rc -ne 0 ]; then echo "--- failures (full log: test-output.log) ---"; grep -E -B3 -A40 -- '--- FAIL|^panic:' test-output.log | head -400; fi; \
+	if [ $$rc -ne 0 ]; then echo "--- failures (full log: test-output.log) ---"; grep -E -B3 -A40 -- '--- FAIL|^panic:|^# |setup failed|build failed' test-output.log | head -400; fi; \
 	exit $$rc
 
 # The ChangeGroup end-to-end scenario alone (ADR 59 at scale).

@@ -73,6 +73,7 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 	}
 	p.start()
 	s.createGroup("g", components, 0)
+	s.explainOnFailure("g")
 
 	// 1. Killed right after the draft PR appears.
 	for _, c := range components[:3] {
@@ -106,7 +107,11 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 	p.start()
 	defer p.kill()
 
-	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+	// An activity the killed process had started is retried once its StartToClose
+	// timeout passes: that is how long a kill may delay the group, at most.
+	cg := s.waitFor("g", "phase Ready", 3*time.Minute, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+		return cg.Status.Phase == appstudiov1alpha1.PhaseReady
+	})
 	require.Equal(t, "10/10", cg.Status.Ready)
 	prs := shared.emu.PRs(s.ns, "bundle")
 	require.Len(t, prs, 1, "no duplicate PR")
@@ -120,7 +125,9 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"), "still exactly one CI build")
 
 	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", prs[0].Number))
-	s.waitPhase("g", appstudiov1alpha1.PhaseCompleted)
+	s.waitFor("g", "phase Completed", 3*time.Minute, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+		return cg.Status.Phase == appstudiov1alpha1.PhaseCompleted
+	})
 	s.record("g")
 	fmt.Fprintf(logs, "scenario completed\n")
 }

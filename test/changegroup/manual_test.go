@@ -1,6 +1,7 @@
 package changegroup_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/cli"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -279,4 +281,59 @@ func TestDeletingTheGroupCancelsItsWorkflow(t *testing.T) {
 	})
 	closed, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
 	require.Equal(t, "closed", closed.State, "a cancelled group closes its PR")
+}
+
+func TestReleaseNowCheckboxOnThePR(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	s.buildNow("operator", 1)
+	pr := s.draftPR()
+	current, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
+	ticked := strings.Replace(current.Body, "- [ ] release now", "- [x] release now", 1)
+	require.NotEqual(t, current.Body, ticked, "the PR has a release-now checkbox")
+	require.NoError(t, shared.emu.EditBody(s.ns, "bundle", pr.Number, ticked))
+	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+	require.Equal(t, "1/3", cg.Status.Ready)
+	released, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
+	require.False(t, released.Draft)
+	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+}
+
+// TestOverridesFromTheCLI drives `nudgeflow changegroup` as a person would: a
+// refused override explains why; drop then release-now act on the workflow.
+func TestOverridesFromTheCLI(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	kubeconfig := s.w.Kubeconfig(t)
+	t.Setenv("TEMPORAL_ADDRESS", s.w.Temporal.Address)
+	t.Setenv("TEMPORAL_NAMESPACE", s.w.Temporal.Namespace)
+	run := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		root := cli.NewRoot()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs(append(args, "--kubeconfig", kubeconfig, "-n", s.ns))
+		err := root.ExecuteContext(context.Background())
+		return out.String(), err
+	}
+	s.waitFor("g", "the workflow started", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Phase != "" })
+
+	_, err := run("changegroup", "release-now", "g")
+	require.ErrorContains(t, err, "nothing to release: no component is ready yet")
+	_, err = run("changegroup", "drop", "g", "nope")
+	require.ErrorContains(t, err, `component "nope" is not a member of this group`)
+
+	s.buildNow("operand-a", 1)
+	s.buildNow("operand-b", 1)
+	s.waitFor("g", "two ready", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "2/3" })
+	out, err := run("changegroup", "drop", "g", "operator")
+	require.NoError(t, err)
+	require.Contains(t, out, "dropped operator; 2 of 2 ready")
+	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+	require.Equal(t, "2/2", cg.Status.Ready)
+	out, err = run("changegroup", "status", "g")
+	require.NoError(t, err)
+	require.Contains(t, out, "phase:     Ready")
+	require.Contains(t, out, "operator")
+	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
 }

@@ -212,3 +212,24 @@ func (s *scenario) record(name string) {
 	s.w.RecordHistory(s.t, filepath.Join(localenv.RepoRoot(), "workflows", "changegroup", "testdata"),
 		s.t.Name(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
 }
+
+// explainOnFailure logs the group's workflow history (event types and failures)
+// when the test fails, so a stuck scenario says where it stopped.
+func (s *scenario) explainOnFailure(name string) {
+	s.t.Cleanup(func() {
+		if !s.t.Failed() {
+			return
+		}
+		cg := s.group(name)
+		id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+		it := s.w.TemporalClient.GetWorkflowHistory(context.Background(), id, "", false, 0)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				s.t.Logf("history of %s: %v", id, err)
+				return
+			}
+			s.t.Logf("%s %3d %s %v", e.GetEventTime().AsTime().Format("15:04:05.000"), e.GetEventId(), e.GetEventType(), e.GetActivityTaskTimedOutEventAttributes().GetFailure())
+		}
+	})
+}
