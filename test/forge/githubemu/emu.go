@@ -36,6 +36,8 @@ type User struct {
 // Server is the emulator.
 type Server struct {
 	srv *httptest.Server
+	// writeScopes records, per write request, the repositories its token was scoped to.
+	writeScopes []string
 
 	mu     sync.Mutex
 	tokens map[string]User
@@ -138,6 +140,14 @@ func (s *Server) FailWrite(after, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
+}
+
+// WriteScopes lists, for each write request, the repositories ("owner/name",
+// comma-joined) its token was limited to; "" for an unscoped token.
+func (s *Server) WriteScopes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.writeScopes...)
 }
 
 // Writes is how many authenticated write requests (POST/PATCH/PUT/DELETE) arrived.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			s.writes++
+			s.writeScopes = append(s.writeScopes, s.scopeNames(bearer(r)))
 			if s.writes == s.failWriteAt {
 				s.failWriteAt = 0
 				writeFailure(w, failure{status: s.failWriteStatus})
@@ -67,6 +69,23 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 		}
 		h(w, r, u)
 	}
+}
+
+// scopeNames names the repositories a token is limited to. Callers hold s.mu.
+func (s *Server) scopeNames(token string) string {
+	if s.app == nil {
+		return ""
+	}
+	var names []string
+	for _, id := range s.app.scopes[token] {
+		for _, rp := range s.repos {
+			if rp.id == id {
+				names = append(names, rp.owner+"/"+rp.name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
 }
 
 func bearer(r *http.Request) string {
