@@ -66,7 +66,7 @@ e2e:
 # Re-records the workflow histories the replay tests replay (after a deliberate,
 # GetVersion-guarded change of a workflow's command sequence: keep the old files).
 regen-histories:
-	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/
+	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/ ./test/nudges/
 
 run: build
 	./bin/nudgeflow dev

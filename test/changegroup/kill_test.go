@@ -40,6 +40,11 @@ func (p *workerProcess) kill() {
 	_ = p.cmd.Wait()
 }
 
+// killedActivityDelay bounds how long a kill may hold the group up: an activity the
+// dead process had started is retried only once its StartToClose timeout (one
+// minute for forge calls) has passed; the rest is slack for a loaded machine.
+const killedActivityDelay = 3 * time.Minute
+
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "nudgeflow")
@@ -88,7 +93,7 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 	}
 	writes := shared.emu.Writes()
 	p.start()
-	world.Eventually(t, 60*time.Second, "the restarted worker starts pushing", func() (bool, error) {
+	world.Eventually(t, killedActivityDelay, "the restarted worker starts pushing", func() (bool, error) {
 		return shared.emu.Writes() > writes, nil
 	})
 	p.kill() // in the middle of the push
@@ -99,7 +104,7 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 	for _, c := range components[6:] {
 		s.buildNow(c, 1)
 	}
-	world.Eventually(t, 60*time.Second, "the release begins", func() (bool, error) {
+	world.Eventually(t, killedActivityDelay, "the release begins", func() (bool, error) {
 		prs := shared.emu.PRs(s.ns, "bundle")
 		return len(prs) == 1 && (!prs[0].Draft || s.query(s.group("g")).Released), nil
 	})
@@ -109,7 +114,7 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 
 	// An activity the killed process had started is retried once its StartToClose
 	// timeout passes: that is how long a kill may delay the group, at most.
-	cg := s.waitFor("g", "phase Ready", 3*time.Minute, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+	cg := s.waitFor("g", "phase Ready", killedActivityDelay, func(cg *appstudiov1alpha1.ChangeGroup) bool {
 		return cg.Status.Phase == appstudiov1alpha1.PhaseReady
 	})
 	require.Equal(t, "10/10", cg.Status.Ready)
@@ -125,7 +130,7 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"), "still exactly one CI build")
 
 	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", prs[0].Number))
-	s.waitFor("g", "phase Completed", 3*time.Minute, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+	s.waitFor("g", "phase Completed", killedActivityDelay, func(cg *appstudiov1alpha1.ChangeGroup) bool {
 		return cg.Status.Phase == appstudiov1alpha1.PhaseCompleted
 	})
 	s.record("g")

@@ -2,6 +2,7 @@ package nudges
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -126,6 +128,7 @@ func TestRenovateFailsTwiceThenSucceeds(t *testing.T) {
 		require.Equal(t, renovate.RunName(wfID, i+1), r.Name, "deterministic name per attempt")
 	}
 	require.Equal(t, corev1.EventTypeWarning, f.events("bundle")[0].Type)
+	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name(), wfID)
 }
 
 // validatedState waits until the edge's workflow state satisfies cond.
@@ -216,6 +219,9 @@ func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
 	st := f.validatedState("operand", "bundle", "two nudges recorded", func(st validatednudge.State) bool { return len(st.Nudges) == 2 })
 	require.Equal(t, []string{digestOf(3), digestOf(4)}, []string{st.Nudges[0].Digest, st.Nudges[1].Digest})
 	require.Equal(t, nudge.PhaseSucceeded, st.Nudges[1].Phase)
+	// The edge's workflow lives on (it waits for the next build): its history so far.
+	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "validatednudge", "testdata"), t.Name(),
+		validatednudge.WorkflowID(f.ns, "operand", "bundle"))
 }
 
 // An edge held by an active ChangeGroup: its workflow gets the build, and no

@@ -90,5 +90,10 @@ func (w *World) RecordHistory(t testing.TB, dir, name, workflowID string) {
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatalf("recording history: %v", err)
 	}
+	// The history does not hold the workflow ID, and a workflow may derive names
+	// from it: the replay needs it back.
+	if err := os.WriteFile(strings.TrimSuffix(path, ".json.gz")+".workflow-id", []byte(workflowID+"\n"), 0o644); err != nil {
+		t.Fatalf("recording history: %v", err)
+	}
 	t.Logf("recorded %s", path)
 }

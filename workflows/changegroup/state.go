@@ -50,6 +50,8 @@ type State struct {
 	ReleaseRequested bool `json:"releaseRequested,omitempty"`
 	// HumanEdits: automated pushes are paused until a rebase is requested.
 	HumanEdits bool `json:"humanEdits,omitempty"`
+	// HumanEditsExplained: a sync has posted the comment that says how to resume.
+	HumanEditsExplained bool `json:"humanEditsExplained,omitempty"`
 	// Overwrite: the next sync discards human edits (rebase).
 	Overwrite bool `json:"overwrite,omitempty"`
 	// Dirty: the PR is behind the state; LastChange drives the debounce.

@@ -344,6 +344,10 @@ func (r *run) step() {
 
 func (r *run) syncDue(now time.Time) bool {
 	s := r.s
+	if s.HumanEdits && !s.Overwrite && !s.HumanEditsExplained && !now.Before(r.retryAt) {
+		// A poll found the edits: one sync posts the explanation (it pushes nothing).
+		return true
+	}
 	if !s.Dirty || (s.HumanEdits && !s.Overwrite) || now.Before(r.retryAt) {
 		return false
 	}
@@ -402,9 +406,10 @@ func (r *run) sync() {
 		r.forgeFailed(err)
 		return
 	}
-	s.Dirty = false
-	if !obs.HumanEdits {
-		s.Overwrite = false
+	if obs.HumanEdits {
+		s.HumanEditsExplained = true
+	} else {
+		s.Dirty, s.Overwrite = false, false
 	}
 	r.applyObserved(obs, mode)
 }
@@ -445,7 +450,7 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		if obs.HumanEdits {
 			s.Message = "automated pushes paused: " + obs.HumanEditReason + " (tick the rebase checkbox to resume)"
 		} else {
-			s.Message = ""
+			s.Message, s.HumanEditsExplained = "", false
 		}
 	}
 	if obs.RebaseRequested && s.HumanEdits {
@@ -525,6 +530,13 @@ func (r *run) wait() {
 		if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
 			wake, why = t, reason
 		}
+	}
+	if s.HumanEdits && !s.Overwrite && !s.HumanEditsExplained {
+		due := now
+		if r.retryAt.After(due) {
+			due = r.retryAt
+		}
+		consider(due, "explain the paused pushes on the PR")
 	}
 	if s.Dirty && !(s.HumanEdits && !s.Overwrite) {
 		due := s.LastChange.Add(r.settings.Debounce)
@@ -612,7 +624,8 @@ func (r *run) kubeCtx(summary string) workflow.Context {
 
 func (r *run) forgeCtx(summary string) workflow.Context {
 	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
+		// A worker that dies mid-call delays the group by this much, at most.
+		StartToCloseTimeout: time.Minute,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 12,
