@@ -87,7 +87,8 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, botToken
 	}
 	for _, c := range append([]string{Bundle}, Nudgers...) {
 		objs = append(objs, &mirrorv1alpha1.Component{
-			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns},
+			// The emulator speaks GitHub's API; its host does not say so.
+			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns, Annotations: map[string]string{mirrorv1alpha1.AnnotationGitProvider: "github"}},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
 				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{
 					URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},

@@ -236,11 +236,14 @@ func TestWalkthrough(t *testing.T) {
 			if cg.Status.Phase != appstudiov1alpha1.PhaseReady || cg.Status.Ready != "1/2" {
 				t.Fatalf("bundle-hotfix phase %s ready %s, want Ready 1/2 (operand-b dropped, released now)", cg.Status.Phase, cg.Status.Ready)
 			}
-			for _, c := range cg.Spec.NudgingComponents {
-				if c.Name == "operand-b" {
-					t.Fatalf("operand-b is still a member: %+v", cg.Spec.NudgingComponents)
-				}
+			states := map[string]appstudiov1alpha1.ComponentState{}
+			for _, c := range cg.Status.Components {
+				states[c.Name] = c.State
 			}
+			if states["operand-b"] != appstudiov1alpha1.ComponentDropped || states["operand-a"] != appstudiov1alpha1.ComponentReady {
+				t.Fatalf("want operand-b Dropped and operand-a Ready, got %v", states)
+			}
+			contains(t, out, "releasing with 1 of 2 components ready")
 			e.page("/"+bundleRepo+"/pull/2", `id="pr-state">open<`, `id="ci-count">1<`)
 			if prs := e.pulls(); len(prs) != 2 {
 				t.Fatalf("want two PRs (one per group), got %+v", prs)
