@@ -14,9 +14,12 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -253,13 +256,8 @@ func TestWalkthrough(t *testing.T) {
 			if cg := e.group("bundle-hotfix"); cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
 				t.Fatalf("bundle-hotfix phase %s, want Completed", cg.Status.Phase)
 			}
-			var runs tektonv1.PipelineRunList
-			if err := e.kube.List(context.Background(), &runs, ctrlclient.InNamespace(devenv.DemoNamespace),
-				ctrlclient.MatchingLabels{"app.kubernetes.io/managed-by": "nudgeflow"}); err != nil {
-				t.Fatal(err)
-			}
-			if len(runs.Items) != 1 {
-				t.Fatalf("want one Renovate PipelineRun launched by the validated nudge, got %d", len(runs.Items))
+			if run := e.renovateRun(); !strings.Contains(run.Annotations[renovate.AnnotationWorkflowID], "/"+devenv.Bundle) {
+				t.Fatalf("the Renovate run belongs to %q, want a nudge of %s", run.Annotations[renovate.AnnotationWorkflowID], devenv.Bundle)
 			}
 			contains(t, out, "validated-nudge/"+devenv.DemoNamespace+"/"+devenv.Operator+"/"+devenv.Bundle)
 		},
@@ -281,6 +279,13 @@ func TestWalkthrough(t *testing.T) {
 		}
 	}
 
+	// The validated nudge's Renovate run is pending: its Nudge workflow is running.
+	renovateRun := e.renovateRun()
+	nudgeID := renovateRun.Annotations[renovate.AnnotationWorkflowID]
+	if s := e.workflowStatus(nudgeID); s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("the Nudge workflow %s is %s before the restart, want Running", nudgeID, s)
+	}
+
 	// Ctrl-C, then `make run` again: everything resumes, nothing is duplicated.
 	d.interrupt(t)
 	contains(t, d.out.String(), "stopped; the state stays in "+home)
@@ -299,5 +304,32 @@ func TestWalkthrough(t *testing.T) {
 	if s := e.workflowStatus(e.group("bundle-update").Status.WorkflowID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Fatalf("after the restart the workflow is %s", s)
 	}
+	// The running workflow resumed: Tekton (here, the test) ends the Renovate run and
+	// the Nudge workflow completes.
+	renovateRun = e.renovateRun()
+	renovateRun.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	if err := e.kube.Status().Update(context.Background(), renovateRun); err != nil {
+		t.Fatal(err)
+	}
+	world.Eventually(t, 60*time.Second, "the resumed Nudge workflow completes when its Renovate run ends", func() (bool, error) {
+		if s := e.workflowStatus(nudgeID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			return false, fmt.Errorf("status %s", s)
+		}
+		return true, nil
+	})
 	d2.interrupt(t)
+}
+
+// renovateRun is the one Renovate PipelineRun nudgeflow launched.
+func (e *env) renovateRun() *tektonv1.PipelineRun {
+	e.t.Helper()
+	var runs tektonv1.PipelineRunList
+	if err := e.kube.List(context.Background(), &runs, ctrlclient.InNamespace(devenv.DemoNamespace),
+		ctrlclient.MatchingLabels{renovate.LabelManagedBy: renovate.ManagedByNudgeflow}); err != nil {
+		e.t.Fatal(err)
+	}
+	if len(runs.Items) != 1 {
+		e.t.Fatalf("want one Renovate PipelineRun launched by nudgeflow, got %d", len(runs.Items))
+	}
+	return &runs.Items[0]
 }
