@@ -1,22 +1,207 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/devenv"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 func newDevCommand() *cobra.Command {
-	return &cobra.Command{
+	ports := devenv.DefaultPorts
+	cmd := &cobra.Command{
 		Use:   "dev",
-		Short: "Start the whole system locally on embedded defaults",
+		Short: "Start the whole system locally on embedded defaults (make run)",
+		Long: `Starts a real kube-apiserver + etcd with every CRD and webhook, the Temporal dev
+server with its Web UI, the GitHub emulator with its web pages, the bridge and the
+worker, and seeds the "demo" namespace. State lives in $NUDGEFLOW_DEV_HOME, else
+${XDG_CACHE_HOME:-~/.cache}/nudgeflow/dev: Ctrl-C stops everything and the next
+start resumes where it was. Delete that folder to start afresh.
+
+The subcommands stand in for Konflux services (build, snapshot, merge) and print
+the environment to use the running system (env).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := devenv.Home()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return devenv.Run(ctx, devenv.Options{Home: home, Ports: ports, Out: cmd.OutOrStdout()})
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&ports.APIServer, "apiserver-port", ports.APIServer, "kube-apiserver's HTTPS port")
+	fs.IntVar(&ports.Temporal, "temporal-port", ports.Temporal, "Temporal frontend port")
+	fs.IntVar(&ports.TemporalUI, "ui-port", ports.TemporalUI, "Temporal Web UI port")
+	fs.IntVar(&ports.Forge, "forge-port", ports.Forge, "GitHub emulator port (API and web pages)")
+	fs.IntVar(&ports.ForgeHook, "forge-hook-port", ports.ForgeHook, "the bridge's forge webhook receiver port")
+	cmd.AddCommand(newDevEnvCommand(), newDevBuildCommand(), newDevSnapshotCommand(), newDevMergeCommand())
+	return cmd
+}
+
+// running reads the environment `nudgeflow dev` wrote.
+func running() (*devenv.Running, error) {
+	home, err := devenv.Home()
+	if err != nil {
+		return nil, err
+	}
+	return devenv.ReadRunning(home)
+}
+
+// devKubeFlags are kubectl's flags, defaulting to the running environment's
+// kubeconfig when neither --kubeconfig nor $KUBECONFIG says otherwise. The
+// returned function resolves them into a client and the namespace.
+func devKubeFlags(cmd *cobra.Command) func() (ctrlclient.Client, string, error) {
+	kf := addKubeFlags(cmd, false)
+	return func() (ctrlclient.Client, string, error) {
+		if kf.kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
+			r, err := running()
+			if err != nil {
+				return nil, "", err
+			}
+			kf.kubeconfig = r.Kubeconfig
+		}
+		return kf.resolve()
+	}
+}
+
+func newDevEnvCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "env",
+		Short: `Print the shell exports for the running environment: eval "$(nudgeflow dev env)"`,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := running()
+			if err != nil {
+				return err
+			}
+			var path []string
+			if exe, err := os.Executable(); err == nil {
+				path = append(path, filepath.Dir(exe))
+			}
+			assets, err := localenv.KubeAssets()
+			if err != nil {
+				return err
+			}
+			temporal, err := localenv.TemporalCLI()
+			if err != nil {
+				return err
+			}
+			kubectl, err := localenv.Kubectl()
+			if err != nil {
+				return err
+			}
+			path = append(path, filepath.Dir(kubectl), filepath.Dir(temporal), assets)
 			out := cmd.OutOrStdout()
-			fmt.Fprintln(out, "nudgeflow dev is not built yet. What exists today:")
-			fmt.Fprintln(out, "  - make tools   builds kube-apiserver, etcd, kubectl and the Temporal CLI into the tool cache")
-			fmt.Fprintln(out, "  - make test    runs the suite against a real control plane and a real Temporal dev server")
-			fmt.Fprintln(out, "Still to come (see the open issues): worker, bridge, GitHub emulator, seeded demo namespace.")
+			for _, kv := range [][2]string{{"KUBECONFIG", r.Kubeconfig}, {"TEMPORAL_ADDRESS", r.TemporalAddress},
+				{"TEMPORAL_NAMESPACE", r.Namespace}, {"TEMPORAL_UI", r.TemporalUI}, {"NUDGEFLOW_FORGE_URL", r.ForgeURL}} {
+				fmt.Fprintf(out, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+			}
+			fmt.Fprintf(out, "export PATH=%s:\"$PATH\"\n", shellQuote(strings.Join(path, ":")))
 			return nil
 		},
 	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func newDevBuildCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "build COMPONENT",
+		Short: "Simulate a component's push build succeeding (build-service and Pipelines as Code)",
+		Long: `Creates a succeeded push build PipelineRun of COMPONENT with IMAGE_URL and
+IMAGE_DIGEST results (a new digest per build), and the nudge PipelineRun
+build-service would create for it (none in a namespace with a NudgeConfig).`,
+		Args: cobra.ExactArgs(1),
+	}
+	flags := devKubeFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, ns, err := flags()
+		if err != nil {
+			return err
+		}
+		res, err := devenv.Build(cmd.Context(), c, ns, args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "pipelinerun/%s succeeded: %s (%s)\n", res.Build, res.ImageURL, res.Digest)
+		if res.Nudge != "" {
+			fmt.Fprintf(cmd.OutOrStdout(), "pipelinerun/%s created (build-service's nudge)\n", res.Nudge)
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newDevSnapshotCommand() *cobra.Command {
+	var pass, fail bool
+	cmd := &cobra.Command{
+		Use:   "snapshot GROUP --pass|--fail",
+		Short: "Simulate integration-service: a Snapshot of a ComponentGroup whose tests passed or failed",
+		Args:  cobra.ExactArgs(1),
+	}
+	flags := devKubeFlags(cmd)
+	cmd.Flags().BoolVar(&pass, "pass", false, "the tests passed")
+	cmd.Flags().BoolVar(&fail, "fail", false, "the tests failed")
+	cmd.MarkFlagsOneRequired("pass", "fail")
+	cmd.MarkFlagsMutuallyExclusive("pass", "fail")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, ns, err := flags()
+		if err != nil {
+			return err
+		}
+		name, err := devenv.Snapshot(cmd.Context(), c, ns, args[0], pass)
+		if err != nil {
+			return err
+		}
+		verdict := "passed"
+		if fail {
+			verdict = "failed"
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "snapshot/%s: tests %s\n", name, verdict)
+		return nil
+	}
+	return cmd
+}
+
+func newDevMergeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "merge PR",
+		Short: "Merge a pull request in the GitHub emulator as the demo's maintainer (PR: OWNER/REPO#N or its URL)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			owner, repo, n, err := devenv.ParsePR(args[0])
+			if err != nil {
+				return err
+			}
+			home, err := devenv.Home()
+			if err != nil {
+				return err
+			}
+			sha, err := devenv.MergeAsMaintainer(contextOf(cmd), home, owner, repo, n)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "merged %s/%s#%d: %s\n", owner, repo, n, sha)
+			return nil
+		},
+	}
+}
+
+func contextOf(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 
@@ -49,9 +50,13 @@ func (c Credential) String() string {
 // Lookup returns the best-matching credential for host and repository ("org/repo").
 func Lookup(ctx context.Context, r ctrlclient.Reader, namespace, host, repository string) (Credential, error) {
 	var list corev1.SecretList
+	label := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		label = h // label values cannot hold a port
+	}
 	if err := r.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingLabels{
 		LabelCredentials: LabelCredentialsSCM,
-		LabelSCMHost:     host,
+		LabelSCMHost:     label,
 	}); err != nil {
 		return Credential{}, fmt.Errorf("listing SCM credential Secrets for %s in %s: %w", host, namespace, err)
 	}

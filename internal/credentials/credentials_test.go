@@ -50,6 +50,10 @@ func TestLookupPicksTheBestMatch(t *testing.T) {
 	require.Equal(t, DefaultUsername, got.Username, "an empty username falls back to build-service's default")
 	require.NotContains(t, got.String(), "t-host", "String never prints the token")
 
+	got, err = Lookup(ctx, c, "ns", "github.com:8443", "org/repo")
+	require.NoError(t, err, "a host with a port matches the Secret labelled with the host alone")
+	require.Equal(t, "t-gh", got.Password)
+
 	_, err = Lookup(ctx, c, "ns", "codeberg.org", "org/repo")
 	require.True(t, errors.Is(err, ErrNotFound), "got %v", err)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strconv"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -20,6 +21,8 @@ type ControlPlaneOptions struct {
 	WebhookManifests []string
 	// ExtraCRDDirs are loaded beside deploy/crds and test/crds.
 	ExtraCRDDirs []string
+	// APIServerPort is kube-apiserver's secure port on 127.0.0.1; a free one when zero.
+	APIServerPort int
 }
 
 // ControlPlane is a running kube-apiserver + etcd with every CRD installed.
@@ -49,6 +52,10 @@ func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
 	}
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.Out, apiServer.Err = opts.Log, opts.Log
+	if opts.APIServerPort != 0 {
+		apiServer.SecureServing.Address = "127.0.0.1"
+		apiServer.SecureServing.Port = strconv.Itoa(opts.APIServerPort)
+	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Out: opts.Log, Err: opts.Log, DataDir: opts.EtcdDataDir}
 	cfg, err := env.Start()
 	if err != nil {

@@ -74,7 +74,7 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	extra = append(extra, opts.ExtraArgs...)
 	dso := testsuite.DevServerOptions{
 		ExistingPath:  cli,
-		ClientOptions: &client.Options{HostPort: address, Namespace: opts.Namespace},
+		ClientOptions: &client.Options{HostPort: address, Namespace: opts.Namespace, Logger: warnLogger()},
 		DBFilename:    opts.DBFile,
 		LogLevel:      "warn",
 		ExtraArgs:     extra,
@@ -97,8 +97,12 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 // Dial returns a client for the dev server's namespace.
 // Its logger keeps warnings and errors only: the SDK's debug lines drown test output.
 func (t *Temporal) Dial() (client.Client, error) {
-	logger := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	return client.Dial(client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: logger})
+	return client.Dial(client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: warnLogger()})
+}
+
+// warnLogger keeps the SDK's warnings and errors only.
+func warnLogger() sdklog.Logger {
+	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 // Stop stops the server.

@@ -46,3 +46,6 @@ func TemporalCLI() (string, error) { return toolPath("TEMPORAL_CLI", "path tempo
 func RenovateConfigValidator() (string, error) {
 	return toolPath("RENOVATE_CONFIG_VALIDATOR", "path renovate-config-validator")
 }
+
+// Kubectl is the kubectl binary (KUBECTL).
+func Kubectl() (string, error) { return toolPath("KUBECTL", "path kubectl") }

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -74,17 +75,41 @@ type CIEvent struct {
 
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
-	s := &Server{
+	s := newServer()
+	s.srv = httptest.NewServer(s.routes())
+	s.startDelivery()
+	return s
+}
+
+// NewAt starts an emulator listening on addr (host:port), for `nudgeflow dev`'s
+// fixed, documented port. It fails when the address is taken.
+func NewAt(addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("GitHub emulator: listening on %s: %w", addr, err)
+	}
+	s := newServer()
+	s.srv = httptest.NewUnstartedServer(s.routes())
+	_ = s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	s.startDelivery()
+	return s, nil
+}
+
+func newServer() *Server {
+	return &Server{
 		tokens:  map[string]User{},
 		repos:   map[string]*repo{},
 		nextID:  1000,
 		deliver: make(chan delivery, 1024),
 		done:    make(chan struct{}),
 	}
-	s.srv = httptest.NewServer(s.routes())
+}
+
+func (s *Server) startDelivery() {
 	s.hookWG.Add(1)
 	go s.deliveryLoop()
-	return s
 }
 
 // Close stops the server and the webhook sender.
@@ -453,13 +478,18 @@ func (s *Server) MergePR(owner, name string, number int) error {
 	if err != nil {
 		return err
 	}
+	s.merge(r, p, signature{Name: "Maintainer", Email: "maintainer@example.com"})
+	return nil
+}
+
+// merge merges an open PR as sig. Callers hold s.mu.
+func (s *Server) merge(r *repo, p *pull, sig signature) string {
 	head := r.commits[p.HeadSHA]
-	sig := signature{Name: "Maintainer", Email: "maintainer@example.com"}
-	c := s.newCommit(r, head.Tree, []string{r.refs["heads/"+p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", number), sig, sig)
+	c := s.newCommit(r, head.Tree, []string{r.refs["heads/"+p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", p.Number), sig, sig)
 	r.refs["heads/"+p.Base] = c.SHA
 	p.State, p.Merged = "closed", true
 	s.event(r, p, "closed", sig.Name)
-	return nil
+	return c.SHA
 }
 
 // ClosePR closes an open PR as a person would.

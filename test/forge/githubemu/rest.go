@@ -33,10 +33,12 @@ func (s *Server) routes() http.Handler {
 	api("POST /repos/{owner}/{repo}/pulls", s.createPull)
 	api("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
 	api("PATCH /repos/{owner}/{repo}/pulls/{number}", s.editPull)
+	api("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.mergePull)
 	api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
 	api("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
 	mux.HandleFunc("POST /api/graphql", s.authed(s.graphql))
 	s.appRoutes(mux)
+	s.webRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "Not Found") })
 	return mux
 }

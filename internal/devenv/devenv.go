@@ -1,0 +1,383 @@
+// Package devenv is `nudgeflow dev`: the whole system on one machine. It starts a
+// real kube-apiserver + etcd with every CRD and webhook, the Temporal dev server
+// with its Web UI, the GitHub emulator with its web pages, the bridge and the
+// worker; seeds a demo namespace; and keeps their state under one folder so a
+// restart resumes where it stopped. The simulator (simulate.go) stands in for the
+// Konflux services a local world lacks.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+// Ports are where the parts listen on 127.0.0.1.
+type Ports struct {
+	APIServer  int // kube-apiserver (HTTPS)
+	Temporal   int // Temporal frontend (gRPC)
+	TemporalUI int // Temporal Web UI
+	Forge      int // GitHub emulator: API and web pages
+	ForgeHook  int // the bridge's forge webhook receiver
+}
+
+// DefaultPorts are the documented defaults.
+var DefaultPorts = Ports{APIServer: 16443, Temporal: 7233, TemporalUI: 8233, Forge: 8180, ForgeHook: 8181}
+
+// Options configure Run.
+type Options struct {
+	// Home holds the state (see Home); created when missing.
+	Home  string
+	Ports Ports
+	// Out receives the progress lines and the ready banner.
+	Out io.Writer
+	// Settings tune the ChangeGroup workflows (short debounce and poll for a demo).
+	Settings cgwf.Settings
+}
+
+// Bot is the commit identity of nudgeflow in the local world.
+var Bot = forge.Signature{Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.noreply.127.0.0.1"}
+
+// Run starts everything, prints the ready banner and blocks until ctx ends, then
+// stops everything in order. State under opts.Home survives for the next Run.
+func Run(ctx context.Context, opts Options) (err error) {
+	began := time.Now()
+	out := opts.Out
+	if opts.Settings == (cgwf.Settings{}) {
+		opts.Settings = cgwf.Settings{Debounce: 2 * time.Second, PollInterval: 10 * time.Second}
+	}
+	logs := filepath.Join(opts.Home, dirLogs)
+	for _, d := range []string{opts.Home, filepath.Join(opts.Home, dirEtcd), logs} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("creating %s: %w", d, err)
+		}
+	}
+	if err := checkPorts(opts.Ports); err != nil {
+		return err
+	}
+	if r, err := ReadRunning(opts.Home); err == nil && processAlive(r.PID) {
+		return fmt.Errorf("another `nudgeflow dev` (pid %d) uses %s: stop it first, or set %s to another folder", r.PID, opts.Home, HomeEnv)
+	}
+	tok, err := loadTokens(opts.Home)
+	if err != nil {
+		return err
+	}
+
+	var stops []func() // run in reverse order
+	defer func() {
+		fmt.Fprintln(out, "stopping: worker, bridge, GitHub emulator, Temporal, kube-apiserver and etcd")
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		_ = os.Remove(filepath.Join(opts.Home, fileRunning))
+		if err == nil {
+			fmt.Fprintf(out, "stopped; the state stays in %s: `make run` resumes it\n", opts.Home)
+		}
+	}()
+	openLog := func(name string) (*os.File, error) {
+		f, err := os.OpenFile(filepath.Join(logs, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("opening log %s: %w", name, err)
+		}
+		stops = append(stops, func() { _ = f.Close() })
+		return f, nil
+	}
+
+	// The control plane and Temporal start side by side.
+	cpLog, err := openLog("kube-apiserver-etcd.log")
+	if err != nil {
+		return err
+	}
+	tLog, err := openLog("temporal.log")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "starting kube-apiserver + etcd and the Temporal dev server…")
+	var (
+		wg     sync.WaitGroup
+		cp     *localenv.ControlPlane
+		tmp    *localenv.Temporal
+		cpErr  error
+		tmpErr error
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		cp, cpErr = localenv.StartControlPlane(localenv.ControlPlaneOptions{
+			Log: cpLog, EtcdDataDir: filepath.Join(opts.Home, dirEtcd), APIServerPort: opts.Ports.APIServer,
+			WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		tmp, tmpErr = localenv.StartTemporal(ctx, localenv.TemporalOptions{
+			Port: opts.Ports.Temporal, UIPort: opts.Ports.TemporalUI, DBFile: filepath.Join(opts.Home, fileTemporalDB), Log: tLog,
+		})
+	}()
+	wg.Wait()
+	if cp != nil {
+		stops = append(stops, func() { logStop("kube-apiserver and etcd", cp.Stop()) })
+	}
+	if tmp != nil {
+		stops = append(stops, func() { logStop("Temporal", tmp.Stop()) })
+	}
+	if err := errors.Join(cpErr, tmpErr); err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, logs)
+	}
+	fmt.Fprintf(out, "  kube-apiserver and Temporal answer (%s)\n", time.Since(began).Round(100*time.Millisecond))
+
+	workerLog, err := openLog("worker.log")
+	if err != nil {
+		return err
+	}
+	tc, err := client.Dial(client.Options{HostPort: tmp.Address, Namespace: tmp.Namespace,
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(workerLog, &slog.HandlerOptions{Level: slog.LevelInfo})))})
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", tmp.Address, err)
+	}
+	stops = append(stops, tc.Close)
+	kc, err := ctrlclient.New(cp.Config, ctrlclient.Options{Scheme: kube.NewScheme()})
+	if err != nil {
+		return fmt.Errorf("creating a Kubernetes client: %w", err)
+	}
+
+	// The GitHub emulator, with the state of the last run.
+	emu, err := githubemu.NewAt(net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.Forge)))
+	if err != nil {
+		return err
+	}
+	emuFile := filepath.Join(opts.Home, fileEmulator)
+	emuStop := make(chan struct{})
+	emuDone := make(chan struct{})
+	stops = append(stops, func() {
+		close(emuStop)
+		<-emuDone
+		emu.Close()
+		logStop("saving the GitHub emulator's state", emu.Save(emuFile))
+	})
+	if _, err := emu.Load(emuFile); err != nil {
+		close(emuDone)
+		return err
+	}
+	go saveLoop(emu, emuFile, emuStop, emuDone)
+	emu.AddToken(tok.Bot, githubemu.User{Login: "nudgeflow[bot]", Name: Bot.Name, Email: Bot.Email})
+	emu.AddToken(tok.Maintainer, githubemu.User{Login: "maintainer", Name: "Demo Maintainer", Email: "maintainer@example.com"})
+	seedForge(emu)
+
+	// The bridge: reconcilers, admission webhooks, forge webhook receiver.
+	bridgeLog, err := openLog("bridge.log")
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.JSONEncoder()))
+	wio := cp.Env.WebhookInstallOptions
+	mgr, err := bridge.NewManager(cp.Config, bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir})
+	if err != nil {
+		return err
+	}
+	b, err := bridge.Setup(mgr, bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings})
+	if err != nil {
+		return err
+	}
+	hookAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.ForgeHook))
+	hl, err := net.Listen("tcp", hookAddr)
+	if err != nil {
+		return fmt.Errorf("forge webhook receiver: listening on %s: %w", hookAddr, err)
+	}
+	hookSrv := &http.Server{Handler: &forgehook.Handler{Secret: forgehook.StaticSecret([]byte(tok.WebhookSecret)), Sink: b.PREvents},
+		ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hookSrv.Serve(hl) }()
+	stops = append(stops, func() { _ = hookSrv.Close() })
+	hookURL := "http://" + hookAddr + "/"
+	emu.AddWebhook(hookURL, tok.WebhookSecret)
+
+	mgrCtx, stopMgr := context.WithCancel(context.Background())
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	stops = append(stops, func() {
+		stopMgr()
+		logStop("bridge", <-mgrDone)
+	})
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("the bridge's cache did not sync: %w", context.Cause(ctx))
+	}
+	if err := waitUntil(ctx, 30*time.Second, "the bridge's admission webhooks", func() error {
+		return mgr.GetWebhookServer().StartedChecker()(nil)
+	}); err != nil {
+		return err
+	}
+
+	// The worker.
+	wk := nfworker.New(tc, nfworker.Deps{Kube: kc, Temporal: tc,
+		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{})
+	if err := wk.Start(); err != nil {
+		return fmt.Errorf("starting the worker: %w", err)
+	}
+	stops = append(stops, wk.Stop)
+
+	if err := seedCluster(ctx, kc, emu.URL(), tok.Bot); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(opts.Home, fileKubeconfig)
+	if err := writeKubeconfig(kubeconfig, cp.Config, DemoNamespace); err != nil {
+		return err
+	}
+	if err := waitUntil(ctx, 60*time.Second, "the Temporal Web UI", func() error { return httpOK(tmp.UIAddress) }); err != nil {
+		return err
+	}
+	if err := waitUntil(ctx, 10*time.Second, "the GitHub emulator", func() error { return httpOK(emu.URL()) }); err != nil {
+		return err
+	}
+	run := Running{PID: os.Getpid(), Kubeconfig: kubeconfig, APIServer: cp.Config.Host, TemporalAddress: tmp.Address,
+		TemporalUI: tmp.UIAddress, Namespace: tmp.Namespace, ForgeURL: emu.URL(), ForgeHookURL: hookURL, Logs: logs}
+	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
+		return err
+	}
+	printReady(out, &run, time.Since(began))
+	<-ctx.Done()
+	fmt.Fprintln(out)
+	return nil
+}
+
+func printReady(out io.Writer, r *Running, took time.Duration) {
+	fmt.Fprintf(out, `
+nudgeflow dev is ready (started in %s)
+
+  Temporal Web UI     %s/namespaces/%s/workflows
+  GitHub emulator     %s   (repositories, pull requests, CI events)
+  kube-apiserver      %s
+  kubeconfig          %s   (context namespace: %s)
+  Temporal frontend   %s   (namespace %s)
+  logs                %s
+
+Next, in another terminal:
+
+  eval "$(./bin/nudgeflow dev env)"     # KUBECONFIG, TEMPORAL_ADDRESS, PATH with kubectl and temporal
+  kubectl get components,nudgeconfigs
+  # then follow "Walkthrough" in README.md
+
+Ctrl-C stops everything; `+"`make run`"+` again resumes where it was.
+`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.APIServer, r.Kubeconfig, DemoNamespace,
+		r.TemporalAddress, r.Namespace, r.Logs)
+}
+
+// checkPorts refuses to start when a port is taken, naming it and its flag.
+func checkPorts(p Ports) error {
+	for _, c := range []struct {
+		port       int
+		what, flag string
+	}{{p.APIServer, "kube-apiserver", "--apiserver-port"}, {p.Temporal, "Temporal frontend", "--temporal-port"},
+		{p.TemporalUI, "Temporal Web UI", "--ui-port"}, {p.Forge, "GitHub emulator", "--forge-port"},
+		{p.ForgeHook, "forge webhook receiver", "--forge-hook-port"}} {
+		if c.port == 0 {
+			return fmt.Errorf("%s needs a port (%s)", c.what, c.flag)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)))
+		if err != nil {
+			return fmt.Errorf("port %d for the %s is taken (%w): stop what uses it, or choose another with %s", c.port, c.what, err, c.flag)
+		}
+		_ = l.Close()
+	}
+	return nil
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 || pid == os.Getpid() {
+		return false
+	}
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+func httpOK(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// waitUntil polls check until it succeeds, ctx ends or timeout passes.
+func waitUntil(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, context.Cause(ctx))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// saveLoop writes the emulator's state whenever it changed, every two seconds, so
+// even a killed `nudgeflow dev` loses little; Run saves once more when it stops.
+func saveLoop(emu *githubemu.Server, path string, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	var last []byte
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			b, err := emu.State()
+			if err != nil || string(b) == string(last) {
+				continue
+			}
+			if err := emu.Save(path); err != nil {
+				slog.Error("saving the GitHub emulator's state", "path", path, "error", err)
+				continue
+			}
+			last = b
+		}
+	}
+}
+
+func logStop(what string, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, os.ErrProcessDone) {
+		slog.Warn("stopping", "part", what, "error", err)
+	}
+}

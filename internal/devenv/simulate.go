@@ -1,0 +1,266 @@
+package devenv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+)
+
+// The simulator stands in for the Konflux services a local world lacks:
+// build-service and Pipelines as Code (a push build that succeeded, and the nudge
+// PipelineRun build-service creates for it) and integration-service (a Snapshot of
+// a ComponentGroup whose tests passed or failed).
+
+// BuildResult is what Build created.
+type BuildResult struct {
+	Build    string // the build PipelineRun
+	Nudge    string // build-service's nudge PipelineRun ("" when it would create none)
+	ImageURL string
+	Digest   string
+}
+
+// Build simulates the n-th push build of component succeeding, n counting the
+// component's earlier simulated builds: a build PipelineRun with IMAGE_URL and
+// IMAGE_DIGEST results and a Succeeded condition; and, when build-service would nudge
+// (build-nudges-ref in a namespace without a NudgeConfig), its nudge PipelineRun.
+func Build(ctx context.Context, kube ctrlclient.Client, ns, component string) (*BuildResult, error) {
+	var comp mirrorv1alpha1.Component
+	if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: component}, &comp); err != nil {
+		return nil, fmt.Errorf("reading component %s/%s: %w", ns, component, err)
+	}
+	var builds tektonv1.PipelineRunList
+	if err := kube.List(ctx, &builds, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{
+		konflux.LabelComponent: component, konflux.LabelPipelineType: "build"}); err != nil {
+		return nil, fmt.Errorf("listing the builds of %s/%s: %w", ns, component, err)
+	}
+	n := len(builds.Items) + 1
+	image := comp.Spec.ContainerImage
+	if image == "" {
+		image = ImageOf(component)
+	}
+	res := &BuildResult{Build: fmt.Sprintf("%s-on-push-%d", component, n),
+		ImageURL: fmt.Sprintf("%s:on-push-%d", image, n), Digest: DigestOf(ns, component, n)}
+	now := metav1.Now()
+	plr := &tektonv1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{Name: res.Build, Namespace: ns,
+			Labels: map[string]string{konflux.LabelComponent: component, konflux.LabelPipelineType: "build",
+				"appstudio.openshift.io/application": comp.Spec.Application},
+			Annotations: map[string]string{konflux.AnnotationEventType: "push"}},
+		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
+	}
+	if err := kube.Create(ctx, plr); err != nil {
+		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)
+	}
+	plr.Status.StartTime = &now
+	plr.Status.CompletionTime = &now
+	plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded",
+		Message: "simulated by nudgeflow dev build"}}
+	plr.Status.Results = []tektonv1.PipelineRunResult{
+		{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(res.ImageURL)},
+		{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(res.Digest)},
+	}
+	if err := kube.Status().Update(ctx, plr); err != nil {
+		return nil, fmt.Errorf("marking build PipelineRun %s/%s succeeded: %w", ns, res.Build, err)
+	}
+	targets, err := buildServiceTargets(ctx, kube, &comp)
+	if err != nil || len(targets) == 0 {
+		return res, err
+	}
+	nudge := &tektonv1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "renovate-pipeline-", Namespace: ns,
+			Labels: map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue},
+			Annotations: map[string]string{
+				konflux.AnnotationNudging:    component,
+				konflux.AnnotationNudged:     strings.Join(targets, " "),
+				konflux.AnnotationNudgingPLR: res.Build,
+				konflux.AnnotationNudgingImg: res.ImageURL,
+			}},
+		Spec: tektonv1.PipelineRunSpec{PipelineSpec: &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{Name: "renovate"}}}},
+	}
+	if err := kube.Create(ctx, nudge); err != nil {
+		return nil, fmt.Errorf("creating build-service's nudge PipelineRun for %s: %w", res.Build, err)
+	}
+	res.Nudge = nudge.Name
+	return res, nil
+}
+
+// buildServiceTargets are the components build-service would nudge after a build:
+// build-nudges-ref, unless the namespace has a NudgeConfig (then build-service
+// leaves nudging to integration-service and nudgeflow).
+func buildServiceTargets(ctx context.Context, kube ctrlclient.Client, comp *mirrorv1alpha1.Component) ([]string, error) {
+	if len(comp.Spec.BuildNudgesRef) == 0 {
+		return nil, nil
+	}
+	var nc konfluxv1alpha1.NudgeConfig
+	err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: comp.Namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	switch {
+	case err == nil:
+		return nil, nil
+	case apierrors.IsNotFound(err):
+		return comp.Spec.BuildNudgesRef, nil
+	default:
+		return nil, fmt.Errorf("reading the NudgeConfig of %s: %w", comp.Namespace, err)
+	}
+}
+
+// Snapshot simulates integration-service finishing the tests of a ComponentGroup:
+// a new Snapshot of the group holding each member's latest simulated build (its
+// last promoted image when it has none), with AppStudioTestSucceeded set to passed.
+// It returns the Snapshot's name.
+func Snapshot(ctx context.Context, kube ctrlclient.Client, ns, group string, passed bool) (string, error) {
+	var cg mirrorv1beta2.ComponentGroup
+	if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: group}, &cg); err != nil {
+		return "", fmt.Errorf("reading ComponentGroup %s/%s: %w", ns, group, err)
+	}
+	snap := &mirrorv1alpha1.Snapshot{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: group + "-", Namespace: ns},
+		Spec:       mirrorv1alpha1.SnapshotSpec{ComponentGroup: group},
+	}
+	for _, m := range cg.Spec.Components {
+		image, err := latestImage(ctx, kube, ns, m.Name)
+		if err != nil {
+			return "", err
+		}
+		if image != "" {
+			snap.Spec.Components = append(snap.Spec.Components, mirrorv1alpha1.SnapshotComponent{Name: m.Name, ContainerImage: image})
+		}
+	}
+	if len(snap.Spec.Components) == 0 {
+		return "", fmt.Errorf("ComponentGroup %s/%s has no component with an image: build one first", ns, group)
+	}
+	if err := kube.Create(ctx, snap); err != nil {
+		return "", fmt.Errorf("creating a Snapshot of %s/%s: %w", ns, group, err)
+	}
+	cond := metav1.Condition{Type: mirrorv1alpha1.SnapshotTestSucceeded, Status: metav1.ConditionTrue, Reason: "Passed",
+		Message: "All Integration Pipeline tests passed (simulated by nudgeflow dev snapshot)"}
+	if !passed {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Failed", "Some Integration Pipeline tests failed (simulated by nudgeflow dev snapshot)"
+	}
+	meta.SetStatusCondition(&snap.Status.Conditions, cond)
+	if err := kube.Status().Update(ctx, snap); err != nil {
+		return "", fmt.Errorf("setting the test result of Snapshot %s/%s: %w", ns, snap.Name, err)
+	}
+	return snap.Name, nil
+}
+
+// latestImage is repo@digest of the component's newest succeeded build, else its
+// last promoted image.
+func latestImage(ctx context.Context, kube ctrlclient.Client, ns, component string) (string, error) {
+	var builds tektonv1.PipelineRunList
+	if err := kube.List(ctx, &builds, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{
+		konflux.LabelComponent: component, konflux.LabelPipelineType: "build"}); err != nil {
+		return "", fmt.Errorf("listing the builds of %s/%s: %w", ns, component, err)
+	}
+	var best *tektonv1.PipelineRun
+	for i := range builds.Items {
+		b := &builds.Items[i]
+		if b.Status.GetCondition(apis.ConditionSucceeded).IsTrue() && (best == nil || best.CreationTimestamp.Before(&b.CreationTimestamp) ||
+			(best.CreationTimestamp.Equal(&b.CreationTimestamp) && buildNumber(best.Name) < buildNumber(b.Name))) {
+			best = b
+		}
+	}
+	if best != nil {
+		var imageURL, digest string
+		for _, r := range best.Status.Results {
+			switch r.Name {
+			case konflux.ResultImageURL:
+				imageURL = r.Value.StringVal
+			case konflux.ResultImageDigest:
+				digest = r.Value.StringVal
+			}
+		}
+		if imageURL != "" && digest != "" {
+			repo, _, _ := strings.Cut(imageURL, "@")
+			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+				repo = repo[:i]
+			}
+			return repo + "@" + digest, nil
+		}
+	}
+	var comp mirrorv1alpha1.Component
+	if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: component}, &comp); err != nil {
+		return "", ctrlclient.IgnoreNotFound(err)
+	}
+	return comp.Status.LastPromotedImage, nil
+}
+
+func buildNumber(name string) int {
+	_, n, _ := strings.Cut(name, "-on-push-")
+	i, _ := strconv.Atoi(n)
+	return i
+}
+
+var prRef = regexp.MustCompile(`^(?:https?://[^/]+/)?([^/#\s]+)/([^/#\s]+)(?:/pull/|#)(\d+)$`)
+
+// ParsePR reads "owner/repo#N" or a pull request's web URL.
+func ParsePR(ref string) (owner, repo string, number int, err error) {
+	m := prRef.FindStringSubmatch(strings.TrimSpace(ref))
+	if m == nil {
+		return "", "", 0, fmt.Errorf("%q is not a pull request: give OWNER/REPO#N or its URL", ref)
+	}
+	number, _ = strconv.Atoi(m[3])
+	return m[1], m[2], number, nil
+}
+
+// Merge merges a pull request in the emulator through GitHub's REST API, as the
+// demo's maintainer.
+func Merge(ctx context.Context, forgeURL, token, owner, repo string, number int) (string, error) {
+	u := fmt.Sprintf("%s/api/v3/repos/%s/%s/pulls/%d/merge", strings.TrimSuffix(forgeURL, "/"), url.PathEscape(owner), url.PathEscape(repo), number)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, strings.NewReader("{}"))
+	if err != nil {
+		return "", fmt.Errorf("merging %s/%s#%d: %w", owner, repo, number, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("merging %s/%s#%d: %w", owner, repo, number, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var out struct {
+		SHA     string `json:"sha"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(body, &out)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("merging %s/%s#%d: %s: %s", owner, repo, number, resp.Status, out.Message)
+	}
+	return out.SHA, nil
+}
+
+// MergeAsMaintainer merges a pull request of the environment running in home.
+func MergeAsMaintainer(ctx context.Context, home, owner, repo string, number int) (string, error) {
+	r, err := ReadRunning(home)
+	if err != nil {
+		return "", err
+	}
+	tok, err := loadTokens(home)
+	if err != nil {
+		return "", err
+	}
+	return Merge(ctx, r.ForgeURL, tok.Maintainer, owner, repo, number)
+}

@@ -1,0 +1,385 @@
+// Package devenv_test proves `make run`: it builds the binary, starts `nudgeflow dev`
+// on free ports with a fresh state folder, runs the README's walkthrough command by
+// command in one bash session, checks what each step promises (also in a headless
+// chromium), stops it with SIGINT and resumes it.
+package devenv_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+)
+
+// lockedBuffer collects a process's output for the test to read while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// toolEnv resolves the tools once (hack/tools.sh builds what is missing) and hands
+// their paths to every child, so `nudgeflow dev env` finds them too.
+func toolEnv(t *testing.T) []string {
+	t.Helper()
+	assets, err := localenv.KubeAssets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	temporal, err := localenv.TemporalCLI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl, err := localenv.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		// What the walkthrough must set itself (eval "$(nudgeflow dev env)").
+		if k, _, _ := strings.Cut(kv, "="); k == "KUBECONFIG" || strings.HasPrefix(k, "TEMPORAL_") || k == "NUDGEFLOW_FORGE_URL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "KUBEBUILDER_ASSETS="+assets, "TEMPORAL_CLI="+temporal, "KUBECTL="+kubectl)
+}
+
+// buildBinary builds bin/nudgeflow inside dir, as `make build` does in a clone.
+func buildBinary(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "nudgeflow"), "./cmd/nudgeflow")
+	cmd.Dir = localenv.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+}
+
+type ports struct{ apiserver, temporal, ui, forge, hook int }
+
+// freePorts picks five free ports below the kernel's ephemeral range (32768 and up),
+// so the control plane's own free-port choices (etcd's) cannot land on them between
+// the pick and the start.
+func freePorts(t *testing.T) ports {
+	t.Helper()
+	var p []int
+	for port := 20000 + rand.IntN(10000); len(p) < 5 && port < 32000; port++ {
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			_ = l.Close()
+			p = append(p, port)
+		}
+	}
+	if len(p) < 5 {
+		t.Fatal("no five free ports between 20000 and 32000")
+	}
+	return ports{p[0], p[1], p[2], p[3], p[4]}
+}
+
+// keepLogs copies the servers' logs out of the state folder when the test failed.
+func keepLogs(t *testing.T, home string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		keep, err := os.MkdirTemp("", "devenv-logs-")
+		if err == nil {
+			err = os.CopyFS(keep, os.DirFS(filepath.Join(home, "logs")))
+		}
+		t.Logf("nudgeflow dev's logs: %s (%v)", keep, err)
+	})
+}
+
+// dev is a running `nudgeflow dev`.
+type dev struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan error
+}
+
+// startDev starts `nudgeflow dev` and waits for its ready banner.
+func startDev(t *testing.T, dir string, env []string, p ports) (*dev, time.Duration) {
+	t.Helper()
+	began := time.Now()
+	d := &dev{out: &lockedBuffer{}, done: make(chan error, 1)}
+	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), "dev",
+		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
+		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook))
+	d.cmd.Dir, d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = dir, env, d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-d.done:
+			case <-time.After(60 * time.Second):
+				_ = d.cmd.Process.Kill()
+			}
+		}
+		if t.Failed() {
+			t.Logf("nudgeflow dev output:\n%s", d.out.String())
+		}
+	})
+	deadline := time.After(5 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(d.out.String(), "nudgeflow dev is ready") {
+		select {
+		case err := <-d.done:
+			t.Fatalf("nudgeflow dev exited before ready (%v):\n%s", err, d.out.String())
+		case <-deadline:
+			t.Fatalf("nudgeflow dev not ready after 5 minutes:\n%s", d.out.String())
+		case <-tick.C:
+		}
+	}
+	return d, time.Since(began)
+}
+
+// interrupt sends Ctrl-C's signal and expects a clean exit.
+func (d *dev) interrupt(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Fatalf("nudgeflow dev after SIGINT: %v\n%s", err, d.out.String())
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatalf("nudgeflow dev did not stop within 90s of SIGINT:\n%s", d.out.String())
+	}
+}
+
+// step is one marked ```sh block of the README.
+type step struct{ id, script string }
+
+var stepRE = regexp.MustCompile("(?s)<!-- walkthrough: ([a-z0-9-]+) -->\n```sh\n(.*?)\n```")
+
+func readmeSteps(t *testing.T) []step {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(localenv.RepoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []step
+	for _, m := range stepRE.FindAllStringSubmatch(string(b), -1) {
+		steps = append(steps, step{id: m[1], script: m[2]})
+	}
+	if len(steps) == 0 {
+		t.Fatal("README.md has no <!-- walkthrough: ID --> blocks")
+	}
+	return steps
+}
+
+// shell is one bash session, as a person's second terminal: exports persist
+// from block to block, and a failing command ends it (set -e).
+type shell struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+	dir   string
+	n     int
+}
+
+const doneMarker = "__WALKTHROUGH_STEP_DONE__"
+
+func startShell(t *testing.T, dir string, env []string) *shell {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &shell{lines: make(chan string, 1024), dir: dir}
+	s.cmd = exec.Command("bash", "--noprofile", "--norc")
+	s.cmd.Dir, s.cmd.Env, s.cmd.Stdout, s.cmd.Stderr = dir, env, w, w
+	if s.in, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = s.in.Close()
+		_ = s.cmd.Wait()
+	})
+	if _, err := io.WriteString(s.in, "set -eo pipefail\n"); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// run runs one block exactly as written and returns its output.
+func (s *shell) run(t *testing.T, st step, timeout time.Duration) string {
+	t.Helper()
+	s.n++
+	file := filepath.Join(s.dir, fmt.Sprintf("step-%02d-%s.sh", s.n, st.id))
+	if err := os.WriteFile(file, []byte(st.script+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(s.in, "source %q\necho %s\n", file, doneMarker); err != nil {
+		t.Fatalf("step %s: the shell is gone: %v", st.id, err)
+	}
+	var out strings.Builder
+	deadline := time.After(timeout)
+	for {
+		select {
+		case line, ok := <-s.lines:
+			if !ok {
+				t.Fatalf("step %s failed (the shell exited, set -e):\n%s\n--- output ---\n%s", st.id, st.script, out.String())
+			}
+			if line == doneMarker {
+				t.Logf("step %s:\n%s\n--- output ---\n%s", st.id, st.script, out.String())
+				return out.String()
+			}
+			out.WriteString(line + "\n")
+		case <-deadline:
+			t.Fatalf("step %s still running after %s:\n%s", st.id, timeout, out.String())
+		}
+	}
+}
+
+// httpGet returns the body of a 200 answer.
+func httpGet(url string, header ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	return string(b), nil
+}
+
+// forgeAPI reads the emulator's REST API with the demo maintainer's token.
+type forgeAPI struct{ base, token string }
+
+func (f forgeAPI) get(path string, into any) error {
+	body, err := httpGet(f.base+"/api/v3/"+path, "Authorization", "Bearer "+f.token)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal([]byte(body), into)
+}
+
+// fileAt reads a file at a commit through the Git data API, as a client would.
+func (f forgeAPI) fileAt(repo, sha, path string) (string, error) {
+	var c struct {
+		Tree struct{ SHA string } `json:"tree"`
+	}
+	if err := f.get("repos/"+repo+"/git/commits/"+sha, &c); err != nil {
+		return "", err
+	}
+	var tree struct {
+		Tree []struct{ Path, SHA string } `json:"tree"`
+	}
+	if err := f.get("repos/"+repo+"/git/trees/"+c.Tree.SHA+"?recursive=1", &tree); err != nil {
+		return "", err
+	}
+	for _, e := range tree.Tree {
+		if e.Path == path {
+			var blob struct{ Content string }
+			if err := f.get("repos/"+repo+"/git/blobs/"+e.SHA, &blob); err != nil {
+				return "", err
+			}
+			b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(blob.Content, "\n", ""))
+			return string(b), err
+		}
+	}
+	return "", fmt.Errorf("no %s at %s", path, sha)
+}
+
+// chromium returns Debian's chromium, installing it with apt-get when missing.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the browser test needs chromium: apt-get install -y chromium (as root)")
+	}
+	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("apt-get %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium after apt-get install: %v", err)
+	}
+	return p
+}
+
+// dumpDOM loads url in headless chromium and returns the DOM after scripts ran.
+func dumpDOM(t *testing.T, browser, url string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(), "--virtual-time-budget=20000", "--dump-dom", url)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("chromium --dump-dom %s: %w\n%s", url, err, stderr.String())
+	}
+	return string(out), nil
+}

@@ -1,0 +1,335 @@
+package devenv_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"knative.dev/pkg/apis"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/devenv"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/world"
+)
+
+const bundleRepo = devenv.DemoNamespace + "/" + devenv.Bundle
+
+// env is what the checks read the running system with.
+type env struct {
+	t        *testing.T
+	home     string
+	p        ports
+	kube     ctrlclient.Client
+	temporal client.Client
+	forge    forgeAPI
+	browser  string
+}
+
+func (e *env) connect() {
+	e.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(e.home, "kubeconfig"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if e.kube, err = ctrlclient.New(cfg, ctrlclient.Options{Scheme: kube.NewScheme()}); err != nil {
+		e.t.Fatal(err)
+	}
+	tc, err := (&localenv.Temporal{Address: fmt.Sprintf("127.0.0.1:%d", e.p.temporal), Namespace: localenv.DefaultNamespace}).Dial()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(tc.Close)
+	e.temporal = tc
+	b, err := os.ReadFile(filepath.Join(e.home, "forge-tokens.json"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	token := regexp.MustCompile(`"maintainer":"([^"]+)"`).FindStringSubmatch(string(b))
+	if token == nil {
+		e.t.Fatalf("no maintainer token in forge-tokens.json")
+	}
+	e.forge = forgeAPI{base: fmt.Sprintf("http://127.0.0.1:%d", e.p.forge), token: token[1]}
+}
+
+func (e *env) group(name string) *appstudiov1alpha1.ChangeGroup {
+	e.t.Helper()
+	var cg appstudiov1alpha1.ChangeGroup
+	if err := e.kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: devenv.DemoNamespace, Name: name}, &cg); err != nil {
+		e.t.Fatal(err)
+	}
+	return &cg
+}
+
+// page waits until the emulator's page at path contains every want.
+func (e *env) page(path string, want ...string) string {
+	e.t.Helper()
+	var body string
+	world.Eventually(e.t, 30*time.Second, "emulator page "+path+" shows "+strings.Join(want, ", "), func() (bool, error) {
+		var err error
+		if body, err = httpGet(e.forge.base + path); err != nil {
+			return false, err
+		}
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				return false, fmt.Errorf("no %q in %s", w, body)
+			}
+		}
+		return true, nil
+	})
+	return body
+}
+
+type pull struct {
+	Number int
+	Draft  bool
+	State  string
+	Merged bool
+	Head   struct{ SHA string }
+}
+
+func (e *env) pulls() []pull {
+	e.t.Helper()
+	var prs []pull
+	if err := e.forge.get("repos/"+bundleRepo+"/pulls?state=all", &prs); err != nil {
+		e.t.Fatal(err)
+	}
+	return prs
+}
+
+func (e *env) workflowStatus(id string) enumspb.WorkflowExecutionStatus {
+	e.t.Helper()
+	d, err := e.temporal.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d.WorkflowExecutionInfo.Status
+}
+
+func contains(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Fatalf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// TestWalkthrough runs README.md's walkthrough as written against `nudgeflow dev`,
+// checks every outcome it promises, then stops it with SIGINT and resumes it.
+func TestWalkthrough(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "state")
+	keepLogs(t, home)
+	buildBinary(t, dir)
+	childEnv := append(toolEnv(t), devenv.HomeEnv+"="+home)
+	e := &env{t: t, home: home, p: freePorts(t), browser: chromium(t)}
+
+	d, took := startDev(t, dir, childEnv, e.p)
+	t.Logf("first start, tools cached: ready after %s", took)
+	contains(t, d.out.String(), fmt.Sprintf("http://127.0.0.1:%d/namespaces/nudgeflow/workflows", e.p.ui),
+		fmt.Sprintf("http://127.0.0.1:%d", e.p.forge), filepath.Join(home, "kubeconfig"), `eval "$(./bin/nudgeflow dev env)"`)
+	e.connect()
+
+	checks := map[string]func(out string){
+		"env": func(out string) {
+			contains(t, out, "component.appstudio.redhat.com/operator-bundle", "component.appstudio.redhat.com/operator ",
+				"component.appstudio.redhat.com/operand-a", "component.appstudio.redhat.com/operand-b", "component.appstudio.redhat.com/operand-c",
+				"nudgeconfig.konflux-ci.dev/nudge-config", "AllComponentsExist", "componentgroup.appstudio.redhat.com/operator-tests")
+		},
+		"create-group": func(out string) {
+			cg := e.group("bundle-update")
+			if len(cg.Spec.NudgingComponents) != 4 || cg.Status.Ready != "0/4" {
+				t.Fatalf("bundle-update: %d components, ready %q; want 4 filled from the NudgeConfig, 0/4", len(cg.Spec.NudgingComponents), cg.Status.Ready)
+			}
+			contains(t, out, "bundle-update")
+		},
+		"build-three": func(out string) {
+			cg := e.group("bundle-update")
+			prURL := fmt.Sprintf("%s/%s/pull/1", e.forge.base, bundleRepo)
+			if cg.Status.PullRequestURL != prURL {
+				t.Fatalf("pullRequestURL %q, want %q", cg.Status.PullRequestURL, prURL)
+			}
+			contains(t, out, prURL)
+			body := e.page("/"+bundleRepo+"/pull/1", `id="pr-state">draft<`, `id="ci-count">0<`, "[skip ci]", "Waiting", "<th>Image</th>")
+			if n := strings.Count(body, "Ready</td>"); n != 3 {
+				t.Fatalf("the status table shows %d Ready components, want 3:\n%s", n, body)
+			}
+			if prs := e.pulls(); len(prs) != 1 || !prs[0].Draft {
+				t.Fatalf("want one draft PR, got %+v", prs)
+			}
+			// The browser sees the same PR page.
+			world.Eventually(t, 3*time.Minute, "chromium shows the draft PR", func() (bool, error) {
+				dom, err := dumpDOM(t, e.browser, prURL)
+				if err != nil {
+					return false, err
+				}
+				if strings.Contains(dom, "ChangeGroup bundle-update") && strings.Contains(dom, `id="pr-state">draft<`) {
+					return true, nil
+				}
+				return false, fmt.Errorf("PR page DOM: %.2000s", dom)
+			})
+		},
+		"watch": func(out string) {
+			cg := e.group("bundle-update")
+			contains(t, out, "Running", cg.Status.WorkflowID)
+			// The Web UI's workflow list, filtered by the search attribute, in a browser.
+			list := fmt.Sprintf("http://127.0.0.1:%d/namespaces/nudgeflow/workflows?query=%s", e.p.ui,
+				url.QueryEscape(`ChangeGroup="bundle-update"`))
+			world.Eventually(t, 3*time.Minute, "chromium shows the workflow in the filtered Web UI list", func() (bool, error) {
+				dom, err := dumpDOM(t, e.browser, list)
+				if err != nil {
+					return false, err
+				}
+				if strings.Contains(dom, cg.Status.WorkflowID) && strings.Contains(dom, "Running") {
+					return true, nil
+				}
+				return false, fmt.Errorf("Web UI DOM lacks %s: %.3000s", cg.Status.WorkflowID, dom)
+			})
+		},
+		"build-last": func(out string) {
+			cg := e.group("bundle-update")
+			if cg.Status.Phase != appstudiov1alpha1.PhaseReady || cg.Status.Ready != "4/4" {
+				t.Fatalf("bundle-update phase %s ready %s, want Ready 4/4", cg.Status.Phase, cg.Status.Ready)
+			}
+			e.page("/"+bundleRepo+"/pull/1", `id="pr-state">open<`, `id="ci-count">1<`)
+			prs := e.pulls()
+			if len(prs) != 1 || prs[0].Draft {
+				t.Fatalf("want one PR ready for review, got %+v", prs)
+			}
+			csv, err := e.forge.fileAt(bundleRepo, prs[0].Head.SHA, devenv.CSVPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range devenv.Nudgers {
+				contains(t, csv, devenv.ImageOf(c)+"@"+devenv.DigestOf(devenv.DemoNamespace, c, 1))
+			}
+			contains(t, out, "Ready")
+		},
+		"merge": func(out string) {
+			cg := e.group("bundle-update")
+			if cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
+				t.Fatalf("bundle-update phase %s, want Completed", cg.Status.Phase)
+			}
+			contains(t, out, "merged "+bundleRepo+"#1", "Completed")
+			e.page("/"+bundleRepo+"/pull/1", `id="pr-state">merged<`, `id="ci-count">1<`)
+			world.Eventually(t, 30*time.Second, "the ChangeGroup workflow completes", func() (bool, error) {
+				if s := e.workflowStatus(cg.Status.WorkflowID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+					return false, fmt.Errorf("status %s", s)
+				}
+				return true, nil
+			})
+		},
+		"overrides": func(out string) {
+			cg := e.group("bundle-hotfix")
+			if cg.Status.Phase != appstudiov1alpha1.PhaseReady || cg.Status.Ready != "1/2" {
+				t.Fatalf("bundle-hotfix phase %s ready %s, want Ready 1/2 (operand-b dropped, released now)", cg.Status.Phase, cg.Status.Ready)
+			}
+			states := map[string]appstudiov1alpha1.ComponentState{}
+			for _, c := range cg.Status.Components {
+				states[c.Name] = c.State
+			}
+			if states["operand-b"] != appstudiov1alpha1.ComponentDropped || states["operand-a"] != appstudiov1alpha1.ComponentReady {
+				t.Fatalf("want operand-b Dropped and operand-a Ready, got %v", states)
+			}
+			contains(t, out, "releasing with 1 of 2 components ready")
+			e.page("/"+bundleRepo+"/pull/2", `id="pr-state">open<`, `id="ci-count">1<`)
+			if prs := e.pulls(); len(prs) != 2 {
+				t.Fatalf("want two PRs (one per group), got %+v", prs)
+			}
+		},
+		"validated": func(out string) {
+			if cg := e.group("bundle-hotfix"); cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
+				t.Fatalf("bundle-hotfix phase %s, want Completed", cg.Status.Phase)
+			}
+			if run := e.renovateRun(); !strings.Contains(run.Annotations[renovate.AnnotationWorkflowID], "/"+devenv.Bundle) {
+				t.Fatalf("the Renovate run belongs to %q, want a nudge of %s", run.Annotations[renovate.AnnotationWorkflowID], devenv.Bundle)
+			}
+			contains(t, out, "validated-nudge/"+devenv.DemoNamespace+"/"+devenv.Operator+"/"+devenv.Bundle)
+		},
+	}
+
+	sh := startShell(t, dir, childEnv)
+	seen := map[string]bool{}
+	for _, st := range readmeSteps(t) {
+		check, ok := checks[st.id]
+		if !ok {
+			t.Fatalf("README step %q has no check in this test", st.id)
+		}
+		seen[st.id] = true
+		check(sh.run(t, st, 5*time.Minute))
+	}
+	for id := range checks {
+		if !seen[id] {
+			t.Fatalf("the README lost walkthrough step %q", id)
+		}
+	}
+
+	// The validated nudge's Renovate run is pending: its Nudge workflow is running.
+	renovateRun := e.renovateRun()
+	nudgeID := renovateRun.Annotations[renovate.AnnotationWorkflowID]
+	if s := e.workflowStatus(nudgeID); s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("the Nudge workflow %s is %s before the restart, want Running", nudgeID, s)
+	}
+
+	// Ctrl-C, then `make run` again: everything resumes, nothing is duplicated.
+	d.interrupt(t)
+	contains(t, d.out.String(), "stopped; the state stays in "+home)
+	d2, took := startDev(t, dir, childEnv, e.p)
+	t.Logf("later start, resuming: ready after %s", took)
+	e.connect()
+	for _, name := range []string{"bundle-update", "bundle-hotfix"} {
+		if cg := e.group(name); cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
+			t.Fatalf("after the restart %s is %s, want Completed", name, cg.Status.Phase)
+		}
+	}
+	if prs := e.pulls(); len(prs) != 2 || !prs[0].Merged || !prs[1].Merged {
+		t.Fatalf("after the restart want the two merged PRs, got %+v", prs)
+	}
+	e.page("/ci", fmt.Sprintf(`href="/%s/pull/1"`, bundleRepo))
+	if s := e.workflowStatus(e.group("bundle-update").Status.WorkflowID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		t.Fatalf("after the restart the workflow is %s", s)
+	}
+	// The running workflow resumed: Tekton (here, the test) ends the Renovate run and
+	// the Nudge workflow completes.
+	renovateRun = e.renovateRun()
+	renovateRun.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	if err := e.kube.Status().Update(context.Background(), renovateRun); err != nil {
+		t.Fatal(err)
+	}
+	world.Eventually(t, 60*time.Second, "the resumed Nudge workflow completes when its Renovate run ends", func() (bool, error) {
+		if s := e.workflowStatus(nudgeID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			return false, fmt.Errorf("status %s", s)
+		}
+		return true, nil
+	})
+	d2.interrupt(t)
+}
+
+// renovateRun is the one Renovate PipelineRun nudgeflow launched.
+func (e *env) renovateRun() *tektonv1.PipelineRun {
+	e.t.Helper()
+	var runs tektonv1.PipelineRunList
+	if err := e.kube.List(context.Background(), &runs, ctrlclient.InNamespace(devenv.DemoNamespace),
+		ctrlclient.MatchingLabels{renovate.LabelManagedBy: renovate.ManagedByNudgeflow}); err != nil {
+		e.t.Fatal(err)
+	}
+	if len(runs.Items) != 1 {
+		e.t.Fatalf("want one Renovate PipelineRun launched by nudgeflow, got %d", len(runs.Items))
+	}
+	return &runs.Items[0]
+}
