@@ -229,7 +229,9 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		if st, err = a.read(ctx, f, req.Branch, pr.Number); err != nil {
 			return Observed{}, err
 		}
-		if hold {
+		// A person may have pushed in the moments since the PR opened: then the
+		// human-edit handling below explains the pause, as on any later sync.
+		if reason, _ := humanEdit(f, st); hold && reason == "" {
 			return observed(f, st, req.Known, hold), nil
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -156,9 +157,15 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	b := buildFrom(&plr, imageURL, digest)
+	// A group holds the builds that finish while it is active: judged by when the
+	// build finished, a resync after the group ended changes nothing.
+	finishedAt := plr.CreationTimestamp.Time
+	if plr.Status.CompletionTime != nil {
+		finishedAt = plr.Status.CompletionTime.Time
+	}
 	var errs []error
 	for _, e := range edges {
-		if err := r.nudge(ctx, plr.Namespace, e, b); err != nil {
+		if err := r.nudge(ctx, plr.Namespace, e, b, finishedAt); err != nil {
 			errs = append(errs, fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), err))
 		}
 	}
@@ -243,11 +250,15 @@ func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) 
 }
 
 // nudge routes one build along one edge.
-func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build) error {
+func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build, finishedAt time.Time) error {
 	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest)
-	cg, err := changegroups.FindHolding(ctx, r.Client, namespace, e.From, e.To)
+	cg, err := changegroups.FindHoldingAt(ctx, r.Client, namespace, e.From, e.To, finishedAt)
 	if err != nil {
 		return err
+	}
+	if cg != nil && !changegroups.IsActive(cg) {
+		logger.Info("build collected by a ChangeGroup that has ended; nothing to nudge", "changeGroup", cg.Name, "phase", cg.Status.Phase)
+		return nil
 	}
 	if cg != nil {
 		logger.Info("edge held by a ChangeGroup; signalling it instead of nudging", "changeGroup", cg.Name)

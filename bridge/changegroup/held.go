@@ -113,9 +113,11 @@ func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun,
 			url, digest := BuildResults(&build)
 			if url != "" && digest != "" {
 				b.Digest, b.PullSpec, b.BuildPipelineRun = digest, repoOf(url)+"@"+digest, name
+				// Builds are ordered by when they started, as bridge/builds and
+				// integration-service order them: one order whichever path delivers.
 				b.BuiltAt = build.CreationTimestamp.UTC()
-				if build.Status.CompletionTime != nil {
-					b.BuiltAt = build.Status.CompletionTime.UTC()
+				if build.Status.StartTime != nil {
+					b.BuiltAt = build.Status.StartTime.UTC()
 				}
 				return b, nil
 			}

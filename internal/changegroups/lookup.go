@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,6 +30,37 @@ func Holds(cg *appstudiov1alpha1.ChangeGroup, source, target string) bool {
 	})
 }
 
+// HeldAt reports whether the group held its nudges at time at: created before it,
+// and not yet ended then.
+func HeldAt(cg *appstudiov1alpha1.ChangeGroup, at time.Time) bool {
+	if cg.CreationTimestamp.After(at) {
+		return false
+	}
+	if IsActive(cg) {
+		return true
+	}
+	end := cg.Status.CompletionTime
+	return end != nil && !end.Time.Before(at)
+}
+
+// FindHoldingAt returns the ChangeGroup that held source -> target when a build
+// finished at time at — active or since ended — or nil. A resync that re-delivers an
+// old build must not nudge what a group collected and has since completed.
+func FindHoldingAt(ctx context.Context, c ctrlclient.Reader, namespace, source, target string, at time.Time) (*appstudiov1alpha1.ChangeGroup, error) {
+	var list appstudiov1alpha1.ChangeGroupList
+	if err := c.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing ChangeGroups in %s: %w", namespace, err)
+	}
+	var found []*appstudiov1alpha1.ChangeGroup
+	for i := range list.Items {
+		cg := &list.Items[i]
+		if Holds(cg, source, target) && HeldAt(cg, at) {
+			found = append(found, cg)
+		}
+	}
+	return oldest(found), nil
+}
+
 // FindHolding returns the active ChangeGroup that holds source -> target, or nil.
 // When several match (admission prevents it, but objects may predate the rule) the
 // oldest wins, so every caller picks the same one.
@@ -44,8 +76,12 @@ func FindHolding(ctx context.Context, c ctrlclient.Reader, namespace, source, ta
 			found = append(found, cg)
 		}
 	}
+	return oldest(found), nil
+}
+
+func oldest(found []*appstudiov1alpha1.ChangeGroup) *appstudiov1alpha1.ChangeGroup {
 	if len(found) == 0 {
-		return nil, nil
+		return nil
 	}
 	sort.Slice(found, func(i, j int) bool {
 		a, b := found[i].CreationTimestamp, found[j].CreationTimestamp
@@ -54,5 +90,5 @@ func FindHolding(ctx context.Context, c ctrlclient.Reader, namespace, source, ta
 		}
 		return a.Before(&b)
 	})
-	return found[0], nil
+	return found[0]
 }

@@ -141,6 +141,7 @@ func TestComponentDroppedFromSpecReleasesWhenRestReady(t *testing.T) {
 func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
 	s := newScenario(t, three...)
 	cg := s.createGroup("g", three, 0)
+	s.explainOnFailure("g")
 	s.buildNow("operand-a", 1)
 	pr := s.draftPR()
 	alice := githubemu.User{Login: "alice", Name: "Alice", Email: "alice@example.com"}
@@ -154,7 +155,9 @@ func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
 	})
 	head, _ := shared.emu.Head(s.ns, "bundle", pr.Head)
 	require.Equal(t, "alice@example.com", head.AuthorEmail, "nudgeflow did not push over Alice's commit")
-	require.Len(t, shared.emu.Comments(s.ns, "bundle", pr.Number), 1, "one comment explains how to resume")
+	world.Eventually(t, 30*time.Second, "one comment explains how to resume", func() (bool, error) {
+		return len(shared.emu.Comments(s.ns, "bundle", pr.Number)) == 1, nil
+	})
 
 	// A later build is collected but not pushed; still one comment.
 	s.buildNow("operand-b", 2)

@@ -149,6 +149,7 @@ func (s *scenario) buildRun(component, digest string, completedAt time.Time) *te
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
 	require.NoError(s.t, s.w.Kube.Create(ctx, build))
+	build.Status.StartTime = &metav1.Time{Time: completedAt.Add(-time.Minute)}
 	build.Status.CompletionTime = &metav1.Time{Time: completedAt}
 	build.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}
 	build.Status.Results = []tektonv1.PipelineRunResult{
@@ -229,7 +230,12 @@ func (s *scenario) explainOnFailure(name string) {
 				s.t.Logf("history of %s: %v", id, err)
 				return
 			}
-			s.t.Logf("%s %3d %s %v", e.GetEventTime().AsTime().Format("15:04:05.000"), e.GetEventId(), e.GetEventType(), e.GetActivityTaskTimedOutEventAttributes().GetFailure())
+			s.t.Logf("%s %3d %s %s%v%v", e.GetEventTime().AsTime().Format("15:04:05.000"), e.GetEventId(), e.GetEventType(),
+				e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(),
+				e.GetActivityTaskTimedOutEventAttributes().GetFailure(), e.GetActivityTaskFailedEventAttributes().GetFailure().GetMessage())
+			for _, p := range append(e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads(), e.GetWorkflowExecutionSignaledEventAttributes().GetInput().GetPayloads()...) {
+				s.t.Logf("      %s %s", e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName(), p.GetData())
+			}
 		}
 	})
 }
