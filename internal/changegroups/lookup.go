@@ -39,41 +39,39 @@ func HeldAt(cg *appstudiov1alpha1.ChangeGroup, at time.Time) bool {
 	if IsActive(cg) {
 		return true
 	}
+	// Both times have one-second resolution: within the same second the build counts
+	// as after the group's end, so it is nudged rather than lost.
 	end := cg.Status.CompletionTime
-	return end != nil && !end.Time.Before(at)
+	return end != nil && end.Time.After(at)
 }
 
 // FindHoldingAt returns the ChangeGroup that held source -> target when a build
 // finished at time at — active or since ended — or nil. A resync that re-delivers an
 // old build must not nudge what a group collected and has since completed.
 func FindHoldingAt(ctx context.Context, c ctrlclient.Reader, namespace, source, target string, at time.Time) (*appstudiov1alpha1.ChangeGroup, error) {
-	var list appstudiov1alpha1.ChangeGroupList
-	if err := c.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing ChangeGroups in %s: %w", namespace, err)
-	}
-	var found []*appstudiov1alpha1.ChangeGroup
-	for i := range list.Items {
-		cg := &list.Items[i]
-		if Holds(cg, source, target) && HeldAt(cg, at) {
-			found = append(found, cg)
-		}
-	}
-	return oldest(found), nil
+	return oldestMatching(ctx, c, namespace, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+		return Holds(cg, source, target) && HeldAt(cg, at)
+	})
 }
 
 // FindHolding returns the active ChangeGroup that holds source -> target, or nil.
 // When several match (admission prevents it, but objects may predate the rule) the
 // oldest wins, so every caller picks the same one.
 func FindHolding(ctx context.Context, c ctrlclient.Reader, namespace, source, target string) (*appstudiov1alpha1.ChangeGroup, error) {
+	return oldestMatching(ctx, c, namespace, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+		return IsActive(cg) && Holds(cg, source, target)
+	})
+}
+
+func oldestMatching(ctx context.Context, c ctrlclient.Reader, namespace string, match func(*appstudiov1alpha1.ChangeGroup) bool) (*appstudiov1alpha1.ChangeGroup, error) {
 	var list appstudiov1alpha1.ChangeGroupList
 	if err := c.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing ChangeGroups in %s: %w", namespace, err)
 	}
 	var found []*appstudiov1alpha1.ChangeGroup
 	for i := range list.Items {
-		cg := &list.Items[i]
-		if IsActive(cg) && Holds(cg, source, target) {
-			found = append(found, cg)
+		if match(&list.Items[i]) {
+			found = append(found, &list.Items[i])
 		}
 	}
 	return oldest(found), nil
