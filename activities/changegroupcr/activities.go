@@ -21,10 +21,10 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/nudgefiles"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;patch
@@ -85,10 +85,12 @@ func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved,
 	if err != nil {
 		return Resolved{}, temporal.NewNonRetryableApplicationError(err.Error(), "NoRepository", nil)
 	}
-	fileMatch, err := nudgefiles.For(ctx, a.Kube, &target)
+	// The files a nudge may edit follow the same ConfigMap tiers as Renovate's nudges.
+	opts, _, err := renovate.ReadTier(ctx, a.Kube, req.Namespace, &target)
 	if err != nil {
 		return Resolved{}, err
 	}
+	fileMatch := renovate.FileMatch(opts, "")
 	out := Resolved{NudgedComponent: nudged, Repo: repo, FileMatch: fileMatch}
 
 	names := req.Components
