@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,13 +68,11 @@ func startBridge(t *testing.T) *world.World {
 				fmt.Fprintln(logFile, "manager stopped:", err)
 			}
 		}()
-		deadline := time.Now().Add(30 * time.Second)
-		for mgr.GetWebhookServer().StartedChecker()(nil) != nil {
-			if time.Now().After(deadline) {
-				bridgeErr = fmt.Errorf("webhook server did not start within 30s")
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+		started := mgr.GetWebhookServer().StartedChecker()
+		if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
+			func(context.Context) (bool, error) { return started(nil) == nil, nil }); err != nil {
+			bridgeErr = fmt.Errorf("webhook server did not start within 30s: %w", err)
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
