@@ -37,6 +37,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
@@ -49,8 +50,8 @@ const (
 	PipelineTypeBuild = "build"
 	KeyEventType      = "pipelinesascode.tekton.dev/event-type"
 	AnnotationRepo    = "build.appstudio.openshift.io/repo"
-	ResultImageURL    = "IMAGE_URL"
-	ResultImageDigest = "IMAGE_DIGEST"
+	ResultImageURL    = konflux.ResultImageURL
+	ResultImageDigest = konflux.ResultImageDigest
 )
 
 // Options configure the feature.
@@ -121,15 +122,6 @@ func isOurRenovateRun(plr *tektonv1.PipelineRun) bool {
 		plr.Annotations[renovate.AnnotationWorkflowID] != ""
 }
 
-func result(plr *tektonv1.PipelineRun, name string) string {
-	for _, r := range plr.Status.Results {
-		if r.Name == name {
-			return strings.TrimSpace(r.Value.StringVal)
-		}
-	}
-	return ""
-}
-
 // BuildReconciler turns a succeeded push build into nudges.
 type BuildReconciler struct {
 	Client  ctrlclient.Reader
@@ -146,7 +138,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !IsPushBuild(&plr) || !plr.IsDone() || !renovate.StatusOf(&plr).Succeeded {
 		return ctrl.Result{}, nil
 	}
-	imageURL, digest := result(&plr, ResultImageURL), result(&plr, ResultImageDigest)
+	imageURL, digest := konflux.BuildResults(&plr)
 	if imageURL == "" || digest == "" {
 		logger.Info("succeeded build lacks IMAGE_URL or IMAGE_DIGEST; nothing to nudge")
 		return ctrl.Result{}, nil
@@ -203,7 +195,7 @@ func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, 
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: nudgePLR.Namespace, Name: name}, &build); err != nil {
 		return fmt.Errorf("reading build %q of cancelled nudge %s: %w", name, nudgePLR.Name, err)
 	}
-	imageURL, digest := result(&build, ResultImageURL), result(&build, ResultImageDigest)
+	imageURL, digest := konflux.BuildResults(&build)
 	if imageURL == "" || digest == "" {
 		return fmt.Errorf("build %s of cancelled nudge %s has no IMAGE_URL/IMAGE_DIGEST", name, nudgePLR.Name)
 	}

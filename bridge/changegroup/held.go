@@ -110,7 +110,7 @@ func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun,
 		var build tektonv1.PipelineRun
 		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: name}, &build)
 		if err == nil {
-			url, digest := BuildResults(&build)
+			url, digest := konflux.BuildResults(&build)
 			if url != "" && digest != "" {
 				b.Digest, b.PullSpec, b.BuildPipelineRun = digest, repoOf(url)+"@"+digest, name
 				// Builds are ordered by when they started, as bridge/builds and
@@ -135,19 +135,6 @@ func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun,
 	}
 	b.Digest, b.PullSpec = digest, repoOf(repo)+"@"+digest
 	return b, nil
-}
-
-// BuildResults reads IMAGE_URL and IMAGE_DIGEST from a build PipelineRun.
-func BuildResults(plr *tektonv1.PipelineRun) (imageURL, digest string) {
-	for _, res := range plr.Status.Results {
-		switch res.Name {
-		case konflux.ResultImageURL:
-			imageURL = strings.TrimSpace(res.Value.StringVal)
-		case konflux.ResultImageDigest:
-			digest = strings.TrimSpace(res.Value.StringVal)
-		}
-	}
-	return imageURL, digest
 }
 
 // repoOf strips a tag (not a registry port) from an image reference.
