@@ -85,14 +85,14 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err := nudgeconfig.Setup(mgr); err != nil {
 		return nil, err
 	}
-	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor)}
+	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup}
+	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor),
+		ChangeGroups: groups.Starter()}
 	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
 	}
-	router, err := changegroup.Setup(mgr, changegroup.Options{
-		Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup,
-		Renudger: &builds.Renudger{Client: mgr.GetClient(), Options: nudges},
-	})
+	groups.Renudger = &builds.Renudger{Client: mgr.GetClient(), Options: nudges}
+	router, err := changegroup.Setup(mgr, groups)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/internal/nudges"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -53,6 +54,7 @@ func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 func register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
 	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
+	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
 	nudges.Register(r, deps.Kube)
 }

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -34,6 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
@@ -49,7 +50,7 @@ const (
 	LabelPipelineType = "pipelines.appstudio.openshift.io/type"
 	PipelineTypeBuild = "build"
 	KeyEventType      = "pipelinesascode.tekton.dev/event-type"
-	AnnotationRepo    = "build.appstudio.openshift.io/repo"
+	AnnotationRepo    = konflux.AnnotationRepo
 	ResultImageURL    = konflux.ResultImageURL
 	ResultImageDigest = konflux.ResultImageDigest
 )
@@ -61,6 +62,16 @@ type Options struct {
 	Executor  Executor
 	// Tuning goes into every Nudge the bridge starts (zero: the workflow defaults).
 	Tuning validatednudge.Tuning
+	// ChangeGroups starts and signals ChangeGroup workflows (nil: one on Temporal
+	// and TaskQueue with default settings).
+	ChangeGroups *cgbridge.Starter
+}
+
+func (o Options) changeGroups() *cgbridge.Starter {
+	if o.ChangeGroups != nil {
+		return o.ChangeGroups
+	}
+	return &cgbridge.Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue}
 }
 
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
@@ -248,15 +259,12 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 	if err != nil {
 		return err
 	}
-	if cg != nil && !changegroups.IsActive(cg) {
-		logger.Info("build collected by a ChangeGroup that has ended; nothing to nudge", "changeGroup", cg.Name, "phase", cg.Status.Phase)
-		return nil
-	}
 	if cg != nil {
-		logger.Info("edge held by a ChangeGroup; signalling it instead of nudging", "changeGroup", cg.Name)
-		return changegroup.SignalBuilt(ctx, r.Options.Temporal, changegroup.WorkflowID(namespace, cg.Name, string(cg.UID)), changegroup.ComponentBuilt{
-			Component: e.From, Digest: b.Digest, PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuiltAt: b.BuiltAt,
-		})
+		held, err := r.deliverToGroup(ctx, cg, e, b)
+		if err != nil || held {
+			return err
+		}
+		logger.Info("the ChangeGroup that held this edge ended without the build; nudging it normally", "changeGroup", cg.Name)
 	}
 	if !r.Options.Executor.Executes(e) {
 		logger.V(1).Info("edge executed by another Konflux service", "source", e.Source, "mode", e.Mode)
@@ -271,23 +279,34 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 	})
 }
 
-// StartNudge starts the immediate nudge once: a running one is reused, a closed one
-// is never started again.
-func StartNudge(ctx context.Context, o Options, req nudge.Request) error {
-	id := nudge.WorkflowID(req.Namespace, req.BuildUID, req.Nudged)
-	_, err := o.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                o.TaskQueue,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(nudge.SearchAttributes(req, nudge.PhaseLaunching)...),
-		StaticSummary:            fmt.Sprintf("nudge %s to %s", req.Nudged, req.PullSpec),
-	}, nudge.WorkflowName, req)
-	var already *serviceerror.WorkflowExecutionAlreadyStarted
-	if err != nil && !errors.As(err, &already) && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-		return fmt.Errorf("starting %s: %w", id, err)
+// deliverToGroup gives the build to the group that held the edge when it finished.
+// The group's workflow decides: a running one takes it (and is responsible for it
+// from then on); one that has ended holds it only if it received it before.
+func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, e Edge, b validatednudge.Build) (bool, error) {
+	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest, "changeGroup", cg.Name)
+	groups := r.Options.changeGroups()
+	if changegroups.IsActive(cg) {
+		err := groups.SignalWithStart(ctx, cg, changegroup.SignalComponentBuilt, changegroup.ComponentBuilt{
+			Component: e.From, Digest: b.Digest, PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
+		})
+		if err == nil {
+			logger.Info("edge held by a ChangeGroup; signalled it instead of nudging")
+			return true, nil
+		}
+		if !errors.Is(err, cgbridge.ErrEnded) {
+			return false, err
+		}
 	}
-	return nil
+	took, err := groups.Took(ctx, cg, e.From, b.Digest)
+	if took {
+		logger.Info("build collected by a ChangeGroup that has ended; it delivered or handed it back")
+	}
+	return took, err
+}
+
+// StartNudge starts the immediate nudge once (nudge.Start on the bridge's task queue).
+func StartNudge(ctx context.Context, o Options, req nudge.Request) error {
+	return nudge.Start(ctx, o.Temporal, o.TaskQueue, req)
 }
 
 // SignalValidated delivers a build or Snapshot result to the edge's ValidatedNudge,

@@ -2,13 +2,13 @@ package changegroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,7 +21,6 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -40,7 +39,7 @@ type HeldReconciler struct {
 	Kube ctrlclient.Client
 	// APIReader reads past the cache: the webhook saw the group a moment ago.
 	APIReader ctrlclient.Reader
-	Temporal  client.Client
+	Starter   *Starter
 	Recorder  record.EventRecorder
 	Renudger  Renudger
 }
@@ -75,14 +74,17 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("reading ChangeGroup %s: %w", held[target], err)
 		}
-		err = cgwf.SignalBuilt(ctx, r.Temporal, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), built)
-		if isGone(err) {
-			if changegroups.IsActive(&cg) {
-				// The group's reconciler has not started its workflow yet: the build
-				// waits for it rather than being nudged around the group.
-				return ctrl.Result{RequeueAfter: time.Second}, nil
+		// The workflow decides, not the CR status: a group whose workflow has not
+		// started yet is started with the build; one that has ended holds nothing.
+		err = r.Starter.SignalWithStart(ctx, &cg, cgwf.SignalComponentBuilt, built)
+		if errors.Is(err, ErrEnded) {
+			took, terr := r.Starter.Took(ctx, &cg, built.Component, built.Digest)
+			if terr != nil {
+				return ctrl.Result{}, terr
 			}
-			renudge = append(renudge, target)
+			if !took {
+				renudge = append(renudge, target)
+			}
 			continue
 		}
 		if err != nil {
@@ -112,7 +114,7 @@ func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun,
 		if err == nil {
 			url, digest := konflux.BuildResults(&build)
 			if url != "" && digest != "" {
-				b.Digest, b.PullSpec, b.BuildPipelineRun = digest, repoOf(url)+"@"+digest, name
+				b.Digest, b.PullSpec, b.BuildPipelineRun, b.BuildUID = digest, repoOf(url)+"@"+digest, name, string(build.UID)
 				// Builds are ordered by when they started, as bridge/builds and
 				// integration-service order them: one order whichever path delivers.
 				b.BuiltAt = build.CreationTimestamp.UTC()

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -28,17 +27,15 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
-	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // Reconciler keeps each ChangeGroup's workflow in step with the CR.
 type Reconciler struct {
-	Kube      ctrlclient.Client
-	Temporal  client.Client
-	TaskQueue string
-	Settings  cgwf.Settings
-	Recorder  record.EventRecorder
+	Kube     ctrlclient.Client
+	Temporal client.Client
+	Starter  *Starter
+	Recorder record.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;update;patch
@@ -88,30 +85,14 @@ func (r *Reconciler) signalWithStart(ctx context.Context, cg *appstudiov1alpha1.
 	for _, n := range cg.Spec.NudgingComponents {
 		spec.NudgingComponents = append(spec.NudgingComponents, n.Name)
 	}
-	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), Settings: r.Settings}
 	if cg.Spec.Timeout != nil {
-		in.Timeout = cg.Spec.Timeout.Duration
 		spec.Timeout = cg.Spec.Timeout.Duration
 	}
-	opts := client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: r.TaskQueue,
-		// A late event must never restart a finished group.
-		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			searchattr.KubeNamespace.ValueSet(cg.Namespace),
-			searchattr.ChangeGroup.ValueSet(cg.Name),
-			searchattr.NudgedComponent.ValueSet(cg.Spec.NudgedComponent),
-			searchattr.Phase.ValueSet(string(appstudiov1alpha1.PhaseInitialized)),
-			searchattr.ReadyCount.ValueSet(0),
-		),
-		StaticSummary: fmt.Sprintf("ChangeGroup %s/%s: one pull request for %s", cg.Namespace, cg.Name, cg.Spec.NudgedComponent),
+	err := r.Starter.SignalWithStart(ctx, cg, cgwf.SignalSpecChanged, spec)
+	if errors.Is(err, ErrEnded) {
+		return nil // a spec edit after the end changes nothing
 	}
-	_, err := r.Temporal.SignalWithStartWorkflow(ctx, id, cgwf.SignalSpecChanged, spec, opts, cgwf.WorkflowName, in)
-	if err != nil && !temporal.IsWorkflowExecutionAlreadyStartedError(err) {
-		return fmt.Errorf("starting or signalling workflow %s: %w", id, err)
-	}
-	return nil
+	return err
 }
 
 // applyAction turns the override annotation into a Temporal update, then removes it.

@@ -25,6 +25,11 @@ type Options struct {
 	Renudger Renudger
 }
 
+// Starter is how this feature starts and signals group workflows.
+func (o Options) Starter() *Starter {
+	return &Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue, Settings: o.Settings}
+}
+
 // prKeyField indexes groups by their PR as "owner/repo#number", which a forge
 // event names without the host.
 const prKeyField = "status.pullRequestKey"
@@ -49,13 +54,14 @@ func PRKey(prURL string) string {
 // delivers forge events to the groups' workflows.
 func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	recorder := mgr.GetEventRecorderFor("nudgeflow")
+	starter := opts.Starter()
 	if err := (&Reconciler{
-		Kube: mgr.GetClient(), Temporal: opts.Temporal, TaskQueue: opts.TaskQueue, Settings: opts.Settings, Recorder: recorder,
+		Kube: mgr.GetClient(), Temporal: opts.Temporal, Starter: starter, Recorder: recorder,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup reconciler: %w", err)
 	}
 	if err := (&HeldReconciler{
-		Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Temporal: opts.Temporal, Recorder: recorder, Renudger: opts.Renudger,
+		Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Starter: starter, Recorder: recorder, Renudger: opts.Renudger,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the held-nudge reconciler: %w", err)
 	}

@@ -16,6 +16,7 @@ const (
 	AnnotationNudgingPLR = "build.appstudio.redhat.com/nudging-pipeline"
 	AnnotationNudgingSHA = "build.appstudio.redhat.com/nudging-commit"
 	AnnotationNudgeFiles = "build.appstudio.openshift.io/build-nudge-files"
+	AnnotationRepo       = "build.appstudio.openshift.io/repo"
 	ResultImageURL       = "IMAGE_URL"
 	ResultImageDigest    = "IMAGE_DIGEST"
 )

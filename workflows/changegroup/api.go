@@ -45,8 +45,10 @@ type ComponentBuilt struct {
 	PullSpec string `json:"pullSpec"`
 	// PipelineRun is the nudge PipelineRun that carried it (cancelled by nudgeflow).
 	PipelineRun string `json:"pipelineRun,omitempty"`
-	// BuildPipelineRun is the push build that produced the image.
+	// BuildPipelineRun is the push build that produced the image; BuildUID its UID,
+	// which keys the immediate Nudge when the group hands the build back.
 	BuildPipelineRun string `json:"buildPipelineRun,omitempty"`
+	BuildUID         string `json:"buildUID,omitempty"`
 	// BuiltAt orders builds of one component: an older build never replaces a newer one.
 	BuiltAt time.Time `json:"builtAt"`
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
@@ -23,6 +24,14 @@ type Component struct {
 	UpdatedAt   time.Time `json:"updatedAt,omitempty"`
 	BuiltAt     time.Time `json:"builtAt,omitempty"`
 	PipelineRun string    `json:"pipelineRun,omitempty"`
+	// BuildPipelineRun and BuildUID name the push build of New (for a hand-back).
+	BuildPipelineRun string `json:"buildPipelineRun,omitempty"`
+	BuildUID         string `json:"buildUID,omitempty"`
+	// Pushed is the digest of this component in the PR's head as nudgeflow last
+	// pushed it: what a merge delivers.
+	Pushed string `json:"pushed,omitempty"`
+	// HandedBack is the newest digest handed back to normal nudging.
+	HandedBack string `json:"handedBack,omitempty"`
 }
 
 // State is the whole truth of a ChangeGroup, carried through continue-as-new.
@@ -69,6 +78,21 @@ type State struct {
 	ForgeWrites int `json:"forgeWrites"`
 	// PendingComponents are spec additions still to be resolved.
 	PendingComponents []string `json:"pendingComponents,omitempty"`
+
+	// Branch is the PR's head branch, unique per group (namespace and UID); empty in
+	// groups started before it existed, which keep BranchPrefix + name.
+	Branch string `json:"branch,omitempty"`
+	// HandBack are held builds not delivered, waiting for the hand-back activity.
+	HandBack []handback.Build `json:"handBack,omitempty"`
+	// HandedBackCount counts builds handed back to normal nudging.
+	HandedBackCount int `json:"handedBackCount,omitempty"`
+	// Revision counts changes that need a push; OverwriteRevision counts rebase
+	// requests. A sync clears Dirty and Overwrite only when neither moved while it
+	// ran, so an override that arrives during a sync is never lost.
+	Revision          int64 `json:"revision,omitempty"`
+	OverwriteRevision int64 `json:"overwriteRevision,omitempty"`
+	// ForgeFailingSince is when forge calls started failing (zero: they work).
+	ForgeFailingSince time.Time `json:"forgeFailingSince,omitempty"`
 }
 
 const maxSeenDeliveries = 200
@@ -86,7 +110,7 @@ func newState(now time.Time, r changegroupcr.Resolved, timeout time.Duration) *S
 	if timeout > 0 {
 		s.Deadline = now.Add(timeout)
 	}
-	s.addComponents(r.Components)
+	s.addComponents(r.Components, false)
 	return s
 }
 
@@ -99,8 +123,22 @@ func (s *State) component(name string) *Component {
 	return nil
 }
 
-func (s *State) addComponents(rs []changegroupcr.ResolvedComponent) {
+func (s *State) addComponents(rs []changegroupcr.ResolvedComponent, nothingLost bool) {
 	for _, r := range rs {
+		if c := s.component(r.Name); c != nil && nothingLost {
+			// Added by the spec signal already; resolution fills the image and the
+			// original digest while it waits.
+			if c.State == appstudiov1alpha1.ComponentDropped {
+				c.rejoin()
+			}
+			if c.Image == "" {
+				c.Image = r.Image
+			}
+			if c.New == "" {
+				c.Original = r.Original
+			}
+			continue
+		}
 		if c := s.component(r.Name); c != nil {
 			if c.State == appstudiov1alpha1.ComponentDropped {
 				c.State = appstudiov1alpha1.ComponentWaiting
@@ -117,19 +155,41 @@ func (s *State) addComponents(rs []changegroupcr.ResolvedComponent) {
 	sort.Slice(s.Components, func(i, j int) bool { return s.Components[i].Name < s.Components[j].Name })
 }
 
+// normalize restores what JSON drops: an empty Seen map round-trips through
+// continue-as-new as nil.
+func (s *State) normalize() {
+	if s.Seen == nil {
+		s.Seen = map[string]bool{}
+	}
+}
+
 // applyBuild records a build; it reports whether the state changed. Older builds
-// never replace newer ones, and a redelivered build changes nothing.
-func (s *State) applyBuild(now time.Time, b ComponentBuilt) (bool, string) {
+// never replace newer ones, and a redelivered build changes nothing. With
+// handBack (the nothing-lost shape) a build the group will not collect — not a
+// member, dropped, or arriving after the group stopped collecting — is handed back
+// to normal nudging instead of being discarded.
+func (s *State) applyBuild(now time.Time, b ComponentBuilt, handBack bool) (bool, string) {
 	key := b.Component + "@" + b.Digest
 	if s.Seen[key] {
 		return false, "duplicate"
 	}
 	c := s.component(b.Component)
-	if c == nil {
-		return false, "not a member of this group"
+	var refuse string
+	switch {
+	case handBack && s.Phase.IsFinal():
+		refuse = "arrived after the group ended (" + string(s.Phase) + ")"
+	case c == nil:
+		refuse = "not a member of this group"
+	case c.State == appstudiov1alpha1.ComponentDropped:
+		refuse = "dropped from this group"
 	}
-	if c.State == appstudiov1alpha1.ComponentDropped {
-		return false, "dropped from this group"
+	if refuse != "" {
+		if handBack {
+			s.Seen[key] = true
+			s.queueHandBack(heldBuild(b, refuse))
+			return true, refuse + "; handed back to normal nudging"
+		}
+		return false, refuse
 	}
 	if c.New != "" && b.BuiltAt.Before(c.BuiltAt) {
 		s.Seen[key] = true
@@ -138,6 +198,7 @@ func (s *State) applyBuild(now time.Time, b ComponentBuilt) (bool, string) {
 	s.Seen[key] = true
 	c.New, c.PullSpec, c.BuiltAt, c.UpdatedAt = b.Digest, b.PullSpec, b.BuiltAt, now
 	c.PipelineRun = b.PipelineRun
+	c.BuildPipelineRun, c.BuildUID = b.BuildPipelineRun, b.BuildUID
 	if c.Image == "" {
 		c.Image = imageOf(b.PullSpec)
 	}
@@ -150,22 +211,83 @@ func (s *State) markDirty(now time.Time) {
 	s.Dirty = true
 	s.LastChange = now
 	s.StatusStale = true
+	s.Revision++
 }
 
-// drop stops waiting for a component; its collected digest, if any, leaves the PR.
-func (s *State) drop(now time.Time, name string) bool {
+func heldBuild(b ComponentBuilt, why string) handback.Build {
+	return handback.Build{Component: b.Component, Digest: b.Digest, PullSpec: b.PullSpec,
+		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt, Why: why}
+}
+
+// queueHandBack adds a build to the hand-back list (once per component and digest).
+func (s *State) queueHandBack(b handback.Build) {
+	for _, q := range s.HandBack {
+		if q.Component == b.Component && q.Digest == b.Digest {
+			return
+		}
+	}
+	s.HandBack = append(s.HandBack, b)
+	s.HandedBackCount++
+	if c := s.component(b.Component); c != nil && c.New == b.Digest {
+		c.HandedBack = b.Digest
+	}
+	s.StatusStale = true
+}
+
+// handBackCollected hands back the component's collected build unless it was
+// handed back already.
+func (s *State) handBackCollected(c *Component, why string) {
+	if c.New == "" || c.HandedBack == c.New {
+		return
+	}
+	s.queueHandBack(handback.Build{Component: c.Name, Digest: c.New, PullSpec: c.PullSpec,
+		BuildPipelineRun: c.BuildPipelineRun, BuildUID: c.BuildUID, BuiltAt: c.BuiltAt, Why: why})
+}
+
+// handBackUndelivered runs when the group has ended: every collected build that
+// is not in a merged PR goes back to normal nudging.
+func (s *State) handBackUndelivered() {
+	for i := range s.Components {
+		c := &s.Components[i]
+		if c.State == appstudiov1alpha1.ComponentDropped || c.New == "" {
+			continue
+		}
+		if s.Phase == appstudiov1alpha1.PhaseCompleted && c.Pushed == c.New {
+			continue // delivered: the merged PR carries it
+		}
+		why := fmt.Sprintf("the group ended (%s: %s) without it in a merged pull request", s.Phase, s.Reason)
+		s.handBackCollected(c, why)
+	}
+}
+
+// drop stops waiting for a component; its collected digest, if any, leaves the PR
+// and, with handBack, goes back to normal nudging.
+func (s *State) drop(now time.Time, name string, handBack bool) bool {
 	c := s.component(name)
 	if c == nil || c.State == appstudiov1alpha1.ComponentDropped {
 		return false
 	}
 	c.State = appstudiov1alpha1.ComponentDropped
+	if handBack {
+		s.handBackCollected(c, "dropped from the group")
+	}
 	s.markDirty(now)
 	return true
 }
 
+// rejoin makes a dropped component a member again, waiting for its next build:
+// the digest it had before it left was handed back, never reused.
+func (c *Component) rejoin() {
+	c.State = appstudiov1alpha1.ComponentWaiting
+	c.New, c.PullSpec, c.PipelineRun, c.BuildPipelineRun, c.BuildUID = "", "", "", "", ""
+	c.BuiltAt, c.UpdatedAt = time.Time{}, time.Time{}
+}
+
 // applySpec reconciles the member list with the CR's spec; new members wait for
-// resolution by an activity, removed ones are dropped.
-func (s *State) applySpec(now time.Time, sc SpecChanged) bool {
+// resolution by an activity, removed ones are dropped. With nothingLost a new or
+// re-added member is a member at once (its builds are collected while it is being
+// resolved) and starts Waiting, and a removed member's build is handed back.
+func (s *State) applySpec(now time.Time, sc SpecChanged, nothingLost bool) bool {
 	if sc.Generation != 0 && sc.Generation <= s.SpecGeneration {
 		return false
 	}
@@ -173,13 +295,25 @@ func (s *State) applySpec(now time.Time, sc SpecChanged) bool {
 	want := map[string]bool{}
 	for _, n := range sc.NudgingComponents {
 		want[n] = true
-		if c := s.component(n); c == nil || c.State == appstudiov1alpha1.ComponentDropped {
-			s.PendingComponents = appendUnique(s.PendingComponents, n)
+		c := s.component(n)
+		if c != nil && c.State != appstudiov1alpha1.ComponentDropped {
+			continue
 		}
+		s.PendingComponents = appendUnique(s.PendingComponents, n)
+		if !nothingLost {
+			continue
+		}
+		if c == nil {
+			s.Components = append(s.Components, Component{Name: n, State: appstudiov1alpha1.ComponentWaiting})
+			sort.Slice(s.Components, func(i, j int) bool { return s.Components[i].Name < s.Components[j].Name })
+		} else {
+			c.rejoin()
+		}
+		s.markDirty(now)
 	}
 	for i := range s.Components {
 		if c := &s.Components[i]; !want[c.Name] && c.State != appstudiov1alpha1.ComponentDropped && len(want) > 0 {
-			s.drop(now, c.Name)
+			s.drop(now, c.Name, nothingLost)
 		}
 	}
 	if sc.Timeout > 0 {
@@ -272,6 +406,7 @@ func (s *State) status(workflowID string) appstudiov1alpha1.ChangeGroupStatus {
 		st.Components = append(st.Components, appstudiov1alpha1.ComponentStatus{
 			Name: c.Name, OriginalBuild: c.Original, NewBuild: c.New, NewBuildPullSpec: c.PullSpec,
 			State: c.State, LastUpdateTime: timePtr(c.UpdatedAt), BuildPipelineRun: c.PipelineRun,
+			HandedBackBuild: c.HandedBack,
 		})
 	}
 	st.Conditions = []metav1Condition{s.readyCondition(ready, total)}
@@ -298,6 +433,10 @@ func (s *State) readyCondition(ready, total int) metav1Condition {
 	}
 	if s.Phase.IsFinal() && s.Reason != "" {
 		cond.Message += "; " + string(s.Phase) + ": " + s.Message
+	}
+	if s.HandedBackCount > 0 {
+		cond.Message += fmt.Sprintf("; %d build(s) handed back to normal nudging (see status.components[].handedBackBuild and the %s Events)",
+			s.HandedBackCount, handback.EventReason)
 	}
 	return cond
 }

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
@@ -29,14 +30,24 @@ type Settings struct {
 	// MaxHistoryLength continues as new before the history grows past it (besides
 	// the server's own suggestion); zero uses the server's suggestion only.
 	MaxHistoryLength int `json:"maxHistoryLength,omitempty"`
+	// MaxForgeOutage is how long forge calls may keep failing (a rotated token, a
+	// forge outage) before the group fails and hands its builds back.
+	MaxForgeOutage time.Duration `json:"maxForgeOutage,omitempty"`
 }
 
 // Defaults for Settings.
 const (
-	DefaultDebounce     = 10 * time.Second
-	DefaultPollInterval = 2 * time.Minute
-	DefaultBranchPrefix = "konflux/changegroup/"
+	DefaultDebounce       = 10 * time.Second
+	DefaultPollInterval   = 2 * time.Minute
+	DefaultBranchPrefix   = "konflux/changegroup/"
+	DefaultMaxForgeOutage = 6 * time.Hour
 )
+
+// versionNothingLost guards the shape in which a group hands back every build it
+// held and did not deliver, keeps overrides that arrive during an activity, uses a
+// branch unique per group, bounds forge outages and writes its final status until
+// it is written. Runs recorded before it replay with the default version.
+const versionNothingLost = "nothing-lost"
 
 func (s Settings) withDefaults() Settings {
 	if s.Debounce <= 0 {
@@ -47,6 +58,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.BranchPrefix == "" {
 		s.BranchPrefix = DefaultBranchPrefix
+	}
+	if s.MaxForgeOutage <= 0 {
+		s.MaxForgeOutage = DefaultMaxForgeOutage
 	}
 	return s
 }
@@ -75,8 +89,14 @@ type run struct {
 	prEvent workflow.ReceiveChannel
 	cancel  workflow.ReceiveChannel
 
-	// urgent skips the debounce: a person asked for something.
-	urgent bool
+	// nothingLost is the versionNothingLost shape of this run.
+	nothingLost bool
+	// urgent skips the debounce: a person asked for something; urgentSeq counts
+	// requests so a sync clears only the urgency it served.
+	urgent    bool
+	urgentSeq int
+	// handBackAt holds hand-backs back after a failed attempt.
+	handBackAt time.Time
 	// cancelReason is set by a cancel signal or update until the main loop acts on it.
 	cancelReason string
 	// nextPoll is when the PR is read next; retryAt holds syncs back after a forge failure.
@@ -101,6 +121,10 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		cancel:    workflow.GetSignalChannel(ctx, SignalCancel),
 		lastReady: -1,
 	}
+	r.nothingLost = workflow.GetVersion(ctx, versionNothingLost, workflow.DefaultVersion, 1) >= 1
+	if r.s != nil {
+		r.s.normalize()
+	}
 	if err := r.registerHandlers(); err != nil {
 		return nil, err
 	}
@@ -123,6 +147,9 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		}
 		r.wait()
 	}
+	if r.nothingLost {
+		return r.s, r.end()
+	}
 	r.finalize()
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return r.s, err
@@ -131,6 +158,65 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 	// but are consumed so none is left unhandled.
 	r.drainSignals()
 	return r.s, nil
+}
+
+// end is how a group stops holding (the nothing-lost shape): every build it held and
+// did not deliver is handed back, its PR is closed if it was cancelled, and its
+// final status is written — each retried until done, because a group whose status
+// still says it collects would keep intercepting nudges. Builds that arrive
+// meanwhile are handed back too; the workflow completes only in a task that found
+// no signal left.
+func (r *run) end() error {
+	s := r.s
+	closed := false
+	backoff := time.Minute
+	for {
+		s.handBackUndelivered()
+		if len(s.HandBack) > 0 {
+			r.handBack()
+		}
+		if !closed {
+			r.closeCancelledPR()
+			closed = true
+		}
+		r.publish()
+		if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
+			return err
+		}
+		r.drainSignals()
+		if len(s.HandBack) == 0 && !s.StatusStale {
+			return nil
+		}
+		if len(s.HandBack) > 0 && !r.handBackAt.After(workflow.Now(r.ctx)) && !s.StatusStale {
+			continue // builds that arrived after the end: hand them back now
+		}
+		// The API server or Temporal is unreachable: try again, backing off.
+		_, _ = workflow.AwaitWithOptions(r.ctx, workflow.AwaitOptions{
+			Timeout: backoff, TimerOptions: workflow.TimerOptions{Summary: "retry handing back builds and writing the final status"},
+		}, func() bool { return false })
+		if backoff < 10*time.Minute {
+			backoff *= 2
+		}
+	}
+}
+
+// handBack runs the hand-back activity for the queued builds.
+func (r *run) handBack() {
+	s := r.s
+	builds := append([]handback.Build(nil), s.HandBack...)
+	err := workflow.ExecuteActivity(r.kubeCtx(fmt.Sprintf("hand %d build(s) back to normal nudging", len(builds))), handback.Activity,
+		handback.Request{Namespace: r.in.Namespace, ChangeGroup: r.in.Name, UID: r.in.UID, Target: s.NudgedComponent, Builds: builds}).Get(r.ctx, nil)
+	if err != nil {
+		workflow.GetLogger(r.ctx).Warn("builds not handed back yet; retrying", "error", err)
+		r.handBackAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
+		return
+	}
+	// Builds queued while the activity ran stay queued.
+	s.HandBack = s.HandBack[len(builds):]
+	if len(s.HandBack) == 0 {
+		s.HandBack = nil
+	}
+	s.StatusStale = true
 }
 
 func (r *run) initialize() error {
@@ -146,6 +232,9 @@ func (r *run) initialize() error {
 		return nil
 	}
 	r.s = newState(now, res, r.in.Timeout)
+	if r.nothingLost {
+		r.s.Branch = uniqueBranch(r.settings.BranchPrefix, r.in.Namespace, r.in.Name, r.in.UID)
+	}
 	return nil
 }
 
@@ -161,7 +250,8 @@ func (r *run) registerHandlers() error {
 	}{
 		{UpdateReleaseNow, "Stop waiting: release CI with the components that are ready",
 			func(ctx workflow.Context) (string, error) {
-				r.s.ReleaseRequested, r.urgent = true, true
+				r.s.ReleaseRequested = true
+				r.markUrgent()
 				r.s.markDirty(workflow.Now(ctx))
 				ready, total := r.s.counts()
 				return fmt.Sprintf("releasing with %d of %d components ready", ready, total), nil
@@ -181,14 +271,14 @@ func (r *run) registerHandlers() error {
 		{UpdateCancel, "Cancel the group: close its pull request and stop",
 			func(ctx workflow.Context, req CancelRequest) (string, error) {
 				r.cancelReason = cancelReason(req.Reason, "cancelled by a person")
-				r.urgent = true
+				r.markUrgent()
 				return "cancelling: " + r.cancelReason, nil
 			},
 			func(ctx workflow.Context, req CancelRequest) error { return r.notFinal() }},
 		{UpdateDropComponent, "Stop waiting for one component",
 			func(ctx workflow.Context, req DropRequest) (string, error) {
-				r.s.drop(workflow.Now(ctx), req.Component)
-				r.urgent = true
+				r.s.drop(workflow.Now(ctx), req.Component, r.nothingLost)
+				r.markUrgent()
 				ready, total := r.s.counts()
 				return fmt.Sprintf("dropped %s; %d of %d ready", req.Component, ready, total), nil
 			},
@@ -207,7 +297,7 @@ func (r *run) registerHandlers() error {
 			}},
 		{UpdateRebase, "Discard manual changes on the pull request and let nudgeflow update it again",
 			func(ctx workflow.Context) (string, error) {
-				r.s.Overwrite, r.urgent = true, true
+				r.requestOverwrite()
 				r.s.markDirty(workflow.Now(ctx))
 				return "rebasing: the next push discards manual changes", nil
 			},
@@ -229,6 +319,18 @@ func (r *run) registerHandlers() error {
 		}
 	}
 	return nil
+}
+
+func (r *run) markUrgent() {
+	r.urgent = true
+	r.urgentSeq++
+}
+
+// requestOverwrite asks the next sync to discard human edits (rebase).
+func (r *run) requestOverwrite() {
+	r.s.Overwrite = true
+	r.s.OverwriteRevision++
+	r.markUrgent()
 }
 
 func (r *run) notFinal() error {
@@ -264,15 +366,15 @@ func (r *run) drainSignals() {
 		var b ComponentBuilt
 		for r.built.ReceiveAsync(&b) {
 			progressed = true
-			if changed, why := r.s.applyBuild(workflow.Now(r.ctx), b); !changed {
-				log.Info("build not applied", "component", b.Component, "digest", b.Digest, "reason", why)
+			if _, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
+				log.Info("build not collected", "component", b.Component, "digest", b.Digest, "reason", why)
 			}
 			b = ComponentBuilt{}
 		}
 		var sc SpecChanged
 		for r.spec.ReceiveAsync(&sc) {
 			progressed = true
-			r.s.applySpec(workflow.Now(r.ctx), sc)
+			r.s.applySpec(workflow.Now(r.ctx), sc, r.nothingLost)
 			sc = SpecChanged{}
 		}
 		var ev PREvent
@@ -300,6 +402,9 @@ func (r *run) applyPREvent(ev PREvent) {
 	if r.s.PR.Number != 0 && ev.Number != 0 && ev.Number != r.s.PR.Number {
 		return
 	}
+	if r.nothingLost && r.s.PR.Number == 0 {
+		return // the group has no PR yet: the event is about another one
+	}
 	now := workflow.Now(r.ctx)
 	switch {
 	case ev.Merged:
@@ -307,8 +412,9 @@ func (r *run) applyPREvent(ev PREvent) {
 	case ev.Closed:
 		r.s.finish(now, appstudiov1alpha1.PhaseCancelled, "PRClosed", "the pull request was closed without merging")
 	default:
-		// Edits, pushes, draft changes: read the PR to learn what a person did.
-		r.s.ObserveRequested = true
+		// Edits, pushes, draft changes: read the PR to learn what a person did
+		// (there is nothing to read before the PR exists; asking would spin).
+		r.s.ObserveRequested = r.s.PR.Number != 0
 	}
 }
 
@@ -332,9 +438,15 @@ func (r *run) step() {
 	if len(s.PendingComponents) > 0 {
 		r.resolvePending()
 	}
+	if r.nothingLost && len(s.HandBack) > 0 && !now.Before(r.handBackAt) {
+		r.handBack()
+	}
 	if r.syncDue(now) {
+		seq := r.urgentSeq
 		r.sync()
-		r.urgent = false
+		if !r.nothingLost || r.urgentSeq == seq {
+			r.urgent = false
+		}
 		return
 	}
 	if s.PR.Number != 0 && (s.ObserveRequested || !now.Before(r.nextPoll)) {
@@ -368,7 +480,7 @@ func (r *run) resolvePending() {
 		r.s.StatusStale = true
 		return
 	}
-	r.s.addComponents(res.Components)
+	r.s.addComponents(res.Components, r.nothingLost)
 	r.s.PendingComponents = nil
 	r.s.markDirty(workflow.Now(r.ctx))
 }
@@ -380,12 +492,30 @@ func (r *run) mode() pullrequest.Mode {
 	return pullrequest.ModeHold
 }
 
+// branch is the PR's head branch.
+func (r *run) branch() string {
+	if r.s.Branch != "" {
+		return r.s.Branch
+	}
+	return r.settings.BranchPrefix + r.in.Name
+}
+
+// uniqueBranch names a group's branch by namespace, name and UID: groups of the same
+// name in two namespaces, or a group re-created under the same name, never share one.
+func uniqueBranch(prefix, namespace, name, uid string) string {
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	return fmt.Sprintf("%s%s/%s-%s", prefix, namespace, name, uid)
+}
+
 func (r *run) sync() {
 	s := r.s
 	mode := r.mode()
+	revision, overwriteRevision := s.Revision, s.OverwriteRevision
 	req := pullrequest.SyncRequest{
 		Repo:            s.Repo,
-		Branch:          r.settings.BranchPrefix + r.in.Name,
+		Branch:          r.branch(),
 		Namespace:       r.in.Namespace,
 		ChangeGroup:     r.in.Name,
 		NudgedComponent: s.NudgedComponent,
@@ -406,9 +536,26 @@ func (r *run) sync() {
 		r.forgeFailed(err)
 		return
 	}
-	if obs.HumanEdits {
+	switch {
+	case obs.HumanEdits:
 		s.HumanEditsExplained = true
-	} else {
+	case r.nothingLost:
+		// Only what this sync pushed is done: a change or a rebase requested while it
+		// ran is pushed by the next one.
+		if s.Revision == revision {
+			s.Dirty = false
+		}
+		if s.OverwriteRevision == overwriteRevision {
+			s.Overwrite = false
+		}
+		for _, row := range req.Rows {
+			if c := s.component(row.Component); c != nil && row.State == string(appstudiov1alpha1.ComponentReady) {
+				c.Pushed = row.New
+			} else if c != nil {
+				c.Pushed = ""
+			}
+		}
+	default:
 		s.Dirty, s.Overwrite = false, false
 	}
 	r.applyObserved(obs, mode)
@@ -419,7 +566,7 @@ func (r *run) observe() {
 	r.nextPoll = workflow.Now(r.ctx).Add(r.settings.PollInterval)
 	var obs pullrequest.Observed
 	err := workflow.ExecuteActivity(r.forgeCtx("read the pull request's state"), pullrequest.ObserveActivity,
-		pullrequest.ObserveRequest{Repo: r.s.Repo, Branch: r.settings.BranchPrefix + r.in.Name, Known: r.s.PR}).Get(r.ctx, &obs)
+		pullrequest.ObserveRequest{Repo: r.s.Repo, Branch: r.branch(), Known: r.s.PR}).Get(r.ctx, &obs)
 	if err != nil {
 		r.forgeFailed(err)
 		return
@@ -432,6 +579,9 @@ func (r *run) observe() {
 func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 	s := r.s
 	now := workflow.Now(r.ctx)
+	if r.nothingLost {
+		s.ForgeFailingSince = time.Time{}
+	}
 	if obs.PR.Number != 0 {
 		s.PR = obs.PR
 	}
@@ -454,11 +604,12 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		}
 	}
 	if obs.RebaseRequested && s.HumanEdits {
-		s.Overwrite, r.urgent = true, true
+		r.requestOverwrite()
 		s.markDirty(now)
 	}
 	if (obs.ReleaseRequested || obs.MarkedReadyByHuman) && !s.Released && !s.ReleaseRequested {
-		s.ReleaseRequested, r.urgent = true, true
+		s.ReleaseRequested = true
+		r.markUrgent()
 		s.markDirty(now)
 	}
 	if synced == "" || obs.HumanEdits {
@@ -482,6 +633,17 @@ func (r *run) forgeFailed(err error) {
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		r.s.finish(workflow.Now(r.ctx), appstudiov1alpha1.PhaseFailed, "ForgeRefused", errorMessage(err))
 		return
+	}
+	now := workflow.Now(r.ctx)
+	if r.nothingLost {
+		if r.s.ForgeFailingSince.IsZero() {
+			r.s.ForgeFailingSince = now
+		}
+		if now.Sub(r.s.ForgeFailingSince) >= r.settings.MaxForgeOutage {
+			r.s.finish(now, appstudiov1alpha1.PhaseFailed, "ForgeUnavailable", fmt.Sprintf(
+				"the forge kept failing for %s: %s", r.settings.MaxForgeOutage, errorMessage(err)))
+			return
+		}
 	}
 	r.s.Message = "the forge did not answer; retrying: " + errorMessage(err)
 	r.s.StatusStale = true
@@ -557,6 +719,13 @@ func (r *run) wait() {
 	if s.StatusStale {
 		consider(now.Add(r.settings.PollInterval), "retry the status write")
 	}
+	if len(s.HandBack) > 0 {
+		due := now
+		if r.handBackAt.After(due) {
+			due = r.handBackAt
+		}
+		consider(due, "hand builds back to normal nudging")
+	}
 	woken := func() bool {
 		return r.pendingSignals() || r.urgent || r.cancelReason != "" || s.ObserveRequested
 	}
@@ -594,8 +763,15 @@ func (r *run) continueAsNew() error {
 	return workflow.NewContinueAsNewError(r.ctx, WorkflowName, next)
 }
 
-// finalize closes the PR of a cancelled group and writes the last status.
+// finalize closes the PR of a cancelled group and writes the last status (the shape
+// before versionNothingLost).
 func (r *run) finalize() {
+	r.closeCancelledPR()
+	r.publish()
+}
+
+// closeCancelledPR closes the PR of a group that was cancelled (not by closing it).
+func (r *run) closeCancelledPR() {
 	s := r.s
 	if s.Phase == appstudiov1alpha1.PhaseCancelled && s.Reason != "PRClosed" && s.PR.Number != 0 {
 		var obs pullrequest.Observed
@@ -609,7 +785,6 @@ func (r *run) finalize() {
 		}
 		s.StatusStale = true
 	}
-	r.publish()
 }
 
 func (r *run) kubeCtx(summary string) workflow.Context {

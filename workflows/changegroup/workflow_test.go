@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
@@ -32,6 +33,14 @@ type fakeWorld struct {
 	prState    pullrequest.PRState
 	humanEdits bool
 	syncErr    error
+	// duringSync runs inside the next sync activity (once), as an event that
+	// arrives while a sync is in flight.
+	duringSync func()
+	// duringHandBack runs inside the next hand-back activity (once).
+	duringHandBack func()
+	handedBack     []handback.Build
+	// statusFailures fails that many status writes of a final phase.
+	statusFailures int
 }
 
 func newFakeWorld(components ...string) *fakeWorld {
@@ -63,8 +72,37 @@ func (f *fakeWorld) resolve(_ context.Context, req changegroupcr.ResolveRequest)
 func (f *fakeWorld) writeStatus(_ context.Context, req changegroupcr.StatusRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if req.Status.Phase.IsFinal() && f.statusFailures > 0 {
+		f.statusFailures--
+		return temporal.NewNonRetryableApplicationError("the API server is unreachable", "Unavailable", nil)
+	}
 	f.statuses = append(f.statuses, req.Status)
 	return nil
+}
+
+func (f *fakeWorld) handBack(_ context.Context, req handback.Request) (handback.Result, error) {
+	f.mu.Lock()
+	during := f.duringHandBack
+	f.duringHandBack = nil
+	f.mu.Unlock()
+	if during != nil {
+		during()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handedBack = append(f.handedBack, req.Builds...)
+	return handback.Result{}, nil
+}
+
+// handedBackDigests is component -> digests handed back, in order.
+func (f *fakeWorld) handedBackDigests() map[string][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string][]string{}
+	for _, b := range f.handedBack {
+		out[b.Component] = append(out[b.Component], b.Digest)
+	}
+	return out
 }
 
 func (f *fakeWorld) observed(mode pullrequest.Mode) pullrequest.Observed {
@@ -83,6 +121,13 @@ func orOpen(s pullrequest.PRState) pullrequest.PRState {
 }
 
 func (f *fakeWorld) sync(_ context.Context, req pullrequest.SyncRequest) (pullrequest.Observed, error) {
+	f.mu.Lock()
+	during := f.duringSync
+	f.duringSync = nil
+	f.mu.Unlock()
+	if during != nil {
+		during()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.syncErr != nil {
@@ -140,6 +185,7 @@ func newHarness(t *testing.T, f *fakeWorld) *harness {
 	env.RegisterActivityWithOptions(f.sync, activity.RegisterOptions{Name: pullrequest.SyncActivity})
 	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: pullrequest.ObserveActivity})
 	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: pullrequest.CloseActivity})
+	env.RegisterActivityWithOptions(f.handBack, activity.RegisterOptions{Name: handback.Activity})
 	env.SetTestTimeout(30 * time.Second)
 	return &harness{t: t, env: env, f: f}
 }
@@ -226,7 +272,8 @@ func TestCollectsLatestBuildsAndReleasesOnce(t *testing.T) {
 	last := f.lastSync()
 	require.Equal(t, pullrequest.ModeRelease, last.Mode)
 	require.Equal(t, map[string]string{"operator-img": "sha256:img2", "operand-a": "sha256:opa1", "operand-b": "sha256:opb1"}, digestsOf(last))
-	require.Equal(t, "konflux/changegroup/bundle-x-update", last.Branch)
+	require.Equal(t, "konflux/changegroup/tenant/bundle-x-update-uid-1", last.Branch, "the branch is unique per namespace and UID")
+	require.Empty(t, f.handedBack, "every build is in the merged PR: nothing handed back")
 	st := f.lastStatus()
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, st.Phase)
 	require.Equal(t, "3/3", st.Ready)
@@ -313,6 +360,8 @@ func TestTimeoutCancelsAndClosesPR(t *testing.T) {
 	require.Len(t, f.closes, 1)
 	require.Contains(t, f.closes[0].Comment, "was cancelled")
 	require.Equal(t, "Cancelled", string(f.lastStatus().Phase))
+	require.Equal(t, map[string][]string{"a": {"sha256:a1"}}, f.handedBackDigests(), "the timed-out group hands its build back")
+	require.Equal(t, "sha256:a1", f.lastStatus().Components[0].HandedBackBuild)
 }
 
 func TestHumanEditsPauseUntilRebase(t *testing.T) {
@@ -353,6 +402,7 @@ func TestForgeRefusalFailsWithReason(t *testing.T) {
 	require.Equal(t, appstudiov1alpha1.PhaseFailed, s.Phase)
 	require.Contains(t, s.Message, "repository org/bundle not found")
 	require.Equal(t, "sha256:a1", s.component("a").New, "the collected digest is kept")
+	require.Equal(t, map[string][]string{"a": {"sha256:a1"}}, f.handedBackDigests(), "and handed back to normal nudging")
 }
 
 func TestContinueAsNewCarriesState(t *testing.T) {

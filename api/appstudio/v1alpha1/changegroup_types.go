@@ -99,6 +99,11 @@ type ComponentStatus struct {
 	// BuildPipelineRun is the nudge PipelineRun that carried the newest build.
 	// +optional
 	BuildPipelineRun string `json:"buildPipelineRun,omitempty"`
+	// HandedBackBuild is the newest digest of this component the group held but did
+	// not deliver and handed back to normal nudging (an immediate nudge): the
+	// component was dropped, or the group ended without it in a merged PR.
+	// +optional
+	HandedBackBuild string `json:"handedBackBuild,omitempty"`
 }
 
 // ChangeGroupStatus is written by nudgeflow from the ChangeGroup workflow's state.

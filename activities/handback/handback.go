@@ -1,0 +1,170 @@
+// Package handback returns builds a ChangeGroup held but did not deliver to normal
+// nudging: an immediate Nudge of each build (the same workflow ID the bridge would
+// use for that build and target, so a build is never nudged twice), and one Event on
+// the ChangeGroup that says what was handed back and why.
+package handback
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+)
+
+// Activity is the registered name; never change it (histories replay by name).
+const Activity = "HandBackBuilds"
+
+// EventReason is the reason of the Event on the ChangeGroup.
+const EventReason = "BuildsHandedBack"
+
+// Build is one build a group held. No secrets.
+type Build struct {
+	Component string `json:"component"`
+	Digest    string `json:"digest"`
+	PullSpec  string `json:"pullSpec,omitempty"`
+	// BuildPipelineRun and BuildUID name the push build; the UID keys the Nudge.
+	BuildPipelineRun string    `json:"buildPipelineRun,omitempty"`
+	BuildUID         string    `json:"buildUID,omitempty"`
+	BuiltAt          time.Time `json:"builtAt,omitempty"`
+	// Why this build is handed back, in a person's words.
+	Why string `json:"why"`
+}
+
+// Request hands builds of one group back.
+type Request struct {
+	Namespace   string  `json:"namespace"`
+	ChangeGroup string  `json:"changeGroup"`
+	UID         string  `json:"uid"`
+	Target      string  `json:"target"`
+	Builds      []Build `json:"builds"`
+}
+
+// Result names the Nudge workflows that now carry the builds.
+type Result struct {
+	Nudges []string `json:"nudges"`
+}
+
+// Activities starts Nudges and records Events.
+type Activities struct {
+	Kube     ctrlclient.Client
+	Temporal client.Client
+}
+
+// Register adds the activity under its stable name.
+func (a *Activities) Register(r sdkworker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(a.HandBack, activity.RegisterOptions{Name: Activity})
+}
+
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+// HandBack starts an immediate Nudge of every build and records one Event. It is
+// idempotent: Nudge IDs and the Event name are deterministic.
+func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) {
+	var res Result
+	taskQueue := activity.GetInfo(ctx).TaskQueue
+	for _, b := range req.Builds {
+		nreq, err := a.nudgeRequest(ctx, req, b)
+		if err != nil {
+			return res, err
+		}
+		if err := nudge.Start(ctx, a.Temporal, taskQueue, nreq); err != nil {
+			return res, fmt.Errorf("handing %s@%s back: %w", b.Component, b.Digest, err)
+		}
+		res.Nudges = append(res.Nudges, nudge.WorkflowID(nreq.Namespace, nreq.BuildUID, nreq.Nudged))
+		activity.GetLogger(ctx).Info("build handed back to normal nudging", "changeGroup", req.ChangeGroup,
+			"component", b.Component, "digest", b.Digest, "why", b.Why)
+	}
+	return res, a.recordEvent(ctx, req)
+}
+
+// nudgeRequest describes the build for the Nudge workflow: from its PipelineRun when
+// it still exists (tag, repo link, nudge files), else from what the group kept.
+func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nudge.Request, error) {
+	repo, _, _ := strings.Cut(b.PullSpec, "@")
+	nb := nudge.Build{
+		ImageURL: repo, Digest: b.Digest, PullSpec: b.PullSpec,
+		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
+	}
+	if b.BuildPipelineRun != "" {
+		var plr tektonv1.PipelineRun
+		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: b.BuildPipelineRun}, &plr)
+		switch {
+		case err == nil:
+			if url, digest := konflux.BuildResults(&plr); url != "" && digest == b.Digest {
+				nb.ImageURL = url
+			}
+			if nb.BuildUID == "" {
+				nb.BuildUID = string(plr.UID)
+			}
+			nb.RepoAtSHA = plr.Annotations[konflux.AnnotationRepo]
+			nb.NudgeFiles = plr.Annotations[konflux.AnnotationNudgeFiles]
+		case !apierrors.IsNotFound(err):
+			return nudge.Request{}, fmt.Errorf("reading build %s: %w", b.BuildPipelineRun, err)
+		}
+	}
+	if nb.BuildUID == "" {
+		// No build PipelineRun is known (the digest came from the Component): the
+		// digest keys the Nudge, so a redelivery still cannot nudge twice.
+		nb.BuildUID = "digest-" + strings.TrimPrefix(b.Digest, "sha256:")
+	}
+	return nudge.Request{Namespace: req.Namespace, Nudging: b.Component, Nudged: req.Target,
+		Mode: "immediate", Build: nb}, nil
+}
+
+// recordEvent writes one Event on the ChangeGroup (when it still exists).
+func (a *Activities) recordEvent(ctx context.Context, req Request) error {
+	var cg appstudiov1alpha1.ChangeGroup
+	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.ChangeGroup}, &cg)
+	if apierrors.IsNotFound(err) || (err == nil && req.UID != "" && string(cg.UID) != req.UID) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading ChangeGroup %s/%s: %w", req.Namespace, req.ChangeGroup, err)
+	}
+	parts := make([]string, 0, len(req.Builds))
+	key := sha256.New()
+	for _, b := range req.Builds {
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", b.Component, shortDigest(b.Digest), b.Why))
+		fmt.Fprintf(key, "%s@%s\n", b.Component, b.Digest)
+	}
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace,
+			Name: fmt.Sprintf("%s.handback-%s", req.ChangeGroup, hex.EncodeToString(key.Sum(nil))[:16])},
+		InvolvedObject: corev1.ObjectReference{APIVersion: appstudiov1alpha1.GroupVersion.String(), Kind: "ChangeGroup",
+			Namespace: req.Namespace, Name: req.ChangeGroup, UID: cg.UID},
+		Reason:  EventReason,
+		Message: fmt.Sprintf("handed back to normal nudging of %s: %s", req.Target, strings.Join(parts, "; ")),
+		Type:    corev1.EventTypeNormal, Source: corev1.EventSource{Component: "nudgeflow"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if err := a.Kube.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("recording the hand-back Event: %w", err)
+	}
+	return nil
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}

@@ -1,0 +1,81 @@
+package changegroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+// ErrEnded says a group's workflow has ended: whatever its CR status says, it holds
+// nothing any more.
+var ErrEnded = errors.New("the ChangeGroup's workflow has ended")
+
+// Starter delivers signals to a group's workflow, starting it when it does not run
+// yet. It is how every entry point decides whether a group holds a build: the
+// workflow itself answers, so the bridge can never disagree with it (a group whose
+// status write failed, or whose workflow is not started yet, is handled right).
+type Starter struct {
+	Temporal  client.Client
+	TaskQueue string
+	Settings  cgwf.Settings
+}
+
+// SignalWithStart sends signal to the group's workflow, starting it when needed. It
+// returns ErrEnded when the workflow has ended (the ID is never reused).
+func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, signal string, arg any) error {
+	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), Settings: s.Settings}
+	if cg.Spec.Timeout != nil {
+		in.Timeout = cg.Spec.Timeout.Duration
+	}
+	opts := client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: s.TaskQueue,
+		// A late event must never restart a finished group.
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			searchattr.KubeNamespace.ValueSet(cg.Namespace),
+			searchattr.ChangeGroup.ValueSet(cg.Name),
+			searchattr.NudgedComponent.ValueSet(cg.Spec.NudgedComponent),
+			searchattr.Phase.ValueSet(string(appstudiov1alpha1.PhaseInitialized)),
+			searchattr.ReadyCount.ValueSet(0),
+		),
+		StaticSummary: fmt.Sprintf("ChangeGroup %s/%s: one pull request for %s", cg.Namespace, cg.Name, cg.Spec.NudgedComponent),
+	}
+	_, err := s.Temporal.SignalWithStartWorkflow(ctx, id, signal, arg, opts, cgwf.WorkflowName, in)
+	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		return ErrEnded
+	}
+	if err != nil {
+		return fmt.Errorf("starting or signalling workflow %s: %w", id, err)
+	}
+	return nil
+}
+
+// Took reports whether the ended workflow of a group received the build
+// (component@digest): then the group delivered it or handed it back, and nothing
+// else may nudge it. A group that never received it holds nothing: the caller nudges.
+func (s *Starter) Took(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, component, digest string) (bool, error) {
+	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	var st cgwf.State
+	err := s.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &st)
+	if isGone(err) {
+		return false, nil // past retention: nothing to ask
+	}
+	if err != nil {
+		var failed *temporal.WorkflowExecutionError
+		if errors.As(err, &failed) {
+			return false, nil // ended without a result: it took nothing it could deliver
+		}
+		return false, fmt.Errorf("reading the result of %s: %w", id, err)
+	}
+	return st.Seen[component+"@"+digest], nil
+}
