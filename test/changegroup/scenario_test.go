@@ -211,7 +211,7 @@ func (s *scenario) record(name string) {
 	s.t.Helper()
 	cg := s.group(name)
 	s.w.RecordHistory(s.t, filepath.Join(localenv.RepoRoot(), "workflows", "changegroup", "testdata"),
-		s.t.Name(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
+		s.t.Name()+"@"+cgwf.HistoryShape, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
 }
 
 // explainOnFailure logs the group's workflow history (event types and failures)

@@ -67,8 +67,9 @@ func (w *World) AssertNoSecretInHistories(t testing.TB, secrets ...string) {
 }
 
 // RecordHistory stores a finished run's history under dir/name.json.gz when the
-// environment variable NUDGEFLOW_RECORD_HISTORIES is set (make regen-histories);
-// the replay tests replay every stored file on each `make test`.
+// environment variable NUDGEFLOW_RECORD_HISTORIES is set (make regen-histories) and
+// no file of that name exists; the replay tests replay every stored file on each
+// `make test`.
 func (w *World) RecordHistory(t testing.TB, dir, name, workflowID string) {
 	t.Helper()
 	if os.Getenv("NUDGEFLOW_RECORD_HISTORIES") == "" {
@@ -87,6 +88,12 @@ func (w *World) RecordHistory(t testing.TB, dir, name, workflowID string) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".json.gz")
+	if _, err := os.Stat(path); err == nil {
+		// Stored histories are never re-recorded in place: running workflows of that
+		// shape must keep replaying. A new shape is recorded under a new name.
+		t.Logf("not re-recording %s: it exists (record a new shape under a new name)", path)
+		return
+	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatalf("recording history: %v", err)
 	}

@@ -228,7 +228,7 @@ func (s *State) queueHandBack(b handback.Build) {
 	}
 	s.HandBack = append(s.HandBack, b)
 	s.HandedBackCount++
-	if c := s.component(b.Component); c != nil && c.New == b.Digest {
+	if c := s.component(b.Component); c != nil {
 		c.HandedBack = b.Digest
 	}
 	s.StatusStale = true
