@@ -124,14 +124,19 @@ type dev struct {
 	done chan error
 }
 
-// startDev starts `nudgeflow dev` and waits for its ready banner.
-func startDev(t *testing.T, dir string, env []string, p ports) (*dev, time.Duration) {
+// devArgs is `nudgeflow dev` on ports p, then extra.
+func devArgs(p ports, extra ...string) []string {
+	return append([]string{"dev",
+		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
+		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook)}, extra...)
+}
+
+// startDev starts `nudgeflow dev` (with extra flags) and waits for its ready banner.
+func startDev(t *testing.T, dir string, env []string, p ports, extra ...string) (*dev, time.Duration) {
 	t.Helper()
 	began := time.Now()
 	d := &dev{out: &lockedBuffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), "dev",
-		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
-		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook))
+	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), devArgs(p, extra...)...)
 	d.cmd.Dir, d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = dir, env, d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
