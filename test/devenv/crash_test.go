@@ -28,12 +28,7 @@ import (
 // parent-death signal); then, started without that signal so they outlive it, the
 // next start finds them in running.json and stops them. The state survives both.
 func TestCrashRecovery(t *testing.T) {
-	dir := t.TempDir()
-	home := filepath.Join(dir, "state")
-	keepLogs(t, home)
-	buildBinary(t, dir)
-	env := append(toolEnv(t), devenv.HomeEnv+"="+home)
-	p := freePorts(t)
+	dir, home, env, p := setUp(t)
 
 	d1, _ := startDev(t, dir, env, p)
 	first := readRunning(t, home)

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
@@ -101,6 +102,18 @@ func freePorts(t *testing.T) ports {
 		t.Fatal("no five free ports between 20000 and 32000")
 	}
 	return ports{p[0], p[1], p[2], p[3], p[4]}
+}
+
+// setUp builds bin/nudgeflow into a fresh folder and returns that folder, the
+// state folder inside it (whose logs a failed test keeps), the environment of
+// `nudgeflow dev` with that state folder, and free ports.
+func setUp(t *testing.T) (dir, home string, env []string, p ports) {
+	t.Helper()
+	dir = t.TempDir()
+	home = filepath.Join(dir, "state")
+	keepLogs(t, home)
+	buildBinary(t, dir)
+	return dir, home, append(toolEnv(t), devenv.HomeEnv+"="+home), freePorts(t)
 }
 
 // keepLogs copies the servers' logs out of the state folder when the test failed.
