@@ -18,6 +18,7 @@ import (
 
 func newDevCommand() *cobra.Command {
 	ports := devenv.DefaultPorts
+	var noPdeathsig bool
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Start the whole system locally on embedded defaults (make run)",
@@ -37,7 +38,7 @@ the environment to use the running system (env).`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return devenv.Run(ctx, devenv.Options{Home: home, Ports: ports, Out: cmd.OutOrStdout()})
+			return devenv.Run(ctx, devenv.Options{Home: home, Ports: ports, Out: cmd.OutOrStdout(), NoParentDeathSignal: noPdeathsig})
 		},
 	}
 	fs := cmd.Flags()
@@ -46,6 +47,8 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.TemporalUI, "ui-port", ports.TemporalUI, "Temporal Web UI port")
 	fs.IntVar(&ports.Forge, "forge-port", ports.Forge, "GitHub emulator port (API and web pages)")
 	fs.IntVar(&ports.ForgeHook, "forge-hook-port", ports.ForgeHook, "the bridge's forge webhook receiver port")
+	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow dev` (tests of the crash recovery)")
+	_ = fs.MarkHidden("no-parent-death-signal")
 	cmd.AddCommand(newDevEnvCommand(), newDevBuildCommand(), newDevSnapshotCommand(), newDevMergeCommand())
 	return cmd
 }

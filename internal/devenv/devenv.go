@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -58,6 +59,9 @@ type Options struct {
 	Out io.Writer
 	// Settings tune the ChangeGroup workflows (short debounce and poll for a demo).
 	Settings cgwf.Settings
+	// NoParentDeathSignal starts the servers without the parent-death signal, so
+	// they outlive a killed `nudgeflow dev` (tests of the recovery in the next start).
+	NoParentDeathSignal bool
 }
 
 // Bot is the commit identity of nudgeflow in the local world.
@@ -77,11 +81,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 			return fmt.Errorf("creating %s: %w", d, err)
 		}
 	}
+	if err := recoverCrash(opts.Home, out); err != nil {
+		return err
+	}
 	if err := checkPorts(opts.Ports); err != nil {
 		return err
 	}
-	if r, err := ReadRunning(opts.Home); err == nil && processAlive(r.PID) {
-		return fmt.Errorf("another `nudgeflow dev` (pid %d) uses %s: stop it first, or set %s to another folder", r.PID, opts.Home, HomeEnv)
+	// From here on running.json names this process, then its servers: a crash
+	// leaves the next start what to stop.
+	run := Running{PID: os.Getpid(), Owner: self()}
+	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
+		return err
 	}
 	tok, err := loadTokens(opts.Home)
 	if err != nil {
@@ -125,26 +135,46 @@ func Run(ctx context.Context, opts Options) (err error) {
 		cpErr  error
 		tmpErr error
 	)
+	// The servers get SIGKILL from the kernel when this process dies (Linux), so
+	// a crash cannot leave them running; each is started from a thread that
+	// lives as long as the process, as that signal follows the parent thread.
+	shims := filepath.Join(opts.Home, dirShims)
+	if opts.NoParentDeathSignal {
+		shims = ""
+	}
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		cp, cpErr = localenv.StartControlPlane(localenv.ControlPlaneOptions{
-			Log: cpLog, EtcdDataDir: filepath.Join(opts.Home, dirEtcd), APIServerPort: opts.Ports.APIServer,
-			WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+		localenv.OnLongLivedThread(func() {
+			cp, cpErr = localenv.StartControlPlane(localenv.ControlPlaneOptions{
+				Log: cpLog, EtcdDataDir: filepath.Join(opts.Home, dirEtcd), APIServerPort: opts.Ports.APIServer,
+				WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+				DieWithParentDir: shims,
+			})
 		})
 	}()
 	go func() {
 		defer wg.Done()
-		tmp, tmpErr = localenv.StartTemporal(ctx, localenv.TemporalOptions{
-			Port: opts.Ports.Temporal, UIPort: opts.Ports.TemporalUI, DBFile: filepath.Join(opts.Home, fileTemporalDB), Log: tLog,
+		localenv.OnLongLivedThread(func() {
+			tmp, tmpErr = localenv.StartTemporal(ctx, localenv.TemporalOptions{
+				Port: opts.Ports.Temporal, UIPort: opts.Ports.TemporalUI, DBFile: filepath.Join(opts.Home, fileTemporalDB), Log: tLog,
+				DieWithParentDir: shims,
+			})
 		})
 	}()
 	wg.Wait()
 	if cp != nil {
 		stops = append(stops, func() { logStop("kube-apiserver and etcd", cp.Stop()) })
+		run.TempDirs = cp.TempDirs()
 	}
 	if tmp != nil {
 		stops = append(stops, func() { logStop("Temporal", tmp.Stop()) })
+	}
+	// This process's children now are the servers (the tool look-ups and envtest's
+	// flag checks have exited).
+	run.Children = childrenOf(os.Getpid())
+	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
+		return err
 	}
 	if err := errors.Join(cpErr, tmpErr); err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, logs)
@@ -253,8 +283,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := waitUntil(ctx, 10*time.Second, "the GitHub emulator", func() error { return httpOK(emu.URL()) }); err != nil {
 		return err
 	}
-	run := Running{PID: os.Getpid(), Kubeconfig: kubeconfig, APIServer: cp.Config.Host, TemporalAddress: tmp.Address,
-		TemporalUI: tmp.UIAddress, Namespace: tmp.Namespace, ForgeURL: emu.URL(), ForgeHookURL: hookURL, Logs: logs}
+	run.Kubeconfig, run.APIServer, run.TemporalAddress, run.TemporalUI = kubeconfig, cp.Config.Host, tmp.Address, tmp.UIAddress
+	run.Namespace, run.ForgeURL, run.ForgeHookURL, run.Logs = tmp.Namespace, emu.URL(), hookURL, logs
 	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
 		return err
 	}
@@ -304,6 +334,34 @@ func checkPorts(p Ports) error {
 		_ = l.Close()
 	}
 	return nil
+}
+
+// recoverCrash reads the running.json a previous start left. It refuses when that
+// `nudgeflow dev` still runs; otherwise it crashed (kill -9, power loss): it stops
+// the servers it left running, removes envtest's folders it left behind and the
+// file, so the start goes on as usual.
+func recoverCrash(home string, out io.Writer) error {
+	r, err := readRunningFile(home)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(out, "ignoring %s: %v\n", fileRunning, err)
+		return os.Remove(filepath.Join(home, fileRunning))
+	}
+	if r.ownerAlive() {
+		return fmt.Errorf("nudgeflow dev is already running with this state folder, pid %d (%s): stop it first, or set %s to another folder",
+			r.PID, home, HomeEnv)
+	}
+	fmt.Fprintf(out, "the last `nudgeflow dev` with %s (pid %d) did not stop cleanly: cleaning up\n", home, r.PID)
+	stopProcs(r.Children, 15*time.Second, out)
+	for _, d := range r.TempDirs {
+		// Only envtest's folders under the temporary folder, whatever the file says.
+		if rel, err := filepath.Rel(os.TempDir(), d); err == nil && filepath.IsLocal(rel) {
+			_ = os.RemoveAll(d)
+		}
+	}
+	return os.Remove(filepath.Join(home, fileRunning))
 }
 
 func processAlive(pid int) bool {

@@ -40,12 +40,21 @@ const (
 	fileRunning    = "running.json"
 	dirEtcd        = "etcd"
 	dirLogs        = "logs"
+	dirShims       = "bin" // the parent-death shims (localenv.HandleParentDeathExec)
 )
 
-// Running describes a started environment; `nudgeflow dev` writes it when ready and
-// removes it when it stops, and the simulator subcommands read it.
+// Running describes a started environment. `nudgeflow dev` writes it before it
+// starts anything (Owner), again once the servers run (Children, TempDirs) and
+// when ready (the addresses), and removes it when it stops; the simulator
+// subcommands read it. After a crash it tells the next start what to stop.
 type Running struct {
-	PID             int    `json:"pid"`
+	PID int `json:"pid"` // Owner.PID
+	// Owner is the `nudgeflow dev` process; Children the servers it started
+	// (kube-apiserver, etcd, temporal); TempDirs the folders envtest made outside the state.
+	Owner    Proc     `json:"owner"`
+	Children []Proc   `json:"children,omitempty"`
+	TempDirs []string `json:"tempDirs,omitempty"`
+
 	Kubeconfig      string `json:"kubeconfig"`
 	APIServer       string `json:"apiServer"`
 	TemporalAddress string `json:"temporalAddress"`
@@ -56,20 +65,44 @@ type Running struct {
 	Logs            string `json:"logs"`
 }
 
-// ReadRunning reads what the running `nudgeflow dev` in home wrote.
+// ReadRunning reads what the running, ready `nudgeflow dev` in home wrote.
 func ReadRunning(home string) (*Running, error) {
-	b, err := os.ReadFile(filepath.Join(home, fileRunning))
+	r, err := readRunningFile(home)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("no running `nudgeflow dev` in %s: start it with `make run`", home)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if !r.ownerAlive() {
+		return nil, fmt.Errorf("`nudgeflow dev` (pid %d) with %s is no longer running: start it again with `make run`", r.PID, home)
+	}
+	if r.Kubeconfig == "" {
+		return nil, fmt.Errorf("`nudgeflow dev` (pid %d) with %s is still starting: wait for it to print ready", r.PID, home)
+	}
+	return r, nil
+}
+
+// readRunningFile reads running.json as it is, whoever wrote it.
+func readRunningFile(home string) (*Running, error) {
+	path := filepath.Join(home, fileRunning)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the running environment: %w", err)
 	}
 	var r Running
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", filepath.Join(home, fileRunning), err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return &r, nil
+}
+
+// ownerAlive reports whether the `nudgeflow dev` that wrote r still runs.
+func (r *Running) ownerAlive() bool {
+	if r.Owner.PID == 0 { // written before running.json named its owner: the pid only
+		return processAlive(r.PID)
+	}
+	return r.Owner.Alive() && r.Owner.PID != os.Getpid()
 }
 
 // tokens are the forge credentials of the local world, made once and kept so the

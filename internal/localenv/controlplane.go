@@ -23,6 +23,11 @@ type ControlPlaneOptions struct {
 	ExtraCRDDirs []string
 	// APIServerPort is kube-apiserver's secure port on 127.0.0.1; a free one when zero.
 	APIServerPort int
+	// DieWithParentDir, when set, makes kube-apiserver and etcd die with this
+	// process on Linux: they start through parent-death shims written there (see
+	// HandleParentDeathExec, which the running binary's main must call). Call
+	// StartControlPlane inside OnLongLivedThread then.
+	DieWithParentDir string
 }
 
 // ControlPlane is a running kube-apiserver + etcd with every CRD installed.
@@ -57,11 +62,34 @@ func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
 		apiServer.SecureServing.Port = strconv.Itoa(opts.APIServerPort)
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Out: opts.Log, Err: opts.Log, DataDir: opts.EtcdDataDir}
+	if opts.DieWithParentDir != "" {
+		// envtest sets its own process attributes (a process group, no parent-death
+		// signal) but takes the binaries' paths: give it the shims.
+		if apiServer.Path, err = parentDeathShim(opts.DieWithParentDir, filepath.Join(assets, "kube-apiserver")); err != nil {
+			return nil, err
+		}
+		if env.ControlPlane.Etcd.Path, err = parentDeathShim(opts.DieWithParentDir, filepath.Join(assets, "etcd")); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	return &ControlPlane{Env: env, Config: cfg}, nil
+}
+
+// TempDirs are the folders envtest made for this control plane outside the state
+// (kube-apiserver's certificates, the webhooks' serving certificates); Stop
+// removes them, a crash leaves them behind.
+func (c *ControlPlane) TempDirs() []string {
+	var dirs []string
+	for _, d := range []string{c.Env.ControlPlane.GetAPIServer().CertDir, c.Env.WebhookInstallOptions.LocalServingCertDir} {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }
 
 // Stop stops both processes.

@@ -33,6 +33,9 @@ type TemporalOptions struct {
 	Log io.Writer
 	// ExtraArgs go to `temporal server start-dev` (for example dynamic config).
 	ExtraArgs []string
+	// DieWithParentDir, when set, makes the server die with this process on Linux
+	// (see ControlPlaneOptions.DieWithParentDir).
+	DieWithParentDir string
 }
 
 // Temporal is a running dev server.
@@ -49,6 +52,12 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	cli, err := TemporalCLI()
 	if err != nil {
 		return nil, err
+	}
+	if opts.DieWithParentDir != "" {
+		// The SDK starts the CLI with no process attributes of ours: give it the shim.
+		if cli, err = parentDeathShim(opts.DieWithParentDir, cli); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
@@ -103,6 +104,18 @@ func freePorts(t *testing.T) ports {
 	return ports{p[0], p[1], p[2], p[3], p[4]}
 }
 
+// setUp builds bin/nudgeflow into a fresh folder and returns that folder, the
+// state folder inside it (whose logs a failed test keeps), the environment of
+// `nudgeflow dev` with that state folder, and free ports.
+func setUp(t *testing.T) (dir, home string, env []string, p ports) {
+	t.Helper()
+	dir = t.TempDir()
+	home = filepath.Join(dir, "state")
+	keepLogs(t, home)
+	buildBinary(t, dir)
+	return dir, home, append(toolEnv(t), devenv.HomeEnv+"="+home), freePorts(t)
+}
+
 // keepLogs copies the servers' logs out of the state folder when the test failed.
 func keepLogs(t *testing.T, home string) {
 	t.Cleanup(func() {
@@ -124,14 +137,19 @@ type dev struct {
 	done chan error
 }
 
-// startDev starts `nudgeflow dev` and waits for its ready banner.
-func startDev(t *testing.T, dir string, env []string, p ports) (*dev, time.Duration) {
+// devArgs is `nudgeflow dev` on ports p, then extra.
+func devArgs(p ports, extra ...string) []string {
+	return append([]string{"dev",
+		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
+		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook)}, extra...)
+}
+
+// startDev starts `nudgeflow dev` (with extra flags) and waits for its ready banner.
+func startDev(t *testing.T, dir string, env []string, p ports, extra ...string) (*dev, time.Duration) {
 	t.Helper()
 	began := time.Now()
 	d := &dev{out: &lockedBuffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), "dev",
-		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
-		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook))
+	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), devArgs(p, extra...)...)
 	d.cmd.Dir, d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = dir, env, d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

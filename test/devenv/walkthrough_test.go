@@ -132,12 +132,8 @@ func contains(t *testing.T, out string, want ...string) {
 // TestWalkthrough runs README.md's walkthrough as written against `nudgeflow dev`,
 // checks every outcome it promises, then stops it with SIGINT and resumes it.
 func TestWalkthrough(t *testing.T) {
-	dir := t.TempDir()
-	home := filepath.Join(dir, "state")
-	keepLogs(t, home)
-	buildBinary(t, dir)
-	childEnv := append(toolEnv(t), devenv.HomeEnv+"="+home)
-	e := &env{t: t, home: home, p: freePorts(t), browser: chromium(t)}
+	dir, home, childEnv, p := setUp(t)
+	e := &env{t: t, home: home, p: p, browser: chromium(t)}
 
 	d, took := startDev(t, dir, childEnv, e.p)
 	t.Logf("first start, tools cached: ready after %s", took)
