@@ -279,27 +279,14 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 	})
 }
 
-// deliverToGroup gives the build to the group that held the edge when it finished.
-// The group's workflow decides: a running one takes it (and is responsible for it
-// from then on); one that has ended holds it only if it received it before.
+// deliverToGroup gives the build to the group that held the edge when it finished;
+// the group's workflow decides whether it takes it (cgbridge.Starter.Deliver).
 func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, e Edge, b validatednudge.Build) (bool, error) {
-	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest, "changeGroup", cg.Name)
-	groups := r.Options.changeGroups()
-	if changegroups.IsActive(cg) {
-		err := groups.SignalWithStart(ctx, cg, changegroup.SignalComponentBuilt, changegroup.ComponentBuilt{
-			Component: e.From, Digest: b.Digest, PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
-		})
-		if err == nil {
-			logger.Info("edge held by a ChangeGroup; signalled it instead of nudging")
-			return true, nil
-		}
-		if !errors.Is(err, cgbridge.ErrEnded) {
-			return false, err
-		}
-	}
-	took, err := groups.Took(ctx, cg, e.From, b.Digest)
+	took, err := r.Options.changeGroups().Deliver(ctx, cg, changegroup.ComponentBuilt{
+		Component: e.From, Digest: b.Digest, PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
+	})
 	if took {
-		logger.Info("build collected by a ChangeGroup that has ended; it delivered or handed it back")
+		log.FromContext(ctx).Info("edge held by a ChangeGroup; the group has the build", "edge", nudge.Edge(e.From, e.To), "digest", b.Digest, "changeGroup", cg.Name)
 	}
 	return took, err
 }

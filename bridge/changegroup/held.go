@@ -2,7 +2,6 @@ package changegroup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -76,19 +75,13 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		// The workflow decides, not the CR status: a group whose workflow has not
 		// started yet is started with the build; one that has ended holds nothing.
-		err = r.Starter.SignalWithStart(ctx, &cg, cgwf.SignalComponentBuilt, built)
-		if errors.Is(err, ErrEnded) {
-			took, terr := r.Starter.Took(ctx, &cg, built.Component, built.Digest)
-			if terr != nil {
-				return ctrl.Result{}, terr
-			}
-			if !took {
-				renudge = append(renudge, target)
-			}
-			continue
-		}
+		took, err := r.Starter.Deliver(ctx, &cg, built)
 		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if !took {
+			renudge = append(renudge, target)
+			continue
 		}
 		log.FromContext(ctx).Info("build handed to ChangeGroup", "changeGroup", cg.Name, "component", source, "digest", built.Digest)
 	}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -60,7 +61,32 @@ func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.Cha
 	return nil
 }
 
-// Took reports whether the ended workflow of a group received the build
+// Deliver hands a held build to the group that held it and reports whether the
+// group took responsibility for it. A group whose CR says it collects gets it with
+// SignalWithStart (started if its workflow is not running yet); a group whose CR says
+// it ended is only signalled, never started again (its history may be past
+// retention). A workflow that has ended took the build only if it received it
+// before: otherwise the caller nudges it normally.
+func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, b cgwf.ComponentBuilt) (bool, error) {
+	var err error
+	if changegroups.IsActive(cg) {
+		err = s.SignalWithStart(ctx, cg, cgwf.SignalComponentBuilt, b)
+	} else {
+		err = cgwf.SignalBuilt(ctx, s.Temporal, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), b)
+		if isGone(err) {
+			err = ErrEnded
+		}
+	}
+	if err == nil {
+		return true, nil // a running workflow collects it or hands it back
+	}
+	if !errors.Is(err, ErrEnded) {
+		return false, err
+	}
+	return s.Took(ctx, cg, b.Component, b.Digest)
+}
+
+// Took reports whether the ended (closed) workflow of a group received the build
 // (component@digest): then the group delivered it or handed it back, and nothing
 // else may nudge it. A group that never received it holds nothing: the caller nudges.
 func (s *Starter) Took(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, component, digest string) (bool, error) {
