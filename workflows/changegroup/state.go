@@ -91,6 +91,10 @@ type State struct {
 	// ran, so an override that arrives during a sync is never lost.
 	Revision          int64 `json:"revision,omitempty"`
 	OverwriteRevision int64 `json:"overwriteRevision,omitempty"`
+	// PRHead is the PR branch's head as last observed; OverwriteHead is the head a
+	// rebase request authorised discarding (commits pushed later are kept).
+	PRHead        string `json:"prHead,omitempty"`
+	OverwriteHead string `json:"overwriteHead,omitempty"`
 	// ForgeFailingSince is when forge calls started failing (zero: they work).
 	ForgeFailingSince time.Time `json:"forgeFailingSince,omitempty"`
 }

@@ -330,6 +330,10 @@ func (r *run) markUrgent() {
 func (r *run) requestOverwrite() {
 	r.s.Overwrite = true
 	r.s.OverwriteRevision++
+	if r.nothingLost {
+		// Only the commits there when the rebase was asked for may be discarded.
+		r.s.OverwriteHead = r.s.PRHead
+	}
 	r.markUrgent()
 }
 
@@ -537,6 +541,13 @@ func (r *run) sync() {
 		return
 	}
 	switch {
+	case obs.HumanEdits && r.nothingLost:
+		s.HumanEditsExplained = true
+		if s.OverwriteRevision == overwriteRevision {
+			// A rebase that found newer human commits than the ones it was asked to
+			// discard is spent: the next one needs a new request.
+			s.Overwrite = false
+		}
 	case obs.HumanEdits:
 		s.HumanEditsExplained = true
 	case r.nothingLost:
@@ -584,6 +595,9 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 	}
 	if obs.PR.Number != 0 {
 		s.PR = obs.PR
+	}
+	if r.nothingLost && obs.HeadSHA != "" {
+		s.PRHead = obs.HeadSHA
 	}
 	s.ForgeWrites += obs.Writes
 	switch obs.State {
