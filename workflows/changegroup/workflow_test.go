@@ -80,14 +80,20 @@ func (f *fakeWorld) writeStatus(_ context.Context, req changegroupcr.StatusReque
 	return nil
 }
 
-func (f *fakeWorld) handBack(_ context.Context, req handback.Request) (handback.Result, error) {
+// runOnce runs and clears a hook set by a test (outside the lock: the hook may
+// signal the workflow).
+func (f *fakeWorld) runOnce(hook *func()) {
 	f.mu.Lock()
-	during := f.duringHandBack
-	f.duringHandBack = nil
+	fn := *hook
+	*hook = nil
 	f.mu.Unlock()
-	if during != nil {
-		during()
+	if fn != nil {
+		fn()
 	}
+}
+
+func (f *fakeWorld) handBack(_ context.Context, req handback.Request) (handback.Result, error) {
+	f.runOnce(&f.duringHandBack)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handedBack = append(f.handedBack, req.Builds...)
@@ -121,13 +127,7 @@ func orOpen(s pullrequest.PRState) pullrequest.PRState {
 }
 
 func (f *fakeWorld) sync(_ context.Context, req pullrequest.SyncRequest) (pullrequest.Observed, error) {
-	f.mu.Lock()
-	during := f.duringSync
-	f.duringSync = nil
-	f.mu.Unlock()
-	if during != nil {
-		during()
-	}
+	f.runOnce(&f.duringSync)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.syncErr != nil {
