@@ -7,11 +7,15 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 )
 
@@ -25,16 +29,80 @@ type Validator struct {
 
 // ValidateCreate checks a new group.
 func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	return nil, v.validate(ctx, obj.(*appstudiov1alpha1.ChangeGroup))
-}
-
-// ValidateUpdate checks an edited group (members may have been added).
-func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	cg := newObj.(*appstudiov1alpha1.ChangeGroup)
-	if !cg.DeletionTimestamp.IsZero() {
-		return nil, nil
+	cg := obj.(*appstudiov1alpha1.ChangeGroup)
+	if err := v.exist(ctx, cg, nil); err != nil {
+		return nil, err
 	}
 	return nil, v.validate(ctx, cg)
+}
+
+// ValidateUpdate checks an edited spec (members may have been added). Metadata
+// writes (the bridge's finalizer, override annotations) pass without work: a member
+// deleted after the group was created must not block them.
+func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	cg := newObj.(*appstudiov1alpha1.ChangeGroup)
+	old := oldObj.(*appstudiov1alpha1.ChangeGroup)
+	if !cg.DeletionTimestamp.IsZero() || equality.Semantic.DeepEqual(old.Spec, cg.Spec) {
+		return nil, nil
+	}
+	if err := v.exist(ctx, cg, old); err != nil {
+		return nil, err
+	}
+	return nil, v.validate(ctx, cg)
+}
+
+// exist rejects a group naming components that do not exist: it would wait for a
+// build that can never come. On update only what the update adds is checked.
+func (v *Validator) exist(ctx context.Context, cg, old *appstudiov1alpha1.ChangeGroup) error {
+	var problems []string
+	if old == nil || old.Spec.NudgedComponent != cg.Spec.NudgedComponent {
+		missing, err := v.missing(ctx, cg.Namespace, []string{cg.Spec.NudgedComponent})
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			problems = append(problems, fmt.Sprintf("nudgedComponent %q does not exist in namespace %s", cg.Spec.NudgedComponent, cg.Namespace))
+		}
+	}
+	var had []string
+	if old != nil {
+		had = members(old)
+	}
+	var added []string
+	for _, m := range members(cg) {
+		if !slices.Contains(had, m) {
+			added = append(added, m)
+		}
+	}
+	missing, err := v.missing(ctx, cg.Namespace, added)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Sprintf("nudgingComponents names components that do not exist in namespace %s: %s",
+			cg.Namespace, strings.Join(missing, ", ")))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s; create them first, or leave them out of the group", strings.Join(problems, "; "))
+}
+
+// missing returns the names that are not Components in the namespace.
+func (v *Validator) missing(ctx context.Context, namespace string, names []string) ([]string, error) {
+	var out []string
+	for _, name := range names {
+		var c mirrorv1alpha1.Component
+		err := v.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c)
+		if apierrors.IsNotFound(err) {
+			out = append(out, name)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checking that component %q exists: %w", name, err)
+		}
+	}
+	return out, nil
 }
 
 // ValidateDelete allows deletion.
