@@ -5,6 +5,7 @@ package forge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -96,6 +97,10 @@ type Comment struct {
 	ID   int64
 	Body string
 }
+
+// ErrDraftsUnsupported is returned by CreatePR when the repository does not allow
+// draft pull requests (GitHub's plans without drafts); the caller opens a normal one.
+var ErrDraftsUnsupported = errors.New("draft pull requests are not supported in this repository")
 
 // Forge is the API the pull request activities use. Implementations classify errors
 // (temporal ApplicationErrors: rate limits retryable with NextRetryDelay, other 4xx

@@ -159,6 +159,13 @@ func (a *Activities) read(ctx context.Context, f forge.Forge, branch string, num
 	return st, err
 }
 
+// noDraft: the PR was opened as a normal PR because the repository allows no drafts.
+func noDraft(st state) bool { return st.body.State != nil && st.body.State.NoDraft }
+
+// isDraft reports whether the PR is held as a draft would be: a real draft, or a
+// normal PR in a repository without drafts (held by the skip marker alone).
+func isDraft(st state) bool { return st.pr.Draft || noDraft(st) }
+
 func isBot(f forge.Forge, c forge.Commit) bool {
 	bot := f.Bot().Email
 	return bot != "" && strings.EqualFold(c.Author.Email, bot) && strings.EqualFold(c.Committer.Email, bot)
@@ -219,7 +226,7 @@ func observed(f forge.Forge, st state, known PRRef, held bool) Observed {
 	if st.pr.Open {
 		o.HumanEditReason, _ = humanEdit(f, st)
 		o.HumanEdits = o.HumanEditReason != ""
-		o.MarkedReadyByHuman = held && (!st.pr.Draft || !st.body.SkipMarker)
+		o.MarkedReadyByHuman = held && (!isDraft(st) || !st.body.SkipMarker)
 	}
 	return o
 }

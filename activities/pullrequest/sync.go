@@ -2,6 +2,7 @@ package pullrequest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -135,8 +136,8 @@ func commitMessage(req SyncRequest, hold bool) string {
 	return b.String()
 }
 
-func renderBody(req SyncRequest, hold, rebase, releaseNow bool) string {
-	in := prbody.Input{ChangeGroup: req.ChangeGroup, ChangeGroupURL: req.ChangeGroupURL, Hold: hold, Rebase: rebase, ReleaseNow: releaseNow}
+func renderBody(req SyncRequest, hold, rebase, releaseNow, noDraft bool) string {
+	in := prbody.Input{ChangeGroup: req.ChangeGroup, ChangeGroupURL: req.ChangeGroupURL, Hold: hold, Rebase: rebase, ReleaseNow: releaseNow, NoDraft: noDraft}
 	for _, r := range req.Rows {
 		in.Rows = append(in.Rows, prbody.Row{Name: r.Component, Current: r.Current, New: r.New, State: r.State, UpdatedAt: r.UpdatedAt})
 	}
@@ -220,8 +221,14 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		if _, err := pushIfNeeded(ctx, f, req, d, head, exists, true); err != nil {
 			return Observed{}, err
 		}
-		pr, err := f.CreatePR(ctx, forge.NewPR{Title: fmt.Sprintf("Update %s (ChangeGroup %s)", req.NudgedComponent, req.ChangeGroup),
-			Head: req.Branch, Base: baseBranch, Body: renderBody(req, true, false, false), Draft: true})
+		title := fmt.Sprintf("Update %s (ChangeGroup %s)", req.NudgedComponent, req.ChangeGroup)
+		pr, err := f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: renderBody(req, true, false, false, false), Draft: true})
+		if errors.Is(err, forge.ErrDraftsUnsupported) {
+			// The commits and the description still carry the skip marker: CI stays
+			// held on a normal PR, and the release is the one unmarked push.
+			log.Info("the repository allows no draft PRs; opening a normal one, held by the skip marker", "branch", req.Branch)
+			pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: renderBody(req, true, false, false, true)})
+		}
 		if err != nil {
 			return Observed{}, err
 		}
@@ -247,7 +254,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		log.Info("human edits: not updating", "pr", st.pr.Number, "reason", reason)
 		return observed(f, st, req.Known, hold), nil
 	}
-	if hold && (!st.pr.Draft || !st.body.SkipMarker) && !req.Overwrite {
+	if hold && (!isDraft(st) || !st.body.SkipMarker) && !req.Overwrite {
 		// A person released the hold; the workflow decides what follows.
 		return observed(f, st, req.Known, hold), nil
 	}
@@ -257,7 +264,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		return Observed{}, err
 	}
 	rebase := st.body.Rebase && !req.Overwrite
-	body := renderBody(req, hold, rebase, st.body.ReleaseNow)
+	body := renderBody(req, hold, rebase, st.body.ReleaseNow, noDraft(st))
 	head := st.head
 	if hold {
 		if _, err := pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {

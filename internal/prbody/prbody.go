@@ -56,6 +56,9 @@ type Input struct {
 	// Rebase and ReleaseNow are the checkboxes' states to render.
 	Rebase     bool
 	ReleaseNow bool
+	// NoDraft: the repository allows no draft PRs, so the PR was opened as a normal
+	// one; the hold is the skip marker alone (kept in the hidden state).
+	NoDraft bool
 }
 
 // State is the hidden machine-readable state carried in the description.
@@ -64,6 +67,7 @@ type State struct {
 	ChangeGroup string     `json:"changeGroup"`
 	Mode        string     `json:"mode"`
 	Rows        []StateRow `json:"rows,omitempty"`
+	NoDraft     bool       `json:"noDraft,omitempty"`
 }
 
 // StateRow is a row's applied digest in the hidden state.
@@ -83,7 +87,7 @@ func Render(in Input) string {
 	b.WriteString("### Component Status\n\n")
 	b.WriteString("| Image | Current | New | State | Last Updated |\n")
 	b.WriteString("|-------|---------|-----|-------|--------------|\n")
-	st := State{Version: 1, ChangeGroup: in.ChangeGroup, Mode: "Release"}
+	st := State{Version: 1, ChangeGroup: in.ChangeGroup, Mode: "Release", NoDraft: in.NoDraft}
 	if in.Hold {
 		st.Mode = "Hold"
 	}
@@ -99,8 +103,14 @@ func Render(in Input) string {
 	b.WriteString("\n")
 	if in.Hold {
 		b.WriteString(digestref.SkipMarker + "\n\n")
-		b.WriteString("This PR will remain in draft until all components are ready or until manually marked as " +
-			"ready for review. The directive above keeps Pipelines as Code from triggering builds until it is removed.\n\n")
+		if in.NoDraft {
+			b.WriteString("This repository does not allow draft pull requests, so this PR is open for review, but it is " +
+				"held: the directive above and nudgeflow's commits keep Pipelines as Code from triggering builds until " +
+				"all components are ready or a release is requested.\n\n")
+		} else {
+			b.WriteString("This PR will remain in draft until all components are ready or until manually marked as " +
+				"ready for review. The directive above keeps Pipelines as Code from triggering builds until it is removed.\n\n")
+		}
 	} else {
 		b.WriteString("All components are ready, or a release was requested: this PR is ready for review and builds " +
 			"with the digests above.\n\n")

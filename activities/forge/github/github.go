@@ -322,6 +322,10 @@ func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error)
 	p, resp, err := c.rest.PullRequests.Create(ctx, c.repo.Owner, c.repo.Name, gh.CreatePullRequest{
 		Title: new(in.Title), Head: in.Head, Base: in.Base, Body: new(in.Body), Draft: new(in.Draft)})
 	if err != nil {
+		var er *gh.ErrorResponse
+		if in.Draft && errors.As(err, &er) && er.Response.StatusCode == http.StatusUnprocessableEntity && mentionsDraftsUnsupported(er) {
+			return forge.PR{}, fmt.Errorf("creating a draft PR from %s: %w", in.Head, forge.ErrDraftsUnsupported)
+		}
 		return forge.PR{}, classify("creating a PR from "+in.Head, err, resp, nil)
 	}
 	return toPR(p), nil
@@ -388,10 +392,24 @@ func sortStrings(s []string) {
 	}
 }
 
+func mentionsDraftsUnsupported(er *gh.ErrorResponse) bool {
+	if strings.Contains(strings.ToLower(er.Message), "draft pull requests are not supported") {
+		return true
+	}
+	for _, e := range er.Errors {
+		if strings.Contains(strings.ToLower(e.Message), "draft pull requests are not supported") {
+			return true
+		}
+	}
+	return false
+}
+
 // classify turns a GitHub failure into a Temporal error whose message holds the
 // operation, the status and GitHub's message, never a request header:
 //   - 429 and rate limits (primary or secondary) are retryable with NextRetryDelay from
 //     Retry-After, else X-RateLimit-Reset;
+//   - GraphQL RATE_LIMITED errors (HTTP 200) are retryable after a minute;
+//   - 401 is retryable, typed "Unauthorized" (a rotated token; the workflow bounds it);
 //   - other 4xx are non-retryable, typed "GitHub<status>";
 //   - 5xx are retryable, typed "GitHub<status>"; network errors are plain (retryable).
 func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) error {
@@ -423,8 +441,14 @@ func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) e
 		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("%s: network: %s", op, safeNetMessage(err))
 		}
-		// GraphQL-level errors (HTTP 200 with errors): the request was understood and refused.
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", op, truncate(err.Error())), "GitHubGraphQL", nil)
+		text := fmt.Sprintf("%s: %s", op, truncate(err.Error()))
+		if strings.Contains(strings.ToLower(err.Error()), "rate limit") {
+			// GraphQL's own limit (type RATE_LIMITED) comes as HTTP 200 without headers:
+			// wait a minute, as GitHub advises for limits without a reset time.
+			return temporal.NewApplicationErrorWithOptions(text, "GitHubRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: time.Minute})
+		}
+		// Other GraphQL-level errors (HTTP 200 with errors): the request was understood and refused.
+		return temporal.NewNonRetryableApplicationError(text, "GitHubGraphQL", nil)
 	}
 	text := fmt.Sprintf("%s: GitHub answered %d", op, status)
 	if msg != "" {
@@ -436,6 +460,11 @@ func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) e
 	}
 	if status >= 500 {
 		return temporal.NewApplicationError(text, typ)
+	}
+	if status == http.StatusUnauthorized {
+		// Typically a token rotated under a running group: retried (the workflow bounds
+		// how long), with the reason in the group's status.
+		return temporal.NewApplicationError(text+" (the forge rejected nudgeflow's credentials; check the SCM Secret or GitHub App)", "Unauthorized")
 	}
 	return temporal.NewNonRetryableApplicationError(text, typ, nil)
 }

@@ -46,6 +46,11 @@ type Server struct {
 	nextID int64
 	clock  int64 // logical clock: makes every commit distinct, like git's dates
 	fails  []failure
+	// gqlRateLimited answers that many GraphQL requests with GitHub's RATE_LIMITED
+	// error (HTTP 200, like GitHub).
+	gqlRateLimited int
+	// noDrafts names repositories ("owner/name") whose plan has no draft PRs.
+	noDrafts map[string]bool
 	// failWriteAt is the write count at which a write fails (0: none).
 	failWriteAt, failWriteStatus int
 	writes                       int
@@ -157,6 +162,32 @@ func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
 	for range n {
 		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
 	}
+}
+
+// RateLimitGraphQL makes the next n GraphQL requests fail as GitHub does when the
+// GraphQL rate limit is exhausted: HTTP 200 with an error of type RATE_LIMITED.
+func (s *Server) RateLimitGraphQL(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gqlRateLimited += n
+}
+
+// DisallowDrafts makes the repository refuse draft pull requests with GitHub's 422,
+// as repositories on plans without drafts do.
+func (s *Server) DisallowDrafts(owner, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noDrafts == nil {
+		s.noDrafts = map[string]bool{}
+	}
+	s.noDrafts[owner+"/"+name] = true
+}
+
+// RevokeToken forgets a token (a rotated credential): requests with it get 401.
+func (s *Server) RevokeToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tokens, token)
 }
 
 // FailWrite lets `after` more write requests through, then fails the next write with

@@ -527,6 +527,11 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request, u User) {
 			"message": fmt.Sprintf("No commits between %s and %s", in.Base, head)})
 		return
 	}
+	if in.Draft && s.noDrafts[rp.owner+"/"+rp.name] {
+		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom",
+			"message": "Draft pull requests are not supported in this repository."})
+		return
+	}
 	for _, p := range rp.pulls {
 		if p != nil && p.State == "open" && p.Head == head && p.Base == in.Base {
 			unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom",
@@ -666,6 +671,12 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 		} `json:"variables"`
 	}
 	if !decode(w, r, &in) {
+		return
+	}
+	if s.gqlRateLimited > 0 {
+		s.gqlRateLimited--
+		writeJSON(w, http.StatusOK, map[string]any{"data": nil, "errors": []map[string]any{{
+			"type": "RATE_LIMITED", "message": "API rate limit already exceeded for user ID 1."}}})
 		return
 	}
 	var field string
