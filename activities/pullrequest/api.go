@@ -69,6 +69,12 @@ type SyncRequest struct {
 	Mode      Mode     `json:"mode"`
 	// Overwrite discards human edits (the rebase checkbox or override was used).
 	Overwrite bool `json:"overwrite,omitempty"`
+	// DiscardHead, with Overwrite, is the branch head the rebase was requested on:
+	// only the commits up to it may be discarded. A branch that moved on since (a
+	// person pushed again) is not overwritten: the sync reports the new human edit
+	// and unticks the rebase checkbox. Empty: whatever the branch holds (requests of
+	// groups started before this field).
+	DiscardHead string `json:"discardHead,omitempty"`
 	// Known is what the workflow learned from earlier results; zero on the first call.
 	Known PRRef `json:"known"`
 }

@@ -79,3 +79,54 @@ func TestUnauthorizedIsRetriedWithTheReason(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Issue 9, item 9: a person's commit that lands while nudgeflow is updating the
+// branch (after its read, before its ref update) is never overwritten.
+func TestCommitDuringASyncIsNeverOverwritten(t *testing.T) {
+	f := setup(t)
+	o := f.sync(f.request(pr.ModeHold, "operator"))
+	var pushed string
+	f.emu.BeforeNextCommit(func() {
+		var err error
+		pushed, err = f.emu.HumanCommit("org", "bundle", "konflux/changegroup/cg1", human, map[string]string{"README.md": "mine\n"}, "docs: mine")
+		if err != nil {
+			t.Errorf("human commit: %v", err)
+		}
+	})
+	o = f.sync(f.request(pr.ModeHold, "operator", "operand-a"))
+	head, _ := f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
+	if pushed == "" || head.SHA != pushed {
+		t.Fatalf("the branch head must still be the person's commit %s, got %s", pushed, head.SHA)
+	}
+	if !o.HumanEdits {
+		t.Fatal("the sync reports the person's commit as a human edit")
+	}
+}
+
+// A rebase asked for on one head does not discard a commit pushed after it; its
+// checkbox is unticked so it cannot authorise that commit later.
+func TestRebaseDiscardsOnlyWhatItWasAskedFor(t *testing.T) {
+	f := setup(t)
+	f.sync(f.request(pr.ModeHold, "operator"))
+	first, err := f.emu.HumanCommit("org", "bundle", "konflux/changegroup/cg1", human, map[string]string{"README.md": "one\n"}, "docs: one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.emu.HumanCommit("org", "bundle", "konflux/changegroup/cg1", human, map[string]string{"README.md": "two\n"}, "docs: two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := f.request(pr.ModeHold, "operator")
+	req.Overwrite, req.DiscardHead = true, first
+	o := f.sync(req)
+	head, _ := f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
+	if head.SHA != second || !o.HumanEdits {
+		t.Fatalf("the later commit %s is kept and reported, got head %s humanEdits=%v", second, head.SHA, o.HumanEdits)
+	}
+	req.DiscardHead = second
+	o = f.sync(req)
+	head, _ = f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
+	if head.SHA == second || o.HumanEdits {
+		t.Fatalf("a rebase asked for on the current head discards it, got head %s humanEdits=%v", head.SHA, o.HumanEdits)
+	}
+}

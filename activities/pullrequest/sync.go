@@ -144,9 +144,13 @@ func renderBody(req SyncRequest, hold, rebase, releaseNow, noDraft bool) string 
 	return prbody.Render(in)
 }
 
+// errHeadMoved: the branch changed between this sync's read and its push.
+var errHeadMoved = errors.New("the branch moved while nudgeflow was updating it")
+
 // push makes one fresh commit of the desired tree on the base head and force-moves
-// the branch to it.
-func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, exists bool) (forge.Commit, error) {
+// the branch to it, unless the branch no longer is at expected (the head this sync
+// read): a commit pushed meanwhile is never overwritten.
+func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, exists bool, expected string) (forge.Commit, error) {
 	tree := d.base.Tree
 	if len(d.changes) > 0 {
 		var err error
@@ -157,6 +161,15 @@ func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, 
 	c, err := f.CreateCommit(ctx, tree, []string{d.base.SHA}, commitMessage(req, hold))
 	if err != nil {
 		return forge.Commit{}, err
+	}
+	if exists {
+		now, ok, err := f.BranchHead(ctx, req.Branch)
+		if err != nil {
+			return forge.Commit{}, err
+		}
+		if !ok || now.SHA != expected {
+			return forge.Commit{}, errHeadMoved
+		}
 	}
 	if err := f.SetBranch(ctx, req.Branch, c.SHA, exists); err != nil {
 		return forge.Commit{}, err
@@ -174,10 +187,43 @@ func pushIfNeeded(ctx context.Context, f forge.Forge, req SyncRequest, d desired
 			return head, err
 		}
 	}
-	return push(ctx, f, req, d, hold, exists)
+	return push(ctx, f, req, d, hold, exists, head.SHA)
+}
+
+// staleRebase: a rebase may discard the branch's commits only up to the head it was
+// requested on.
+func staleRebase(f forge.Forge, req SyncRequest, st state) bool {
+	return req.Overwrite && req.DiscardHead != "" && st.hasHead && st.head.SHA != req.DiscardHead && !isBot(f, st.head)
+}
+
+// untickRebase clears a rebase checkbox that can no longer be honoured, so it cannot
+// authorise discarding commits pushed after it was ticked.
+func untickRebase(ctx context.Context, f forge.Forge, st state) error {
+	if !st.body.Rebase {
+		return nil
+	}
+	body := strings.Replace(st.pr.Body, "- [x] "+prbody.RebaseLabel, "- [ ] "+prbody.RebaseLabel, 1)
+	body = strings.Replace(body, "- [X] "+prbody.RebaseLabel, "- [ ] "+prbody.RebaseLabel, 1)
+	if body == st.pr.Body {
+		return nil
+	}
+	_, err := f.EditPR(ctx, st.pr.Number, &body, nil)
+	return err
 }
 
 func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (Observed, error) {
+	o, err := a.syncOnce(ctx, f, req)
+	if errors.Is(err, errHeadMoved) {
+		// A person pushed while nudgeflow was updating: look again; the human-edit
+		// rules decide (the new commit is theirs), and nothing of theirs is lost.
+		activity.GetLogger(ctx).Info("the branch moved during the sync; reading it again", "branch", req.Branch)
+		req.Overwrite = false
+		o, err = a.syncOnce(ctx, f, req)
+	}
+	return o, err
+}
+
+func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncRequest) (Observed, error) {
 	log := activity.GetLogger(ctx)
 	st, err := a.read(ctx, f, req.Branch, req.Known.Number)
 	if err != nil {
@@ -243,6 +289,13 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		}
 	}
 
+	if staleRebase(f, req, st) {
+		// The rebase was asked for on an older head: what was pushed since is kept.
+		if err := untickRebase(ctx, f, st); err != nil {
+			return Observed{}, err
+		}
+		req.Overwrite = false
+	}
 	if reason, key := humanEdit(f, st); reason != "" && !req.Overwrite {
 		marker := fmt.Sprintf(humanEditMarker, key)
 		text := fmt.Sprintf("nudgeflow stopped updating this pull request: %s.\n\n"+

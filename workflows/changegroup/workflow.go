@@ -530,6 +530,9 @@ func (r *run) sync() {
 		Overwrite:       s.Overwrite,
 		Known:           s.PR,
 	}
+	if r.nothingLost && s.Overwrite {
+		req.DiscardHead = s.OverwriteHead
+	}
 	summary := "push ready digests to the draft PR, CI held"
 	if mode == pullrequest.ModeRelease {
 		summary = "release CI: lift draft and push the final commit"

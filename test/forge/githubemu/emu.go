@@ -51,6 +51,9 @@ type Server struct {
 	gqlRateLimited int
 	// noDrafts names repositories ("owner/name") whose plan has no draft PRs.
 	noDrafts map[string]bool
+	// beforeCommit runs once, outside the lock, before the next commit is created
+	// through the API (a person pushing while a client is mid-update).
+	beforeCommit func()
 	// failWriteAt is the write count at which a write fails (0: none).
 	failWriteAt, failWriteStatus int
 	writes                       int
@@ -161,6 +164,24 @@ func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
 	}
 	for range n {
 		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
+	}
+}
+
+// BeforeNextCommit runs fn (once) when the next API request to create a commit
+// arrives, before it is handled: a race a test can replay exactly.
+func (s *Server) BeforeNextCommit(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeCommit = fn
+}
+
+func (s *Server) runBeforeCommit() {
+	s.mu.Lock()
+	fn := s.beforeCommit
+	s.beforeCommit = nil
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
 	}
 }
 

@@ -46,6 +46,9 @@ func (s *Server) routes() http.Handler {
 // authed checks the token, counts writes and applies FailNext, then calls h under s.mu.
 func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git/commits") {
+			s.runBeforeCommit()
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		u, ok := s.tokens[bearer(r)]
