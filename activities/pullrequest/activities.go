@@ -182,8 +182,8 @@ func humanEdit(f forge.Forge, st state) (reason, key string) {
 		return fmt.Sprintf("commit %s on the branch was made by %s, not by nudgeflow", short(st.head.SHA), who), "commit-" + st.head.SHA
 	}
 	if st.body.HumanEdited {
-		sum := sha256.Sum256([]byte(st.body.Outside))
-		return "the description was edited outside the section nudgeflow manages", "body-" + hex.EncodeToString(sum[:8])
+		sum := sha256.Sum256([]byte(st.body.Section))
+		return "the section of the description nudgeflow manages was edited", "body-" + hex.EncodeToString(sum[:8])
 	}
 	return "", ""
 }

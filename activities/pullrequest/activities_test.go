@@ -247,8 +247,19 @@ func TestDescriptionEditAndCheckboxes(t *testing.T) {
 	if o = f.sync(req); !o.ReleaseRequested || o.HumanEdits {
 		t.Fatalf("release checkbox: %+v", o)
 	}
+	// Text outside the managed section (a note, a bot's report) is not an edit: it
+	// is kept through re-renders and never pauses the group.
 	p, _ = f.emu.PR("org", "bundle", o.PR.Number)
-	_ = f.emu.EditBody("org", "bundle", o.PR.Number, "Note from a person\n\n"+p.Body)
+	_ = f.emu.EditBody("org", "bundle", o.PR.Number, "Note from a person\n\n"+p.Body+"\n\n<!-- coverage-bot -->\nCoverage 81%")
+	if o = f.sync(f.request(pr.ModeHold, "operator", "operand-a")); o.HumanEdits {
+		t.Fatalf("text outside the section paused the group: %+v", o)
+	}
+	p, _ = f.emu.PR("org", "bundle", o.PR.Number)
+	if !strings.HasPrefix(p.Body, "Note from a person") || !strings.HasSuffix(p.Body, "Coverage 81%") || !strings.Contains(p.Body, "operand-a") {
+		t.Fatalf("the re-render keeps the text around the section:\n%s", p.Body)
+	}
+	// An edit inside the section pauses, with one comment however often it is seen.
+	_ = f.emu.EditBody("org", "bundle", o.PR.Number, strings.Replace(p.Body, "### Component Status", "### Component Status (edited)", 1))
 	for range 2 {
 		if o = f.sync(req); !o.HumanEdits || !strings.Contains(o.HumanEditReason, "description") {
 			t.Fatalf("description edit: %+v", o)
@@ -257,7 +268,7 @@ func TestDescriptionEditAndCheckboxes(t *testing.T) {
 	if cs := f.emu.Comments("org", "bundle", o.PR.Number); len(cs) != 1 {
 		t.Fatalf("comments: %q", cs)
 	}
-	if p2, _ := f.emu.PR("org", "bundle", o.PR.Number); !strings.HasPrefix(p2.Body, "Note from a person") {
+	if p2, _ := f.emu.PR("org", "bundle", o.PR.Number); !strings.Contains(p2.Body, "(edited)") {
 		t.Fatal("description rewritten over a human edit")
 	}
 }

@@ -317,7 +317,8 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 		return Observed{}, err
 	}
 	rebase := st.body.Rebase && !req.Overwrite
-	body := renderBody(req, hold, rebase, st.body.ReleaseNow, noDraft(st))
+	// Text around the managed section (a person's note, a bot's report) is kept.
+	body := prbody.Compose(st.pr.Body, renderBody(req, hold, rebase, st.body.ReleaseNow, noDraft(st)))
 	head := st.head
 	if hold {
 		if _, err := pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {

@@ -1,12 +1,17 @@
 // Package prbody renders and parses the description of a ChangeGroup's pull request.
 //
-// Everything nudgeflow writes lives in a managed section between two HTML comments;
-// text a person adds outside it is a human edit of the description. Rendering is
+// Everything nudgeflow writes lives in a managed section between two HTML comments.
+// Only an edit inside that section (other than its checkboxes and the skip marker,
+// which are controls) is a human edit of the description: a checksum of the section
+// is kept in its hidden state. Text outside the section — a person's note, or what a
+// bot such as a CLA or coverage app appends — is left alone and kept. Rendering is
 // deterministic (no map iteration, times in UTC), so the same input renders the same
 // bytes and an unchanged description is never rewritten. Parse takes untrusted text.
 package prbody
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -68,6 +73,9 @@ type State struct {
 	Mode        string     `json:"mode"`
 	Rows        []StateRow `json:"rows,omitempty"`
 	NoDraft     bool       `json:"noDraft,omitempty"`
+	// Sum is a checksum of the section as rendered, controls left out; an edit of
+	// the section is told by a mismatch.
+	Sum string `json:"sum,omitempty"`
 }
 
 // StateRow is a row's applied digest in the hidden state.
@@ -121,20 +129,55 @@ func Render(in Input) string {
 	b.WriteString("### Controls\n\n")
 	fmt.Fprintf(&b, "- [%s] %s\n", tick(in.Rebase), RebaseLabel)
 	fmt.Fprintf(&b, "- [%s] %s\n\n", tick(in.ReleaseNow), ReleaseLabel)
+	st.Sum = sectionSum(strings.TrimPrefix(b.String(), Begin))
 	js, _ := json.Marshal(st) // cannot fail: plain strings and ints; HTML-escapes < and >
 	b.WriteString(statePrefix + escapeBrackets(js) + stateSuffix + "\n")
 	b.WriteString(End)
 	return b.String()
 }
 
+// sectionSum checksums the managed section's text without its controls (the
+// checkboxes' ticks, skip-marker lines) and without the hidden state.
+func sectionSum(section string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(strings.ReplaceAll(section, "\r\n", "\n"), "\n") {
+		line = strings.TrimRight(line, " \t")
+		switch {
+		case strings.HasPrefix(line, statePrefix), line == "", digestref.HasSkipMarker(line) && len(line) < 16:
+			continue
+		}
+		if m := checkboxRE.FindStringSubmatch(line); m != nil {
+			line = "- [ ] " + m[2]
+		}
+		b.WriteString(line + "\n")
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Compose puts a freshly rendered section in place of the managed section of the
+// current description, keeping the text around it; a description without a
+// managed section is replaced.
+func Compose(current, rendered string) string {
+	current = strings.ReplaceAll(current, "\r\n", "\n")
+	i := strings.Index(current, Begin)
+	j := strings.LastIndex(current, End)
+	if i < 0 || j < i {
+		return rendered
+	}
+	return current[:i] + rendered + current[j+len(End):]
+}
+
 // Parsed is what a description says.
 type Parsed struct {
 	// Managed: the managed section is present and well formed.
 	Managed bool
-	// Outside is the text outside the managed section, trimmed.
+	// Outside is the text outside the managed section, trimmed (kept, never an edit).
 	Outside string
-	// HumanEdited: text outside the managed section, or no managed section at all.
+	// HumanEdited: the managed section was edited (or is missing).
 	HumanEdited bool
+	// Section is the managed section's text (for keying an edit).
+	Section string
 	// Rebase and ReleaseNow are the checkboxes' states.
 	Rebase     bool
 	ReleaseNow bool
@@ -159,8 +202,8 @@ func Parse(body string) Parsed {
 	}
 	p.Managed = true
 	p.Outside = strings.TrimSpace(body[:i] + "\n" + body[j+len(End):])
-	p.HumanEdited = p.Outside != ""
 	section := body[i+len(Begin) : j]
+	p.Section = section
 	for _, m := range checkboxRE.FindAllStringSubmatch(section, -1) {
 		ticked := m[1] != " "
 		switch m[2] {
@@ -179,6 +222,9 @@ func Parse(body string) Parsed {
 			}
 		}
 	}
+	// Descriptions rendered before the checksum existed cannot tell an edit: only
+	// commits count there.
+	p.HumanEdited = p.State != nil && p.State.Sum != "" && p.State.Sum != sectionSum(section)
 	return p
 }
 

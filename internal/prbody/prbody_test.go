@@ -77,8 +77,13 @@ func TestParse(t *testing.T) {
 		{"crlf", strings.ReplaceAll(base, "\n", "\r\n"), true, false, false, false, true},
 		{"rebase ticked", ticked, true, false, true, false, true},
 		{"release ticked", released, true, false, false, true, true},
-		{"text before", "Please look at this\n\n" + base, true, true, false, false, true},
-		{"text after", base + "\n\nthanks", true, true, false, false, true},
+		// Text outside the section (a person's note, a bot's appended report) is kept
+		// and is not an edit: it must not pause the group.
+		{"text before", "Please look at this\n\n" + base, true, false, false, false, true},
+		{"text after", base + "\n\nthanks", true, false, false, false, true},
+		{"bot report after", base + "\n\n<!-- coverage-bot -->\nCoverage: 81%", true, false, false, false, true},
+		{"table edited", strings.Replace(base, "operand-a", "operand-z", 1), true, true, false, false, true},
+		{"explanation edited", strings.Replace(base, "This PR will remain in draft", "This PR stays in draft", 1), true, true, false, false, true},
 		{"whitespace around", "\n  \n" + base + "\n\n", true, false, false, false, true},
 		{"marker removed", strings.Replace(base, "\n[skip ci]\n", "\n", 1), true, false, false, false, false},
 		{"wiped", "my own description", false, true, false, false, false},
@@ -96,6 +101,24 @@ func TestParse(t *testing.T) {
 	p := Parse(base)
 	if p.State == nil || p.State.ChangeGroup != "bundle-x-update-123" || len(p.State.Rows) != 4 || p.State.Rows[1].New != "sha256:uvw012" {
 		t.Errorf("state = %+v", p.State)
+	}
+}
+
+func TestComposeKeepsTextAroundTheSection(t *testing.T) {
+	old := Render(adrInput())
+	current := "Notes from a person\n\n" + old + "\n\n<!-- cla-bot -->\nCLA signed"
+	in := adrInput()
+	in.Hold = false
+	fresh := Render(in)
+	got := Compose(current, fresh)
+	if got != "Notes from a person\n\n"+fresh+"\n\n<!-- cla-bot -->\nCLA signed" {
+		t.Fatalf("Compose = %q", got)
+	}
+	if p := Parse(got); p.HumanEdited || p.State.Mode != "Release" {
+		t.Fatalf("a composed description is nudgeflow's own: %+v", p)
+	}
+	if Compose("wiped by a person", fresh) != fresh {
+		t.Fatal("a description without a section is replaced")
 	}
 }
 
