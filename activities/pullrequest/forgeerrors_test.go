@@ -2,6 +2,7 @@ package pullrequest_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -129,4 +130,35 @@ func TestRebaseDiscardsOnlyWhatItWasAskedFor(t *testing.T) {
 	if head.SHA == second || o.HumanEdits {
 		t.Fatalf("a rebase asked for on the current head discards it, got head %s humanEdits=%v", head.SHA, o.HumanEdits)
 	}
+}
+
+// Issue 9, item 11: a bundle repository with 2,000 YAML files syncs reading each
+// blob at most once; a later sync of the same tree reads none.
+func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
+	f := setup(t)
+	files := map[string]string{"bundle/manifests/csv.yaml": "image: quay.io/org/op@" + old["op"] + "\n"}
+	for i := range 2000 {
+		files[fmt.Sprintf("deploy/overlays/o%04d/kustomization.yaml", i)] = fmt.Sprintf("resources:\n- ../../base\nnamePrefix: o%04d-\n", i)
+	}
+	f.emu.CreateRepo("org", "big", "main", files)
+	req := f.request(pr.ModeHold, "operator")
+	req.Repo.URL = f.emu.URL() + "/org/big"
+	before := f.emu.BlobReads()
+	o := f.sync(req)
+	first := f.emu.BlobReads() - before
+	if first > len(files) {
+		t.Fatalf("the first sync read %d blobs for %d files", first, len(files))
+	}
+	csv, _ := f.emu.FileAt("org", "big", "konflux/changegroup/cg1", "bundle/manifests/csv.yaml")
+	if !strings.Contains(csv, digest("a")) {
+		t.Fatalf("the reference was rewritten: %s", csv)
+	}
+	req = f.request(pr.ModeHold, "operator", "operand-a")
+	req.Repo.URL, req.Known = f.emu.URL()+"/org/big", o.PR
+	before = f.emu.BlobReads()
+	f.sync(req)
+	if again := f.emu.BlobReads() - before; again != 0 {
+		t.Fatalf("a re-sync of the same base read %d blobs, want 0", again)
+	}
+	t.Logf("2,001 files: first sync read %d blobs, the re-sync 0", first)
 }

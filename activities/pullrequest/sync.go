@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
@@ -77,28 +78,76 @@ func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncReq
 	if err != nil {
 		return d, err
 	}
+	considered := 0
 	for _, file := range files {
 		d.files[file.Path] = file.SHA
 		if len(rewriters) == 0 || !m.Match(file.Path) || file.Mode == "120000" || file.Mode == "160000" {
 			continue
 		}
-		content, err := f.Blob(ctx, file.SHA)
+		if considered++; considered%100 == 0 && activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, file.Path) // a big tree: still working
+		}
+		text, ok, err := referenceText(ctx, f, file.SHA)
 		if err != nil {
 			return d, err
 		}
-		if !utf8.Valid(content) {
-			continue // binary files hold no references we rewrite
+		if !ok {
+			continue // binary, or holds no digest reference at all
 		}
-		text := string(content)
+		original := text
 		for _, rw := range rewriters {
 			text, _ = rw.Rewrite(text)
 		}
-		if text != string(content) {
+		if text != original {
 			d.changes[file.Path] = []byte(text)
 			d.files[file.Path] = gitBlobSHA([]byte(text))
 		}
 	}
 	return d, nil
+}
+
+// blobCache remembers, per blob SHA (content-addressed, so valid across repositories
+// and syncs), whether a blob can hold a digest reference and, if so, its text: a
+// re-sync of the same tree reads no blob again.
+var blobCache = struct {
+	sync.Mutex
+	m map[string]*string // nil value: no reference possible
+}{m: map[string]*string{}}
+
+// maxCachedBlobs bounds the cache; it starts afresh when full.
+const maxCachedBlobs = 50000
+
+// referenceText returns a blob's text when it can hold a digest reference
+// ("@sha256:"), reading it only the first time the blob is seen.
+func referenceText(ctx context.Context, f forge.Forge, sha string) (string, bool, error) {
+	blobCache.Lock()
+	v, seen := blobCache.m[sha]
+	blobCache.Unlock()
+	if seen {
+		if v == nil {
+			return "", false, nil
+		}
+		return *v, true, nil
+	}
+	content, err := f.Blob(ctx, sha)
+	if err != nil {
+		return "", false, err
+	}
+	var entry *string
+	if utf8.Valid(content) && strings.Contains(string(content), "@sha256:") {
+		text := string(content)
+		entry = &text
+	}
+	blobCache.Lock()
+	if len(blobCache.m) >= maxCachedBlobs {
+		blobCache.m = map[string]*string{}
+	}
+	blobCache.m[sha] = entry
+	blobCache.Unlock()
+	if entry == nil {
+		return "", false, nil
+	}
+	return *entry, true, nil
 }
 
 // holds reports whether commit c carries exactly the desired tree on some base.

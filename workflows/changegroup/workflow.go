@@ -538,7 +538,7 @@ func (r *run) sync() {
 		summary = "release CI: lift draft and push the final commit"
 	}
 	var obs pullrequest.Observed
-	err := workflow.ExecuteActivity(r.forgeCtx(summary), pullrequest.SyncActivity, req).Get(r.ctx, &obs)
+	err := workflow.ExecuteActivity(r.syncCtx(summary), pullrequest.SyncActivity, req).Get(r.ctx, &obs)
 	if err != nil {
 		r.forgeFailed(err)
 		return
@@ -818,6 +818,23 @@ func (r *run) forgeCtx(summary string) workflow.Context {
 	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
 		// A worker that dies mid-call delays the group by this much, at most.
 		StartToCloseTimeout: time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 12,
+		},
+	})
+}
+
+// syncCtx is forgeCtx for the sync, which reads a whole tree: in the nothing-lost
+// shape it may run long on a big repository while it heartbeats, and a dead worker
+// is still noticed within the heartbeat timeout.
+func (r *run) syncCtx(summary string) workflow.Context {
+	if !r.nothingLost {
+		return r.forgeCtx(summary)
+	}
+	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 12,

@@ -51,6 +51,8 @@ type Server struct {
 	gqlRateLimited int
 	// noDrafts names repositories ("owner/name") whose plan has no draft PRs.
 	noDrafts map[string]bool
+	// blobReads counts blob contents served through the API.
+	blobReads int
 	// beforeCommit runs once, outside the lock, before the next commit is created
 	// through the API (a person pushing while a client is mid-update).
 	beforeCommit func()
@@ -165,6 +167,13 @@ func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
 	for range n {
 		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
 	}
+}
+
+// BlobReads counts blob contents read through the API so far.
+func (s *Server) BlobReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blobReads
 }
 
 // BeforeNextCommit runs fn (once) when the next API request to create a commit

@@ -358,6 +358,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, _ User) {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
+	s.blobReads++
 	if strings.Contains(r.Header.Get("Accept"), ".raw") {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		_, _ = w.Write(b)
