@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -193,6 +194,9 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 	for _, l := range lost {
 		t.Errorf("seed %d: lost %s", seed, l)
 	}
+	if len(lost) > 0 {
+		explainChaos(t, s, builds, groups)
+	}
 	for _, name := range groups {
 		var cg appstudiov1alpha1.ChangeGroup
 		if err := s.w.Kube.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: name}, &cg); err == nil && len(lost) > 0 {
@@ -245,7 +249,7 @@ func chaosLost(s *scenario, builds []chaosBuild) []string {
 		if t, ok := newestDelivered[b.component]; ok && t.After(b.builtAt) {
 			continue
 		}
-		lost = append(lost, fmt.Sprintf("%s %s (build %s)", b.component, b.digest[:19], b.uid))
+		lost = append(lost, fmt.Sprintf("%s %s (build %s, nudge %s)", b.component, b.digest[:19], b.uid, b.nudgePLR))
 	}
 	return lost
 }
@@ -273,4 +277,24 @@ func restartWorker(t *testing.T, w *world.World) {
 	shared.worker.Stop()
 	shared.worker = startWorker(w)
 	require.NoError(t, shared.worker.Start())
+}
+
+// explainChaos logs what each build's nudge PipelineRun says and what each group's
+// workflow held, so a loss points at its path.
+func explainChaos(t *testing.T, s *scenario, builds []chaosBuild, groups []string) {
+	ctx := context.Background()
+	for _, b := range builds {
+		var plr tektonv1.PipelineRun
+		_ = s.w.Kube.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: b.nudgePLR}, &plr)
+		t.Logf("build %s %s builtAt %s nudge %s status %q annotations %v", b.component, b.digest[:19], b.builtAt.Format("15:04:05"),
+			b.nudgePLR, plr.Spec.Status, plr.Annotations)
+	}
+	var list []string
+	resp, err := s.w.TemporalClient.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("KubeNamespace = '%s'", s.ns)})
+	if err == nil {
+		for _, e := range resp.GetExecutions() {
+			list = append(list, e.GetExecution().GetWorkflowId()+" "+e.GetStatus().String())
+		}
+	}
+	t.Logf("workflows: %s", strings.Join(list, "\n  "))
 }

@@ -234,3 +234,16 @@ func rowOf(req pullrequest.SyncRequest, component string) pullrequest.Row {
 	}
 	return pullrequest.Row{}
 }
+
+// A drop before anything is ready asks for urgency when no push can be due: the
+// workflow must go on waiting, not spin (the SDK's deadlock detector fails it).
+func TestDropBeforeAnythingIsReadyDoesNotSpin(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	h := newHarness(t, f)
+	h.update(time.Minute, UpdateDropComponent, false, DropRequest{Component: "a"})
+	h.build(10*time.Minute, "b", "sha256:b1", time.Hour)
+	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	s := h.run(Input{})
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
+	require.Equal(t, map[string]string{"b": "sha256:b1"}, digestsOf(f.lastSync()))
+}

@@ -453,6 +453,12 @@ func (r *run) step() {
 		}
 		return
 	}
+	if r.nothingLost {
+		// Urgency only skips the debounce of a push that is due. With none due
+		// (nothing ready yet, pushes paused, a forge back-off) it must not stay set:
+		// wait() would wake at once, forever, and the workflow would never yield.
+		r.urgent = false
+	}
 	if s.PR.Number != 0 && (s.ObserveRequested || !now.Before(r.nextPoll)) {
 		r.observe()
 	}
