@@ -235,18 +235,29 @@ func chaosLost(s *scenario, builds []chaosBuild) []string {
 		}
 		return false
 	}
-	sorted := append([]chaosBuild(nil), builds...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].builtAt.After(sorted[j].builtAt) })
-	newestDelivered := map[string]time.Time{}
+	// Newest first: by start time, then by creation order — Kubernetes times have
+	// one-second resolution, and of two builds started in the same second the
+	// workflow keeps the one delivered later, as it keeps the later of equals.
+	order := make([]int, len(builds))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := builds[order[i]], builds[order[j]]
+		if !a.builtAt.Equal(b.builtAt) {
+			return a.builtAt.After(b.builtAt)
+		}
+		return order[i] > order[j]
+	})
+	deliveredNewer := map[string]bool{}
 	var lost []string
-	for _, b := range sorted { // newest first: a delivered newer build covers older ones
+	for _, i := range order { // a delivered newer build covers every older one
+		b := builds[i]
 		if direct(b) {
-			if newestDelivered[b.component].Before(b.builtAt) {
-				newestDelivered[b.component] = b.builtAt
-			}
+			deliveredNewer[b.component] = true
 			continue
 		}
-		if t, ok := newestDelivered[b.component]; ok && t.After(b.builtAt) {
+		if deliveredNewer[b.component] {
 			continue
 		}
 		lost = append(lost, fmt.Sprintf("%s %s (build %s, nudge %s)", b.component, b.digest[:19], b.uid, b.nudgePLR))

@@ -247,3 +247,21 @@ func TestDropBeforeAnythingIsReadyDoesNotSpin(t *testing.T) {
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	require.Equal(t, map[string]string{"b": "sha256:b1"}, digestsOf(f.lastSync()))
 }
+
+// A merge that lands while a sync is pushing may not carry that push: the digests
+// it pushed are handed back, not counted as delivered.
+func TestPushRacingAMergeIsHandedBack(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.build(5*time.Minute, "b", "sha256:b1", time.Hour)
+	h.at(4*time.Minute, func() {
+		f.mu.Lock()
+		f.prState = pullrequest.PRMerged // merged (no webhook yet): the sync for b finds it so
+		f.mu.Unlock()
+	})
+	s := h.run(Input{})
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
+	require.Equal(t, map[string][]string{"b": {"sha256:b1"}}, f.handedBackDigests(),
+		"a was pushed while the PR was open; b's push raced the merge")
+}
