@@ -1,11 +1,14 @@
 package devenv
 
 import (
+	"fmt"
 	"io"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 // startSleep starts a child that runs until killed and returns it as a Proc.
@@ -80,18 +83,15 @@ func TestStopProcsKillsWhatIgnoresSIGTERM(t *testing.T) {
 	if _, err := stdout.Read(make([]byte, 6)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	var p Proc
-	for {
+	world.Eventually(t, 10*time.Second, "the shell execs sleep", func() (bool, error) {
 		var ok bool
-		if p, ok = procOf(cmd.Process.Pid); ok && p.Name != "sh" && !strings.HasSuffix(p.Exe, "/dash") && !strings.HasSuffix(p.Exe, "/bash") {
-			break
+		p, ok = procOf(cmd.Process.Pid)
+		if ok && p.Name != "sh" && !strings.HasSuffix(p.Exe, "/dash") && !strings.HasSuffix(p.Exe, "/bash") {
+			return true, nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the shell did not exec sleep: %+v", p)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, fmt.Errorf("process %+v", p)
+	})
 	var log strings.Builder
 	if stopped := stopProcs([]Proc{p}, 300*time.Millisecond, &log); len(stopped) != 1 || p.Alive() {
 		t.Fatalf("stopProcs stopped %v; %v alive: %v", stopped, p, p.Alive())

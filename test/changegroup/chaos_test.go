@@ -151,8 +151,6 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 			status := []int{502, 429}[rng.IntN(2)]
 			shared.emu.FailNextFor(s.ns, 1+rng.IntN(3), status, 1)
 		}
-		// Pacing only: correctness is checked by conditions below, never by time.
-		time.Sleep(time.Duration(100+rng.IntN(400)) * time.Millisecond)
 	}
 
 	before := reconcileTrouble(t)
@@ -186,11 +184,10 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 
 	// Hand-backs are asynchronous: wait, with a deadline, for every build to arrive.
 	var lost []string
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
-		if lost = chaosLost(s, builds); len(lost) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+	_, _ = world.Poll(2*time.Minute, func() (bool, error) {
+		lost = chaosLost(s, builds)
+		return len(lost) == 0, nil
+	})
 	for _, l := range lost {
 		t.Errorf("seed %d: lost %s", seed, l)
 	}

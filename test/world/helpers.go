@@ -41,16 +41,22 @@ func (w *World) Namespace(t testing.TB) string {
 // the last error or msg. It is how tests wait: on a condition, never on a sleep.
 func Eventually(t testing.TB, timeout time.Duration, msg string, cond func() (bool, error)) {
 	t.Helper()
+	if ok, lastErr := Poll(timeout, cond); !ok {
+		t.Fatalf("after %s: %s (last error: %v)", timeout, msg, lastErr)
+	}
+}
+
+// Poll checks cond until it holds or timeout passes; it reports whether it held and
+// the last error cond gave. For waits whose failure the caller explains itself.
+func Poll(timeout time.Duration, cond func() (bool, error)) (ok bool, lastErr error) {
 	deadline := time.Now().Add(timeout)
-	var lastErr error
 	for {
 		done, err := cond()
 		if done && err == nil {
-			return
+			return true, nil
 		}
-		lastErr = err
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s (last error: %v)", timeout, msg, lastErr)
+			return false, err
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
