@@ -78,8 +78,7 @@ func newScenario(t *testing.T, components ...string) *scenario {
 				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: "https://github.com/org/" + c}}},
 		}
 		require.NoError(t, w.Kube.Create(ctx, comp))
-		comp.Status.LastPromotedImage = imageOf(c) + "@" + digestOf(c, 0)
-		require.NoError(t, w.Kube.Status().Update(ctx, comp))
+		require.NoError(t, world.SetStatus(ctx, w.Kube, comp, func() { comp.Status.LastPromotedImage = imageOf(c) + "@" + digestOf(c, 0) }))
 	}
 	return s
 }
@@ -149,14 +148,15 @@ func (s *scenario) buildRun(component, digest string, completedAt time.Time) *te
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
 	require.NoError(s.t, s.w.Kube.Create(ctx, build))
-	build.Status.StartTime = &metav1.Time{Time: completedAt.Add(-time.Minute)}
-	build.Status.CompletionTime = &metav1.Time{Time: completedAt}
-	build.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}
-	build.Status.Results = []tektonv1.PipelineRunResult{
-		{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageOf(component) + ":on-push-abc")},
-		{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
-	}
-	require.NoError(s.t, s.w.Kube.Status().Update(ctx, build))
+	require.NoError(s.t, world.SetStatus(ctx, s.w.Kube, build, func() {
+		build.Status.StartTime = &metav1.Time{Time: completedAt.Add(-time.Minute)}
+		build.Status.CompletionTime = &metav1.Time{Time: completedAt}
+		build.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}
+		build.Status.Results = []tektonv1.PipelineRunResult{
+			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageOf(component) + ":on-push-abc")},
+			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
+		}
+	}))
 	return build
 }
 

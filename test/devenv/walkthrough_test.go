@@ -303,8 +303,9 @@ func TestWalkthrough(t *testing.T) {
 	// The running workflow resumed: Tekton (here, the test) ends the Renovate run and
 	// the Nudge workflow completes.
 	renovateRun = e.renovateRun()
-	renovateRun.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-	if err := e.kube.Status().Update(context.Background(), renovateRun); err != nil {
+	if err := world.SetStatus(context.Background(), e.kube, renovateRun, func() {
+		renovateRun.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	world.Eventually(t, 60*time.Second, "the resumed Nudge workflow completes when its Renovate run ends", func() (bool, error) {

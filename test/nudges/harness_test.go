@@ -162,14 +162,15 @@ func (f *fixture) build(component string, n int, extraLabels map[string]string) 
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
 	f.create(plr)
-	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
 	start := metav1.NewTime(time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC))
-	plr.Status.StartTime = &start
-	plr.Status.Results = []tektonv1.PipelineRunResult{
-		{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues(fmt.Sprintf("quay.io/org/%s:rev%d", component, n))},
-		{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digestOf(n))},
-	}
-	require.NoError(f.t, f.w.Kube.Status().Update(f.ctx, plr))
+	require.NoError(f.t, world.SetStatus(f.ctx, f.w.Kube, plr, func() {
+		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+		plr.Status.StartTime = &start
+		plr.Status.Results = []tektonv1.PipelineRunResult{
+			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues(fmt.Sprintf("quay.io/org/%s:rev%d", component, n))},
+			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digestOf(n))},
+		}
+	}))
 	return plr
 }
 
@@ -211,9 +212,9 @@ func (f *fixture) finish(plr tektonv1.PipelineRun, ok bool) {
 	if !ok {
 		status, reason = corev1.ConditionFalse, "Failed"
 	}
-	require.NoError(f.t, f.w.Kube.Get(f.ctx, ctrlclient.ObjectKeyFromObject(&plr), &plr))
-	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: status, Reason: reason, Message: "renovate " + reason})
-	require.NoError(f.t, f.w.Kube.Status().Update(f.ctx, &plr))
+	require.NoError(f.t, world.SetStatus(f.ctx, f.w.Kube, &plr, func() {
+		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: status, Reason: reason, Message: "renovate " + reason})
+	}))
 }
 
 // events lists nudgeflow's Events on a component, by attempt.

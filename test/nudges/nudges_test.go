@@ -156,8 +156,9 @@ func (f *fixture) snapshot(name, group string, images map[string]string, passed 
 	if !passed {
 		status, reason = metav1.ConditionFalse, "Failed"
 	}
-	s.Status.Conditions = []metav1.Condition{{Type: mirrorv1alpha1.SnapshotTestSucceeded, Status: status, Reason: reason, LastTransitionTime: metav1.Now()}}
-	require.NoError(f.t, f.w.Kube.Status().Update(f.ctx, s))
+	require.NoError(f.t, world.SetStatus(f.ctx, f.w.Kube, s, func() {
+		s.Status.Conditions = []metav1.Condition{{Type: mirrorv1alpha1.SnapshotTestSucceeded, Status: status, Reason: reason, LastTransitionTime: metav1.Now()}}
+	}))
 }
 
 // A validated edge nudges only digests whose gating Snapshot passed, in build order:

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 )
@@ -60,6 +62,19 @@ func Poll(timeout time.Duration, cond func() (bool, error)) (ok bool, lastErr er
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// SetStatus writes obj's status as its controller (Tekton, the build, a person's
+// tooling) would: mutate is applied to the latest version, and re-applied when
+// another writer (a bridge adding an annotation or finalizer) got there first.
+func SetStatus(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object, mutate func()) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), obj); err != nil {
+			return fmt.Errorf("reading %s: %w", obj.GetName(), err)
+		}
+		mutate()
+		return c.Status().Update(ctx, obj)
+	})
 }
 
 // Manifest parses one YAML manifest, as a person would write it for kubectl.
