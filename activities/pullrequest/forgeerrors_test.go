@@ -162,3 +162,26 @@ func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
 	}
 	t.Logf("2,001 files: first sync read %d blobs, the re-sync 0", first)
 }
+
+// Issue 9, item 7: a PR retargeted to another base branch is never written to or
+// released: the sync stops with a non-retryable error naming both branches.
+func TestRetargetedPRIsNeverAdopted(t *testing.T) {
+	f := setup(t)
+	o := f.sync(f.request(pr.ModeHold, "operator"))
+	if err := f.emu.Retarget("org", "bundle", o.PR.Number, "release-1.0"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
+	req := f.request(pr.ModeRelease, "operator", "operand-a", "operand-b")
+	req.Known = o.PR
+	_, err := f.trySync(req)
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || !ae.NonRetryable() || !contains(err.Error(), `targets "release-1.0", not the group's base branch "main"`) {
+		t.Fatalf("want a non-retryable error naming both branches, got %v", err)
+	}
+	after, _ := f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
+	got, _ := f.emu.PR("org", "bundle", o.PR.Number)
+	if after.SHA != before.SHA || !got.Draft {
+		t.Fatalf("nothing is written to the retargeted PR: head %s→%s, draft=%v", before.SHA, after.SHA, got.Draft)
+	}
+}

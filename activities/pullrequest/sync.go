@@ -291,6 +291,11 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 			return Observed{}, err
 		}
 	}
+	if st.found && st.pr.Base != baseBranch {
+		// Retargeted by a person, or another group's PR: the group's digests are for
+		// its own base, so it never writes to (or releases) a PR aimed elsewhere.
+		return Observed{}, invalid("PR #%d targets %q, not the group's base branch %q", st.pr.Number, st.pr.Base, baseBranch)
+	}
 	base, ok, err := f.BranchHead(ctx, baseBranch)
 	if err != nil {
 		return Observed{}, err

@@ -568,16 +568,16 @@ func (r *run) sync() {
 		if s.OverwriteRevision == overwriteRevision {
 			s.Overwrite = false
 		}
+		// A PR merged or closed while this sync pushed may have missed the push:
+		// only a push seen on an open PR is delivered; the rest is handed back (at
+		// worst a redundant nudge, never a lost one).
 		for _, row := range req.Rows {
-			if obs.State != pullrequest.PROpen {
-				// The PR was merged or closed while this sync pushed: its push may
-				// have missed the merge. Only a push seen on an open PR is delivered;
-				// the rest is handed back (at worst a redundant nudge, never a lost one).
-				break
-			}
-			if c := s.component(row.Component); c != nil && row.State == string(appstudiov1alpha1.ComponentReady) {
+			c := s.component(row.Component)
+			switch {
+			case c == nil || obs.State != pullrequest.PROpen:
+			case row.State == string(appstudiov1alpha1.ComponentReady):
 				c.Pushed = row.New
-			} else if c != nil {
+			default:
 				c.Pushed = ""
 			}
 		}

@@ -591,6 +591,24 @@ func (s *Server) MarkReady(owner, name string, number int) error {
 	return nil
 }
 
+// Retarget changes a PR's base branch as a person would in the web UI (creating the
+// branch from the default branch's head first when it does not exist); GitHub sends
+// edited.
+func (s *Server) Retarget(owner, name string, number int, base string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	if _, ok := r.refs["heads/"+base]; !ok {
+		r.refs["heads/"+base] = r.refs["heads/"+r.defaultBranch]
+	}
+	p.Base = base
+	s.event(r, p, "edited", "maintainer")
+	return nil
+}
+
 // HumanCommit commits files (path -> content) on top of branch by a person, moves
 // the branch and sends synchronize to the PRs of that branch. It returns the SHA.
 func (s *Server) HumanCommit(owner, name, branch string, author User, files map[string]string, message string) (string, error) {
