@@ -24,7 +24,9 @@ type Problem struct {
 	Err       error
 }
 
-func (p Problem) Error() string { return fmt.Sprintf("ReleasePlanAdmission %s: %v", p.Admission, p.Err) }
+func (p Problem) Error() string {
+	return fmt.Sprintf("ReleasePlanAdmission %s: %v", p.Admission, p.Err)
+}
 
 // Repositories returns, for each component of namespace named in components, its
 // distribution repositories in the order the admissions list them (duplicates
