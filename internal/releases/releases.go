@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
@@ -35,7 +37,13 @@ func (p Problem) Error() string {
 // live in managed namespaces, so this lists them cluster-wide: r should be a cache.
 func Repositories(ctx context.Context, r ctrlclient.Reader, namespace string, components ...string) (map[string][]string, []Problem, error) {
 	var list mirrorv1alpha1.ReleasePlanAdmissionList
-	if err := r.List(ctx, &list); err != nil {
+	err := r.List(ctx, &list)
+	if meta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err) {
+		// A cluster without release-service releases nothing: only the built
+		// repository is referenced.
+		return map[string][]string{}, nil, nil
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("listing ReleasePlanAdmissions: %w", err)
 	}
 	out, problems := FromAdmissions(list.Items, namespace, components...)

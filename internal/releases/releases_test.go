@@ -1,11 +1,14 @@
 package releases_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
@@ -49,4 +52,14 @@ func TestPublicName(t *testing.T) {
 	require.Equal(t, "registry.redhat.io/rhoai/odh-operator", releases.PublicName("quay.io/redhat-prod/rhoai----odh-operator"))
 	require.Equal(t, "registry.stage.redhat.io/a/b", releases.PublicName("quay.io/redhat-pending/a----b"))
 	require.Equal(t, "", releases.PublicName("quay.io/redhat-user-workloads/t/a"))
+}
+
+// A cluster without release-service (no ReleasePlanAdmission kind) has no
+// distribution repositories, and that is not an error.
+func TestNoReleaseServiceMeansNoDistributionRepositories(t *testing.T) {
+	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	got, problems, err := releases.Repositories(context.Background(), k8s, "tenant", "operand")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.Empty(t, problems)
 }
