@@ -119,6 +119,16 @@ type Observed struct {
 	MarkedReadyByHuman bool `json:"markedReadyByHuman,omitempty"`
 	// Writes counts forge write calls this activity made (for the e2e report).
 	Writes int `json:"writes"`
+	// References says, for each row not dropped, which repositories its image is
+	// referenced by in the matched files (built and distribution); a row with none
+	// is referenced nowhere. Nil when this call did not search the files.
+	References []RowReferences `json:"references,omitempty"`
+}
+
+// RowReferences is where one row's image is referenced.
+type RowReferences struct {
+	Component    string   `json:"component"`
+	Repositories []string `json:"repositories,omitempty"`
 }
 
 // ObserveRequest reads a PR without writing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -14,6 +15,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
+	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
 
 const humanEditMarker = "<!-- nudgeflow:human-edits %s -->"
@@ -62,26 +64,39 @@ type desired struct {
 	base    forge.Commit
 	changes map[string][]byte
 	files   map[string]string // path -> blob SHA of the whole desired tree
+	// refs are, per row, the repositories referenced in the matched files (the
+	// built one and its distribution repositories), in the row's order.
+	refs map[string][]string
 }
 
+// rowRewriters are the rewriters of one row: its built repository first, then the
+// repositories it is released to.
+type rowRewriters struct {
+	row   Row
+	repos []string
+	rw    []*digestref.Rewriter
+	apply bool // the row is ready: its references are rewritten, not only counted
+}
+
+// placeholderDigest counts references of rows that have no new digest yet.
+var placeholderDigest = "sha256:" + strings.Repeat("0", 64)
+
 func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncRequest, base forge.Commit) (desired, error) {
-	d := desired{base: base, changes: map[string][]byte{}, files: map[string]string{}}
+	d := desired{base: base, changes: map[string][]byte{}, files: map[string]string{}, refs: map[string][]string{}}
 	m, _ := digestref.NewFileMatcher(req.FileMatch) // validated
-	var rewriters []*digestref.Rewriter
-	for _, r := range req.Rows {
-		if r.State == prbody.StateReady && r.New != "" {
-			rw, _ := digestref.NewRewriter(r.Image, r.New) // validated
-			rewriters = append(rewriters, rw)
-		}
+	rows, err := a.rewriters(ctx, req)
+	if err != nil {
+		return d, err
 	}
 	files, err := f.Files(ctx, base.Tree)
 	if err != nil {
 		return d, err
 	}
+	found := map[string]map[string]bool{}
 	considered := 0
 	for _, file := range files {
 		d.files[file.Path] = file.SHA
-		if len(rewriters) == 0 || !m.Match(file.Path) || file.Mode == "120000" || file.Mode == "160000" {
+		if len(rows) == 0 || !m.Match(file.Path) || file.Mode == "120000" || file.Mode == "160000" {
 			continue
 		}
 		if considered++; considered%100 == 0 && activity.IsActivity(ctx) {
@@ -95,15 +110,76 @@ func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncReq
 			continue // binary, or holds no digest reference at all
 		}
 		original := text
-		for _, rw := range rewriters {
-			text, _ = rw.Rewrite(text)
+		for _, r := range rows {
+			for i, rw := range r.rw {
+				rewritten, n := rw.Rewrite(text)
+				if n == 0 {
+					continue
+				}
+				if found[r.row.Component] == nil {
+					found[r.row.Component] = map[string]bool{}
+				}
+				found[r.row.Component][r.repos[i]] = true
+				if r.apply {
+					text = rewritten
+				}
+			}
 		}
 		if text != original {
 			d.changes[file.Path] = []byte(text)
 			d.files[file.Path] = gitBlobSHA([]byte(text))
 		}
 	}
+	for _, r := range rows {
+		for _, repo := range r.repos {
+			if found[r.row.Component][repo] {
+				d.refs[r.row.Component] = append(d.refs[r.row.Component], repo)
+			}
+		}
+	}
 	return d, nil
+}
+
+// rewriters builds, per row with a valid image, the rewriters of its built
+// repository and of its distribution repositories (ReleasePlanAdmissions): an OLM
+// bundle references operands by where they are released, not where they were built.
+func (a *Activities) rewriters(ctx context.Context, req SyncRequest) ([]rowRewriters, error) {
+	var names []string
+	for _, r := range req.Rows {
+		names = append(names, r.Component)
+	}
+	dist, problems, err := releases.Repositories(ctx, a.k8s, req.Repo.Namespace, names...)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range problems {
+		activity.GetLogger(ctx).Warn("a ReleasePlanAdmission could not be read; its repositories are not rewritten", "admission", p.Admission, "error", p.Err)
+	}
+	var out []rowRewriters
+	for _, r := range req.Rows {
+		if r.State == prbody.StateDropped || !digestref.ValidImage(r.Image) {
+			continue
+		}
+		apply := r.State == prbody.StateReady && r.New != ""
+		digest := r.New
+		if !apply {
+			digest = placeholderDigest
+		}
+		rr := rowRewriters{row: r, apply: apply}
+		for _, repo := range append([]string{r.Image}, dist[r.Component]...) {
+			if slices.Contains(rr.repos, repo) {
+				continue
+			}
+			rw, err := digestref.NewRewriter(repo, digest)
+			if err != nil {
+				activity.GetLogger(ctx).Warn("a distribution repository is not a valid image repository; skipped", "component", r.Component, "repository", repo)
+				continue
+			}
+			rr.repos, rr.rw = append(rr.repos, repo), append(rr.rw, rw)
+		}
+		out = append(out, rr)
+	}
+	return out, nil
 }
 
 // blobCache remembers, per blob SHA (content-addressed, so valid across repositories
@@ -185,12 +261,28 @@ func commitMessage(req SyncRequest, hold bool) string {
 	return b.String()
 }
 
-func renderBody(req SyncRequest, hold, rebase, releaseNow, noDraft bool) string {
-	in := prbody.Input{ChangeGroup: req.ChangeGroup, ChangeGroupURL: req.ChangeGroupURL, Hold: hold, Rebase: rebase, ReleaseNow: releaseNow, NoDraft: noDraft}
+func renderBody(req SyncRequest, d desired, hold, rebase, releaseNow, noDraft bool) string {
+	in := prbody.Input{ChangeGroup: req.ChangeGroup, ChangeGroupURL: req.ChangeGroupURL, Hold: hold, Rebase: rebase,
+		ReleaseNow: releaseNow, NoDraft: noDraft, ReferencesKnown: d.refs != nil, FileMatch: req.FileMatch}
 	for _, r := range req.Rows {
-		in.Rows = append(in.Rows, prbody.Row{Name: r.Component, Current: r.Current, New: r.New, State: r.State, UpdatedAt: r.UpdatedAt})
+		in.Rows = append(in.Rows, prbody.Row{Name: r.Component, Current: r.Current, New: r.New, State: r.State,
+			UpdatedAt: r.UpdatedAt, Repositories: d.refs[r.Component]})
 	}
 	return prbody.Render(in)
+}
+
+// references reports, per row, where its image is referenced (nil: not looked up).
+func references(req SyncRequest, d desired) []RowReferences {
+	if d.refs == nil {
+		return nil
+	}
+	out := []RowReferences{}
+	for _, r := range req.Rows {
+		if r.State != prbody.StateDropped {
+			out = append(out, RowReferences{Component: r.Component, Repositories: d.refs[r.Component]})
+		}
+	}
+	return out
 }
 
 // errHeadMoved: the branch changed between this sync's read and its push.
@@ -322,12 +414,12 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 			return Observed{}, err
 		}
 		title := fmt.Sprintf("Update %s (ChangeGroup %s)", req.NudgedComponent, req.ChangeGroup)
-		pr, err := f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: renderBody(req, true, false, false, false), Draft: true})
+		pr, err := f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: renderBody(req, d, true, false, false, false), Draft: true})
 		if errors.Is(err, forge.ErrDraftsUnsupported) {
 			// The commits and the description still carry the skip marker: CI stays
 			// held on a normal PR, and the release is the one unmarked push.
 			log.Info("the repository allows no draft PRs; opening a normal one, held by the skip marker", "branch", req.Branch)
-			pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: renderBody(req, true, false, false, true)})
+			pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: renderBody(req, d, true, false, false, true)})
 		}
 		if err != nil {
 			return Observed{}, err
@@ -339,7 +431,9 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 		// A person may have pushed in the moments since the PR opened: then the
 		// human-edit handling below explains the pause, as on any later sync.
 		if reason, _ := humanEdit(f, st); hold && reason == "" {
-			return observed(f, st, req.Known, hold), nil
+			o := observed(f, st, req.Known, hold)
+			o.References = references(req, d)
+			return o, nil
 		}
 	}
 
@@ -372,7 +466,7 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 	}
 	rebase := st.body.Rebase && !req.Overwrite
 	// Text around the managed section (a person's note, a bot's report) is kept.
-	body := prbody.Compose(st.pr.Body, renderBody(req, hold, rebase, st.body.ReleaseNow, noDraft(st)))
+	body := prbody.Compose(st.pr.Body, renderBody(req, d, hold, rebase, st.body.ReleaseNow, noDraft(st)))
 	head := st.head
 	if hold {
 		if _, err := pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {
@@ -408,5 +502,7 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 	if st, err = a.read(ctx, f, req.Branch, st.pr.Number); err != nil {
 		return Observed{}, err
 	}
-	return observed(f, st, req.Known, hold), nil
+	o := observed(f, st, req.Known, hold)
+	o.References = references(req, d)
+	return o, nil
 }

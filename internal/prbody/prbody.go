@@ -49,6 +49,9 @@ type Row struct {
 	New       string
 	State     string
 	UpdatedAt time.Time
+	// Repositories are the image repositories whose references this row rewrites
+	// (the built one, the ones it is released to); see Input.ReferencesKnown.
+	Repositories []string
 }
 
 // Input is what a description shows.
@@ -64,6 +67,22 @@ type Input struct {
 	// NoDraft: the repository allows no draft PRs, so the PR was opened as a normal
 	// one; the hold is the skip marker alone (kept in the hidden state).
 	NoDraft bool
+	// ReferencesKnown: the rows' Repositories were looked up, so a row with none is
+	// referenced nowhere in the matched files and is flagged.
+	ReferencesKnown bool
+	// FileMatch are the patterns of the files searched (shown with a flag).
+	FileMatch []string
+}
+
+// NotReferenced lists the rows (not dropped) whose image no matched file references.
+func (in Input) NotReferenced() []string {
+	var out []string
+	for _, r := range in.Rows {
+		if in.ReferencesKnown && r.State != StateDropped && len(r.Repositories) == 0 {
+			out = append(out, r.Name)
+		}
+	}
+	return out
 }
 
 // State is the hidden machine-readable state carried in the description.
@@ -93,8 +112,8 @@ func Render(in Input) string {
 	b.WriteString("## Orchestrated Component Update\n\n")
 	fmt.Fprintf(&b, "This PR is managed by ChangeGroup %s.\n\n", code(in.ChangeGroup))
 	b.WriteString("### Component Status\n\n")
-	b.WriteString("| Image | Current | New | State | Last Updated |\n")
-	b.WriteString("|-------|---------|-----|-------|--------------|\n")
+	b.WriteString("| Image | Current | New | State | Last Updated | Rewrites |\n")
+	b.WriteString("|-------|---------|-----|-------|--------------|----------|\n")
 	st := State{Version: 1, ChangeGroup: in.ChangeGroup, Mode: "Release", NoDraft: in.NoDraft}
 	if in.Hold {
 		st.Mode = "Hold"
@@ -104,11 +123,24 @@ func Render(in Input) string {
 		if !r.UpdatedAt.IsZero() {
 			updated = r.UpdatedAt.UTC().Format("15:04:05 UTC")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", cell(r.Name), cell(digestref.Short(r.Current)),
-			cell(digestref.Short(r.New)), stateLabel(r.State), updated)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", cell(r.Name), cell(digestref.Short(r.Current)),
+			cell(digestref.Short(r.New)), stateLabel(r.State), updated, rewrites(in, r))
 		st.Rows = append(st.Rows, StateRow{Name: r.Name, New: r.New, State: r.State})
 	}
 	b.WriteString("\n")
+	if missing := in.NotReferenced(); len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, n := range missing {
+			names[i] = code(n)
+		}
+		patterns := make([]string, len(in.FileMatch))
+		for i, p := range in.FileMatch {
+			patterns[i] = code(p)
+		}
+		fmt.Fprintf(&b, "⚠️ **Not referenced:** %s: no file matched by %s references its image, by the repository it "+
+			"was built in or one it is released to. Its builds change nothing in this PR: drop it from the ChangeGroup, "+
+			"or add the reference.\n\n", strings.Join(names, ", "), strings.Join(patterns, ", "))
+	}
 	if in.Hold {
 		b.WriteString(digestref.SkipMarker + "\n\n")
 		if in.NoDraft {
@@ -228,6 +260,17 @@ func Parse(body string) Parsed {
 	return p
 }
 
+// rewrites is the Rewrites cell: where the row's image is referenced.
+func rewrites(in Input, r Row) string {
+	switch {
+	case !in.ReferencesKnown || r.State == StateDropped:
+		return ""
+	case len(r.Repositories) == 0:
+		return "⚠️ not referenced"
+	}
+	return cell(strings.Join(r.Repositories, ", "))
+}
+
 func tick(b bool) string {
 	if b {
 		return "x"
@@ -299,6 +342,9 @@ func validUTF8(in Input) Input {
 	rows := make([]Row, len(in.Rows))
 	for i, r := range in.Rows {
 		rows[i] = Row{Name: v(r.Name), Current: v(r.Current), New: v(r.New), State: v(r.State), UpdatedAt: r.UpdatedAt}
+		for _, repo := range r.Repositories {
+			rows[i].Repositories = append(rows[i].Repositories, v(repo))
+		}
 	}
 	in.Rows = rows
 	return in

@@ -2,6 +2,7 @@ package changegroup
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,6 +33,11 @@ type Component struct {
 	Pushed string `json:"pushed,omitempty"`
 	// HandedBack is the newest digest handed back to normal nudging.
 	HandedBack string `json:"handedBack,omitempty"`
+	// References are the repositories the nudged component's files reference this
+	// component by, as the last sync that searched them found; NotReferenced is set
+	// when it found none.
+	References    []string `json:"references,omitempty"`
+	NotReferenced bool     `json:"notReferenced,omitempty"`
 }
 
 // State is the whole truth of a ChangeGroup, carried through continue-as-new.
@@ -407,10 +413,14 @@ func (s *State) status(workflowID string) appstudiov1alpha1.ChangeGroupStatus {
 		WorkflowID:     workflowID,
 	}
 	for _, c := range s.Components {
+		state := c.State
+		if state == appstudiov1alpha1.ComponentReady && c.NotReferenced {
+			state = appstudiov1alpha1.ComponentNotReferenced
+		}
 		st.Components = append(st.Components, appstudiov1alpha1.ComponentStatus{
 			Name: c.Name, OriginalBuild: c.Original, NewBuild: c.New, NewBuildPullSpec: c.PullSpec,
-			State: c.State, LastUpdateTime: timePtr(c.UpdatedAt), BuildPipelineRun: c.PipelineRun,
-			HandedBackBuild: c.HandedBack,
+			State: state, LastUpdateTime: timePtr(c.UpdatedAt), BuildPipelineRun: c.PipelineRun,
+			HandedBackBuild: c.HandedBack, References: c.References,
 		})
 	}
 	st.Conditions = []metav1Condition{s.readyCondition(ready, total)}
@@ -438,11 +448,37 @@ func (s *State) readyCondition(ready, total int) metav1Condition {
 	if s.Phase.IsFinal() && s.Reason != "" {
 		cond.Message += "; " + string(s.Phase) + ": " + s.Message
 	}
+	var unreferenced []string
+	for _, c := range s.Components {
+		if c.NotReferenced && c.State != appstudiov1alpha1.ComponentDropped {
+			unreferenced = append(unreferenced, c.Name)
+		}
+	}
+	if len(unreferenced) > 0 {
+		cond.Message += "; referenced nowhere in the nudged component's matched files (drop them or add a reference): " +
+			strings.Join(unreferenced, ", ")
+	}
 	if s.HandedBackCount > 0 {
 		cond.Message += fmt.Sprintf("; %d build(s) handed back to normal nudging (see status.components[].handedBackBuild and the %s Events)",
 			s.HandedBackCount, handback.EventReason)
 	}
 	return cond
+}
+
+// applyReferences records where the last file search found each component
+// referenced; the status shows it (a change is a status change).
+func (s *State) applyReferences(refs []pullrequest.RowReferences) {
+	for _, ref := range refs {
+		c := s.component(ref.Component)
+		if c == nil {
+			continue
+		}
+		notReferenced := len(ref.Repositories) == 0
+		if c.NotReferenced != notReferenced || !slices.Equal(c.References, ref.Repositories) {
+			c.References, c.NotReferenced = ref.Repositories, notReferenced
+			s.StatusStale = true
+		}
+	}
 }
 
 func appendUnique(list []string, v string) []string {

@@ -615,6 +615,9 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		s.PRHead = obs.HeadSHA
 	}
 	s.ForgeWrites += obs.Writes
+	if obs.References != nil {
+		s.applyReferences(obs.References)
+	}
 	switch obs.State {
 	case pullrequest.PRMerged:
 		s.finish(now, appstudiov1alpha1.PhaseCompleted, "PRMerged", "the pull request was merged")

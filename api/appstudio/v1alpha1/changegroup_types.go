@@ -29,7 +29,7 @@ func (p ChangeGroupPhase) IsFinal() bool {
 }
 
 // ComponentState is the state of one nudging component inside a ChangeGroup.
-// +kubebuilder:validation:Enum=Waiting;Ready;Dropped
+// +kubebuilder:validation:Enum=Waiting;Ready;NotReferenced;Dropped
 type ComponentState string
 
 const (
@@ -39,6 +39,10 @@ const (
 	ComponentReady ComponentState = "Ready"
 	// ComponentDropped: a person removed the component; it is no longer awaited.
 	ComponentDropped ComponentState = "Dropped"
+	// ComponentNotReferenced: a new build arrived, but no file of the nudged
+	// component matched by the file patterns references its image (by the
+	// repository it was built in or one it is released to): the PR cannot carry it.
+	ComponentNotReferenced ComponentState = "NotReferenced"
 )
 
 // ConditionAllComponentsReady is the aggregated condition of a ChangeGroup.
@@ -104,6 +108,11 @@ type ComponentStatus struct {
 	// component was dropped, or the group ended without it in a merged PR.
 	// +optional
 	HandedBackBuild string `json:"handedBackBuild,omitempty"`
+	// References are the image repositories by which the nudged component's files
+	// reference this component (the repository it is built in, the ones it is
+	// released to): the references the PR rewrites.
+	// +optional
+	References []string `json:"references,omitempty"`
 }
 
 // ChangeGroupStatus is written by nudgeflow from the ChangeGroup workflow's state.
