@@ -3,12 +3,15 @@ package devenv
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
@@ -37,8 +40,27 @@ const (
 // Nudgers are the components that nudge the bundle, the operator first.
 var Nudgers = []string{Operator, "operand-a", "operand-b", "operand-c"}
 
-// ImageOf is a component's image repository.
+// ImageOf is a component's image repository (where its builds push).
 func ImageOf(component string) string { return imageRegistry + component }
+
+// ReleasesNamespace is the managed namespace whose ReleasePlanAdmission releases the
+// demo's operands, as on a real tenant.
+const ReleasesNamespace = "demo-releases"
+
+// released are the components the demo releases to a distribution repository;
+// the bundle references them there, as a real bundle references released operands.
+var released = []string{"operand-a", "operand-b", "operand-c"}
+
+// ReferenceOf is the repository the bundle's CSV references a component by: the
+// public name of its distribution repository for the released operands (mapped from
+// quay.io/redhat-prod/nudgeflow-demo----<c> as build-service maps it), the built
+// repository for the operator.
+func ReferenceOf(component string) string {
+	if slices.Contains(released, component) {
+		return "registry.redhat.io/nudgeflow-demo/" + component
+	}
+	return ImageOf(component)
+}
 
 // DigestOf is the digest of a component's n-th simulated build (0: the one the
 // bundle references when the demo starts).
@@ -61,13 +83,40 @@ func seedForge(emu *githubemu.Server) {
 		var csv strings.Builder
 		csv.WriteString(csvDescription)
 		for _, c := range Nudgers {
-			fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ImageOf(c), DigestOf(DemoNamespace, c, 0))
+			fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ReferenceOf(c), DigestOf(DemoNamespace, c, 0))
 		}
 		emu.CreateRepo(DemoNamespace, Bundle, defaultBranch, map[string]string{
 			CSVPath:                csv.String(),
 			"bundle.Containerfile": "FROM scratch\nCOPY bundle/manifests /manifests/\n",
 			"README.md":            "# operator bundle\n\nThe CSV lists the operator's and operands' images by digest.\n",
 		})
+	}
+}
+
+// releasePlanAdmission admits the demo's releases in the managed namespace and maps
+// the operands to their distribution repositories.
+func releasePlanAdmission() *mirrorv1alpha1.ReleasePlanAdmission {
+	type repository struct {
+		URL string `json:"url"`
+	}
+	type component struct {
+		Name         string       `json:"name"`
+		Repositories []repository `json:"repositories"`
+	}
+	var data struct {
+		Mapping struct {
+			Components []component `json:"components"`
+		} `json:"mapping"`
+	}
+	for _, c := range released {
+		data.Mapping.Components = append(data.Mapping.Components, component{Name: c,
+			Repositories: []repository{{URL: "quay.io/redhat-prod/nudgeflow-demo----" + c}}})
+	}
+	raw, _ := json.Marshal(data) // plain strings: cannot fail
+	return &mirrorv1alpha1.ReleasePlanAdmission{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-operator", Namespace: ReleasesNamespace},
+		Spec: mirrorv1alpha1.ReleasePlanAdmissionSpec{Origin: DemoNamespace, Applications: []string{"demo-operator"},
+			Data: &runtime.RawExtension{Raw: raw}},
 	}
 }
 
@@ -106,7 +155,7 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, botToken
 		}
 		nc.Spec.Nudges = append(nc.Spec.Nudges, edge)
 	}
-	objs = append(objs, nc)
+	objs = append(objs, nc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ReleasesNamespace}}, releasePlanAdmission())
 	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("seeding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)

@@ -212,7 +212,8 @@ func TestWalkthrough(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range devenv.Nudgers {
-				contains(t, csv, devenv.ImageOf(c)+"@"+devenv.DigestOf(devenv.DemoNamespace, c, 1))
+				// Operands by their distribution repository (the demo's ReleasePlanAdmission).
+				contains(t, csv, devenv.ReferenceOf(c)+"@"+devenv.DigestOf(devenv.DemoNamespace, c, 1))
 			}
 			contains(t, out, "Ready")
 		},
