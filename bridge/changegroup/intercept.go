@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -29,9 +28,10 @@ const InterceptPath = "/mutate-tekton-dev-v1-pipelinerun-nudge"
 // cancelled as a whole, and the targets no ChangeGroup holds are listed in the
 // renudge annotation: nudgeflow nudges those itself, so no nudge is lost.
 type Interceptor struct {
-	// Reader must read through to the API server: a ChangeGroup created a moment ago
-	// must already hold.
-	Reader ctrlclient.Reader
+	// Index reads the groups from the informer cache; a group created a moment ago
+	// holds already because the validating webhook told the Index (see
+	// changegroups.Index).
+	Index *changegroups.Index
 }
 
 // +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-nudge,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=nudge-pipelinerun.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -95,7 +95,7 @@ func (i *Interceptor) classify(ctx context.Context, ns, source string, targets [
 	held := map[string]string{}
 	var free []string
 	for _, t := range targets {
-		cg, err := changegroups.FindHolding(ctx, i.Reader, ns, source, t)
+		cg, err := i.Index.FindHolding(ctx, ns, source, t)
 		if err != nil {
 			return nil, nil, err
 		}

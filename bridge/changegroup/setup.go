@@ -13,6 +13,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -65,11 +66,17 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the held-nudge reconciler: %w", err)
 	}
+	// Admission reads the informer cache, never the API server; the Index covers the
+	// groups admitted a moment ago that the cache has not received yet.
+	if err := changegroups.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	index := &changegroups.Index{Cache: mgr.GetClient()}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudiov1alpha1.ChangeGroup{}).
-		WithValidator(&Validator{Reader: mgr.GetAPIReader()}).Complete(); err != nil {
+		WithValidator(&Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete(); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: &Interceptor{Reader: mgr.GetAPIReader()}})
+	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: &Interceptor{Index: index}})
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prKeyField,
 		func(o ctrlclient.Object) []string {
 			if k := PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {

@@ -21,8 +21,15 @@ import (
 
 // Validator rejects a ChangeGroup that would compete with an active one: the same
 // nudged component with overlapping members would hold the same nudges twice.
+//
+// It answers from the informer cache in O(groups of the bundle): the Index lists a
+// bundle's groups (with those this process admitted a moment ago), and Components
+// are read from the cache, with a live read only for a name the cache does not have
+// (a Component created a moment ago must not be refused).
 type Validator struct {
-	Reader ctrlclient.Reader
+	Index     *changegroups.Index
+	Cache     ctrlclient.Reader
+	APIReader ctrlclient.Reader
 }
 
 // +kubebuilder:webhook:path=/validate-appstudio-redhat-com-v1alpha1-changegroup,mutating=false,failurePolicy=fail,sideEffects=None,groups=appstudio.redhat.com,resources=changegroups,verbs=create;update,versions=v1alpha1,name=vchangegroup.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1
@@ -33,7 +40,11 @@ func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	if err := v.exist(ctx, cg, nil); err != nil {
 		return nil, err
 	}
-	return nil, v.validate(ctx, cg)
+	if err := v.validate(ctx, cg); err != nil {
+		return nil, err
+	}
+	v.Index.Admitted(cg)
+	return nil, nil
 }
 
 // ValidateUpdate checks an edited spec (members may have been added). Metadata
@@ -48,7 +59,11 @@ func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if err := v.exist(ctx, cg, old); err != nil {
 		return nil, err
 	}
-	return nil, v.validate(ctx, cg)
+	if err := v.validate(ctx, cg); err != nil {
+		return nil, err
+	}
+	v.Index.Admitted(cg)
+	return nil, nil
 }
 
 // exist rejects a group naming components that do not exist: it would wait for a
@@ -93,7 +108,11 @@ func (v *Validator) missing(ctx context.Context, namespace string, names []strin
 	var out []string
 	for _, name := range names {
 		var c mirrorv1alpha1.Component
-		err := v.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c)
+		key := types.NamespacedName{Namespace: namespace, Name: name}
+		err := v.Cache.Get(ctx, key, &c)
+		if apierrors.IsNotFound(err) {
+			err = v.APIReader.Get(ctx, key, &c) // created a moment ago?
+		}
 		if apierrors.IsNotFound(err) {
 			out = append(out, name)
 			continue
@@ -123,13 +142,13 @@ func (v *Validator) validate(ctx context.Context, cg *appstudiov1alpha1.ChangeGr
 	if slices.Contains(mine, cg.Spec.NudgedComponent) {
 		return fmt.Errorf("nudgingComponents lists %q, the nudged component itself: a component cannot nudge itself", cg.Spec.NudgedComponent)
 	}
-	var list appstudiov1alpha1.ChangeGroupList
-	if err := v.Reader.List(ctx, &list, ctrlclient.InNamespace(cg.Namespace)); err != nil {
+	groups, err := v.Index.Groups(ctx, cg.Namespace, cg.Spec.NudgedComponent)
+	if err != nil {
 		return fmt.Errorf("checking other ChangeGroups: %w", err)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
-	for i := range list.Items {
-		other := &list.Items[i]
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
+	for i := range groups {
+		other := &groups[i]
 		if other.Name == cg.Name || other.Spec.NudgedComponent != cg.Spec.NudgedComponent || !changegroups.IsActive(other) {
 			continue
 		}

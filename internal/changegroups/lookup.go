@@ -4,7 +4,6 @@ package changegroups
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"time"
@@ -49,32 +48,21 @@ func HeldAt(cg *appstudiov1alpha1.ChangeGroup, at time.Time) bool {
 // finished at time at — active or since ended — or nil. A resync that re-delivers an
 // old build must not nudge what a group collected and has since completed.
 func FindHoldingAt(ctx context.Context, c ctrlclient.Reader, namespace, source, target string, at time.Time) (*appstudiov1alpha1.ChangeGroup, error) {
-	return oldestMatching(ctx, c, namespace, func(cg *appstudiov1alpha1.ChangeGroup) bool {
-		return Holds(cg, source, target) && HeldAt(cg, at)
-	})
-}
-
-// FindHolding returns the active ChangeGroup that holds source -> target, or nil.
-// When several match (admission prevents it, but objects may predate the rule) the
-// oldest wins, so every caller picks the same one.
-func FindHolding(ctx context.Context, c ctrlclient.Reader, namespace, source, target string) (*appstudiov1alpha1.ChangeGroup, error) {
-	return oldestMatching(ctx, c, namespace, func(cg *appstudiov1alpha1.ChangeGroup) bool {
-		return IsActive(cg) && Holds(cg, source, target)
-	})
-}
-
-func oldestMatching(ctx context.Context, c ctrlclient.Reader, namespace string, match func(*appstudiov1alpha1.ChangeGroup) bool) (*appstudiov1alpha1.ChangeGroup, error) {
-	var list appstudiov1alpha1.ChangeGroupList
-	if err := c.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing ChangeGroups in %s: %w", namespace, err)
+	groups, err := groupsOf(ctx, c, namespace, target)
+	if err != nil {
+		return nil, err
 	}
+	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Holds(cg, source, target) && HeldAt(cg, at) }), nil
+}
+
+func oldestOf(groups []appstudiov1alpha1.ChangeGroup, match func(*appstudiov1alpha1.ChangeGroup) bool) *appstudiov1alpha1.ChangeGroup {
 	var found []*appstudiov1alpha1.ChangeGroup
-	for i := range list.Items {
-		if match(&list.Items[i]) {
-			found = append(found, &list.Items[i])
+	for i := range groups {
+		if match(&groups[i]) {
+			found = append(found, &groups[i])
 		}
 	}
-	return oldest(found), nil
+	return oldest(found)
 }
 
 func oldest(found []*appstudiov1alpha1.ChangeGroup) *appstudiov1alpha1.ChangeGroup {
