@@ -128,8 +128,10 @@ type Forge interface {
 	// EditPR changes the body (when body is not nil) and the state (open when open is
 	// not nil and true, closed when false).
 	EditPR(ctx context.Context, number int, body *string, open *bool) (PR, error)
-	// MarkReady lifts the draft.
-	MarkReady(ctx context.Context, pr PR) error
+	// MarkReady lifts the draft. With body, it first sets the description, in the
+	// same request where the forge allows (GitHub: one GraphQL document whose two
+	// mutations run in order), so a release costs one write, not two.
+	MarkReady(ctx context.Context, pr PR, body *string) error
 	Comments(ctx context.Context, number int) ([]Comment, error)
 	CreateComment(ctx context.Context, number int, body string) error
 	// Bot is the identity this client commits as.

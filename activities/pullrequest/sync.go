@@ -67,6 +67,8 @@ type desired struct {
 	// refs are, per row, the repositories referenced in the matched files (the
 	// built one and its distribution repositories), in the row's order.
 	refs map[string][]string
+	// tree, when set, is an existing tree holding exactly the desired files.
+	tree string
 }
 
 // rowRewriters are the rewriters of one row: its built repository first, then the
@@ -293,7 +295,9 @@ var errHeadMoved = errors.New("the branch moved while nudgeflow was updating it"
 // read): a commit pushed meanwhile is never overwritten.
 func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, exists bool, expected string) (forge.Commit, error) {
 	tree := d.base.Tree
-	if len(d.changes) > 0 {
+	if d.tree != "" {
+		tree = d.tree
+	} else if len(d.changes) > 0 {
 		var err error
 		if tree, err = f.CreateTree(ctx, d.base.Tree, d.changes); err != nil {
 			return forge.Commit{}, err
@@ -322,10 +326,16 @@ func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, 
 // pushIfNeeded pushes unless the head is nudgeflow's, holds the desired tree and its
 // marker matches hold.
 func pushIfNeeded(ctx context.Context, f forge.Forge, req SyncRequest, d desired, head forge.Commit, exists, hold bool) (forge.Commit, error) {
-	if exists && isBot(f, head) && digestref.HasSkipMarker(head.Message) == hold {
-		ok, err := holds(ctx, f, head, d)
-		if err != nil || ok {
+	if exists && isBot(f, head) {
+		same, err := holds(ctx, f, head, d)
+		if err != nil {
 			return head, err
+		}
+		if same && digestref.HasSkipMarker(head.Message) == hold {
+			return head, nil
+		}
+		if same {
+			d.tree = head.Tree // only the message changes: no new tree to write
 		}
 	}
 	return push(ctx, f, req, d, hold, exists, head.SHA)
@@ -480,20 +490,28 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 	} else {
 		// Release: (1) the description without the marker (edited: no build), (2) lift the
 		// draft while the head still holds [skip ci] (ready_for_review: no build), (3) one
-		// final commit without the marker (synchronize: the one build).
+		// final commit without the marker (synchronize: the one build). (1) and (2) are
+		// one request where the forge allows.
+		var newBody *string
 		if st.pr.Body != body {
-			if _, err := f.EditPR(ctx, st.pr.Number, &body, nil); err != nil {
-				return Observed{}, err
-			}
+			newBody = &body
 		}
 		if st.pr.Draft {
-			if head, err = pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {
-				return Observed{}, err
+			// Only the marker matters for ready_for_review: a held commit of nudgeflow's
+			// is enough, whatever digests it carries (the final commit has the new ones).
+			if !st.hasHead || !isBot(f, head) || !digestref.HasSkipMarker(head.Message) {
+				if head, err = pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {
+					return Observed{}, err
+				}
 			}
-			if err := f.MarkReady(ctx, st.pr); err != nil {
+			if err := f.MarkReady(ctx, st.pr, newBody); err != nil {
 				return Observed{}, err
 			}
 			log.Info("marked ready for review", "pr", st.pr.Number)
+		} else if newBody != nil {
+			if _, err := f.EditPR(ctx, st.pr.Number, newBody, nil); err != nil {
+				return Observed{}, err
+			}
 		}
 		if _, err := pushIfNeeded(ctx, f, req, d, head, st.hasHead, false); err != nil {
 			return Observed{}, err

@@ -343,15 +343,33 @@ func (c *Client) EditPR(ctx context.Context, number int, body *string, open *boo
 	return toPR(p), nil
 }
 
-// MarkReady uses GraphQL: REST cannot lift a draft.
-func (c *Client) MarkReady(ctx context.Context, pr forge.PR) error {
-	var m struct {
-		MarkPullRequestReadyForReview struct {
-			PullRequest struct{ IsDraft bool }
-		} `graphql:"markPullRequestReadyForReview(input: $input)"`
-	}
+// MarkReady uses GraphQL: REST cannot lift a draft. A new description goes in the
+// same document, before the draft is lifted: GraphQL runs a mutation's top-level
+// fields in order, so Pipelines as Code sees ready_for_review only after the
+// description lost its skip marker, and it costs one request.
+func (c *Client) MarkReady(ctx context.Context, pr forge.PR, body *string) error {
+	ready := githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(pr.NodeID)}
 	c.tr.takeFail()
-	err := c.gql.Mutate(ctx, &m, githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(pr.NodeID)}, nil)
+	var err error
+	if body == nil {
+		var m struct {
+			MarkPullRequestReadyForReview struct {
+				PullRequest struct{ IsDraft bool }
+			} `graphql:"markPullRequestReadyForReview(input: $input)"`
+		}
+		err = c.gql.Mutate(ctx, &m, ready, nil)
+	} else {
+		var m struct {
+			UpdatePullRequest struct {
+				PullRequest struct{ ID githubv4.ID }
+			} `graphql:"updatePullRequest(input: $update)"`
+			MarkPullRequestReadyForReview struct {
+				PullRequest struct{ IsDraft bool }
+			} `graphql:"markPullRequestReadyForReview(input: $input)"`
+		}
+		update := githubv4.UpdatePullRequestInput{PullRequestID: githubv4.ID(pr.NodeID), Body: githubv4.NewString(githubv4.String(*body))}
+		err = c.gql.Mutate(ctx, &m, ready, map[string]any{"update": update})
+	}
 	if err != nil {
 		return classify(fmt.Sprintf("marking PR #%d ready for review", pr.Number), err, nil, c.tr.takeFail())
 	}

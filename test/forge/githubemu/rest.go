@@ -664,15 +664,14 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request, u User) {
 	writeJSON(w, http.StatusCreated, s.commentJSON(rp, p.Number, c))
 }
 
-// graphql answers markPullRequestReadyForReview and convertPullRequestToDraft.
+// graphql answers the pull request mutations nudgeflow uses —
+// markPullRequestReadyForReview, convertPullRequestToDraft and updatePullRequest
+// (body) — in one document or several, running a document's top-level fields in
+// order as GraphQL does for mutations; a field that fails leaves the others' data.
 func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 	var in struct {
-		Query     string `json:"query"`
-		Variables struct {
-			Input struct {
-				PullRequestID string `json:"pullRequestId"`
-			} `json:"input"`
-		} `json:"variables"`
+		Query     string                     `json:"query"`
+		Variables map[string]json.RawMessage `json:"variables"`
 	}
 	if !decode(w, r, &in) {
 		return
@@ -683,40 +682,78 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 			"type": "RATE_LIMITED", "message": "API rate limit already exceeded for user ID 1."}}})
 		return
 	}
-	var field string
-	var draft bool
-	switch {
-	case strings.Contains(in.Query, "markPullRequestReadyForReview"):
-		field, draft = "markPullRequestReadyForReview", false
-	case strings.Contains(in.Query, "convertPullRequestToDraft"):
-		field, draft = "convertPullRequestToDraft", true
-	default:
+	fields := gqlField.FindAllStringSubmatchIndex(in.Query, -1)
+	if len(fields) == 0 {
 		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]any{{"message": "emulator: unsupported operation"}}})
 		return
 	}
-	id := in.Variables.Input.PullRequestID
+	data := map[string]any{}
+	var errs []map[string]any
+	for k, m := range fields {
+		field, variable := in.Query[m[2]:m[3]], in.Query[m[4]:m[5]]
+		// The selection of this field runs to the next field (or the end).
+		end := len(in.Query)
+		if k+1 < len(fields) {
+			end = fields[k+1][0]
+		}
+		selection := in.Query[m[1]:end]
+		var input struct {
+			PullRequestID string  `json:"pullRequestId"`
+			Body          *string `json:"body"`
+		}
+		if err := json.Unmarshal(in.Variables[variable], &input); err != nil || input.PullRequestID == "" {
+			errs = append(errs, map[string]any{"type": "INVALID", "path": []string{field}, "message": "emulator: variable $" + variable + " has no pullRequestId"})
+			data[field] = nil
+			continue
+		}
+		rp, p := s.pullByNodeID(input.PullRequestID)
+		switch {
+		case p == nil:
+			errs = append(errs, map[string]any{"type": "NOT_FOUND", "path": []string{field},
+				"message": fmt.Sprintf("Could not resolve to a node with the global id of '%s'", input.PullRequestID)})
+			data[field] = nil
+			continue
+		case p.State != "open":
+			errs = append(errs, map[string]any{"type": "UNPROCESSABLE", "path": []string{field}, "message": "Pull request is closed"})
+			data[field] = nil
+			continue
+		}
+		switch field {
+		case "markPullRequestReadyForReview":
+			s.setDraft(rp, p, false, u.Login)
+		case "convertPullRequestToDraft":
+			s.setDraft(rp, p, true, u.Login)
+		case "updatePullRequest":
+			if input.Body != nil && *input.Body != p.Body {
+				p.Body = *input.Body
+				s.event(rp, p, "edited", u.Login)
+			}
+		}
+		// Like GitHub, answer only the fields the query selects.
+		sel := map[string]any{}
+		for name, v := range map[string]any{"id": p.NodeID, "number": p.Number, "isDraft": p.Draft} {
+			if regexp.MustCompile(`\b` + name + `\b`).MatchString(selection) {
+				sel[name] = v
+			}
+		}
+		data[field] = map[string]any{"pullRequest": sel}
+	}
+	out := map[string]any{"data": data}
+	if len(errs) > 0 {
+		out["errors"] = errs
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+var gqlField = regexp.MustCompile(`\b(markPullRequestReadyForReview|convertPullRequestToDraft|updatePullRequest)\(input:\s*\$(\w+)\)`)
+
+func (s *Server) pullByNodeID(id string) (*repo, *pull) {
 	for _, rp := range s.repos {
 		for _, p := range rp.pulls {
-			if p == nil || p.NodeID != id {
-				continue
+			if p != nil && p.NodeID == id {
+				return rp, p
 			}
-			if p.State != "open" {
-				writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{field: nil},
-					"errors": []map[string]any{{"type": "UNPROCESSABLE", "path": []string{field}, "message": "Pull request is closed"}}})
-				return
-			}
-			s.setDraft(rp, p, draft, u.Login)
-			// Like GitHub, answer only the fields the query selects.
-			sel := map[string]any{}
-			for name, v := range map[string]any{"id": p.NodeID, "number": p.Number, "isDraft": p.Draft} {
-				if regexp.MustCompile(`\b` + name + `\b`).MatchString(in.Query) {
-					sel[name] = v
-				}
-			}
-			writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{field: map[string]any{"pullRequest": sel}}})
-			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{field: nil}, "errors": []map[string]any{{
-		"type": "NOT_FOUND", "path": []string{field}, "message": fmt.Sprintf("Could not resolve to a node with the global id of '%s'", id)}}})
+	return nil, nil
 }
