@@ -107,6 +107,9 @@ type State struct {
 
 const maxSeenDeliveries = 200
 
+// maxSeenBuilds bounds the build dedupe set carried through continue-as-new.
+const maxSeenBuilds = 500
+
 func newState(now time.Time, r changegroupcr.Resolved, timeout time.Duration) *State {
 	s := &State{
 		Phase:           appstudiov1alpha1.PhaseInitialized,
@@ -171,6 +174,28 @@ func (s *State) normalize() {
 	if s.Seen == nil {
 		s.Seen = map[string]bool{}
 	}
+}
+
+// pruneSeen bounds the build dedupe set before it is carried to the next run:
+// beyond maxSeenBuilds it keeps only each component's current, pushed and handed
+// back digests. A forgotten build that is redelivered later changes nothing: a
+// member's is older than its current build (builds are ordered by build time), and
+// a handed-back one asks for the same Nudge again, which its workflow ID (the
+// build's, with a reuse policy that rejects a duplicate) makes a no-op; only the
+// status's hand-back count may count it twice.
+func (s *State) pruneSeen() {
+	if len(s.Seen) <= maxSeenBuilds {
+		return
+	}
+	keep := map[string]bool{}
+	for _, c := range s.Components {
+		for _, d := range []string{c.New, c.Pushed, c.HandedBack} {
+			if key := c.Name + "@" + d; d != "" && s.Seen[key] {
+				keep[key] = true
+			}
+		}
+	}
+	s.Seen = keep
 }
 
 // applyBuild records a build; it reports whether the state changed. Older builds

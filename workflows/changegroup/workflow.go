@@ -787,6 +787,7 @@ func (r *run) continueAsNew() error {
 	// state moves to the next run: nothing is lost at the boundary.
 	_ = workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) })
 	r.drainSignals()
+	r.s.pruneSeen()
 	next := r.in
 	next.State = r.s
 	if r.cancelReason != "" {
