@@ -8,9 +8,11 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -18,6 +20,10 @@ import (
 // ErrEnded says a group's workflow has ended: whatever its CR status says, it holds
 // nothing any more.
 var ErrEnded = errors.New("the ChangeGroup's workflow has ended")
+
+// ErrNotStarted says a group is too new to take a build: the bridge has not
+// initialised it (finalizer, workflow) yet. Callers retry shortly.
+var ErrNotStarted = errors.New("the ChangeGroup is not initialised by the bridge yet")
 
 // Starter delivers signals to a group's workflow, starting it when it does not run
 // yet. It is how every entry point decides whether a group holds a build: the
@@ -68,6 +74,12 @@ func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.Cha
 // retention). A workflow that has ended took the build only if it received it
 // before: otherwise the caller nudges it normally.
 func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, b cgwf.ComponentBuilt) (bool, error) {
+	if changegroups.IsActive(cg) && !controllerutil.ContainsFinalizer(cg, konflux.FinalizerChangeGroup) {
+		// Only the group's own reconciler starts its workflow, after adding the
+		// finalizer: a workflow started here for a group deleted a moment later would
+		// outlive its CR (the deletion would never cancel it). The caller retries.
+		return false, fmt.Errorf("%w: ChangeGroup %s/%s", ErrNotStarted, cg.Namespace, cg.Name)
+	}
 	var err error
 	if changegroups.IsActive(cg) {
 		err = s.SignalWithStart(ctx, cg, cgwf.SignalComponentBuilt, b)

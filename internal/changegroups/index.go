@@ -39,7 +39,7 @@ func RegisterIndexes(ctx context.Context, indexer ctrlclient.FieldIndexer) error
 func groupsOf(ctx context.Context, c ctrlclient.Reader, namespace, target string) ([]appstudiov1alpha1.ChangeGroup, error) {
 	var list appstudiov1alpha1.ChangeGroupList
 	err := c.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingFields{NudgedField: nudgedKey(namespace, target)})
-	if err != nil && (apierrors.IsBadRequest(err) || strings.Contains(err.Error(), "index with name")) {
+	if err != nil && (apierrors.IsBadRequest(err) || strings.Contains(strings.ToLower(err.Error()), "index with name")) {
 		list = appstudiov1alpha1.ChangeGroupList{}
 		err = c.List(ctx, &list, ctrlclient.InNamespace(namespace))
 	}

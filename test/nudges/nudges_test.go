@@ -20,6 +20,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -233,7 +234,10 @@ func TestEdgeHeldByChangeGroupSignalsTheGroupOnly(t *testing.T) {
 	f.component("bundle", "https://github.com/org/bundle", nil)
 	f.credentials("github.com")
 	f.nudgeConfig(immediate("operand", "bundle"))
-	cg := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-update"},
+	// The finalizer is what the bridge's ChangeGroup reconciler adds before it starts
+	// the workflow (this world runs only the build router): a group without it is
+	// not initialised yet and takes no build.
+	cg := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-update", Finalizers: []string{konflux.FinalizerChangeGroup}},
 		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle",
 			NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}, {Name: "operand-b"}}}}
 	f.create(cg)
