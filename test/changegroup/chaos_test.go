@@ -72,6 +72,7 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 	newGroup := func() {
 		name := fmt.Sprintf("g%d", len(groups)+1)
 		s.createGroup(name, members, 0)
+		s.explainOnFailure(name)
 		groups = append(groups, name)
 		active = name
 	}
