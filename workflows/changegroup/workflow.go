@@ -591,7 +591,7 @@ func (r *run) observe() {
 	r.s.ObserveRequested = false
 	r.nextPoll = workflow.Now(r.ctx).Add(r.settings.PollInterval)
 	var obs pullrequest.Observed
-	err := workflow.ExecuteActivity(r.forgeCtx("read the pull request's state"), pullrequest.ObserveActivity,
+	err := workflow.ExecuteActivity(r.observeCtx("read the pull request's state"), pullrequest.ObserveActivity,
 		pullrequest.ObserveRequest{Repo: r.s.Repo, Branch: r.branch(), Known: r.s.PR}).Get(r.ctx, &obs)
 	if err != nil {
 		r.forgeFailed(err)
@@ -841,9 +841,27 @@ func (r *run) forgeCtx(summary string) workflow.Context {
 	})
 }
 
+// blipRetries retry a forge call for a few seconds only: a longer outage comes
+// back to the main loop (see syncCtx).
+var blipRetries = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 4 * time.Second, MaximumAttempts: 4}
+
+// observeCtx is forgeCtx for the poll of the PR; in the nothing-lost shape a failed
+// poll comes back to the main loop quickly, like a failed sync.
+func (r *run) observeCtx(summary string) workflow.Context {
+	if !r.nothingLost {
+		return r.forgeCtx(summary)
+	}
+	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, Summary: summary, RetryPolicy: blipRetries,
+	})
+}
+
 // syncCtx is forgeCtx for the sync, which reads a whole tree: in the nothing-lost
 // shape it may run long on a big repository while it heartbeats, and a dead worker
-// is still noticed within the heartbeat timeout.
+// is still noticed within the heartbeat timeout. Its retries cover a blip only (a
+// few seconds): a longer outage comes back to the main loop, which retries at its
+// next wake-up (bounded by MaxForgeOutage) and meanwhile acts on a cancel, a drop or
+// a timeout instead of waiting minutes behind one activity.
 func (r *run) syncCtx(summary string) workflow.Context {
 	if !r.nothingLost {
 		return r.forgeCtx(summary)
@@ -852,9 +870,7 @@ func (r *run) syncCtx(summary string) workflow.Context {
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		Summary:             summary,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 12,
-		},
+		RetryPolicy:         blipRetries,
 	})
 }
 
