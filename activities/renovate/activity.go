@@ -394,6 +394,10 @@ type forgeInfo struct {
 
 // parseForge derives Renovate's platform and endpoint from the git URL, with the
 // component's git-provider annotation taking precedence (build-service's rules).
+// The endpoint is each forge's REST API root. build-service writes
+// https://api.<host>/ for every GitHub host, which is right only for github.com:
+// GitHub Enterprise serves its API at https://<host>/api/v3/, so that is used for
+// any other host.
 func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 	u, err := url.Parse(gitURL)
 	if err != nil || u.Host == "" {
@@ -405,8 +409,9 @@ func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 		provider = "forgejo"
 	}
 	if provider == "" {
+		host := strings.ToLower(u.Hostname())
 		for _, p := range []string{"github", "gitlab", "forgejo", "gitea", "codeberg"} {
-			if strings.Contains(u.Host, p) {
+			if strings.Contains(host, p) {
 				provider = map[string]string{"gitea": "forgejo", "codeberg": "forgejo"}[p]
 				if provider == "" {
 					provider = p
@@ -417,7 +422,10 @@ func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 	}
 	switch provider {
 	case "github":
-		f.platform, f.endpoint = "github", "https://api."+u.Host+"/"
+		f.platform, f.endpoint = "github", "https://"+u.Host+"/api/v3/"
+		if strings.EqualFold(u.Hostname(), "github.com") {
+			f.endpoint = "https://api.github.com/"
+		}
 	case "gitlab":
 		f.platform, f.endpoint = "gitlab", "https://"+u.Host+"/api/v4/"
 	case "forgejo":
