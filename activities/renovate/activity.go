@@ -202,11 +202,17 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	} else if err != nil {
 		return LaunchResult{}, fmt.Errorf("creating PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
 	}
-	// A retry keeps the run an earlier attempt created; it must not mount a CA
-	// ConfigMap this attempt cannot fill.
+	// A retry keeps the run an earlier attempt created: if that run mounts a CA
+	// copy, the copy must exist, or its pod never starts.
 	if !created && mountsTrustedCA(plr) && caBundle == "" {
-		return LaunchResult{}, fmt.Errorf("PipelineRun %s/%s mounts the trusted CA bundle, but no ConfigMap labelled %s=true in %q holds one now",
-			req.Namespace, req.Name, LabelInjectTrustedCABundle, a.OperatorNamespace)
+		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: CAConfigMapName(req.Name)}, &corev1.ConfigMap{})
+		if apierrors.IsNotFound(err) {
+			return LaunchResult{}, fmt.Errorf("PipelineRun %s/%s mounts the trusted CA bundle, but no ConfigMap labelled %s=true in %q holds one now",
+				req.Namespace, req.Name, LabelInjectTrustedCABundle, a.OperatorNamespace)
+		}
+		if err != nil {
+			return LaunchResult{}, fmt.Errorf("reading ConfigMap %s/%s: %w", req.Namespace, CAConfigMapName(req.Name), err)
+		}
 	}
 	owner := []metav1.OwnerReference{{
 		APIVersion: tektonv1.SchemeGroupVersion.String(), Kind: "PipelineRun",

@@ -196,14 +196,22 @@ func TestLaunchRenovateMatchesBuildService(t *testing.T) {
 		require.NotContains(t, logs, secretText)
 	}
 
-	// A retried activity finds everything in place.
+	// A retried activity finds everything in place, even once the operator's
+	// bundle is gone: the run's copy exists.
 	require.False(t, u.launch(unitRequest(name)).Created)
+	ctx := context.Background()
+	require.NoError(t, u.kube.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trusted-ca", Namespace: "nudgeflow"}}))
+	require.False(t, u.launch(unitRequest(name)).Created)
+	// Without the copy either, the run could never start: the launch says so.
+	require.NoError(t, u.kube.Delete(ctx, &ca))
+	_, err = u.env.ExecuteActivity(u.a.LaunchRenovate, unitRequest(name))
+	require.ErrorContains(t, err, "mounts the trusted CA bundle")
 
 	withRules, err := renovatetest.WithHostRules(raw, []byte(secretValue(secret, hostRulesKey)))
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	_, err = renovatetest.Validate(ctx, map[string][]byte{"unit-launch": withRules})
+	_, err = renovatetest.Validate(vctx, map[string][]byte{"unit-launch": withRules})
 	require.NoError(t, err)
 }
 
