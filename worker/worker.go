@@ -26,6 +26,10 @@ type Deps struct {
 	Temporal client.Client
 	// PullRequest configures the forge activities (bot identity, App Secret).
 	PullRequest pullrequest.Config
+	// OperatorNamespace is nudgeflow's own namespace; Renovate runs get the trusted
+	// CA bundle of a ConfigMap there labelled
+	// config.openshift.io/inject-trusted-cabundle=true. Empty: none.
+	OperatorNamespace string
 }
 
 // Options tune the worker.
@@ -56,5 +60,5 @@ func register(r sdkworker.Registry, deps Deps) {
 	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
-	nudges.Register(r, deps.Kube)
+	nudges.Register(r, deps.Kube, deps.OperatorNamespace)
 }

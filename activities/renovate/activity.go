@@ -1,13 +1,15 @@
 // Package renovate launches Konflux-style Renovate nudge PipelineRuns: one
 // PipelineRun per (nudging build, nudged component, attempt) with a deterministic
 // name, the labels and annotations integration-service and build-service use, a
-// Renovate config generated like theirs from the two ConfigMap tiers, and a config
-// ConfigMap and token Secret named like the PipelineRun and owned by it, so they are
-// garbage collected with it. It also reads a run's end (the polling fallback) and
-// records nudge outcomes as Events on the nudged Component.
+// Renovate config generated like theirs from the two ConfigMap tiers and the
+// nudging component's distribution repositories, registry host rules from its
+// image pull credentials, the cluster's trusted CA bundle, and a config ConfigMap,
+// token Secret and CA ConfigMap named like the PipelineRun and owned by it, so they
+// are garbage collected with it. It also reads a run's end (the polling fallback)
+// and records nudge outcomes as Events on the nudged Component.
 //
-// Requests and results carry no secret: the token is read here and written only
-// into the owned Secret.
+// Requests and results carry no secret: the git token and the registry password
+// are read here and written only into the owned Secret.
 package renovate
 
 import (
@@ -34,6 +36,7 @@ import (
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
 
 // Labels and annotations of nudge PipelineRuns (verbatim from Konflux), plus
@@ -52,6 +55,8 @@ const (
 	AnnotationAttempt          = "nudgeflow.konflux-ci.dev/attempt"
 	DefaultImage               = "quay.io/konflux-ci/mintmaker-renovate-image:29a2f31"
 	tokenKey                   = "token_0"
+	hostRulesKey               = "host_rules"
+	secretEnvPrefix            = "TOKEN_"
 	configMountPath            = "/configs"
 	nonRetryableTargetMissing  = "TargetMissing"
 	nonRetryableNotNudgeable   = "NotNudgeable"
@@ -67,12 +72,17 @@ type Activities struct {
 	Kube ctrlclient.Client
 	// Image is the Renovate image; DefaultImage when empty.
 	Image string
+	// OperatorNamespace is nudgeflow's own namespace, where a ConfigMap labelled
+	// config.openshift.io/inject-trusted-cabundle=true holds the cluster's trusted
+	// CA bundle (build-service looks in its own namespace the same way). Empty: no
+	// bundle is looked for.
+	OperatorNamespace string
 }
 
 // New returns the activities with the Renovate image from RENOVATE_IMAGE (as
 // build-service and integration-service read it) or the default.
-func New(kube ctrlclient.Client) *Activities {
-	return &Activities{Kube: kube, Image: os.Getenv("RENOVATE_IMAGE")}
+func New(kube ctrlclient.Client, operatorNamespace string) *Activities {
+	return &Activities{Kube: kube, Image: os.Getenv("RENOVATE_IMAGE"), OperatorNamespace: operatorNamespace}
 }
 
 // LaunchRequest says which run to create. No secrets.
@@ -91,7 +101,10 @@ type LaunchRequest struct {
 	// RepoAtSHA is the build's build.appstudio.openshift.io/repo annotation.
 	RepoAtSHA string `json:"repoAtSHA,omitempty"`
 	// NudgeFiles is the build's build-nudge-files annotation.
-	NudgeFiles        string   `json:"nudgeFiles,omitempty"`
+	NudgeFiles string `json:"nudgeFiles,omitempty"`
+	// DistributionRepos, when set, are used instead of the nudging component's
+	// ReleasePlanAdmission repositories, which are read at launch otherwise. Only
+	// histories recorded before that lookup carry them.
 	DistributionRepos []string `json:"distributionRepos,omitempty"`
 }
 
@@ -108,8 +121,9 @@ func RunName(workflowID string, attempt int) string {
 	return fmt.Sprintf("renovate-nudge-%s-%d", hex.EncodeToString(sum[:])[:12], attempt)
 }
 
-// LaunchRenovate creates the run, its config ConfigMap and token Secret (owned by
-// the run). It looks before it writes, so a retry changes nothing.
+// LaunchRenovate creates the run, its config ConfigMap, token Secret and, when the
+// cluster has one, trusted CA ConfigMap (all owned by the run). It looks before it
+// writes, so a retry changes nothing.
 func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (LaunchResult, error) {
 	log := activity.GetLogger(ctx)
 	target, nudging, err := a.components(ctx, req)
@@ -136,6 +150,18 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	if err != nil {
 		return LaunchResult{}, err
 	}
+	distribution, err := a.distributionRepos(ctx, req)
+	if err != nil {
+		return LaunchResult{}, err
+	}
+	hostRules, err := a.hostRules(ctx, req.Namespace, nudging)
+	if err != nil {
+		return LaunchResult{}, err
+	}
+	caBundle, caSource, err := a.trustedCA(ctx)
+	if err != nil {
+		return LaunchResult{}, err
+	}
 	repo, tag := SplitImage(req.ImageURL)
 	cfg := GenerateConfig(ConfigInput{
 		Platform:          forge.platform,
@@ -148,9 +174,9 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		Nudged:            req.Nudged,
 		BuiltRepo:         repo,
 		BuiltTag:          tag,
-		DistributionRepos: req.DistributionRepos,
+		DistributionRepos: distribution,
 		RepoAtSHA:         req.RepoAtSHA,
-		SimpleBranch:      strings.EqualFold(nudging.Annotations[AnnotationSimpleBranch], "true"),
+		SimpleBranch:      simpleBranch(nudging),
 		FileMatch:         FileMatch(opts, req.NudgeFiles),
 		Options:           opts,
 	})
@@ -159,9 +185,10 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		return LaunchResult{}, err
 	}
 	log.Info("launching Renovate nudge", "pipelineRun", req.Name, "namespace", req.Namespace,
-		"nudging", req.Nudging, "nudged", req.Nudged, "configTier", tier, "credentialSecret", cred.SecretName)
+		"nudging", req.Nudging, "nudged", req.Nudged, "configTier", tier, "credentialSecret", cred.SecretName,
+		"distributionRepos", distribution, "registryHostRules", hostRules != "", "trustedCA", caSource)
 
-	plr := a.pipelineRun(req)
+	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
 	created := true
 	if err := a.Kube.Create(ctx, plr); apierrors.IsAlreadyExists(err) {
 		created = false
@@ -175,6 +202,18 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	} else if err != nil {
 		return LaunchResult{}, fmt.Errorf("creating PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
 	}
+	// A retry keeps the run an earlier attempt created: if that run mounts a CA
+	// copy, the copy must exist, or its pod never starts.
+	if !created && mountsTrustedCA(plr) && caBundle == "" {
+		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: CAConfigMapName(req.Name)}, &corev1.ConfigMap{})
+		if apierrors.IsNotFound(err) {
+			return LaunchResult{}, fmt.Errorf("PipelineRun %s/%s mounts the trusted CA bundle, but no ConfigMap labelled %s=true in %q holds one now",
+				req.Namespace, req.Name, LabelInjectTrustedCABundle, a.OperatorNamespace)
+		}
+		if err != nil {
+			return LaunchResult{}, fmt.Errorf("reading ConfigMap %s/%s: %w", req.Namespace, CAConfigMapName(req.Name), err)
+		}
+	}
 	owner := []metav1.OwnerReference{{
 		APIVersion: tektonv1.SchemeGroupVersion.String(), Kind: "PipelineRun",
 		Name: plr.Name, UID: plr.UID, BlockOwnerDeletion: ptr.To(true),
@@ -187,16 +226,32 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	if err := createOrKeep(ctx, a.Kube, cm); err != nil {
 		return LaunchResult{}, err
 	}
+	if caBundle != "" {
+		ca := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: CAConfigMapName(req.Name), Namespace: req.Namespace, OwnerReferences: owner,
+				Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
+			Data: map[string]string{CABundleKey: caBundle},
+		}
+		if err := createOrKeep(ctx, a.Kube, ca); err != nil {
+			return LaunchResult{}, err
+		}
+	}
+	secretData := map[string]string{tokenKey: cred.Password}
+	if hostRules != "" {
+		// The whole rule, password included, stays in the Secret: the command only
+		// names the variable (build-service writes the username and host into it).
+		secretData[hostRulesKey] = hostRules
+	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, OwnerReferences: owner,
 			Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
 		Type:       corev1.SecretTypeOpaque,
-		StringData: map[string]string{tokenKey: cred.Password},
+		StringData: secretData,
 	}
 	if err := createOrKeep(ctx, a.Kube, secret); err != nil {
 		return LaunchResult{}, err
 	}
-	// The run was created pending so it never starts before its ConfigMap and
+	// The run was created pending so it never starts before its ConfigMaps and
 	// Secret exist; now release it.
 	if plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending {
 		patch := ctrlclient.MergeFrom(plr.DeepCopy())
@@ -206,6 +261,25 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		}
 	}
 	return LaunchResult{Name: req.Name, Created: created}, nil
+}
+
+// distributionRepos are the repositories the nudging component's images are
+// released to, which Renovate must rewrite too: the request's (old histories
+// carry them), else its ReleasePlanAdmissions'. An admission whose data cannot
+// be read is logged and skipped, as build-service does.
+func (a *Activities) distributionRepos(ctx context.Context, req LaunchRequest) ([]string, error) {
+	if len(req.DistributionRepos) > 0 {
+		return req.DistributionRepos, nil
+	}
+	repos, problems, err := releases.Repositories(ctx, a.Kube, req.Namespace, req.Nudging)
+	if err != nil {
+		return nil, fmt.Errorf("reading the distribution repositories of %s/%s: %w", req.Namespace, req.Nudging, err)
+	}
+	for _, p := range problems {
+		activity.GetLogger(ctx).Warn("skipped a ReleasePlanAdmission whose data cannot be read",
+			"admission", p.Admission, "origin", req.Namespace, "component", req.Nudging, "error", p.Err)
+	}
+	return repos[req.Nudging], nil
 }
 
 func (a *Activities) components(ctx context.Context, req LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
@@ -246,6 +320,12 @@ func ReadTier(ctx context.Context, r ctrlclient.Reader, namespace string, nudged
 	return ParseOptions(cm.Data), tier + ":" + name, nil
 }
 
+// simpleBranch reads the nudging component's build-nudge-simple-branch annotation
+// as build-service does: exactly "true".
+func simpleBranch(nudging *mirrorv1alpha1.Component) bool {
+	return nudging.Annotations[AnnotationSimpleBranch] == "true"
+}
+
 func configFile(nudged string) string { return nudged + ".json" }
 
 func createOrKeep(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object) error {
@@ -255,14 +335,54 @@ func createOrKeep(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Objec
 	return nil
 }
 
-func (a *Activities) pipelineRun(req LaunchRequest) *tektonv1.PipelineRun {
+// renovateCommand is build-service's command line for one target. Host rules come
+// from the run's Secret through the environment: the password never appears in
+// the command or the config (build-service passes them by environment too,
+// "because we can't resolve variable in json config").
+func renovateCommand(nudged string, withHostRules bool) string {
+	cmd := fmt.Sprintf("RENOVATE_X_GITLAB_MERGE_REQUEST_DELAY=5000 RENOVATE_X_GITLAB_AUTO_MERGEABLE_CHECK_ATTEMPS=11 "+
+		"RENOVATE_PR_HOURLY_LIMIT=0 RENOVATE_PR_CONCURRENT_LIMIT=0 RENOVATE_TOKEN=$%s%s RENOVATE_CONFIG_FILE=%s/%s",
+		secretEnvPrefix, tokenKey, configMountPath, configFile(nudged))
+	if withHostRules {
+		cmd += fmt.Sprintf(` RENOVATE_HOST_RULES="$%s%s"`, secretEnvPrefix, hostRulesKey)
+	}
+	return cmd + " renovate"
+}
+
+func mountsTrustedCA(plr *tektonv1.PipelineRun) bool {
+	if plr.Spec.PipelineSpec == nil {
+		return false
+	}
+	for _, t := range plr.Spec.PipelineSpec.Tasks {
+		if t.TaskSpec == nil {
+			continue
+		}
+		for _, v := range t.TaskSpec.Volumes {
+			if v.Name == caVolumeName {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (a *Activities) pipelineRun(req LaunchRequest, withHostRules, withCA bool) *tektonv1.PipelineRun {
 	image := a.Image
 	if image == "" {
 		image = DefaultImage
 	}
-	cmd := fmt.Sprintf("RENOVATE_X_GITLAB_MERGE_REQUEST_DELAY=5000 RENOVATE_X_GITLAB_AUTO_MERGEABLE_CHECK_ATTEMPS=11 "+
-		"RENOVATE_PR_HOURLY_LIMIT=0 RENOVATE_PR_CONCURRENT_LIMIT=0 RENOVATE_TOKEN=$TOKEN_%s RENOVATE_CONFIG_FILE=%s/%s renovate",
-		tokenKey, configMountPath, configFile(req.Nudged))
+	mounts := []corev1.VolumeMount{{Name: "configs", MountPath: configMountPath}}
+	volumes := []corev1.Volume{{Name: "configs", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: req.Name}}}}}
+	if withCA {
+		// build-service mounts the whole pem directory; a subPath replaces only the
+		// bundle and keeps the image's other trust files there.
+		mounts = append(mounts, corev1.VolumeMount{Name: caVolumeName, MountPath: CAMountPath, SubPath: caFileName, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: caVolumeName, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: CAConfigMapName(req.Name)},
+			Items:                []corev1.KeyToPath{{Key: CABundleKey, Path: caFileName}},
+		}}})
+	}
 	return &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: req.Namespace,
@@ -285,10 +405,13 @@ func (a *Activities) pipelineRun(req LaunchRequest) *tektonv1.PipelineRun {
 					Steps: []tektonv1.Step{{
 						Name:    "renovate",
 						Image:   image,
-						Command: []string{"bash", "-c", cmd},
-						EnvFrom: []corev1.EnvFromSource{{Prefix: "TOKEN_", SecretRef: &corev1.SecretEnvSource{
+						Command: []string{"bash", "-c", renovateCommand(req.Nudged, withHostRules)},
+						EnvFrom: []corev1.EnvFromSource{{Prefix: secretEnvPrefix, SecretRef: &corev1.SecretEnvSource{
 							LocalObjectReference: corev1.LocalObjectReference{Name: req.Name}}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "configs", MountPath: configMountPath}},
+						// build-service always runs Renovate with debug logs: a nudge that
+						// opened no PR is explained only there.
+						Env:          []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}},
+						VolumeMounts: mounts,
 						SecurityContext: &corev1.SecurityContext{
 							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 							RunAsNonRoot:             ptr.To(true),
@@ -296,8 +419,7 @@ func (a *Activities) pipelineRun(req LaunchRequest) *tektonv1.PipelineRun {
 							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 						},
 					}},
-					Volumes: []corev1.Volume{{Name: "configs", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: req.Name}}}}},
+					Volumes: volumes,
 				}},
 			}}},
 			TaskRunTemplate: tektonv1.PipelineTaskRunTemplate{ServiceAccountName: "build-pipeline-" + req.Nudging},
@@ -394,6 +516,10 @@ type forgeInfo struct {
 
 // parseForge derives Renovate's platform and endpoint from the git URL, with the
 // component's git-provider annotation taking precedence (build-service's rules).
+// The endpoint is each forge's REST API root. build-service writes
+// https://api.<host>/ for every GitHub host, which is right only for github.com:
+// GitHub Enterprise serves its API at https://<host>/api/v3/, so that is used for
+// any other host.
 func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 	u, err := url.Parse(gitURL)
 	if err != nil || u.Host == "" {
@@ -405,8 +531,9 @@ func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 		provider = "forgejo"
 	}
 	if provider == "" {
+		host := strings.ToLower(u.Hostname())
 		for _, p := range []string{"github", "gitlab", "forgejo", "gitea", "codeberg"} {
-			if strings.Contains(u.Host, p) {
+			if strings.Contains(host, p) {
 				provider = map[string]string{"gitea": "forgejo", "codeberg": "forgejo"}[p]
 				if provider == "" {
 					provider = p
@@ -417,7 +544,10 @@ func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 	}
 	switch provider {
 	case "github":
-		f.platform, f.endpoint = "github", "https://api."+u.Host+"/"
+		f.platform, f.endpoint = "github", "https://"+u.Host+"/api/v3/"
+		if strings.EqualFold(u.Hostname(), "github.com") {
+			f.endpoint = "https://api.github.com/"
+		}
 	case "gitlab":
 		f.platform, f.endpoint = "gitlab", "https://"+u.Host+"/api/v4/"
 	case "forgejo":

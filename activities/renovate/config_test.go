@@ -82,9 +82,14 @@ func Shapes() map[string]ConfigInput {
 	forgejo := base
 	forgejo.Platform, forgejo.Endpoint = "forgejo", "https://codeberg.org/api/v1/"
 	forgejo.BaseBranch = ""
+	ghe := base
+	ghe.Endpoint = "https://github.example.com/api/v3/"
+	selfHostedGitLab := gitlab
+	selfHostedGitLab.Endpoint = "https://git.example.org/api/v4/"
 	return map[string]ConfigInput{
 		"defaults": defaults, "configmap": configured, "simple-branch": simple,
 		"release-aliases": aliases, "gitlab": gitlab, "forgejo": forgejo,
+		"github-enterprise": ghe, "gitlab-self-hosted": selfHostedGitLab,
 	}
 }
 
@@ -122,13 +127,19 @@ func TestGeneratedConfigShape(t *testing.T) {
 	require.Equal(t, []string{"quay.io/org/operand", "registry.redhat.io/org/operand", "quay.io/redhat-prod/org----operand"}, a.PackageRules[1].MatchPackageNames)
 }
 
-// Every generated shape passes Renovate's own validator.
+// Every generated shape passes Renovate's own validator, alone and with the
+// registry host rules the run adds through RENOVATE_HOST_RULES.
 func TestEveryShapePassesRenovateConfigValidator(t *testing.T) {
+	rules, err := json.Marshal([]HostRule{{MatchHost: "quay.io", Username: "org+robot", Password: "not-a-real-password"}})
+	require.NoError(t, err)
 	configs := map[string][]byte{}
 	for name, in := range Shapes() {
 		raw, err := GenerateConfig(in).JSON()
 		require.NoError(t, err)
 		configs[name] = raw
+		withRules, err := renovatetest.WithHostRules(raw, rules)
+		require.NoError(t, err)
+		configs[name+"-host-rules"] = withRules
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -4,10 +4,11 @@
 // appstudio.redhat.com/credentials=scm and appstudio.redhat.com/scm.host=<host>,
 // optionally narrowed by the annotation appstudio.redhat.com/scm.repository
 // ("org/repo, org/*"). The best match wins: an exact repository, then the longest
-// wildcard prefix, then a host-only Secret.
+// wildcard prefix, then a host-only Secret. LookupRegistry finds a component's
+// image registry credential the same way build-service does (registry.go).
 //
-// The token it returns must only ever be written into a Kubernetes Secret by an
-// activity; it never enters a workflow input, signal, result or log.
+// The tokens and passwords it returns must only ever be written into a Kubernetes
+// Secret by an activity; they never enter a workflow input, signal, result or log.
 package credentials
 
 import (

@@ -12,9 +12,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
-// Register adds the workflows (under their stable names) and the activities.
-func Register(r sdkworker.Registry, kube ctrlclient.Client) {
+// Register adds the workflows (under their stable names) and the activities;
+// operatorNamespace is where the Renovate activities look for the trusted CA bundle.
+func Register(r sdkworker.Registry, kube ctrlclient.Client, operatorNamespace string) {
 	r.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
 	r.RegisterWorkflowWithOptions(validatednudge.Workflow, workflow.RegisterOptions{Name: validatednudge.WorkflowName})
-	r.RegisterActivity(renovate.New(kube))
+	r.RegisterActivity(renovate.New(kube, operatorNamespace))
 }

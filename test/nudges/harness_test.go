@@ -1,10 +1,14 @@
 package nudges
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
@@ -46,7 +51,45 @@ const (
 	labelNotForManager = "nudgeflow-test/not-for-manager"
 	token              = "glpat-secret-token-value"
 	waitFor            = 90 * time.Second
+	// operatorNamespace is the worker's own namespace (--operator-namespace), where
+	// the trusted CA bundle is looked for.
+	operatorNamespace = "nudgeflow-system"
 )
+
+// workerLogs holds everything the worker logged (every level), so tests can check
+// what it explains and that no secret is ever in it.
+var workerLogs = &syncBuffer{}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// logged reports whether one line of the worker's logs holds every part.
+func logged(parts ...string) bool {
+	for _, line := range strings.Split(workerLogs.String(), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
 
 // tuning makes retries quick; the poll interval is long so run ends come from the
 // bridge's signal.
@@ -59,7 +102,14 @@ var startOnce sync.Once
 func start(t testing.TB) *world.World {
 	w := world.Get(t)
 	startOnce.Do(func() {
-		wk := worker.New(w.TemporalClient, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient},
+		require.NoError(t, w.Kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}))
+		// The worker's own client logs everything into workerLogs, errors also to stderr.
+		logger := slog.New(slog.NewMultiHandler(
+			slog.NewTextHandler(workerLogs, &slog.HandlerOptions{Level: slog.LevelDebug}),
+			slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+		wc, err := client.NewClientFromExisting(w.TemporalClient, client.Options{Namespace: w.Temporal.Namespace, Logger: sdklog.NewStructuredLogger(logger)})
+		require.NoError(t, err)
+		wk := worker.New(wc, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace},
 			worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 		require.NoError(t, wk.Start())
 		standIn := sdkworker.New(w.TemporalClient, standInQueue, sdkworker.Options{})
@@ -274,5 +324,3 @@ func (f *fixture) query(id, name string, into any) error {
 	}
 	return v.Get(into)
 }
-
-var _ = client.StartWorkflowOptions{}

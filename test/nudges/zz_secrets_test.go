@@ -3,11 +3,20 @@ package nudges
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 // TestZZNoSecretInAnyHistory runs last in the package (Go runs files in name order):
-// the forge token the nudges use must not appear in any workflow history.
+// the forge token and the registry passwords the nudges use must not appear in any
+// workflow history, nor in anything the worker logged.
 func TestZZNoSecretInAnyHistory(t *testing.T) {
-	world.Get(t).AssertNoSecretInHistories(t, token)
+	secrets := []string{token, registryPassword, wideRegistryPassword}
+	world.Get(t).AssertNoSecretInHistories(t, secrets...)
+	logs := workerLogs.String()
+	require.NotEmpty(t, logs, "the worker's logs were captured")
+	for _, s := range secrets {
+		require.NotContains(t, logs, s, "the worker logged a secret")
+	}
 }

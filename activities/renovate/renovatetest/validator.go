@@ -6,6 +6,7 @@ package renovatetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,4 +55,25 @@ func Validate(ctx context.Context, configs map[string][]byte) (map[string]string
 		return outputs, fmt.Errorf("renovate-config-validator rejected %d config(s):\n%s", len(failed), strings.Join(failed, "\n"))
 	}
 	return outputs, nil
+}
+
+// WithHostRules returns a copy of a generated config with hostRules (the JSON that
+// the run passes as RENOVATE_HOST_RULES) merged in, so the validator checks the
+// configuration Renovate really runs with. For tests only: the real config never
+// holds them, the password stays in the run's Secret.
+func WithHostRules(config, hostRules []byte) ([]byte, error) {
+	var c map[string]any
+	if err := json.Unmarshal(config, &c); err != nil {
+		return nil, fmt.Errorf("reading the config: %w", err)
+	}
+	var rules []any
+	if err := json.Unmarshal(hostRules, &rules); err != nil {
+		return nil, fmt.Errorf("reading the host rules: %w", err)
+	}
+	c["hostRules"] = rules
+	out, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("rendering the merged config: %w", err)
+	}
+	return out, nil
 }

@@ -1,0 +1,246 @@
+package renovate
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate/renovatetest"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+)
+
+const (
+	unitToken    = "ghp-unit-git-token"
+	unitRegistry = "unit-registry-password"
+	unitCA       = "-----BEGIN CERTIFICATE-----\nunit\n-----END CERTIFICATE-----\n"
+)
+
+// syncBuffer collects the activity's logs (the SDK logs from several goroutines).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type unitWorld struct {
+	t    *testing.T
+	kube ctrlclient.Client
+	logs *syncBuffer
+	env  *testsuite.TestActivityEnvironment
+	a    *Activities
+}
+
+// newUnitWorld is a fake cluster with a nudging component "operand" (image
+// quay.io/org/operand) and a nudged "bundle" on GitHub Enterprise, plus objs.
+func newUnitWorld(t *testing.T, operatorNamespace string, objs ...ctrlclient.Object) *unitWorld {
+	base := []ctrlclient.Object{
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand", Namespace: "tenant"},
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: "quay.io/org/operand"}},
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: "tenant"},
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "bundle", Source: mirrorv1alpha1.ComponentSource{
+				GitSource: &mirrorv1alpha1.GitSource{URL: "https://github.example.com/org/bundle", Revision: "main"}}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "scm", Namespace: "tenant", Labels: map[string]string{
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.example.com"}},
+			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("bot"), "password": []byte(unitToken)}},
+	}
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).Build()
+	logs := &syncBuffer{}
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	env := suite.NewTestActivityEnvironment()
+	a := &Activities{Kube: c, OperatorNamespace: operatorNamespace}
+	env.RegisterActivity(a)
+	return &unitWorld{t: t, kube: c, logs: logs, env: env, a: a}
+}
+
+func (u *unitWorld) launch(req LaunchRequest) LaunchResult {
+	u.t.Helper()
+	v, err := u.env.ExecuteActivity(u.a.LaunchRenovate, req)
+	require.NoError(u.t, err)
+	var res LaunchResult
+	require.NoError(u.t, v.Get(&res))
+	return res
+}
+
+func unitRequest(name string) LaunchRequest {
+	return LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1,
+		Nudging: "operand", Nudged: "bundle", ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64),
+		BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}
+}
+
+// created reads what the launch wrote: the run, its config and its Secret.
+func (u *unitWorld) created(name string) (*tektonv1.PipelineRun, Config, []byte, *corev1.Secret) {
+	u.t.Helper()
+	ctx := context.Background()
+	plr := &tektonv1.PipelineRun{}
+	require.NoError(u.t, u.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: "tenant", Name: name}, plr))
+	var cm corev1.ConfigMap
+	require.NoError(u.t, u.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: "tenant", Name: name}, &cm))
+	raw := []byte(cm.Data["bundle.json"])
+	var cfg Config
+	require.NoError(u.t, json.Unmarshal(raw, &cfg))
+	var secret corev1.Secret
+	require.NoError(u.t, u.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: "tenant", Name: name}, &secret))
+	return plr, cfg, raw, &secret
+}
+
+// secretValue reads a key of the fake client's Secret (it keeps StringData as written).
+func secretValue(s *corev1.Secret, key string) string {
+	if v, ok := s.Data[key]; ok {
+		return string(v)
+	}
+	return s.StringData[key]
+}
+
+func pullSecret(name, config string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant"},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(config)}}
+}
+
+func admission(ns, name, origin, data string) *mirrorv1alpha1.ReleasePlanAdmission {
+	return &mirrorv1alpha1.ReleasePlanAdmission{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: mirrorv1alpha1.ReleasePlanAdmissionSpec{Origin: origin, Data: &runtime.RawExtension{Raw: []byte(data)}}}
+}
+
+// Every build-service field: registry aliases from the ReleasePlanAdmissions, host
+// rules from the linked pull secret (only in the Secret), the trusted CA bundle
+// mounted from an owned copy, the GitHub Enterprise endpoint, debug logs. A retry
+// creates nothing new. The generated config with its host rules passes Renovate's
+// validator.
+func TestLaunchRenovateMatchesBuildService(t *testing.T) {
+	auth := base64.StdEncoding.EncodeToString([]byte("org+robot:" + unitRegistry))
+	u := newUnitWorld(t, "nudgeflow",
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "build-pipeline-operand", Namespace: "tenant"},
+			Secrets: []corev1.ObjectReference{{Name: "pull"}, {Name: "scm"}}},
+		pullSecret("pull", fmt.Sprintf(`{"auths":{"quay.io":{"username":"wide","password":"wide-pass"},"quay.io/org/operand":{"auth":%q}}}`, auth)),
+		admission("managed", "prod", "tenant", `{"mapping":{"components":[{"name":"operand","repositories":[{"url":"quay.io/redhat-prod/org----operand"}]}]}}`),
+		admission("managed", "broken", "tenant", `{"mapping":{"components":"not a list"}}`),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trusted-ca", Namespace: "nudgeflow",
+			Labels: map[string]string{LabelInjectTrustedCABundle: "true"}}, Data: map[string]string{CABundleKey: unitCA}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-not-labelled", Namespace: "nudgeflow"},
+			Data: map[string]string{CABundleKey: "not this one"}},
+	)
+	name := RunName("nudge/tenant/uid/bundle", 1)
+	require.True(t, u.launch(unitRequest(name)).Created)
+	plr, cfg, raw, secret := u.created(name)
+
+	require.Equal(t, "https://github.example.com/api/v3/", cfg.Endpoint)
+	require.Equal(t, map[string]string{
+		"quay.io/redhat-prod/org----operand": "quay.io/org/operand",
+		"registry.redhat.io/org/operand":     "quay.io/org/operand",
+	}, cfg.RegistryAliases)
+	require.Equal(t, []string{
+		`quay\.io/org/operand(:.*)?@(?<currentDigest>sha256:[a-f0-9]+)`,
+		`quay\.io/redhat-prod/org----operand(:.*)?@(?<currentDigest>sha256:[a-f0-9]+)`,
+		`registry\.redhat\.io/org/operand(:.*)?@(?<currentDigest>sha256:[a-f0-9]+)`,
+	}, cfg.CustomManagers[0].MatchStrings)
+
+	var rules []HostRule
+	require.NoError(t, json.Unmarshal([]byte(secretValue(secret, hostRulesKey)), &rules))
+	require.Equal(t, []HostRule{{MatchHost: "quay.io", Username: "org+robot", Password: unitRegistry}}, rules,
+		"the exact repository's credential wins over the registry-wide one")
+	require.Equal(t, unitToken, secretValue(secret, tokenKey))
+	step := plr.Spec.PipelineSpec.Tasks[0].TaskSpec.Steps[0]
+	require.Contains(t, step.Command[2], `RENOVATE_HOST_RULES="$TOKEN_host_rules"`)
+	require.Contains(t, step.Command[2], `RENOVATE_TOKEN=$TOKEN_token_0`)
+	require.Equal(t, []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}}, step.Env)
+	plrJSON, err := json.Marshal(plr)
+	require.NoError(t, err)
+	for _, secretText := range []string{unitRegistry, unitToken, "org+robot"} {
+		require.NotContains(t, string(plrJSON), secretText)
+		require.NotContains(t, string(raw), secretText)
+	}
+
+	var ca corev1.ConfigMap
+	require.NoError(t, u.kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: "tenant", Name: CAConfigMapName(name)}, &ca))
+	require.Equal(t, "renovate-ca-"+strings.TrimPrefix(name, "renovate-nudge-"), ca.Name)
+	require.Equal(t, map[string]string{CABundleKey: unitCA}, ca.Data)
+	require.Equal(t, name, ca.OwnerReferences[0].Name)
+	require.Contains(t, step.VolumeMounts, corev1.VolumeMount{Name: caVolumeName, MountPath: CAMountPath, SubPath: caFileName, ReadOnly: true})
+	require.True(t, mountsTrustedCA(plr))
+
+	logs := u.logs.String()
+	require.Contains(t, logs, "skipped a ReleasePlanAdmission", "a broken admission is logged")
+	require.Contains(t, logs, "managed/broken")
+	for _, secretText := range []string{unitRegistry, unitToken, "wide-pass"} {
+		require.NotContains(t, logs, secretText)
+	}
+
+	// A retried activity finds everything in place, even once the operator's
+	// bundle is gone: the run's copy exists.
+	require.False(t, u.launch(unitRequest(name)).Created)
+	ctx := context.Background()
+	require.NoError(t, u.kube.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trusted-ca", Namespace: "nudgeflow"}}))
+	require.False(t, u.launch(unitRequest(name)).Created)
+	// Without the copy either, the run could never start: the launch says so.
+	require.NoError(t, u.kube.Delete(ctx, &ca))
+	_, err = u.env.ExecuteActivity(u.a.LaunchRenovate, unitRequest(name))
+	require.ErrorContains(t, err, "mounts the trusted CA bundle")
+
+	withRules, err := renovatetest.WithHostRules(raw, []byte(secretValue(secret, hostRulesKey)))
+	require.NoError(t, err)
+	vctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	_, err = renovatetest.Validate(vctx, map[string][]byte{"unit-launch": withRules})
+	require.NoError(t, err)
+}
+
+// No pull credentials, no operator namespace: Renovate runs without host rules
+// and without a CA mount, and says why in the logs. A request that carries
+// distribution repositories (an old history) keeps them.
+func TestLaunchRenovateWithoutRegistryCredentialsOrCA(t *testing.T) {
+	u := newUnitWorld(t, "",
+		admission("managed", "prod", "tenant", `{"mapping":{"components":[{"name":"operand","repositories":[{"url":"quay.io/redhat-prod/org----operand"}]}]}}`))
+	name := RunName("nudge/tenant/uid/bundle", 2)
+	req := unitRequest(name)
+	req.DistributionRepos = []string{"registry.example.com/org/operand"}
+	u.launch(req)
+	plr, cfg, _, secret := u.created(name)
+	require.Equal(t, map[string]string{"registry.example.com/org/operand": "quay.io/org/operand"}, cfg.RegistryAliases,
+		"the request's repositories override the lookup")
+	require.Empty(t, secretValue(secret, hostRulesKey))
+	step := plr.Spec.PipelineSpec.Tasks[0].TaskSpec.Steps[0]
+	require.NotContains(t, step.Command[2], "RENOVATE_HOST_RULES")
+	require.False(t, mountsTrustedCA(plr))
+	require.Len(t, step.VolumeMounts, 1)
+	require.Contains(t, u.logs.String(), "no image registry credentials for the nudging component")
+	require.Contains(t, u.logs.String(), "build-pipeline-operand does not exist")
+}
+
+// The command build-service runs, with the host rules named, never written.
+func TestRenovateCommand(t *testing.T) {
+	require.Equal(t, "RENOVATE_X_GITLAB_MERGE_REQUEST_DELAY=5000 RENOVATE_X_GITLAB_AUTO_MERGEABLE_CHECK_ATTEMPS=11 "+
+		"RENOVATE_PR_HOURLY_LIMIT=0 RENOVATE_PR_CONCURRENT_LIMIT=0 RENOVATE_TOKEN=$TOKEN_token_0 RENOVATE_CONFIG_FILE=/configs/bundle.json "+
+		`RENOVATE_HOST_RULES="$TOKEN_host_rules" renovate`, renovateCommand("bundle", true))
+	require.NotContains(t, renovateCommand("bundle", false), "RENOVATE_HOST_RULES")
+}

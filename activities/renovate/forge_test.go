@@ -1,0 +1,35 @@
+package renovate
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Renovate's endpoint is each forge's REST API root: github.com's api host, GitHub
+// Enterprise's /api/v3, GitLab's /api/v4 (self-hosted too), Forgejo's and Gitea's
+// /api/v1. The git-provider annotation wins over the host.
+func TestParseForgeEndpoints(t *testing.T) {
+	for _, tc := range []struct {
+		url, annotation                string
+		platform, endpoint, host, repo string
+	}{
+		{"https://github.com/org/repo", "", "github", "https://api.github.com/", "github.com", "org/repo"},
+		{"https://GitHub.com/org/repo.git", "", "github", "https://api.github.com/", "GitHub.com", "org/repo"},
+		{"https://github.example.com/org/repo", "", "github", "https://github.example.com/api/v3/", "github.example.com", "org/repo"},
+		{"https://git.corp.example/org/repo", "github", "github", "https://git.corp.example/api/v3/", "git.corp.example", "org/repo"},
+		{"https://gitlab.com/group/sub/repo.git", "", "gitlab", "https://gitlab.com/api/v4/", "gitlab.com", "group/sub/repo"},
+		{"https://git.example.org:8443/group/repo", "gitlab", "gitlab", "https://git.example.org:8443/api/v4/", "git.example.org:8443", "group/repo"},
+		{"https://codeberg.org/org/repo", "", "forgejo", "https://codeberg.org/api/v1/", "codeberg.org", "org/repo"},
+		{"https://gitea.example.com/org/repo", "", "forgejo", "https://gitea.example.com/api/v1/", "gitea.example.com", "org/repo"},
+		{"https://git.example.net/org/repo", "gitea", "forgejo", "https://git.example.net/api/v1/", "git.example.net", "org/repo"},
+	} {
+		f, err := parseForge(tc.url, tc.annotation)
+		require.NoError(t, err, tc.url)
+		require.Equal(t, forgeInfo{platform: tc.platform, endpoint: tc.endpoint, host: tc.host, repository: tc.repo}, f, tc.url)
+	}
+	_, err := parseForge("https://git.example.net/org/repo", "")
+	require.ErrorContains(t, err, "git-provider annotation")
+	_, err = parseForge("not a url", "")
+	require.Error(t, err)
+}
