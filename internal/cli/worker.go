@@ -10,6 +10,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
@@ -30,6 +31,14 @@ func newWorkerCommand() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		kube, err := kf.client()
 		if err != nil {
+			return err
+		}
+		cfg, err := kf.clientConfig().ClientConfig()
+		if err != nil {
+			return fmt.Errorf("loading kubeconfig: %w", err)
+		}
+		// ReleasePlanAdmissions are read cluster-wide on every sync and launch: cached.
+		if kube, err = nfkube.WithReleaseCache(cmd.Context(), cfg, kube); err != nil {
 			return err
 		}
 		c, err := tf.dial(slog.LevelInfo)

@@ -262,8 +262,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 
-	// The worker.
-	wk := nfworker.New(tc, nfworker.Deps{Kube: kc, Temporal: tc,
+	// The worker, with ReleasePlanAdmissions read through a cache as in a cluster.
+	wkc, err := kube.WithReleaseCache(ctx, cp.Config, kc)
+	if err != nil {
+		return err
+	}
+	wk := nfworker.New(tc, nfworker.Deps{Kube: wkc, Temporal: tc,
 		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{})
 	if err := wk.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
