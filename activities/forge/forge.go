@@ -98,6 +98,24 @@ type Comment struct {
 	Body string
 }
 
+// Push is one commit to push: the parent's tree with Files' contents replaced.
+type Push struct {
+	Branch string
+	Parent Commit
+	// Files are the changed files (path -> content, UTF-8 text).
+	Files map[string][]byte
+	// Tree, when set, is an existing tree that already holds the result: forges
+	// that write trees separately (GitHub) reuse it instead of writing one.
+	Tree    string
+	Message string
+	// Exists says the branch exists; then ExpectedHead is the head it must still be at.
+	Exists       bool
+	ExpectedHead string
+}
+
+// ErrHeadMoved: the branch changed between the caller's read and its push.
+var ErrHeadMoved = errors.New("the branch moved while nudgeflow was updating it")
+
 // ErrDraftsUnsupported is returned by CreatePR when the repository does not allow
 // draft pull requests (GitHub's plans without drafts); the caller opens a normal one.
 var ErrDraftsUnsupported = errors.New("draft pull requests are not supported in this repository")
@@ -116,12 +134,11 @@ type Forge interface {
 	Files(ctx context.Context, tree string) ([]File, error)
 	// Blob reads a blob's content.
 	Blob(ctx context.Context, sha string) ([]byte, error)
-	// CreateTree makes a tree from base with the given files' contents replaced.
-	CreateTree(ctx context.Context, base string, files map[string][]byte) (string, error)
-	// CreateCommit makes a commit; author and committer are the forge client's bot.
-	CreateCommit(ctx context.Context, tree string, parents []string, message string) (Commit, error)
-	// SetBranch points branch at sha, creating it or force-updating it.
-	SetBranch(ctx context.Context, branch, sha string, exists bool) error
+	// Push makes one commit on the parent (author and committer: the client's bot)
+	// and points the branch at it, creating it or force-moving it. It returns
+	// ErrHeadMoved, writing nothing to the branch, when the branch is no longer at
+	// ExpectedHead: a commit pushed meanwhile is never overwritten.
+	Push(ctx context.Context, p Push) (Commit, error)
 	// FindPR returns the PR by number, or else the newest open PR whose head is branch.
 	FindPR(ctx context.Context, branch string, number int) (pr PR, ok bool, err error)
 	CreatePR(ctx context.Context, pr NewPR) (PR, error)

@@ -288,35 +288,18 @@ func references(req SyncRequest, d desired) []RowReferences {
 }
 
 // errHeadMoved: the branch changed between this sync's read and its push.
-var errHeadMoved = errors.New("the branch moved while nudgeflow was updating it")
+var errHeadMoved = forge.ErrHeadMoved
 
 // push makes one fresh commit of the desired tree on the base head and force-moves
 // the branch to it, unless the branch no longer is at expected (the head this sync
 // read): a commit pushed meanwhile is never overwritten.
 func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, exists bool, expected string) (forge.Commit, error) {
-	tree := d.base.Tree
-	if d.tree != "" {
-		tree = d.tree
-	} else if len(d.changes) > 0 {
-		var err error
-		if tree, err = f.CreateTree(ctx, d.base.Tree, d.changes); err != nil {
-			return forge.Commit{}, err
-		}
+	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: d.base, Files: d.changes, Tree: d.tree,
+		Message: commitMessage(req, hold), Exists: exists, ExpectedHead: expected})
+	if errors.Is(err, forge.ErrHeadMoved) {
+		return forge.Commit{}, errHeadMoved
 	}
-	c, err := f.CreateCommit(ctx, tree, []string{d.base.SHA}, commitMessage(req, hold))
 	if err != nil {
-		return forge.Commit{}, err
-	}
-	if exists {
-		now, ok, err := f.BranchHead(ctx, req.Branch)
-		if err != nil {
-			return forge.Commit{}, err
-		}
-		if !ok || now.SHA != expected {
-			return forge.Commit{}, errHeadMoved
-		}
-	}
-	if err := f.SetBranch(ctx, req.Branch, c.SHA, exists); err != nil {
 		return forge.Commit{}, err
 	}
 	activity.GetLogger(ctx).Info("pushed", "branch", req.Branch, "commit", c.SHA, "held", hold, "files", len(d.changes))

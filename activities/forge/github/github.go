@@ -239,8 +239,42 @@ func (c *Client) Blob(ctx context.Context, sha string) ([]byte, error) {
 	return b, nil
 }
 
-// CreateTree sends contents inline; they must be valid UTF-8 (callers only rewrite text).
-func (c *Client) CreateTree(ctx context.Context, base string, files map[string][]byte) (string, error) {
+// Push writes a tree (contents inline: no blob requests) unless p.Tree already holds
+// the result, a commit, and moves the branch: three requests, the fewest the Git
+// Data API allows. The head is re-read right before the branch moves, the last
+// moment a person's commit can still be noticed.
+func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
+	tree := p.Tree
+	if tree == "" {
+		tree = p.Parent.Tree
+		if len(p.Files) > 0 {
+			var err error
+			if tree, err = c.createTree(ctx, p.Parent.Tree, p.Files); err != nil {
+				return forge.Commit{}, err
+			}
+		}
+	}
+	cm, err := c.createCommit(ctx, tree, []string{p.Parent.SHA}, p.Message)
+	if err != nil {
+		return forge.Commit{}, err
+	}
+	if p.Exists {
+		now, ok, err := c.BranchHead(ctx, p.Branch)
+		if err != nil {
+			return forge.Commit{}, err
+		}
+		if !ok || now.SHA != p.ExpectedHead {
+			return forge.Commit{}, forge.ErrHeadMoved
+		}
+	}
+	if err := c.setBranch(ctx, p.Branch, cm.SHA, p.Exists); err != nil {
+		return forge.Commit{}, err
+	}
+	return cm, nil
+}
+
+// createTree sends contents inline; they must be valid UTF-8 (callers only rewrite text).
+func (c *Client) createTree(ctx context.Context, base string, files map[string][]byte) (string, error) {
 	paths := make([]string, 0, len(files))
 	for p := range files {
 		paths = append(paths, p)
@@ -260,7 +294,7 @@ func (c *Client) CreateTree(ctx context.Context, base string, files map[string][
 	return t.GetSHA(), nil
 }
 
-func (c *Client) CreateCommit(ctx context.Context, tree string, parents []string, message string) (forge.Commit, error) {
+func (c *Client) createCommit(ctx context.Context, tree string, parents []string, message string) (forge.Commit, error) {
 	in := gh.Commit{Message: &message, Tree: &gh.Tree{SHA: &tree}}
 	for _, p := range parents {
 		in.Parents = append(in.Parents, &gh.Commit{SHA: new(p)})
@@ -276,7 +310,7 @@ func (c *Client) CreateCommit(ctx context.Context, tree string, parents []string
 	return toCommit(cm), nil
 }
 
-func (c *Client) SetBranch(ctx context.Context, branch, sha string, exists bool) error {
+func (c *Client) setBranch(ctx context.Context, branch, sha string, exists bool) error {
 	var resp *gh.Response
 	var err error
 	if exists {
