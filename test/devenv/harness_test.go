@@ -20,32 +20,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/world"
 )
-
-// lockedBuffer collects a process's output for the test to read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // toolEnv resolves the tools once (hack/tools.sh builds what is missing) and hands
 // their paths to every child, so `nudgeflow dev env` finds them too.
@@ -133,7 +115,7 @@ func keepLogs(t *testing.T, home string) {
 // dev is a running `nudgeflow dev`.
 type dev struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *world.LogBuffer
 	done chan error
 }
 
@@ -148,7 +130,7 @@ func devArgs(p ports, extra ...string) []string {
 func startDev(t *testing.T, dir string, env []string, p ports, extra ...string) (*dev, time.Duration) {
 	t.Helper()
 	began := time.Now()
-	d := &dev{out: &lockedBuffer{}, done: make(chan error, 1)}
+	d := &dev{out: &world.LogBuffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), devArgs(p, extra...)...)
 	d.cmd.Dir, d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = dir, env, d.out, d.out
 	if err := d.cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package nudges
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -58,24 +57,7 @@ const (
 
 // workerLogs holds everything the worker logged (every level), so tests can check
 // what it explains and that no secret is ever in it.
-var workerLogs = &syncBuffer{}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+var workerLogs = &world.LogBuffer{}
 
 // logged reports whether one line of the worker's logs holds every part.
 func logged(parts ...string) bool {
