@@ -39,7 +39,7 @@ type Starter struct {
 // returns ErrEnded when the workflow has ended (the ID is never reused).
 func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, signal string, arg any) error {
 	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
-	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), Settings: s.Settings}
+	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), NudgedComponent: cg.Spec.NudgedComponent, Settings: s.Settings}
 	if cg.Spec.Timeout != nil {
 		in.Timeout = cg.Spec.Timeout.Duration
 	}

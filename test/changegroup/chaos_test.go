@@ -158,11 +158,14 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 	// End every group still collecting: merge its PR if it has one, else cancel it.
 	for _, name := range groups {
 		if !exists(name) || s.group(name).Status.Phase.IsFinal() {
+			t.Logf("seed %d end: group %s is gone, being deleted or ended", seed, name)
 			continue
 		}
 		if pr, ok := openPR(); ok && strings.Contains(pr.Head, "/"+name+"-") {
-			_ = shared.emu.MergePR(s.ns, "bundle", pr.Number)
+			t.Logf("seed %d end: merging PR #%d of group %s (%s): %v", seed, pr.Number, name, s.group(name).Status.Phase,
+				shared.emu.MergePR(s.ns, "bundle", pr.Number))
 		} else {
+			t.Logf("seed %d end: cancelling group %s (%s; open PR: %v %s)", seed, name, s.group(name).Status.Phase, ok, pr.Head)
 			s.annotate(name, "cancel=chaos: the scenario ends")
 		}
 	}

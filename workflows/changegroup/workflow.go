@@ -67,11 +67,15 @@ func (s Settings) withDefaults() Settings {
 
 // Input starts (or continues) a ChangeGroup workflow. No secrets: it is visible in the UI.
 type Input struct {
-	Namespace string        `json:"namespace"`
-	Name      string        `json:"name"`
-	UID       string        `json:"uid"`
-	Timeout   time.Duration `json:"timeout,omitempty"`
-	Settings  Settings      `json:"settings"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// NudgedComponent is the CR's spec.nudgedComponent when the bridge started the
+	// workflow: the target of a hand-back even when the group ended before it could
+	// read its CR (deleted a moment after creation).
+	NudgedComponent string        `json:"nudgedComponent,omitempty"`
+	Timeout         time.Duration `json:"timeout,omitempty"`
+	Settings        Settings      `json:"settings"`
 	// State is carried through continue-as-new; nil on the first run.
 	State *State `json:"state,omitempty"`
 }
@@ -205,7 +209,7 @@ func (r *run) handBack() {
 	s := r.s
 	builds := append([]handback.Build(nil), s.HandBack...)
 	err := workflow.ExecuteActivity(r.kubeCtx(fmt.Sprintf("hand %d build(s) back to normal nudging", len(builds))), handback.Activity,
-		handback.Request{Namespace: r.in.Namespace, ChangeGroup: r.in.Name, UID: r.in.UID, Target: s.NudgedComponent, Builds: builds}).Get(r.ctx, nil)
+		handback.Request{Namespace: r.in.Namespace, ChangeGroup: r.in.Name, UID: r.in.UID, Target: r.target(), Builds: builds}).Get(r.ctx, nil)
 	if err != nil {
 		workflow.GetLogger(r.ctx).Warn("builds not handed back yet; retrying", "error", err)
 		r.handBackAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
@@ -681,6 +685,15 @@ func (r *run) forgeFailed(err error) {
 	r.s.StatusStale = true
 	r.retryAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
 	r.nextPoll = r.retryAt
+}
+
+// target is the nudged component builds are handed back to: the one the group
+// resolved, else the one the bridge named when it started the workflow.
+func (r *run) target() string {
+	if r.s.NudgedComponent != "" {
+		return r.s.NudgedComponent
+	}
+	return r.in.NudgedComponent
 }
 
 func (r *run) changeGroupURL() string {
