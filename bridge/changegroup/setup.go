@@ -71,7 +71,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	if err := changegroups.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	index := &changegroups.Index{Cache: mgr.GetClient()}
+	index := &changegroups.Index{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudiov1alpha1.ChangeGroup{}).
 		WithValidator(&Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete(); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
