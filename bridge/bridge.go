@@ -87,7 +87,7 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	}
 	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup}
 	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor),
-		ChangeGroups: groups.Starter()}
+		ChangeGroups: groups.Starter(mgr.GetClient())}
 	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
 	}

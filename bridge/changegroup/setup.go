@@ -26,9 +26,10 @@ type Options struct {
 	Renudger Renudger
 }
 
-// Starter is how this feature starts and signals group workflows.
-func (o Options) Starter() *Starter {
-	return &Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue, Settings: o.Settings}
+// Starter is how this feature starts and signals group workflows; kube (may be
+// nil) lets it initialise a group it delivers to before the group's reconciler has.
+func (o Options) Starter(kube ctrlclient.Client) *Starter {
+	return &Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue, Settings: o.Settings, Kube: kube}
 }
 
 // prKeyField indexes groups by their PR as "owner/repo#number", which a forge
@@ -55,7 +56,7 @@ func PRKey(prURL string) string {
 // delivers forge events to the groups' workflows.
 func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	recorder := mgr.GetEventRecorderFor("nudgeflow")
-	starter := opts.Starter()
+	starter := opts.Starter(mgr.GetClient())
 	if err := (&Reconciler{
 		Kube: mgr.GetClient(), Temporal: opts.Temporal, Starter: starter, Recorder: recorder,
 	}).SetupWithManager(mgr); err != nil {
