@@ -35,4 +35,17 @@ const (
 	AnnotationAction = "nudgeflow.konflux-ci.dev/action"
 	// FinalizerChangeGroup lets nudgeflow cancel the workflow before the CR goes.
 	FinalizerChangeGroup = "nudgeflow.konflux-ci.dev/changegroup"
+	// FinalizerBuildRouting holds a push build PipelineRun of a component with nudge
+	// edges until the bridge has routed it, so Tekton's pruner cannot delete a build
+	// before nudgeflow saw it end (build-service and integration-service hold their
+	// builds the same way). It is removed in the same write that adds
+	// AnnotationNudgeRouted.
+	FinalizerBuildRouting = "nudgeflow.konflux-ci.dev/build-routing"
+	// AnnotationNudgeRouted acknowledges a push build the bridge routed: the sorted,
+	// comma-joined targets it routed (a Nudge started, a ChangeGroup or ValidatedNudge
+	// signalled), or why it
+	// routed none (no-edges, failed, deleted-unfinished, no-results,
+	// executed-elsewhere). A build carrying it without the finalizer is never routed
+	// again.
+	AnnotationNudgeRouted = "nudgeflow.konflux-ci.dev/nudge-routed"
 )
