@@ -217,10 +217,11 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 	if plr.Status.CompletionTime != nil {
 		finishedAt = plr.Status.CompletionTime.Time
 	}
+	byIS := ISNudged(plr)
 	routed := map[string]bool{}
 	var errs []error
 	for _, e := range edges {
-		ok, err := r.nudge(ctx, plr.Namespace, e, b, finishedAt)
+		ok, err := r.nudge(ctx, plr.Namespace, e, b, finishedAt, byIS)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), err))
 			continue
@@ -318,14 +319,18 @@ func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) 
 }
 
 // nudge routes one build along one edge and reports whether the edge's target was
-// routed (false: another Konflux service runs the edge).
-func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build, finishedAt time.Time) (bool, error) {
+// routed (false: another Konflux service runs the edge). byIS are the targets
+// integration-service nudged from this build.
+func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build, finishedAt time.Time, byIS map[string]bool) (bool, error) {
 	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest)
 	cg, err := changegroups.FindHoldingAt(ctx, r.Client, namespace, e.From, e.To, finishedAt)
 	if err != nil {
 		return false, err
 	}
 	if cg != nil {
+		// Before the integration-service check: when a group holds the edge,
+		// integration-service's nudge PipelineRun was cancelled at admission, so
+		// its annotation lists a target it did not really nudge.
 		held, err := r.deliverToGroup(ctx, cg, e, b)
 		if err != nil || held {
 			return held, err
@@ -338,6 +343,15 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 	}
 	if e.Mode == konfluxv1alpha1.ModeValidated {
 		return true, SignalValidated(ctx, r.Options, namespace, e, validatednudge.SignalBuild, b)
+	}
+	if byIS[e.To] {
+		// integration-service acknowledged a nudge of this target from this build: a
+		// second one would open a second PR. (If the interception webhook cancelled
+		// it, the held-nudge reconciler hands it to the group or renudges it; that
+		// path and ChangeGroup hand-backs never consult this annotation.)
+		logger.Info("integration-service already nudged this target from this build; not nudging it again",
+			"target", e.To, "annotation", konflux.AnnotationISNudgeProcessed)
+		return true, nil
 	}
 	return true, StartNudge(ctx, r.Options, nudge.Request{
 		Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),

@@ -71,6 +71,26 @@ func needsReconcile(plr *tektonv1.PipelineRun) bool {
 	return IsPushBuild(plr) && !Settled(plr) && (finished(plr) || !Holds(plr))
 }
 
+// ISNudged reads integration-service's acknowledgement on a build
+// (konflux.AnnotationISNudgeProcessed): the targets it nudged from it. A reason value
+// names no target. (A component literally named like a reason would be read as the
+// reason: Kubernetes allows the name, nobody picks it.)
+func ISNudged(plr *tektonv1.PipelineRun) map[string]bool {
+	v := strings.TrimSpace(plr.Annotations[konflux.AnnotationISNudgeProcessed])
+	switch v {
+	case "", konflux.ISNudgeNoMatchingEdges, konflux.ISNudgeNoValidTargets, konflux.ISNudgeBuildResultError,
+		konflux.ISNudgeCredentialsError, konflux.ISNudgeNoCredentials:
+		return nil
+	}
+	out := map[string]bool{}
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out[t] = true
+		}
+	}
+	return out
+}
+
 // routedValue is the acknowledgement for the routed targets: sorted, comma-joined,
 // so two bridges write the same value.
 func routedValue(targets map[string]bool) string {

@@ -22,6 +22,25 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 )
 
+func TestISNudged(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  map[string]bool
+	}{
+		{"", nil},
+		{"bundle", map[string]bool{"bundle": true}},
+		{" bundle, other ,", map[string]bool{"bundle": true, "other": true}},
+		{konflux.ISNudgeNoMatchingEdges, nil},
+		{konflux.ISNudgeNoValidTargets, nil},
+		{konflux.ISNudgeBuildResultError, nil},
+		{konflux.ISNudgeCredentialsError, nil},
+		{konflux.ISNudgeNoCredentials, nil},
+	} {
+		plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{konflux.AnnotationISNudgeProcessed: tc.value}}}
+		require.Equal(t, tc.want, ISNudged(plr), "value %q", tc.value)
+	}
+}
+
 func pushBuild(component string) *tektonv1.PipelineRun {
 	return &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: component + "-on-push-1", Namespace: "ns",
 		Labels:      map[string]string{LabelComponent: component, LabelPipelineType: PipelineTypeBuild},

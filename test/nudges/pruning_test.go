@@ -19,7 +19,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
-// Issue 10: nothing lost to pruning.
+// Issue 10: nothing lost to pruning, and parity with integration-service.
 
 // immediateEdge sets up operand -> targets as immediate NudgeConfig edges, every
 // target with a repository and forge credentials.
@@ -179,4 +179,21 @@ func TestRunningBuildIsHeldOnSight(t *testing.T) {
 	f.succeed(b, 1)
 	require.Equal(t, "bundle", f.waitAcknowledged(b).Annotations[konflux.AnnotationNudgeRouted])
 	f.waitRuns(1)
+}
+
+// integration-service nudged bundle from this build (its annotation lists it), in a
+// cluster where nudgeflow runs every edge: nudgeflow does not nudge bundle again, and
+// still nudges the target integration-service did not list.
+func TestIntegrationServiceNudgedTargetIsNotNudgedAgain(t *testing.T) {
+	f := newFixture(t)
+	f.immediateEdge("bundle", "other")
+	b := f.newBuild("operand", 1, nil, map[string]string{konflux.AnnotationISNudgeProcessed: "bundle"})
+	f.succeed(b, 1)
+	runs := f.waitRuns(1)
+	require.Equal(t, "other", runs[0].Annotations[renovate.AnnotationNudgedComponents])
+	acked := f.waitAcknowledged(b)
+	require.Equal(t, "bundle,other", acked.Annotations[konflux.AnnotationNudgeRouted], "bundle counts as routed")
+	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "no nudgeflow Nudge for what integration-service nudged")
+	require.NotEmpty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "other")))
+	require.Len(t, f.renovateRuns(), 1)
 }
