@@ -62,7 +62,7 @@ func (s *scenario) repo(name string, files map[string]string) {
 // component creates a Component of repo nudging the targets (build-nudges-ref).
 func (s *scenario) component(name, repo string, nudges ...string) {
 	require.NoError(s.t, s.w.Kube.Create(context.Background(), &mirrorv1alpha1.Component{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns, Annotations: map[string]string{mirrorv1alpha1.AnnotationGitProvider: "github"}},
 		Spec: mirrorv1alpha1.ComponentSpec{ContainerImage: imageOf(name), BuildNudgesRef: nudges,
 			Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: s.repoURL(repo), Revision: "main"}}},
 	}))

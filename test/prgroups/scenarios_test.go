@@ -1,12 +1,14 @@
 package prgroups_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -148,6 +150,7 @@ func TestAllOriginatingPRsClosed(t *testing.T) {
 	contains(t, comments, "closed without merging", s.ns+"/operand-a#1")
 	st := s.waitEnded("doomed", "bundle")
 	require.Equal(t, prgroupwf.PhaseClosed, st.Phase)
+	s.record("doomed", "bundle")
 }
 
 // TestTargetMergedOutOfOrder: a person merges the draft bundle PR before the operand
@@ -169,4 +172,47 @@ func TestTargetMergedOutOfOrder(t *testing.T) {
 	follow := s.targetPR("bundle", target, "a follow-up PR, ready", func(p githubemu.PR) bool { return p.Number != early.Number && ready(p) })
 	require.Contains(t, s.fileAt("bundle", follow, csvPath), digestOf("a-push-hasty"))
 	contains(t, follow.Body, "merged before its originating pull requests")
+	require.NoError(t, emu.MergePR(s.ns, "bundle", follow.Number))
+	st := s.waitEnded("hasty", "bundle")
+	require.Equal(t, prgroupwf.PhaseMerged, st.Phase)
+	require.Len(t, st.MergedEarly, 1)
+	s.record("hasty", "bundle")
+}
+
+// TestOverrides: release-now lifts the draft while the originating PR is open;
+// close closes the target PR with the reason and ends the workflow.
+func TestOverrides(t *testing.T) {
+	s := operands(t)
+	n, sha := s.openPR("operand-a", "urgent", map[string]string{"main.go": "package main // a\n"})
+	s.prBuild("operand-a", "operand-a", "urgent", n, sha, digestOf("a-pr-urgent"))
+	target := "urgent@nudgeflow-bundle"
+	s.targetPR("bundle", target, "a draft", draft)
+	id := prgroupwf.WorkflowID(s.ns, "urgent", "bundle")
+	ctx := context.Background()
+	// The workflow knows its PR once the sync's result is in (the PR shows a moment earlier).
+	world.Eventually(t, 30*time.Second, "the workflow in phase Draft", func() (bool, error) {
+		return s.query("urgent", "bundle").Phase == prgroupwf.PhaseDraft, nil
+	})
+	h, err := s.w.TemporalClient.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: prgroupwf.UpdateReleaseNow,
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+	pr := s.targetPR("bundle", target, "ready after release-now", ready)
+	contains(t, pr.Body, "release-now override")
+	// A second release-now is refused by the validator.
+	h, err = s.w.TemporalClient.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: prgroupwf.UpdateReleaseNow,
+		WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	require.Error(t, err)
+
+	h, err = s.w.TemporalClient.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: prgroupwf.UpdateClose,
+		Args: []any{"the feature was dropped"}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+	st := s.waitEnded("urgent", "bundle")
+	require.Equal(t, prgroupwf.PhaseClosed, st.Phase)
+	pr = s.targetPR("bundle", target, "closed", func(p githubemu.PR) bool { return p.State == "closed" })
+	contains(t, strings.Join(emu.Comments(s.ns, "bundle", pr.Number), "\n"), "the feature was dropped")
 }

@@ -172,8 +172,7 @@ func (r *run) observeOrigins() {
 		req.Origins = append(req.Origins, acts.OriginRef{RepoURL: o.RepoURL, Number: o.Number})
 	}
 	var obs []acts.OriginObservation
-	var a *acts.Activities
-	if err := workflow.ExecuteActivity(r.act("read the originating PRs"), a.ObserveOrigins, req).Get(r.ctx, &obs); err != nil {
+	if err := workflow.ExecuteActivity(r.act("read the originating PRs"), acts.ObserveOriginsActivity, req).Get(r.ctx, &obs); err != nil {
 		workflow.GetLogger(r.ctx).Warn("reading the originating PRs; the next poll tries again", "error", err)
 		return
 	}
@@ -209,12 +208,11 @@ func (r *run) observeOrigins() {
 
 // findPushBuilds replaces merged origins' PR builds by their push builds.
 func (r *run) findPushBuilds(p Plan) {
-	var a *acts.Activities
 	for _, w := range p.WaitingPush {
 		o := r.st.origin(w.Origin)
 		req := acts.FindPushBuildRequest{Namespace: r.in.Namespace, Component: w.Component, CommitSHA: o.MergeCommitSHA, After: o.MergedSeenAt}
 		var b acts.PushBuild
-		if err := workflow.ExecuteActivity(r.act("find the push build of "+w.Component), a.FindPushBuild, req).Get(r.ctx, &b); err != nil {
+		if err := workflow.ExecuteActivity(r.act("find the push build of "+w.Component), acts.FindPushBuildActivity, req).Get(r.ctx, &b); err != nil {
 			workflow.GetLogger(r.ctx).Warn("looking for a push build", "component", w.Component, "error", err)
 			continue
 		}
@@ -248,11 +246,10 @@ func (r *run) originsFor(p Plan) []acts.Origin {
 // closeTarget closes the open target PR with a comment (and comments on a PR merged
 // out of order); it returns the reason.
 func (r *run) closeTarget(reason string) string {
-	var a *acts.Activities
 	if r.st.PR.Number > 0 {
 		req := acts.CloseRequest{Namespace: r.in.Namespace, Target: r.in.Target, Known: acts.PRRef(r.st.PR), Marker: "closed",
 			Comment: "nudgeflow closed this pull request: " + reason + ".", Close: true}
-		if err := workflow.ExecuteActivity(r.act("close the target PR"), a.Close, req).Get(r.ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(r.act("close the target PR"), acts.CloseActivity, req).Get(r.ctx, nil); err != nil {
 			workflow.GetLogger(r.ctx).Error("closing the target PR", "error", err)
 			return reason + " (closing the PR failed: " + err.Error() + ")"
 		}
@@ -261,7 +258,7 @@ func (r *run) closeTarget(reason string) string {
 		req := acts.CloseRequest{Namespace: r.in.Namespace, Target: r.in.Target, Known: acts.PRRef(early), Marker: "abandoned",
 			Comment: "Warning: this pull request was merged before its originating pull requests, and they were then " + reason +
 				". The base branch now references images built from pull requests that were never merged: revert this change."}
-		if err := workflow.ExecuteActivity(r.act("warn on the PR merged out of order"), a.Close, req).Get(r.ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(r.act("warn on the PR merged out of order"), acts.CloseActivity, req).Get(r.ctx, nil); err != nil {
 			workflow.GetLogger(r.ctx).Error("commenting on the PR merged out of order", "error", err)
 		}
 	}
@@ -313,12 +310,11 @@ func (r *run) step() (bool, error) {
 		req.Rows = append(req.Rows, acts.Row(row))
 	}
 	var res acts.SyncResult
-	var a *acts.Activities
 	summary := "update the target PR"
 	if r.st.PR.Number == 0 {
 		summary = "open the target PR"
 	}
-	if err := workflow.ExecuteActivity(r.act(summary), a.Sync, req).Get(r.ctx, &res); err != nil {
+	if err := workflow.ExecuteActivity(r.act(summary), acts.SyncActivity, req).Get(r.ctx, &res); err != nil {
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) && ae.NonRetryable() {
 			// Say why in the state; the next event or poll tries again.
@@ -349,7 +345,7 @@ func (r *run) step() (bool, error) {
 			req := acts.CloseRequest{Namespace: r.in.Namespace, Target: r.in.Target, Known: acts.PRRef(early), Marker: "merged-early",
 				Comment: "Warning: this pull request was merged before its originating pull requests. The base branch now references images " +
 					"built from unmerged pull requests; nudgeflow opens a follow-up pull request with the merged builds' digests once they merge."}
-			if err := workflow.ExecuteActivity(r.act("warn on the PR merged out of order"), a.Close, req).Get(r.ctx, nil); err != nil {
+			if err := workflow.ExecuteActivity(r.act("warn on the PR merged out of order"), acts.CloseActivity, req).Get(r.ctx, nil); err != nil {
 				workflow.GetLogger(r.ctx).Error("commenting on the PR merged out of order", "error", err)
 			}
 			r.setPhase(PhaseDraft)
