@@ -66,7 +66,7 @@ e2e:
 # Re-records the workflow histories the replay tests replay (after a deliberate,
 # GetVersion-guarded change of a workflow's command sequence: keep the old files).
 regen-histories:
-	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/ ./test/nudges/
+	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/ ./test/nudges/ ./test/prgroups/
 
 run: build
 	./bin/nudgeflow dev

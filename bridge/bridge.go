@@ -19,8 +19,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
+	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	changegroupwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
 // Deps is what the bridge's features need besides the manager.
@@ -33,6 +35,8 @@ type Deps struct {
 	Executor string
 	// ChangeGroup tunes ChangeGroup workflows started by the bridge.
 	ChangeGroup changegroupwf.Settings
+	// PRGroup tunes the PRGroup workflows (ADR 29 PR groups) started by the bridge.
+	PRGroup prgroupwf.Settings
 }
 
 // Bridge is what Setup wired, for the parts that serve outside the manager.
@@ -96,5 +100,11 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
+	// PR groups (ADR 29): pull-request builds and the forge events of their PRs.
+	prs, err := prgroups.Setup(mgr, prgroups.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.PRGroup})
+	if err != nil {
+		return nil, err
+	}
+	router.Also = append(router.Also, prs)
 	return &Bridge{PREvents: router}, nil
 }

@@ -9,9 +9,11 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
+	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/internal/nudges"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
 // DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
@@ -61,4 +63,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
 	nudges.Register(r, deps.Kube, deps.OperatorNamespace)
+	// PR groups (ADR 29).
+	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
+	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, deps.PullRequest)}).Register(r)
 }

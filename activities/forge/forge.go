@@ -84,6 +84,8 @@ type PR struct {
 	Head    string
 	HeadSHA string
 	Base    string
+	// MergeCommitSHA is the commit a merge put on the base branch ("" when unknown).
+	MergeCommitSHA string
 }
 
 // NewPR is a pull request to open.

@@ -2,6 +2,7 @@ package changegroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -94,6 +95,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 type PREventRouter struct {
 	Kube     ctrlclient.Reader
 	Temporal client.Client
+	// Also receive every event after the ChangeGroups (other features: PR groups).
+	Also []forgehook.Sink
 }
 
 // PullRequestEvent delivers a verified forge event (forgehook.Sink).
@@ -102,6 +105,9 @@ func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event)
 		DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number, Merged: e.Merged,
 		Closed: e.State == "closed",
 	})
+	for _, s := range p.Also {
+		err = errors.Join(err, s.PullRequestEvent(ctx, e))
+	}
 	return err
 }
 
