@@ -25,6 +25,7 @@ func newBridgeCommand() *cobra.Command {
 		Short: "Run the bridge: reconcilers, admission webhooks and the forge webhook receiver",
 	}
 	kf := addKubeFlags(cmd, false)
+	kf.addRateFlags(cmd)
 	tf := addTemporalFlags(cmd)
 	var opts bridge.ManagerOptions
 	var executor, forgeAddr, secretFile string
@@ -43,9 +44,9 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctrl.SetLogger(zap.New())
-		cfg, err := kf.clientConfig().ClientConfig()
+		cfg, err := kf.restConfig()
 		if err != nil {
-			return fmt.Errorf("loading kubeconfig: %w", err)
+			return err
 		}
 		c, err := tf.dial(slog.LevelWarn)
 		if err != nil {
