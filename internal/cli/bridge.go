@@ -36,6 +36,7 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint (0 disables it)")
 	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "keep one active bridge when several run")
+	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&executor, "executor", "all", "which nudge edges nudgeflow executes: all, or exclusive (only what no other Konflux service executes)")
 	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", ":8181", "address of the forge (GitHub) webhook receiver; empty disables it")
 	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
