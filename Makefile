@@ -10,7 +10,7 @@ export GOPROXY ?= https://proxy.golang.org
 TOOLS := hack/tools.sh
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: all build tools generate check-generated lint test e2e regen-histories run clean-tools
+.PHONY: all build tools generate check-generated lint test e2e bench regen-histories run clean-tools
 
 all: build
 
@@ -62,6 +62,11 @@ test: check-generated lint
 # The ChangeGroup end-to-end scenario alone (ADR 59 at scale).
 e2e:
 	$(test-env) go test $(GO_TEST_FLAGS) -v -run 'E2E' ./test/changegroup/ 2>&1 | grep -E '^(=== RUN|--- |\s+\S+_test.go|changegroup-e2e|ok|FAIL|PASS)'
+
+# Issue 11's measures at a tenant's scale (README "Performance"); BENCH_FLAGS=--quick
+# for a smoke run.
+bench: build
+	$(test-env) ./bin/nudgeflow bench $(BENCH_FLAGS)
 
 # Re-records the workflow histories the replay tests replay (after a deliberate,
 # GetVersion-guarded change of a workflow's command sequence: keep the old files).

@@ -75,10 +75,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	}
 	index := &changegroups.Index{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudiov1alpha1.ChangeGroup{}).
-		WithValidator(&Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete(); err != nil {
+		WithValidator(timedValidator{WebhookChangeGroup, &Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}}).Complete(); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: &Interceptor{Index: index}})
+	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: timedHandler{WebhookIntercept, &Interceptor{Index: index}}})
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prKeyField,
 		func(o ctrlclient.Object) []string {
 			if k := PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {

@@ -25,6 +25,7 @@ func newBridgeCommand() *cobra.Command {
 		Short: "Run the bridge: reconcilers, admission webhooks and the forge webhook receiver",
 	}
 	kf := addKubeFlags(cmd, false)
+	kf.addRateFlags(cmd)
 	tf := addTemporalFlags(cmd)
 	var opts bridge.ManagerOptions
 	var executor, forgeAddr, secretFile string
@@ -35,6 +36,7 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint (0 disables it)")
 	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "keep one active bridge when several run")
+	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&executor, "executor", "all", "which nudge edges nudgeflow executes: all, or exclusive (only what no other Konflux service executes)")
 	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", ":8181", "address of the forge (GitHub) webhook receiver; empty disables it")
 	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
@@ -43,9 +45,9 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctrl.SetLogger(zap.New())
-		cfg, err := kf.clientConfig().ClientConfig()
+		cfg, err := kf.restConfig()
 		if err != nil {
-			return fmt.Errorf("loading kubeconfig: %w", err)
+			return err
 		}
 		c, err := tf.dial(slog.LevelWarn)
 		if err != nil {

@@ -16,6 +16,6 @@ func NewRoot() *cobra.Command {
 	}
 	root.AddCommand(newDevCommand())
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
-	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand())
+	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand(), newBenchCommand())
 	return root
 }

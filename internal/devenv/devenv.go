@@ -62,6 +62,10 @@ type Options struct {
 	// NoParentDeathSignal starts the servers without the parent-death signal, so
 	// they outlive a killed `nudgeflow dev` (tests of the recovery in the next start).
 	NoParentDeathSignal bool
+	// Worker sizes the worker (zero fields: worker's defaults).
+	Worker nfworker.Tuning
+	// MaxConcurrentReconciles of the bridge's controllers (zero: bridge's default).
+	MaxConcurrentReconciles int
 }
 
 // Bot is the commit identity of nudgeflow in the local world.
@@ -226,7 +230,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.JSONEncoder()))
 	wio := cp.Env.WebhookInstallOptions
-	mgr, err := bridge.NewManager(cp.Config, bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir})
+	mgr, err := bridge.NewManager(cp.Config, bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	if err != nil {
 		return err
 	}
@@ -268,7 +273,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	wk := nfworker.New(tc, nfworker.Deps{Kube: wkc, Temporal: tc,
-		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{})
+		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{Tuning: opts.Worker})
 	if err := wk.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
