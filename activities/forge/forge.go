@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
 // Repo names a repository on a forge.
 type Repo struct {
+	// Owner is the owner or, on GitLab, the whole namespace (group/subgroup).
 	// Scheme is https, or http for a loopback test forge.
 	Scheme string
 	// Host is the forge's host (with port when not the default).
@@ -42,10 +44,12 @@ func ParseRepoURL(raw string) (Repo, error) {
 		return Repo{}, fmt.Errorf("repository URL %q: scheme must be https", raw)
 	}
 	parts := strings.Split(strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/"), "/")
-	if u.Host == "" || len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+	if u.Host == "" || len(parts) < 2 || slices.Contains(parts, "") || slices.Contains(parts, "-") {
 		return Repo{}, fmt.Errorf("repository URL %q: want <scheme>://<host>/<owner>/<repo>", raw)
 	}
-	return Repo{Scheme: u.Scheme, Host: u.Host, Owner: parts[0], Name: parts[1]}, nil
+	// GitLab's subgroups: the owner is the whole namespace (group/subgroup).
+	last := len(parts) - 1
+	return Repo{Scheme: u.Scheme, Host: u.Host, Owner: strings.Join(parts[:last], "/"), Name: parts[last]}, nil
 }
 
 // Signature is a commit's author or committer.
@@ -56,7 +60,9 @@ type Signature struct {
 
 // Commit is a commit's metadata.
 type Commit struct {
-	SHA       string
+	SHA string
+	// Tree is what Files reads: the tree object on GitHub, the commit itself on
+	// forges whose tree API reads by ref (GitLab).
 	Tree      string
 	Parents   []string
 	Message   string
