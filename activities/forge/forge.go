@@ -52,6 +52,45 @@ func ParseRepoURL(raw string) (Repo, error) {
 	return Repo{Scheme: u.Scheme, Host: u.Host, Owner: strings.Join(parts[:last], "/"), Name: parts[last]}, nil
 }
 
+// Provider names, as Konflux's git-provider annotation writes them.
+const (
+	ProviderGitHub  = "github"
+	ProviderGitLab  = "gitlab"
+	ProviderForgejo = "forgejo"
+)
+
+// NormalizeProvider lower-cases a provider name and maps aliases: "gitea" is
+// Forgejo (build-service's rule), "" is GitHub (requests from before providers).
+func NormalizeProvider(p string) string {
+	p = strings.ToLower(strings.TrimSpace(p))
+	switch p {
+	case "":
+		return ProviderGitHub
+	case "gitea":
+		return ProviderForgejo
+	}
+	return p
+}
+
+// ProviderOf is build-service's rule: the Component's git-provider annotation
+// wins, else the URL's host names the forge (github, gitlab, forgejo, gitea or
+// codeberg in it); "" when neither tells.
+func ProviderOf(annotation, host string) string {
+	if strings.TrimSpace(annotation) != "" {
+		return NormalizeProvider(annotation)
+	}
+	host = strings.ToLower(host)
+	for _, p := range []string{"github", "gitlab", "forgejo", "gitea", "codeberg"} {
+		if strings.Contains(host, p) {
+			if p == "codeberg" {
+				return ProviderForgejo
+			}
+			return NormalizeProvider(p)
+		}
+	}
+	return ""
+}
+
 // Signature is a commit's author or committer.
 type Signature struct {
 	Name  string
