@@ -105,7 +105,8 @@ var pages = template.Must(template.New("").Parse(`
 {{range .MRs}}<li><a href="{{.WebURL}}">!{{.IID}}</a> {{.Title}} — {{.State}}{{if .Draft}} (draft){{end}}</li>{{end}}</ul>{{end}}
 {{end}}
 {{define "mr"}}<!doctype html><title>!{{.MR.IID}} {{.MR.Title}}</title><p><a href="/">all projects</a></p>
-<h1>{{.MR.Title}} !{{.MR.IID}}</h1><p>{{.MR.State}}{{if .MR.Draft}}, draft{{end}} — {{.MR.Source}} → {{.MR.Target}} at {{.MR.SHA}}</p>
+<h1>{{.MR.Title}} !{{.MR.IID}}</h1><p><span id="mr-state">{{if and .MR.Draft (eq .MR.State "opened")}}draft{{else}}{{.MR.State}}{{end}}</span> — {{.MR.Source}} → {{.MR.Target}} at {{.MR.SHA}}</p>
+<p>pipelines Pipelines as Code would have started: <span id="ci-count">{{.CI}}</span></p>
 <pre>{{.MR.Description}}</pre><h2>Activity</h2><ul>{{range .Notes}}<li>{{if .System}}<i>{{.Author}} {{.Body}}</i>{{else}}<b>{{.Author}}</b><pre>{{.Body}}</pre>{{end}}</li>{{end}}</ul>
 {{end}}`))
 
@@ -150,7 +151,13 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 			http.NotFound(w, r)
 			return
 		}
-		data := map[string]any{"MR": s.view(p, p.MRs[n-1]), "Notes": append([]*note(nil), p.Notes[n]...)}
+		ci := 0
+		for _, e := range s.ci {
+			if e.Project == p.Path && e.IID == n {
+				ci++
+			}
+		}
+		data := map[string]any{"MR": s.view(p, p.MRs[n-1]), "Notes": append([]*note(nil), p.Notes[n]...), "CI": ci}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_ = pages.ExecuteTemplate(w, "mr", data)
