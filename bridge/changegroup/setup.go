@@ -33,21 +33,26 @@ func (o Options) Starter(kube ctrlclient.Client) *Starter {
 	return &Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue, Settings: o.Settings, Kube: kube}
 }
 
-// prKeyField indexes groups by their PR as "owner/repo#number", which a forge
-// event names without the host.
+// prKeyField indexes groups by their PR as "host/owner/repo#number". The index is
+// computed from status.pullRequestURL, which every group's status has held since
+// its PR opened, so groups whose status was written before the key named the host
+// are found too.
 const prKeyField = "status.pullRequestKey"
 
-// PRKey derives "owner/repo#number" from a PR's web URL (.../owner/repo/pull/7 on
-// GitHub, .../group/project/-/merge_requests/7 on GitLab).
+// PRKey derives "host/owner/repo#number" from a PR's web URL
+// (https://host/owner/repo/pull/7 on GitHub, .../group/sub/project/-/merge_requests/7
+// on GitLab, .../owner/repo/pulls/7 on Forgejo): the same path on two forges is two
+// repositories. Host and path are compared case-insensitively; "" when the URL is
+// not a PR's.
 func PRKey(prURL string) string {
 	u, err := url.Parse(prURL)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return ""
 	}
 	path := strings.Trim(u.Path, "/")
-	for _, sep := range []string{"/-/merge_requests/", "/pull/"} {
-		if repo, num, ok := strings.Cut(path, sep); ok {
-			return strings.ToLower(repo) + "#" + num
+	for _, sep := range []string{"/-/merge_requests/", "/pull/", "/pulls/"} {
+		if repo, num, ok := strings.Cut(path, sep); ok && repo != "" && num != "" && !strings.Contains(num, "/") {
+			return strings.ToLower(u.Host) + "/" + strings.ToLower(repo) + "#" + num
 		}
 	}
 	return ""
@@ -99,9 +104,14 @@ type PREventRouter struct {
 	Also []forgehook.Sink
 }
 
-// PullRequestEvent delivers a verified forge event (forgehook.Sink).
+// PullRequestEvent delivers a verified forge event (forgehook.Sink), routed by the
+// PR's URL: host, repository and number. An event without a URL names no group.
 func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event) error {
-	_, err := p.Deliver(ctx, fmt.Sprintf("%s#%d", strings.ToLower(e.RepoFullName), e.Number), cgwf.PREvent{
+	key := PRKey(e.URL)
+	if key == "" {
+		return nil
+	}
+	_, err := p.Deliver(ctx, key, cgwf.PREvent{
 		DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number, Merged: e.Merged,
 		Closed: e.State == "closed",
 	})

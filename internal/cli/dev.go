@@ -55,6 +55,7 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.TemporalUI, "ui-port", ports.TemporalUI, "Temporal Web UI port")
 	fs.IntVar(&ports.Forge, "forge-port", ports.Forge, "GitHub emulator port (API and web pages)")
 	fs.IntVar(&ports.ForgeHook, "forge-hook-port", ports.ForgeHook, "the bridge's forge webhook receiver port")
+	fs.IntVar(&ports.GitLab, "gitlab-port", ports.GitLab, "GitLab emulator port (API and web pages)")
 	tuning = addWorkerTuningFlags(cmd)
 	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
 	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow dev` (tests of the crash recovery)")
