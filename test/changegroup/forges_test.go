@@ -54,17 +54,6 @@ type harnessPR struct {
 	HeadSHA, State string
 }
 
-// forgeByName finds a forge of shared.forges.
-func forgeByName(t *testing.T, name string) forgeHarness {
-	for _, f := range shared.forges {
-		if f.Name() == name {
-			return f
-		}
-	}
-	t.Fatalf("no forge %q", name)
-	return nil
-}
-
 // eachForge runs fn as a subtest per forge.
 func eachForge(t *testing.T, fn func(t *testing.T, f forgeHarness)) {
 	for _, f := range shared.forges {

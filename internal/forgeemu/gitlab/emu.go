@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -582,5 +581,3 @@ func writeMessage(w http.ResponseWriter, status int, msg any) {
 func notFound(w http.ResponseWriter, what string) {
 	writeMessage(w, http.StatusNotFound, "404 "+what+" Not Found")
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
