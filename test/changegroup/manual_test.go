@@ -44,7 +44,8 @@ func (s *scenario) draftPR() harnessPR {
 func (s *scenario) buildNow(component string, n int) {
 	s.t.Helper()
 	nudge := s.build(component, digestOf(component, n), time.Now())
-	require.Equal(s.t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), nudge.Spec.Status)
+	require.Equal(s.t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), nudge.Spec.Status,
+		"the nudge of %s's build %d was not intercepted (annotations %v)", component, n, nudge.Annotations)
 }
 
 func (s *scenario) annotate(name, action string) {
@@ -155,7 +156,8 @@ func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
 		ciAfterAlice := s.f.CIBuilds(s.ns, "bundle")
 		s.buildNow("operand-b", 1)
 		world.Eventually(t, 30*time.Second, "the workflow notices the human commit", func() (bool, error) {
-			return s.query(cg).HumanEdits, nil
+			st, err := s.tryQuery(cg)
+			return err == nil && st.HumanEdits, err
 		})
 		head, _ := s.f.Head(s.ns, "bundle", pr.Head)
 		require.Equal(t, "alice@example.com", head.AuthorEmail, "nudgeflow did not push over Alice's commit")
@@ -166,8 +168,11 @@ func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
 		// A later build is collected but not pushed; still one comment.
 		s.buildNow("operand-b", 2)
 		world.Eventually(t, 30*time.Second, "operand-b's rebuild collected", func() (bool, error) {
-			c := s.query(cg).Components
-			for _, x := range c {
+			st, err := s.tryQuery(cg)
+			if err != nil {
+				return false, err
+			}
+			for _, x := range st.Components {
 				if x.Name == "operand-b" {
 					return x.New == digestOf("operand-b", 2), nil
 				}

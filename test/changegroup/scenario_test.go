@@ -193,11 +193,24 @@ func (s *scenario) nudge(component string, targets []string, buildName string) *
 // query reads the workflow's state.
 func (s *scenario) query(cg *appstudiov1alpha1.ChangeGroup) *cgwf.State {
 	s.t.Helper()
-	v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), "", cgwf.QueryState)
+	st, err := s.tryQuery(cg)
 	require.NoError(s.t, err)
+	return st
+}
+
+// tryQuery reads the workflow's state for a wait: a query is answered by a workflow
+// task, and one that fails transiently (a busy worker, a task being retried) is
+// asked again by the wait rather than failing the test.
+func (s *scenario) tryQuery(cg *appstudiov1alpha1.ChangeGroup) (*cgwf.State, error) {
+	v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), "", cgwf.QueryState)
+	if err != nil {
+		return nil, fmt.Errorf("querying ChangeGroup %s's workflow: %w", cg.Name, err)
+	}
 	var st cgwf.State
-	require.NoError(s.t, v.Get(&st))
-	return &st
+	if err := v.Get(&st); err != nil {
+		return nil, fmt.Errorf("decoding ChangeGroup %s's state: %w", cg.Name, err)
+	}
+	return &st, nil
 }
 
 // csvDigests reads the digests the bundle's CSV references at a ref.
