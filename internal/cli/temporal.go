@@ -39,6 +39,8 @@ type temporalSetup struct {
 	// wait bounds how long a namespace just created may take to accept search
 	// attributes (the frontend's namespace cache refreshes every few seconds).
 	wait time.Duration
+	// timeout bounds the whole setup.
+	timeout time.Duration
 }
 
 func newTemporalSetupCommand() *cobra.Command {
@@ -63,6 +65,7 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, mTLS and TEMPORAL_API_KEY.`,
 	s := &temporalSetup{wait: time.Minute}
 	cmd.Flags().BoolVar(&s.createNamespace, "create-namespace", false, "register the namespace when it does not exist (self-hosted Temporal)")
 	cmd.Flags().DurationVar(&s.retention, "retention", 72*time.Hour, "retention of closed workflows in a namespace --create-namespace registers")
+	cmd.Flags().DurationVar(&s.timeout, "timeout", 3*time.Minute, "give up after this long")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		c, err := tf.dial(slog.LevelError)
 		if err != nil {
@@ -70,7 +73,9 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, mTLS and TEMPORAL_API_KEY.`,
 		}
 		defer c.Close()
 		s.namespace = tf.namespace
-		return s.run(cmd.Context(), c, cmd.OutOrStdout())
+		ctx, cancel := context.WithTimeout(cmd.Context(), s.timeout)
+		defer cancel()
+		return s.run(ctx, c, cmd.OutOrStdout())
 	}
 	return cmd
 }
