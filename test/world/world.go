@@ -26,6 +26,9 @@ type Options struct {
 	WithoutTemporal bool
 	// WebhookManifests are webhook configurations to register with the API server.
 	WebhookManifests []string
+	// ExtraCRDDirs are loaded beside deploy/crds and test/crds (for example the
+	// kinds of cluster operators the manifests use: cert-manager, Prometheus).
+	ExtraCRDDirs []string
 	// Start runs once the servers are up, before the tests (for example to start a
 	// bridge and a worker); the returned stop runs after the tests, before teardown.
 	Start func(w *World) (stop func(), err error)
@@ -102,6 +105,7 @@ func start(opts Options) (*World, error) {
 	if w.ControlPlane, err = localenv.StartControlPlane(localenv.ControlPlaneOptions{
 		Log:              kubeLog,
 		WebhookManifests: opts.WebhookManifests,
+		ExtraCRDDirs:     opts.ExtraCRDDirs,
 	}); err != nil {
 		return w, err
 	}
