@@ -521,3 +521,14 @@ func existsInCluster(t *testing.T, o *unstructured.Unstructured) bool {
 	require.NoError(t, err)
 	return true
 }
+
+// Operators apply with `kubectl apply -k`: kubectl's own kustomize builds the same
+// objects as the pinned kustomize.
+func TestKubectlKustomizeBuildsTheSame(t *testing.T) {
+	for _, dir := range []string{"base", "overlays/openshift", "overlays/cert-manager"} {
+		want, _ := kustomize(t, deployDir(dir))
+		got, err := exec.Command(tool(t, "kubectl"), "kustomize", deployDir(dir)).CombinedOutput()
+		require.NoError(t, err, "%s", got)
+		require.Equal(t, string(want), string(got), "kubectl kustomize %s", dir)
+	}
+}
