@@ -10,7 +10,7 @@ export GOPROXY ?= https://proxy.golang.org
 TOOLS := hack/tools.sh
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: all build tools generate check-generated lint test e2e bench regen-histories run clean-tools
+.PHONY: all build tools generate check-generated lint test e2e bench regen-histories run clean-tools image
 
 all: build
 
@@ -75,6 +75,22 @@ regen-histories:
 
 run: build
 	./bin/nudgeflow dev
+
+# The container image (Containerfile), with podman or docker, whichever can build
+# here; without either it says so and succeeds, so it never fails a build machine
+# that has none. Konflux builds the same Containerfile hermetically.
+IMAGE ?= quay.io/konflux-ci/nudgeflow:dev
+image:
+	@engine=""; for e in podman docker; do \
+		if command -v $$e >/dev/null 2>&1 && $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \
+	done; \
+	if [ -z "$$engine" ]; then \
+		echo "make image: skipped: neither podman nor docker can build here (not installed, or no daemon answers)."; \
+		echo "make image: build elsewhere with: podman build -f Containerfile -t $(IMAGE) ."; \
+		exit 0; \
+	fi; \
+	echo "make image: building $(IMAGE) with $$engine"; \
+	$$engine build -f Containerfile -t $(IMAGE) .
 
 clean-tools:
 	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/nudgeflow/tools"

@@ -13,6 +13,9 @@ TEMPORAL_CLI_VERSION=v1.5.1
 CONTROLLER_GEN_VERSION=v0.19.0
 STATICCHECK_VERSION=v0.8.2
 WORKFLOWCHECK_VERSION=v0.6.0
+# kustomize v5.8.3 needs go 1.27; v5.8.2 (go 1.26.0, no replace directives) is
+# go-installable with the local toolchain.
+KUSTOMIZE_VERSION=v5.8.2
 # Renovate 39 is the newest line that runs on Node 20 (engines ^20.15.1 || ^22.11.0) and
 # still takes fileMatch natively, like the pinned mintmaker Renovate image. It comes from
 # the npm registry (the one tool that is not Go).
@@ -82,6 +85,9 @@ tool_path() {
 	workflowcheck)
 		dir=$cache/workflowcheck-$WORKFLOWCHECK_VERSION
 		build_into "$dir" workflowcheck go_install go.temporal.io/sdk/contrib/tools/workflowcheck@$WORKFLOWCHECK_VERSION ;;
+	kustomize)
+		dir=$cache/kustomize-$KUSTOMIZE_VERSION
+		build_into "$dir" kustomize go_install sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
 	renovate-config-validator)
 		dir=$cache/renovate-$RENOVATE_VERSION
 		build_into "$dir" renovate-config-validator npm_install renovate@$RENOVATE_VERSION "$dir" ;;
@@ -106,6 +112,6 @@ path) tool_path "$2" ;;
 assets) assets ;;
 all)
 	assets >/dev/null
-	for t in temporal controller-gen staticcheck workflowcheck renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
+	for t in temporal controller-gen staticcheck workflowcheck kustomize renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
 *) echo "usage: $0 path NAME | assets | all" >&2; exit 2 ;;
 esac

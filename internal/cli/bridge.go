@@ -16,6 +16,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -43,12 +44,14 @@ func newBridgeCommand() *cobra.Command {
 	fs.DurationVar(&settings.Debounce, "changegroup-debounce", cgwf.DefaultDebounce, "quiet time before a ChangeGroup pushes collected builds")
 	fs.DurationVar(&settings.PollInterval, "changegroup-poll-interval", cgwf.DefaultPollInterval, "how often a ChangeGroup reads its PR (covers lost webhooks)")
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
+	ops := addBridgeOpsFlags(cmd, &opts)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctrl.SetLogger(zap.New())
 		cfg, err := kf.restConfig()
 		if err != nil {
 			return err
 		}
+		tf.metrics = metrics.TemporalHandler()
 		c, err := tf.dial(slog.LevelWarn)
 		if err != nil {
 			return err
@@ -70,6 +73,9 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 		}
+		if err := ops.setup(mgr, c); err != nil {
+			return err
+		}
 		ctx := ctrl.SetupSignalHandler()
 		if forgeAddr != "" {
 			secret, err := forgeSecret(secretFile)
@@ -77,7 +83,7 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 			srv := &http.Server{Addr: forgeAddr, ReadHeaderTimeout: 10 * time.Second,
-				Handler: &forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents}}
+				Handler: metrics.ForgeWebhook(&forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents})}
 			go func() {
 				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					slog.Error("forge webhook receiver stopped", "error", err)

@@ -17,5 +17,6 @@ func NewRoot() *cobra.Command {
 	root.AddCommand(newDevCommand())
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
 	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand(), newBenchCommand())
+	root.AddCommand(newTemporalCommand())
 	return root
 }

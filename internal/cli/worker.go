@@ -11,6 +11,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
@@ -30,6 +31,7 @@ func newWorkerCommand() *cobra.Command {
 	// injects the trusted CA bundle into a labelled ConfigMap.
 	cmd.Flags().StringVar(&operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
 		"nudgeflow's namespace: a ConfigMap there labelled config.openshift.io/inject-trusted-cabundle=true gives Renovate runs the trusted CA bundle (default $POD_NAMESPACE; empty: none)")
+	ops := addWorkerOpsFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := tuning.Validate(); err != nil {
 			return err
@@ -46,21 +48,27 @@ func newWorkerCommand() *cobra.Command {
 		if kube, err = nfkube.WithReleaseCache(cmd.Context(), cfg, kube); err != nil {
 			return err
 		}
+		tf.metrics = metrics.TemporalHandler()
 		c, err := tf.dial(slog.LevelInfo)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		stopHealth, err := ops.serve(c)
+		if err != nil {
+			return err
+		}
+		defer stopHealth()
 		w := nfworker.New(c, nfworker.Deps{
 			Kube: kube, Temporal: c,
-			PullRequest:       pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}},
+			PullRequest:       pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}, Transport: forgeTransport()},
 			OperatorNamespace: operatorNamespace,
 		}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning})
-		slog.Info("worker starting", "temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue,
+		slog.Info("worker starting", append([]any{"temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue,
 			"operatorNamespace", operatorNamespace,
 			"stickyCacheSize", tuning.StickyCacheSize, "maxConcurrentActivities", tuning.MaxConcurrentActivities,
 			"maxConcurrentWorkflowTasks", tuning.MaxConcurrentWorkflowTasks,
-			"workflowTaskPollers", tuning.WorkflowTaskPollers, "activityTaskPollers", tuning.ActivityTaskPollers)
+			"workflowTaskPollers", tuning.WorkflowTaskPollers, "activityTaskPollers", tuning.ActivityTaskPollers}, tf.security.describe()...)...)
 		if err := w.Run(sdkworker.InterruptCh()); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}

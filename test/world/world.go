@@ -29,6 +29,9 @@ type Options struct {
 	// Webhooks, when set, names the only webhooks of WebhookManifests to register
 	// (for a package that serves only some of the bridge's webhooks).
 	Webhooks []string
+	// ExtraCRDDirs are loaded beside deploy/crds and test/crds (for example the
+	// kinds of cluster operators the manifests use: cert-manager, Prometheus).
+	ExtraCRDDirs []string
 	// Start runs once the servers are up, before the tests (for example to start a
 	// bridge and a worker); the returned stop runs after the tests, before teardown.
 	Start func(w *World) (stop func(), err error)
@@ -117,6 +120,7 @@ func start(opts Options) (*World, error) {
 	if w.ControlPlane, err = localenv.StartControlPlane(localenv.ControlPlaneOptions{
 		Log:              kubeLog,
 		WebhookManifests: webhooks,
+		ExtraCRDDirs:     opts.ExtraCRDDirs,
 	}); err != nil {
 		return w, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
@@ -143,6 +144,7 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 			r.step()
 		}
 		if r.s.Phase.IsFinal() {
+			r.count(metrics.BuildsDelivered, r.s.delivered(r.nothingLost))
 			break
 		}
 		r.publish()
@@ -215,6 +217,7 @@ func (r *run) handBack() {
 		r.handBackAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
 		return
 	}
+	r.count(metrics.BuildsHandedBack, len(builds))
 	// Builds queued while the activity ran stay queued.
 	s.HandBack = s.HandBack[len(builds):]
 	if len(s.HandBack) == 0 {
@@ -374,8 +377,10 @@ func (r *run) drainSignals() {
 		var b ComponentBuilt
 		for r.built.ReceiveAsync(&b) {
 			progressed = true
-			if _, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
+			if taken, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
 				log.Info("build not collected", "component", b.Component, "digest", b.Digest, "reason", why)
+			} else if taken {
+				r.count(metrics.BuildsHeld, 1)
 			}
 			b = ComponentBuilt{}
 		}
@@ -656,6 +661,8 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		s.StatusStale = true
 	}
 	if synced == pullrequest.ModeRelease && !s.Released {
+		ready, _ := s.counts()
+		r.count(metrics.CIBuildsSaved, ready-1)
 		s.Released = true
 		s.Phase, s.ReadyTime = appstudiov1alpha1.PhaseReady, now
 		s.StatusStale = true

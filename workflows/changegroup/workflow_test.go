@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -182,9 +183,15 @@ type harness struct {
 	f   *fakeWorld
 }
 
-func newHarness(t *testing.T, f *fakeWorld) *harness {
+func newHarness(t *testing.T, f *fakeWorld) *harness { return newHarnessWithMetrics(t, f, nil) }
+
+// newHarnessWithMetrics records the workflow's metrics on m (nil: none).
+func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) *harness {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	if m != nil {
+		suite.SetMetricsHandler(m)
+	}
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(f.resolve, activity.RegisterOptions{Name: changegroupcr.ResolveActivity})
