@@ -92,6 +92,7 @@ func (r *Reconciler) signalWithStart(ctx context.Context, cg *appstudiov1alpha1.
 	if cg.Spec.Timeout != nil {
 		spec.Timeout = cg.Spec.Timeout.Duration
 	}
+	spec.AutoRelease = AutoReleaseOf(cg)
 	err := r.Starter.SignalWithStart(ctx, cg, cgwf.SignalSpecChanged, spec)
 	if errors.Is(err, ErrEnded) {
 		return nil // a spec edit after the end changes nothing

@@ -47,6 +47,7 @@ func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.Cha
 	if cg.Spec.Timeout != nil {
 		in.Timeout = cg.Spec.Timeout.Duration
 	}
+	in.AutoRelease, in.Automatic = AutoReleaseOf(cg), changegroups.IsAutomatic(cg)
 	opts := client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: s.TaskQueue,
@@ -129,4 +130,23 @@ func (s *Starter) Took(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, c
 		return false, fmt.Errorf("reading the result of %s: %w", id, err)
 	}
 	return st.Seen[component+"@"+digest], nil
+}
+
+// AutoReleaseOf converts the CR's spec.autoRelease for the workflow (nil: none).
+func AutoReleaseOf(cg *appstudiov1alpha1.ChangeGroup) *cgwf.AutoRelease {
+	a := cg.Spec.AutoRelease
+	if a == nil {
+		return nil
+	}
+	out := &cgwf.AutoRelease{Policy: string(a.Policy)}
+	if a.Window != nil {
+		out.Window = a.Window.Duration
+	}
+	if a.MaxWait != nil {
+		out.MaxWait = a.MaxWait.Duration
+	}
+	if a.Quorum != nil {
+		out.Quorum = int(*a.Quorum)
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,10 +27,19 @@ import (
 // bundle's groups (with those this process admitted a moment ago), and Components
 // are read from the cache, with a live read only for a name the cache does not have
 // (a Component created a moment ago must not be refused).
+//
+// Manual groups take precedence over automatic ones (batching): a manual group is
+// not refused for an open automatic group; the bridge then takes the overlapping
+// members out of the automatic group, which hands their builds over (see
+// Reconciler.takeOver). An automatic group is refused for any collecting group it
+// overlaps, and the check and the Index's record happen under one lock, so two
+// builds racing to open a batch in this process open one group.
 type Validator struct {
 	Index     *changegroups.Index
 	Cache     ctrlclient.Reader
 	APIReader ctrlclient.Reader
+
+	mu sync.Mutex
 }
 
 // +kubebuilder:webhook:path=/validate-appstudio-redhat-com-v1alpha1-changegroup,mutating=false,failurePolicy=fail,sideEffects=None,groups=appstudio.redhat.com,resources=changegroups,verbs=create;update,versions=v1alpha1,name=vchangegroup.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1
@@ -40,11 +50,18 @@ func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	if err := v.exist(ctx, cg, nil); err != nil {
 		return nil, err
 	}
+	return nil, v.validateAndAdmit(ctx, cg)
+}
+
+// validateAndAdmit checks overlaps and records the admitted group atomically.
+func (v *Validator) validateAndAdmit(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	if err := v.validate(ctx, cg); err != nil {
-		return nil, err
+		return err
 	}
 	v.admitted(ctx, cg)
-	return nil, nil
+	return nil
 }
 
 // ValidateUpdate checks an edited spec (members may have been added). Metadata
@@ -59,11 +76,7 @@ func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if err := v.exist(ctx, cg, old); err != nil {
 		return nil, err
 	}
-	if err := v.validate(ctx, cg); err != nil {
-		return nil, err
-	}
-	v.admitted(ctx, cg)
-	return nil, nil
+	return nil, v.validateAndAdmit(ctx, cg)
 }
 
 // admitted tells the Index about a group the API server will store: not after a
@@ -159,8 +172,11 @@ func (v *Validator) validate(ctx context.Context, cg *appstudiov1alpha1.ChangeGr
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Name < groups[j].Name })
 	for i := range groups {
 		other := &groups[i]
-		if other.Name == cg.Name || other.Spec.NudgedComponent != cg.Spec.NudgedComponent || !changegroups.IsActive(other) {
+		if other.Name == cg.Name || other.Spec.NudgedComponent != cg.Spec.NudgedComponent || !changegroups.Collecting(other) {
 			continue
+		}
+		if !changegroups.IsAutomatic(cg) && changegroups.IsAutomatic(other) {
+			continue // a manual group takes over from an automatic one
 		}
 		theirs := members(other)
 		var overlap []string
@@ -173,6 +189,10 @@ func (v *Validator) validate(ctx context.Context, cg *appstudiov1alpha1.ChangeGr
 					overlap = append(overlap, m)
 				}
 			}
+		}
+		if len(overlap) > 0 && changegroups.IsAutomatic(cg) {
+			return fmt.Errorf("automatic ChangeGroup for %s overlaps ChangeGroup %q, which already collects %s: its builds join that group",
+				cg.Spec.NudgedComponent, other.Name, strings.Join(overlap, ", "))
 		}
 		if len(overlap) > 0 {
 			return fmt.Errorf("ChangeGroup %q is already active for %s and collects %s; wait until it completes, cancel it, or leave those components out of this group",

@@ -167,7 +167,7 @@ func (x *Index) forget(key string, uid types.UID) {
 	}
 }
 
-// FindHolding returns the active ChangeGroup that holds source -> target, or nil.
+// FindHolding returns the collecting ChangeGroup (Collecting) that holds source -> target, or nil.
 // When several match (admission prevents it, but objects may predate the rule) the
 // oldest wins, so every caller picks the same one.
 func (x *Index) FindHolding(ctx context.Context, namespace, source, target string) (*appstudiov1alpha1.ChangeGroup, error) {
@@ -175,5 +175,5 @@ func (x *Index) FindHolding(ctx context.Context, namespace, source, target strin
 	if err != nil {
 		return nil, err
 	}
-	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return IsActive(cg) && Holds(cg, source, target) }), nil
+	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Collecting(cg) && Holds(cg, source, target) }), nil
 }

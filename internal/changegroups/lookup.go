@@ -13,6 +13,29 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
+// LabelAutomatic marks a ChangeGroup nudgeflow opened from a NudgeConfig batching
+// policy ("true"); LabelBatchTarget names its batched target.
+const (
+	LabelAutomatic   = "nudgeflow.konflux-ci.dev/automatic"
+	LabelBatchTarget = "nudgeflow.konflux-ci.dev/batch-target"
+)
+
+// IsAutomatic reports whether nudgeflow opened the group for a batching policy.
+func IsAutomatic(cg *appstudiov1alpha1.ChangeGroup) bool {
+	return cg.Labels[LabelAutomatic] == "true"
+}
+
+// Collecting reports whether a group takes new builds: active, and for an
+// automatic group not yet released. An automatic group stops collecting when it
+// releases CI (its PR then only waits for merge): later builds of its members open
+// the next batch instead of re-running CI on a released PR.
+func Collecting(cg *appstudiov1alpha1.ChangeGroup) bool {
+	if !IsActive(cg) {
+		return false
+	}
+	return !IsAutomatic(cg) || cg.Status.Phase != appstudiov1alpha1.PhaseReady
+}
+
 // IsActive reports whether a ChangeGroup still collects builds: not being deleted
 // and not in a final phase.
 func IsActive(cg *appstudiov1alpha1.ChangeGroup) bool {
@@ -35,12 +58,16 @@ func HeldAt(cg *appstudiov1alpha1.ChangeGroup, at time.Time) bool {
 	if cg.CreationTimestamp.After(at) {
 		return false
 	}
-	if IsActive(cg) {
+	if Collecting(cg) {
 		return true
 	}
 	// Both times have one-second resolution: within the same second the build counts
-	// as after the group's end, so it is nudged rather than lost.
+	// as after the group's end, so it is nudged rather than lost. An automatic group
+	// ends collecting at its release.
 	end := cg.Status.CompletionTime
+	if IsAutomatic(cg) && cg.Status.ReadyTime != nil {
+		end = cg.Status.ReadyTime
+	}
 	return end != nil && end.Time.After(at)
 }
 
@@ -65,11 +92,16 @@ func oldestOf(groups []appstudiov1alpha1.ChangeGroup, match func(*appstudiov1alp
 	return oldest(found)
 }
 
+// oldest picks the group every caller agrees on: a manual group before an automatic
+// one (manual groups take precedence over batching), then the oldest, then by name.
 func oldest(found []*appstudiov1alpha1.ChangeGroup) *appstudiov1alpha1.ChangeGroup {
 	if len(found) == 0 {
 		return nil
 	}
 	sort.Slice(found, func(i, j int) bool {
+		if ai, aj := IsAutomatic(found[i]), IsAutomatic(found[j]); ai != aj {
+			return aj
+		}
 		a, b := found[i].CreationTimestamp, found[j].CreationTimestamp
 		if a.Equal(&b) {
 			return found[i].Name < found[j].Name

@@ -63,6 +63,26 @@ type SpecChanged struct {
 	NudgingComponents []string `json:"nudgingComponents"`
 	// Timeout is the spec's timeout; zero means none.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// AutoRelease is the spec's autoRelease; nil means none.
+	AutoRelease *AutoRelease `json:"autoRelease,omitempty"`
+}
+
+// AutoRelease policies (the CR's spec.autoRelease.policy).
+const (
+	AutoReleaseWindow = "window"
+	AutoReleaseQuorum = "quorum"
+	AutoReleaseAll    = "all"
+)
+
+// AutoRelease lets the workflow release CI on its own: Window after the last
+// collected build (as Policy allows: window releases what is ready, quorum needs
+// Quorum ready members, all never releases on the window), or MaxWait after the
+// group started, with what is ready. Zero durations are off.
+type AutoRelease struct {
+	Window  time.Duration `json:"window,omitempty"`
+	MaxWait time.Duration `json:"maxWait,omitempty"`
+	Policy  string        `json:"policy,omitempty"`
+	Quorum  int           `json:"quorum,omitempty"`
 }
 
 // PREvent is a forge event about the group's PR (webhook or poll).

@@ -103,6 +103,17 @@ type State struct {
 	OverwriteHead string `json:"overwriteHead,omitempty"`
 	// ForgeFailingSince is when forge calls started failing (zero: they work).
 	ForgeFailingSince time.Time `json:"forgeFailingSince,omitempty"`
+
+	// AutoRelease is the spec's autoRelease (batching); nil: only all ready or a
+	// person releases. Automatic: nudgeflow opened the group for a NudgeConfig
+	// batching policy; once released it collects nothing more (later builds are
+	// handed back, and the bridge opens the next batch for them).
+	AutoRelease *AutoRelease `json:"autoRelease,omitempty"`
+	Automatic   bool         `json:"automatic,omitempty"`
+	// LastBuildAt is when the group last collected a build (the window's start);
+	// AutoReleased says why the workflow released on its own.
+	LastBuildAt  time.Time `json:"lastBuildAt,omitempty"`
+	AutoReleased string    `json:"autoReleased,omitempty"`
 }
 
 const maxSeenDeliveries = 200
@@ -217,6 +228,8 @@ func (s *State) applyBuild(now time.Time, b ComponentBuilt, handBack bool) (bool
 		refuse = "not a member of this group"
 	case c.State == appstudiov1alpha1.ComponentDropped:
 		refuse = "dropped from this group"
+	case handBack && s.Automatic && s.Released:
+		refuse = "arrived after the batch was released; the next batch takes it"
 	}
 	if refuse != "" {
 		if handBack {
@@ -238,6 +251,7 @@ func (s *State) applyBuild(now time.Time, b ComponentBuilt, handBack bool) (bool
 		c.Image = imageOf(b.PullSpec)
 	}
 	c.State = appstudiov1alpha1.ComponentReady
+	s.LastBuildAt = now
 	s.markDirty(now)
 	return true, ""
 }
@@ -351,6 +365,7 @@ func (s *State) applySpec(now time.Time, sc SpecChanged, nothingLost bool) bool 
 			s.drop(now, c.Name, nothingLost)
 		}
 	}
+	s.AutoRelease = sc.AutoRelease
 	if sc.Timeout > 0 {
 		s.Deadline = s.StartTime.Add(sc.Timeout)
 	} else {

@@ -50,6 +50,12 @@ const (
 // it is written. Runs recorded before it replay with the default version.
 const versionNothingLost = "nothing-lost"
 
+// versionAutoRelease guards the batching shape: the workflow releases on its own
+// when spec.autoRelease's window or maxWait passes, and an automatic group hands
+// back builds that arrive after its release. Only groups with an autoRelease (or
+// automatic ones) ask for it, so manual groups keep their command sequence.
+const versionAutoRelease = "auto-release"
+
 func (s Settings) withDefaults() Settings {
 	if s.Debounce <= 0 {
 		s.Debounce = DefaultDebounce
@@ -76,7 +82,11 @@ type Input struct {
 	// read its CR (deleted a moment after creation).
 	NudgedComponent string        `json:"nudgedComponent,omitempty"`
 	Timeout         time.Duration `json:"timeout,omitempty"`
-	Settings        Settings      `json:"settings"`
+	// AutoRelease is the CR's spec.autoRelease at start; Automatic marks a group
+	// nudgeflow opened for a NudgeConfig batching policy.
+	AutoRelease *AutoRelease `json:"autoRelease,omitempty"`
+	Automatic   bool         `json:"automatic,omitempty"`
+	Settings    Settings     `json:"settings"`
 	// State is carried through continue-as-new; nil on the first run.
 	State *State `json:"state,omitempty"`
 }
@@ -107,6 +117,8 @@ type run struct {
 	// nextPoll is when the PR is read next; retryAt holds syncs back after a forge failure.
 	nextPoll time.Time
 	retryAt  time.Time
+	// autoChecked/autoOn cache the versionAutoRelease decision of this run.
+	autoChecked, autoOn bool
 	// lastSA avoids upserting unchanged search attributes.
 	lastPhase string
 	lastReady int
@@ -239,6 +251,7 @@ func (r *run) initialize() error {
 		return nil
 	}
 	r.s = newState(now, res, r.in.Timeout)
+	r.s.AutoRelease, r.s.Automatic = r.in.AutoRelease, r.in.Automatic
 	if r.nothingLost {
 		r.s.Branch = uniqueBranch(r.settings.BranchPrefix, r.in.Namespace, r.in.Name, r.in.UID)
 	}
@@ -446,6 +459,9 @@ func (r *run) step() {
 	case !s.Deadline.IsZero() && !now.Before(s.Deadline) && !s.Released:
 		s.finish(now, appstudiov1alpha1.PhaseCancelled, "TimedOut",
 			fmt.Sprintf("not all components were ready within the timeout; waiting for %s", strings.Join(s.waitingFor(), ", ")))
+		return
+	}
+	if r.autoReleasing() && r.autoReleaseDue(now) {
 		return
 	}
 	if len(s.PendingComponents) > 0 {
@@ -762,6 +778,11 @@ func (r *run) wait() {
 	if !s.Released {
 		consider(s.Deadline, "the ChangeGroup's timeout")
 	}
+	if r.autoReleasing() {
+		for _, t := range r.autoReleaseTimes(now) {
+			consider(t.at, t.why)
+		}
+	}
 	if s.PR.Number != 0 {
 		if r.nextPoll.IsZero() {
 			r.nextPoll = now.Add(r.settings.PollInterval)
@@ -922,4 +943,99 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+// autoReleasing reports whether this run enforces spec.autoRelease: the group has
+// one (or is automatic) and the run is of the versionAutoRelease shape. The version
+// is asked once per run, the first time a group with autoRelease needs it.
+func (r *run) autoReleasing() bool {
+	if r.s == nil || (r.s.AutoRelease == nil && !r.s.Automatic) {
+		return false
+	}
+	if !r.autoChecked {
+		r.autoOn = workflow.GetVersion(r.ctx, versionAutoRelease, workflow.DefaultVersion, 1) >= 1
+		r.autoChecked = true
+	}
+	return r.autoOn
+}
+
+// autoReleaseDue releases the group when its window or maxWait has passed (it
+// reports whether the group ended instead: maxWait with nothing ready).
+func (r *run) autoReleaseDue(now time.Time) bool {
+	s := r.s
+	a := s.AutoRelease
+	if a == nil || s.Released || s.ReleaseRequested || s.allReady() {
+		return false
+	}
+	ready, total := s.counts()
+	var why string
+	switch {
+	case a.MaxWait > 0 && !now.Before(s.StartTime.Add(a.MaxWait)):
+		if ready == 0 {
+			s.finish(now, appstudiov1alpha1.PhaseCancelled, "MaxWaitNothingReady",
+				fmt.Sprintf("maxWait %s passed and no member had a new build", a.MaxWait))
+			return true
+		}
+		why = fmt.Sprintf("maxWait %s passed: released with %d of %d ready; waiting for %s", a.MaxWait, ready, total, strings.Join(s.waitingFor(), ", "))
+	case a.windowPassed(s, now) && a.windowReleases(ready, total):
+		why = fmt.Sprintf("no new build for %s (window, policy %s): released with %d of %d ready; waiting for %s",
+			a.Window, a.policy(), ready, total, strings.Join(s.waitingFor(), ", "))
+	default:
+		return false
+	}
+	s.ReleaseRequested = true
+	s.AutoReleased = why
+	s.Message = why
+	r.markUrgent()
+	s.markDirty(now)
+	workflow.GetLogger(r.ctx).Info("releasing on its own", "why", why)
+	return false
+}
+
+type wakeUp struct {
+	at  time.Time
+	why string
+}
+
+// autoReleaseTimes are the future moments autoReleaseDue may act.
+func (r *run) autoReleaseTimes(now time.Time) []wakeUp {
+	s := r.s
+	a := s.AutoRelease
+	if a == nil || s.Released || s.ReleaseRequested || s.Phase.IsFinal() {
+		return nil
+	}
+	var out []wakeUp
+	if a.MaxWait > 0 {
+		out = append(out, wakeUp{s.StartTime.Add(a.MaxWait), "batch maxWait: release what is ready"})
+	}
+	if end := s.LastBuildAt.Add(a.Window); a.Window > 0 && !s.LastBuildAt.IsZero() && now.Before(end) && a.policy() != AutoReleaseAll {
+		out = append(out, wakeUp{end, "batch window: release if no new build arrives"})
+	}
+	return out
+}
+
+func (a *AutoRelease) policy() string {
+	if a.Policy == "" {
+		return AutoReleaseWindow
+	}
+	return a.Policy
+}
+
+func (a *AutoRelease) windowPassed(s *State, now time.Time) bool {
+	return a.Window > 0 && !s.LastBuildAt.IsZero() && !now.Before(s.LastBuildAt.Add(a.Window))
+}
+
+// windowReleases says whether a quiet window releases with ready of total.
+func (a *AutoRelease) windowReleases(ready, total int) bool {
+	switch a.policy() {
+	case AutoReleaseAll:
+		return false
+	case AutoReleaseQuorum:
+		q := a.Quorum
+		if q <= 0 || q > total {
+			q = total
+		}
+		return ready >= q && ready > 0
+	}
+	return ready > 0
 }

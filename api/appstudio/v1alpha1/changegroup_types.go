@@ -80,6 +80,51 @@ type ChangeGroupSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="timeout must be a duration such as 24h, 90m or 1h30m"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// AutoRelease lets the workflow release CI on its own (ADR 67 Phase 2 batching):
+	// when no new build arrived for window (as the policy allows), or maxWait after
+	// the group started, with what is ready. Automatic groups carry their
+	// NudgeConfig's batching policy here; a person may set it on a manual group too.
+	// +optional
+	AutoRelease *AutoRelease `json:"autoRelease,omitempty"`
+}
+
+// AutoReleasePolicy says what a quiet window releases.
+// +kubebuilder:validation:Enum=all;quorum;window
+type AutoReleasePolicy string
+
+const (
+	// AutoReleaseWindow: a window with no new build releases what is ready.
+	AutoReleaseWindow AutoReleasePolicy = "window"
+	// AutoReleaseQuorum: a quiet window releases when at least quorum members are ready.
+	AutoReleaseQuorum AutoReleasePolicy = "quorum"
+	// AutoReleaseAll: only every member ready, or maxWait, releases.
+	AutoReleaseAll AutoReleasePolicy = "all"
+)
+
+// AutoRelease is enforced durably by the group's workflow (absolute timers that
+// survive continue-as-new and worker restarts).
+// +kubebuilder:validation:XValidation:rule="!has(self.policy) || self.policy != 'quorum' || has(self.quorum)",message="policy quorum needs quorum: the number of members that must be ready when the window passes"
+type AutoRelease struct {
+	// Window: release (as policy allows) once no new build arrived for this long.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="window must be a duration such as 30m, 2h or 1h30m"
+	Window *metav1.Duration `json:"window,omitempty"`
+	// MaxWait: release with what is ready this long after the group started.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="maxWait must be a duration such as 24h or 90m"
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
+	// Policy: window (default), quorum or all.
+	// +optional
+	Policy AutoReleasePolicy `json:"policy,omitempty"`
+	// Quorum: members that must be ready for a quiet window to release (policy quorum).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Quorum *int32 `json:"quorum,omitempty"`
 }
 
 // ComponentStatus is the projection of one nudging component's progress.

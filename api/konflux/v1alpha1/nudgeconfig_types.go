@@ -70,6 +70,105 @@ type NudgeConfigSpec struct {
 	// +kubebuilder:validation:MaxItems=5000
 	// +listType=atomic
 	Nudges []NudgeRelationship `json:"nudges,omitempty"`
+
+	// Batching makes targets batched (ADR 67 Phase 2): the first build of any
+	// component nudging a batched target opens an automatic ChangeGroup that collects
+	// the target's nudgers into one pull request and releases it by the policy.
+	// Targets without an entry are nudged build by build, as before.
+	// +optional
+	// +listType=map
+	// +listMapKey=target
+	// +kubebuilder:validation:MaxItems=500
+	Batching []BatchingPolicy `json:"batching,omitempty"`
+}
+
+// BatchRelease says what a quiet window may release.
+// +kubebuilder:validation:Enum=all;quorum;window
+type BatchRelease string
+
+const (
+	// ReleaseWindow: a window with no new build releases what is ready.
+	ReleaseWindow BatchRelease = "window"
+	// ReleaseQuorum: a quiet window releases only when at least quorum members are ready.
+	ReleaseQuorum BatchRelease = "quorum"
+	// ReleaseAll: only every member ready (or maxWait) releases; the window is not used.
+	ReleaseAll BatchRelease = "all"
+)
+
+// Defaults of a BatchingPolicy.
+const (
+	DefaultBatchWindow  = "30m"
+	DefaultBatchMaxWait = "24h"
+)
+
+// BatchingPolicy batches the nudges of one target. Every batch releases when all
+// its members have a new build, and at the latest maxWait after it opened (with
+// what is ready); release says what a window with no new build releases.
+// +kubebuilder:validation:XValidation:rule="!has(self.release) || self.release != 'quorum' || has(self.quorum)",messageExpression="'batching of ' + self.target + ' has release quorum and needs quorum: the number of members that must be ready when the window passes'"
+// +kubebuilder:validation:XValidation:rule="!has(self.quorum) || (has(self.release) && self.release == 'quorum')",messageExpression="'batching of ' + self.target + ' sets quorum, which only release: quorum uses; set release: quorum or remove quorum'"
+// +kubebuilder:validation:XValidation:rule="!has(self.window) || !has(self.maxWait) || duration(self.window) <= duration(self.maxWait)",messageExpression="'batching of ' + self.target + ': window ' + self.window + ' is longer than maxWait ' + self.maxWait + '; the window could never pass before maxWait releases the batch'"
+type BatchingPolicy struct {
+	// Target is the batched component (for example the operator bundle).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Target string `json:"target"`
+	// Window is the quiet period: when no new build joined the batch for this long,
+	// the release policy decides whether to release. Default 30m.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="window must be a duration such as 30m, 2h or 1h30m"
+	Window *metav1.Duration `json:"window,omitempty"`
+	// MaxWait releases the batch with what is ready this long after it opened,
+	// whatever the policy. Default 24h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$')",message="maxWait must be a duration such as 24h or 90m"
+	MaxWait *metav1.Duration `json:"maxWait,omitempty"`
+	// Release is what a quiet window releases: window (what is ready, the default),
+	// quorum (only when at least quorum members are ready) or all (nothing: only
+	// every member ready, or maxWait, releases).
+	// +optional
+	Release BatchRelease `json:"release,omitempty"`
+	// Quorum is the number of members that must be ready for a quiet window to
+	// release the batch; required with release: quorum, and at most the number of
+	// components nudging the target (the webhook checks).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	Quorum *int32 `json:"quorum,omitempty"`
+}
+
+// EffectiveRelease is the release policy with the default applied.
+func (b BatchingPolicy) EffectiveRelease() BatchRelease {
+	if b.Release == "" {
+		return ReleaseWindow
+	}
+	return b.Release
+}
+
+// BatchingFor returns the policy of target, or nil when the target is not batched.
+func (s NudgeConfigSpec) BatchingFor(target string) *BatchingPolicy {
+	for i := range s.Batching {
+		if s.Batching[i].Target == target {
+			return &s.Batching[i]
+		}
+	}
+	return nil
+}
+
+// NudgersOf lists the components with an edge to target, in spec order, once each.
+func (s NudgeConfigSpec) NudgersOf(target string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range s.Nudges {
+		if n.To == target && !seen[n.From] {
+			seen[n.From] = true
+			out = append(out, n.From)
+		}
+	}
+	return out
 }
 
 // NudgeConfigStatus reports whether every referenced component still exists.
