@@ -133,7 +133,7 @@ func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nu
 		nb.BuildUID = "digest-" + strings.TrimPrefix(b.Digest, "sha256:")
 	}
 	return nudge.Request{Namespace: req.Namespace, Nudging: b.Component, Nudged: req.Target,
-		Mode: "immediate", Build: nb}, nil
+		Mode: "immediate", Build: nb, HandedBackBy: req.ChangeGroup}, nil
 }
 
 // recordEvent writes one Event on the ChangeGroup (when it still exists).

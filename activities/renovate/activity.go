@@ -35,6 +35,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
@@ -106,6 +107,9 @@ type LaunchRequest struct {
 	// ReleasePlanAdmission repositories, which are read at launch otherwise. Only
 	// histories recorded before that lookup carry them.
 	DistributionRepos []string `json:"distributionRepos,omitempty"`
+	// HandedBackBy names the ChangeGroup that handed the build back (empty for
+	// other nudges); the run carries it as konflux.AnnotationHandedBackBy.
+	HandedBackBy string `json:"handedBackBy,omitempty"`
 }
 
 // LaunchResult names the run.
@@ -367,6 +371,14 @@ func mountsTrustedCA(plr *tektonv1.PipelineRun) bool {
 }
 
 func (a *Activities) pipelineRun(req LaunchRequest, withHostRules, withCA bool) *tektonv1.PipelineRun {
+	plr := a.newPipelineRun(req, withHostRules, withCA)
+	if req.HandedBackBy != "" {
+		plr.Annotations[konflux.AnnotationHandedBackBy] = req.HandedBackBy
+	}
+	return plr
+}
+
+func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA bool) *tektonv1.PipelineRun {
 	image := a.Image
 	if image == "" {
 		image = DefaultImage

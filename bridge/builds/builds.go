@@ -41,6 +41,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -69,6 +70,9 @@ type Options struct {
 	// ChangeGroups starts and signals ChangeGroup workflows (nil: one on Temporal
 	// and TaskQueue with default settings).
 	ChangeGroups *cgbridge.Starter
+	// Batches opens the automatic ChangeGroups of batched targets (nil: Setup
+	// makes one on the manager's client and API reader).
+	Batches *batching.Opener
 }
 
 func (o Options) changeGroups() *cgbridge.Starter {
@@ -82,6 +86,7 @@ func (o Options) changeGroups() *cgbridge.Starter {
 // the acknowledgement); patch is all it needs, never update.
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components;snapshots;changegroups,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=create;patch
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
 
 // Setup registers the build, Renovate-run and Snapshot reconcilers and the webhook
@@ -93,6 +98,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	opts.Executor = x
 	c := mgr.GetClient()
+	if opts.Batches == nil {
+		opts.Batches = &batching.Opener{Kube: c, Live: mgr.GetAPIReader()}
+	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-builds").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			plr, ok := o.(*tektonv1.PipelineRun)
@@ -337,6 +345,12 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 		}
 		logger.Info("the ChangeGroup that held this edge ended without the build; nudging it normally", "changeGroup", cg.Name)
 	}
+	if e.Mode == konfluxv1alpha1.ModeImmediate && r.Options.Executor.Executes(e) {
+		held, err := r.batch(ctx, namespace, e, b)
+		if err != nil || held {
+			return held, err
+		}
+	}
 	if !r.Options.Executor.Executes(e) {
 		logger.V(1).Info("edge executed by another Konflux service", "source", e.Source, "mode", e.Mode)
 		return false, nil
@@ -357,6 +371,26 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 		Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),
 		Build: b, Tuning: r.Options.Tuning,
 	})
+}
+
+// batch gives the build of an immediate edge to a batched target's automatic
+// ChangeGroup, opening it when none is open (batching.Opener). Validated edges
+// join a batch later, when their Snapshot passed (the ValidatedNudge workflow's
+// batching activity). It reports false when the target is not batched, or the
+// group ended without taking the build: then the edge is nudged normally.
+func (r *BuildReconciler) batch(ctx context.Context, namespace string, e Edge, b validatednudge.Build) (bool, error) {
+	if e.Source != SourceNudgeConfig || r.Options.Batches == nil {
+		return false, nil
+	}
+	nc, err := getNudgeConfig(ctx, r.Client, namespace)
+	if err != nil || nc == nil || nc.Spec.BatchingFor(e.To) == nil {
+		return false, err
+	}
+	cg, err := r.Options.Batches.Holder(ctx, nc, e.From, e.To)
+	if err != nil || cg == nil {
+		return false, err
+	}
+	return r.deliverToGroup(ctx, cg, e, b)
 }
 
 // deliverToGroup gives the build to the group that held the edge when it finished;

@@ -57,7 +57,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if source == "" || len(targets) == 0 {
 		return admission.Allowed("nudge PipelineRun without source or targets")
 	}
-	held, free, err := i.classify(ctx, req.Namespace, source, targets)
+	held, free, err := i.classify(ctx, req.Namespace, source, targets, annotations[konflux.AnnotationHandedBackBy])
 	if err != nil {
 		// Failing open keeps today's behaviour; the error is logged for operators.
 		log.FromContext(ctx).Error(err, "cannot tell whether the nudge is held; letting it run", "namespace", req.Namespace, "source", source)
@@ -90,8 +90,11 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	return admission.PatchResponseFromRaw(req.Object.Raw, mutated)
 }
 
-// classify maps each held target to its ChangeGroup and lists the targets no group holds.
-func (i *Interceptor) classify(ctx context.Context, ns, source string, targets []string) (map[string]string, []string, error) {
+// classify maps each held target to its ChangeGroup and lists the targets no group
+// holds. A hand-back nudge is never held by the group that handed it back (its CR
+// may still say it collects while it ends): that would return the build to a group
+// that has let it go.
+func (i *Interceptor) classify(ctx context.Context, ns, source string, targets []string, handedBackBy string) (map[string]string, []string, error) {
 	held := map[string]string{}
 	var free []string
 	for _, t := range targets {
@@ -99,7 +102,7 @@ func (i *Interceptor) classify(ctx context.Context, ns, source string, targets [
 		if err != nil {
 			return nil, nil, err
 		}
-		if cg != nil {
+		if cg != nil && (handedBackBy == "" || cg.Name != handedBackBy) {
 			held[t] = cg.Name
 		} else {
 			free = append(free, t)

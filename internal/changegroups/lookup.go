@@ -92,6 +92,11 @@ func oldestOf(groups []appstudiov1alpha1.ChangeGroup, match func(*appstudiov1alp
 	return oldest(found)
 }
 
+// Preferred is the group of several that every caller agrees on (see oldest).
+func Preferred(groups []appstudiov1alpha1.ChangeGroup) *appstudiov1alpha1.ChangeGroup {
+	return oldestOf(groups, func(*appstudiov1alpha1.ChangeGroup) bool { return true })
+}
+
 // oldest picks the group every caller agrees on: a manual group before an automatic
 // one (manual groups take precedence over batching), then the oldest, then by name.
 func oldest(found []*appstudiov1alpha1.ChangeGroup) *appstudiov1alpha1.ChangeGroup {

@@ -41,6 +41,10 @@ const (
 const (
 	// AnnotationHeldBy on a nudge PipelineRun lists target=ChangeGroup pairs that held it.
 	AnnotationHeldBy = "nudgeflow.konflux-ci.dev/held-by"
+	// AnnotationHandedBackBy on nudgeflow's Renovate PipelineRun names the
+	// ChangeGroup that handed the build back: that group never intercepts it again
+	// (another group, a manual one taking over, may).
+	AnnotationHandedBackBy = "nudgeflow.konflux-ci.dev/handed-back-by"
 	// AnnotationCancelReason says why nudgeflow cancelled the PipelineRun.
 	AnnotationCancelReason = "nudgeflow.konflux-ci.dev/cancel-reason"
 	// AnnotationRenudge lists targets of a cancelled PipelineRun that no ChangeGroup

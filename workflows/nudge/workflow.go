@@ -92,6 +92,9 @@ type Request struct {
 	Mode string `json:"mode"`
 	Build
 	DistributionRepos []string `json:"distributionRepos,omitempty"`
+	// HandedBackBy names the ChangeGroup that handed this build back (a hand-back
+	// nudge): that group never intercepts the nudge's Renovate run.
+	HandedBackBy string `json:"handedBackBy,omitempty"`
 	Tuning
 }
 
@@ -204,7 +207,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			Namespace: req.Namespace, Name: name, WorkflowID: wfID, Attempt: attempt,
 			Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL, Digest: req.Digest,
 			BuildPipelineRun: req.BuildPipelineRun, RepoAtSHA: req.RepoAtSHA, NudgeFiles: req.NudgeFiles,
-			DistributionRepos: req.DistributionRepos,
+			DistributionRepos: req.DistributionRepos, HandedBackBy: req.HandedBackBy,
 		}
 		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), a.LaunchRenovate, launch).Get(ctx, nil); err != nil {
 			msg := fmt.Sprintf("could not launch the Renovate run for %s@%s: %v", req.Nudging, req.Digest, err)
