@@ -35,8 +35,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
 
