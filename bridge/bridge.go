@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/nudgeflow/nudgeflow/bridge/batching"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
@@ -128,6 +129,12 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	router, err := changegroup.Setup(mgr, groups)
 	if err != nil {
 		return nil, err
+	}
+	// Batched nudging: manual groups take over automatic ones; automatic groups
+	// follow their NudgeConfig.
+	if err := (&batching.Reconciler{Kube: mgr.GetClient(), Live: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorderFor("nudgeflow")}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the batching reconciler: %w", err)
 	}
 	// PR groups (ADR 29): pull-request builds and the forge events of their PRs.
 	prs, err := prgroups.Setup(mgr, prgroups.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.PRGroup})
