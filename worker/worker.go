@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/batching"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
@@ -154,6 +155,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
 	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
+	(&batching.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
 	nudges.Register(r, deps.Kube, deps.OperatorNamespace)
 	// PR groups (ADR 29).

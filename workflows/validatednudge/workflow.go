@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/batching"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -222,6 +223,12 @@ func Workflow(ctx workflow.Context, in Input) error {
 	var child workflow.ChildWorkflowFuture
 	for {
 		if child == nil && st.Ready != nil {
+			if rec := batch(ctx, in, *st.Ready); rec != nil {
+				// A ChangeGroup (manual, or the target's automatic batch) took it.
+				st.Nudges = pushBounded(st.Nudges, *rec, historyBound)
+				st.LastNudged, st.Ready = st.Ready, nil
+				continue
+			}
 			child = startNudge(ctx, in, *st.Ready)
 			st.Running, st.Ready = st.Ready, nil
 			st.LastNudged = st.Running
@@ -287,6 +294,38 @@ func Workflow(ctx workflow.Context, in Input) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// versionBatching guards the batching shape: a passed build is first offered to
+// the ChangeGroup that holds the edge or to the target's automatic batch (an
+// activity); histories recorded before it start the Nudge at once.
+const versionBatching = "batching"
+
+// PhaseBatched is a NudgeRecord's phase when a ChangeGroup took the build.
+const PhaseBatched = "Batched"
+
+// batch offers a passed build to a ChangeGroup; nil: none took it, nudge it. An
+// activity that keeps failing (the API server unreachable for minutes) falls back
+// to the nudge: the build is nudged unbatched rather than never.
+func batch(ctx workflow.Context, in Input, b Build) *NudgeRecord {
+	if workflow.GetVersion(ctx, versionBatching, workflow.DefaultVersion, 1) < 1 {
+		return nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 30},
+		Summary:             fmt.Sprintf("give %s to the ChangeGroup batching %s, if any", b.PullSpec, in.To),
+	})
+	var res batching.Result
+	err := workflow.ExecuteActivity(actx, batching.Activity, batching.Request{Namespace: in.Namespace, From: in.From, To: in.To, Build: b}).Get(ctx, &res)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("could not offer the build to a ChangeGroup; nudging it", "digest", b.Digest, "error", err)
+		return nil
+	}
+	if res.ChangeGroup == "" {
+		return nil
+	}
+	return &NudgeRecord{Digest: b.Digest, BuiltAt: b.BuiltAt, WorkflowID: res.WorkflowID, Phase: PhaseBatched + " in ChangeGroup " + res.ChangeGroup}
 }
 
 func startNudge(ctx workflow.Context, in Input, b Build) workflow.ChildWorkflowFuture {

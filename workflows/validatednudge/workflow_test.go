@@ -1,19 +1,37 @@
 package validatednudge
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/batching"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
+
+// A passed build of a batched target (or an edge a ChangeGroup holds) goes to the
+// group the batching activity names: no Nudge is started, the record says where.
+func TestPassedBuildOfABatchedTargetGoesToItsGroup(t *testing.T) {
+	b := build(1)
+	nudged, st := runBatching(t, 0, "bundle-batch-x", []step{
+		{time.Minute, SignalBuild, b},
+		{2 * time.Minute, SignalSnapshotTested, snap("s1", b, true)},
+	})
+	require.Empty(t, nudged, "no Renovate nudge for a batched build")
+	require.Len(t, st.Nudges, 1)
+	require.Equal(t, b.Digest, st.Nudges[0].Digest)
+	require.Equal(t, PhaseBatched+" in ChangeGroup bundle-batch-x", st.Nudges[0].Phase)
+	require.Equal(t, b.Digest, st.LastNudged.Digest, "a later, older build is not taken")
+}
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 
@@ -36,11 +54,23 @@ type step struct {
 // run plays signals at the given times, cancels the long-lived workflow at the end
 // and returns the digests it nudged, in order, plus its final state.
 func run(t *testing.T, nudgeTakes time.Duration, steps []step) ([]string, State) {
+	return runBatching(t, nudgeTakes, "", steps)
+}
+
+// runBatching is run with the batching activity answering that group (empty: no
+// group holds the edge, the target is not batched).
+func runBatching(t *testing.T, nudgeTakes time.Duration, group string, steps []step) ([]string, State) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "operand", "bundle")})
 	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivityWithOptions(func(_ context.Context, req batching.Request) (batching.Result, error) {
+		if group == "" {
+			return batching.Result{}, nil
+		}
+		return batching.Result{ChangeGroup: group, WorkflowID: "changegroup/ns/" + group + "/uid"}, nil
+	}, activity.RegisterOptions{Name: batching.Activity})
 	var nudged []string
 	call := env.OnWorkflow(nudge.WorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, req nudge.Request) (nudge.Result, error) {
 		nudged = append(nudged, req.Digest)

@@ -1,0 +1,102 @@
+// Package batching is the validated side of batched nudging (ADR 67 Phase 2): a
+// ValidatedNudge whose build passed its Snapshot gives it, with the Snapshot's
+// digest, to the ChangeGroup that holds the edge (a manual one first), or to the
+// automatic ChangeGroup of a batched target, opened when none is open
+// (internal/batching). Only when neither exists does the workflow nudge as before.
+package batching
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/batching"
+	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+)
+
+// Activity is the registered name; never change it (histories replay by name).
+const Activity = "BatchValidatedBuild"
+
+// Request is one validated build of the edge From -> To. No secrets.
+type Request struct {
+	Namespace string      `json:"namespace"`
+	From      string      `json:"from"`
+	To        string      `json:"to"`
+	Build     nudge.Build `json:"build"`
+}
+
+// Result names the group that took the build; empty when no group holds the edge
+// and the target is not batched (the caller nudges normally).
+type Result struct {
+	ChangeGroup string `json:"changeGroup,omitempty"`
+	WorkflowID  string `json:"workflowID,omitempty"`
+}
+
+// Activities delivers validated builds to ChangeGroups.
+type Activities struct {
+	Kube     ctrlclient.Client
+	Temporal client.Client
+
+	once   sync.Once
+	opener *batching.Opener
+}
+
+// Register adds the activity under its stable name.
+func (a *Activities) Register(r sdkworker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(a.Route, activity.RegisterOptions{Name: Activity})
+}
+
+// errNotStarted: the group exists but the bridge has not started its workflow yet;
+// the activity is retried.
+var errNotStarted = errors.New("the ChangeGroup's workflow has not started yet")
+
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;create;patch
+
+// Route gives the build to the group that takes it now. It never starts a group's
+// workflow (the bridge does, with its settings, after the group's finalizer is on):
+// a group not started yet makes the activity fail and be retried.
+func (a *Activities) Route(ctx context.Context, req Request) (Result, error) {
+	a.once.Do(func() { a.opener = &batching.Opener{Kube: a.Kube, Live: a.Kube} })
+	var nc konfluxv1alpha1.NudgeConfig
+	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	if apierrors.IsNotFound(err) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("reading the NudgeConfig of %s: %w", req.Namespace, err)
+	}
+	cg, err := a.opener.Holder(ctx, &nc, req.From, req.To)
+	if err != nil || cg == nil {
+		return Result{}, err
+	}
+	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	b := req.Build
+	err = cgwf.SignalBuilt(ctx, a.Temporal, id, cgwf.ComponentBuilt{
+		Component: req.From, Digest: b.Digest, PullSpec: b.PullSpec,
+		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
+	})
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) && changegroups.IsActive(cg) {
+		// Not started yet, or ended a moment ago: the next attempt looks again.
+		return Result{}, fmt.Errorf("%w: ChangeGroup %s/%s", errNotStarted, cg.Namespace, cg.Name)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	activity.GetLogger(ctx).Info("validated build given to a ChangeGroup", "changeGroup", cg.Name,
+		"automatic", changegroups.IsAutomatic(cg), "component", req.From, "digest", b.Digest)
+	return Result{ChangeGroup: cg.Name, WorkflowID: id}, nil
+}
