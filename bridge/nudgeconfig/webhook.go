@@ -41,7 +41,10 @@ type Validator struct {
 
 var _ admission.CustomValidator = &Validator{}
 
-var nudgesPath = field.NewPath("spec", "nudges")
+var (
+	nudgesPath   = field.NewPath("spec", "nudges")
+	batchingPath = field.NewPath("spec", "batching")
+)
 
 // ValidateCreate checks every edge.
 func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
@@ -84,6 +87,7 @@ func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfi
 		}
 		errs = append(errs, field.Forbidden(path, p.Message))
 	}
+	errs = append(errs, BatchingProblems(nc)...)
 
 	var warnings admission.Warnings
 	if len(added) > 0 {
@@ -200,4 +204,27 @@ func describeEntries(nudges []konfluxv1alpha1.NudgeRelationship, entries []int) 
 		parts = append(parts, fmt.Sprintf("%d more", len(entries)-most))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// BatchingProblems checks spec.batching against the graph (what CEL cannot see): a
+// batched target must be nudged by some edge, and a quorum cannot exceed the
+// number of its nudgers (a window could then never release). Each message says how
+// to fix it.
+func BatchingProblems(nc *konfluxv1alpha1.NudgeConfig) field.ErrorList {
+	var errs field.ErrorList
+	for i, p := range nc.Spec.Batching {
+		nudgers := nc.Spec.NudgersOf(p.Target)
+		path := batchingPath.Index(i)
+		if len(nudgers) == 0 {
+			errs = append(errs, field.Invalid(path.Child("target"), p.Target, fmt.Sprintf(
+				"no nudge targets %s: add an entry with to: %s to spec.nudges, or remove this batching policy", p.Target, p.Target)))
+			continue
+		}
+		if p.Quorum != nil && int(*p.Quorum) > len(nudgers) {
+			errs = append(errs, field.Invalid(path.Child("quorum"), *p.Quorum, fmt.Sprintf(
+				"quorum %d is more than the %d component(s) nudging %s (%s): lower it to at most %d, or use release: all",
+				*p.Quorum, len(nudgers), p.Target, strings.Join(nudgers, ", "), len(nudgers))))
+		}
+	}
+	return errs
 }

@@ -48,6 +48,7 @@ and dashed in Mermaid and DOT, "missing": true and "stale": true in JSON.`,
 				Namespace: ns,
 				Nudges:    nc.Spec.Nudges,
 				Missing:   nudgegraph.Missing(nc.Spec.Nudges, func(n string) bool { return exists[n] }),
+				Batching:  nc.Spec.Batching,
 			})
 		},
 	}

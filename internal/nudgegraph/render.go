@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 )
 
 // Format is an output format of Render.
@@ -27,6 +29,37 @@ type View struct {
 	Nudges    []Edge
 	// Missing are components named by edges that do not exist in the namespace.
 	Missing []string
+	// Batching are the batching policies (spec.batching): their targets are marked.
+	Batching []konfluxv1alpha1.BatchingPolicy
+}
+
+// batchLabel describes a target's batching policy in a node label ("" when not batched).
+func (v View) batchLabel(name string) string {
+	for _, p := range v.Batching {
+		if p.Target != name {
+			continue
+		}
+		a := batchingDefaults(p)
+		s := fmt.Sprintf("batched: window %s, maxWait %s, release %s", a.window, a.maxWait, p.EffectiveRelease())
+		if p.Quorum != nil {
+			s += fmt.Sprintf(" %d", *p.Quorum)
+		}
+		return s
+	}
+	return ""
+}
+
+type batchTimes struct{ window, maxWait string }
+
+func batchingDefaults(p konfluxv1alpha1.BatchingPolicy) batchTimes {
+	t := batchTimes{konfluxv1alpha1.DefaultBatchWindow, konfluxv1alpha1.DefaultBatchMaxWait}
+	if p.Window != nil {
+		t.window = p.Window.Duration.String()
+	}
+	if p.MaxWait != nil {
+		t.maxWait = p.MaxWait.Duration.String()
+	}
+	return t
 }
 
 // JSONGraph is the JSON form of a View; UIs consume it.
@@ -40,6 +73,8 @@ type JSONGraph struct {
 type JSONComponent struct {
 	Name    string `json:"name"`
 	Missing bool   `json:"missing"`
+	// Batched describes the component's batching policy when it is a batched target.
+	Batched string `json:"batched,omitempty"`
 }
 
 // JSONEdge is one nudge; Stale is true when either end is missing.
@@ -63,7 +98,7 @@ func Render(w io.Writer, f Format, v View) error {
 	case JSON:
 		g := JSONGraph{Namespace: v.Namespace, Components: []JSONComponent{}, Edges: []JSONEdge{}}
 		for _, n := range names {
-			g.Components = append(g.Components, JSONComponent{Name: n, Missing: missing[n]})
+			g.Components = append(g.Components, JSONComponent{Name: n, Missing: missing[n], Batched: v.batchLabel(n)})
 		}
 		for _, e := range v.Nudges {
 			g.Edges = append(g.Edges, JSONEdge{
@@ -101,9 +136,12 @@ func renderMermaid(w io.Writer, names []string, missing map[string]bool, v View)
 	}
 	for i, n := range names {
 		id[n] = "c" + strconv.Itoa(i)
-		if missing[n] {
+		switch {
+		case missing[n]:
 			fmt.Fprintf(&b, "  %s[\"%s (missing)\"]:::stale\n", id[n], n)
-		} else {
+		case v.batchLabel(n) != "":
+			fmt.Fprintf(&b, "  %s[[\"%s<br/>%s\"]]:::batched\n", id[n], n, v.batchLabel(n))
+		default:
 			fmt.Fprintf(&b, "  %s[\"%s\"]\n", id[n], n)
 		}
 	}
@@ -118,6 +156,9 @@ func renderMermaid(w io.Writer, names []string, missing map[string]bool, v View)
 		fmt.Fprintf(&b, "  %s %s|\"%s\"| %s\n", id[e.From], arrow, edgeLabel(e), id[e.To])
 	}
 	b.WriteString("  classDef stale stroke:#c00,stroke-dasharray:5 5,color:#c00\n")
+	if len(v.Batching) > 0 {
+		b.WriteString("  classDef batched stroke:#06c,stroke-width:3px\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -129,9 +170,12 @@ func renderDOT(w io.Writer, names []string, missing map[string]bool, v View) err
 		fmt.Fprintf(&b, "  label=%q;\n", "nudges of namespace "+v.Namespace)
 	}
 	for _, n := range names {
-		if missing[n] {
+		switch {
+		case missing[n]:
 			fmt.Fprintf(&b, "  %q [label=%q, style=dashed, color=red, fontcolor=red];\n", n, n+" (missing)")
-		} else {
+		case v.batchLabel(n) != "":
+			fmt.Fprintf(&b, "  %q [label=%q, shape=box3d, color=blue];\n", n, n+"\n"+v.batchLabel(n))
+		default:
 			fmt.Fprintf(&b, "  %q;\n", n)
 		}
 	}
