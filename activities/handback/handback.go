@@ -8,11 +8,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -24,6 +26,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -56,9 +59,21 @@ type Request struct {
 	Builds      []Build `json:"builds"`
 }
 
-// Result names the Nudge workflows that now carry the builds.
+// Result names the Nudge workflows that now carry the builds, and the builds
+// handed over to another ChangeGroup ("component@digest -> group").
 type Result struct {
-	Nudges []string `json:"nudges"`
+	Nudges     []string `json:"nudges"`
+	HandedOver []string `json:"handedOver,omitempty"`
+}
+
+// SignalComponentBuilt and WorkflowID mirror workflows/changegroup's (that package
+// imports this one); a test there keeps them equal. A Build is a JSON-compatible
+// subset of its ComponentBuilt signal.
+const SignalComponentBuilt = "component-built"
+
+// WorkflowID is the ChangeGroup workflow's ID.
+func WorkflowID(namespace, name, uid string) string {
+	return fmt.Sprintf("changegroup/%s/%s/%s", namespace, name, uid)
 }
 
 // Activities starts Nudges and records Events.
@@ -88,6 +103,16 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 	}
 	taskQueue := activity.GetInfo(ctx).TaskQueue
 	for _, b := range req.Builds {
+		over, err := a.handOver(ctx, req, b)
+		if err != nil {
+			return res, err
+		}
+		if over != "" {
+			res.HandedOver = append(res.HandedOver, fmt.Sprintf("%s@%s -> %s", b.Component, b.Digest, over))
+			activity.GetLogger(ctx).Info("build handed over to the ChangeGroup that holds it now", "changeGroup", req.ChangeGroup,
+				"to", over, "component", b.Component, "digest", b.Digest, "why", b.Why)
+			continue
+		}
 		nreq, err := a.nudgeRequest(ctx, req, b)
 		if err != nil {
 			return res, err
@@ -99,7 +124,40 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 		activity.GetLogger(ctx).Info("build handed back to normal nudging", "changeGroup", req.ChangeGroup,
 			"component", b.Component, "digest", b.Digest, "why", b.Why)
 	}
-	return res, a.recordEvent(ctx, req)
+	return res, a.recordEvent(ctx, req, res)
+}
+
+// handOver gives the build to another ChangeGroup that collects the edge now (a
+// manual group that took the member over from an automatic one, the next batch of
+// a batched target), manual groups first: that is where a new build of the member
+// would go. It returns the group's name, or "" when none collects it (then the
+// build is nudged). A group that collects it but whose workflow the bridge has not
+// started yet (or which ended a moment ago) makes the activity fail and retry.
+func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string, error) {
+	var list appstudiov1alpha1.ChangeGroupList
+	if err := a.Kube.List(ctx, &list, ctrlclient.InNamespace(req.Namespace)); err != nil {
+		return "", fmt.Errorf("listing ChangeGroups of %s: %w", req.Namespace, err)
+	}
+	others := list.Items[:0]
+	for _, cg := range list.Items {
+		if cg.Spec.NudgedComponent == req.Target && cg.Name != req.ChangeGroup {
+			others = append(others, cg)
+		}
+	}
+	cg := batching.Pick(others, b.Component, req.Target)
+	if cg == nil {
+		return "", nil
+	}
+	id := WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	err := a.Temporal.SignalWorkflow(ctx, id, "", SignalComponentBuilt, b)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return "", fmt.Errorf("ChangeGroup %s collects %s but its workflow is not running (not started yet, or just ended); retrying", cg.Name, b.Component)
+	}
+	if err != nil {
+		return "", fmt.Errorf("handing %s@%s over to ChangeGroup %s: %w", b.Component, b.Digest, cg.Name, err)
+	}
+	return cg.Name, nil
 }
 
 // nudgeRequest describes the build for the Nudge workflow: from its PipelineRun when
@@ -137,7 +195,7 @@ func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nu
 }
 
 // recordEvent writes one Event on the ChangeGroup (when it still exists).
-func (a *Activities) recordEvent(ctx context.Context, req Request) error {
+func (a *Activities) recordEvent(ctx context.Context, req Request, res Result) error {
 	var cg appstudiov1alpha1.ChangeGroup
 	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.ChangeGroup}, &cg)
 	if apierrors.IsNotFound(err) || (err == nil && req.UID != "" && string(cg.UID) != req.UID) {
@@ -159,7 +217,7 @@ func (a *Activities) recordEvent(ctx context.Context, req Request) error {
 		InvolvedObject: corev1.ObjectReference{APIVersion: appstudiov1alpha1.GroupVersion.String(), Kind: "ChangeGroup",
 			Namespace: req.Namespace, Name: req.ChangeGroup, UID: cg.UID},
 		Reason:  EventReason,
-		Message: fmt.Sprintf("handed back to normal nudging of %s: %s", req.Target, strings.Join(parts, "; ")),
+		Message: eventMessage(req, parts, res),
 		Type:    corev1.EventTypeNormal, Source: corev1.EventSource{Component: "nudgeflow"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
@@ -174,4 +232,12 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+func eventMessage(req Request, parts []string, res Result) string {
+	msg := fmt.Sprintf("handed back to normal nudging of %s: %s", req.Target, strings.Join(parts, "; "))
+	if len(res.HandedOver) > 0 {
+		msg += fmt.Sprintf(" (%d handed over to the ChangeGroup that collects them now: %s)", len(res.HandedOver), strings.Join(res.HandedOver, ", "))
+	}
+	return msg
 }

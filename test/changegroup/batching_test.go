@@ -20,7 +20,6 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	bridgebatching "github.com/nudgeflow/nudgeflow/bridge/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
-	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -272,8 +271,9 @@ func TestValidatedBatchedNudging(t *testing.T) {
 
 // A manual ChangeGroup created while an automatic batch is open for the same
 // target is admitted; it takes the members it names: the batch hands their held
-// build over (its hand-back nudge is intercepted by the manual group), keeps the
-// others, and later builds of the taken members go to the manual group.
+// build over to the manual group (the hand-back finds the group that collects the
+// member now), keeps the others, and later builds of the taken members go to the
+// manual group.
 func TestManualChangeGroupTakesPrecedenceOverBatch(t *testing.T) {
 	s := newScenario(t, three...)
 	s.batchConfig(konfluxv1alpha1.ModeImmediate, konfluxv1alpha1.BatchingPolicy{Window: dur(time.Hour)})
@@ -292,13 +292,18 @@ func TestManualChangeGroupTakesPrecedenceOverBatch(t *testing.T) {
 		return len(cg.Spec.NudgingComponents) == 1 && cg.Spec.NudgingComponents[0].Name == "operator"
 	})
 	require.Equal(t, digestOf("operand-a", 1), statusOf(left, "operand-a").HandedBackBuild, "the batch says it let the build go")
-	// The hand-back's Renovate run was cancelled at admission, held by the manual group.
-	runs := s.renovateRuns()
-	require.Len(t, runs, 1)
-	require.Equal(t, nudge.WorkflowID(s.ns, string(a1.UID), "bundle"), runs[0].Annotations[renovate.AnnotationWorkflowID])
-	require.Equal(t, "bundle=manual", runs[0].Annotations[konflux.AnnotationHeldBy])
-	require.Equal(t, auto.Name, runs[0].Annotations[konflux.AnnotationHandedBackBy])
-	require.Equal(t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), runs[0].Spec.Status)
+	// Handed over, not nudged: no Nudge workflow, no Renovate run.
+	_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), nudge.WorkflowID(s.ns, string(a1.UID), "bundle"), "")
+	require.Error(t, err, "the build was handed over, never nudged on its own")
+	require.Empty(t, s.renovateRuns())
+	world.Eventually(t, 30*time.Second, "the batch's hand-back Event names the manual group", func() (bool, error) {
+		for _, m := range s.handBackEvents(auto.Name) {
+			if strings.Contains(m, "-> manual") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("events %v", s.handBackEvents(auto.Name))
+	})
 	world.Eventually(t, 30*time.Second, "an Event on the batch says the manual group took over", func() (bool, error) {
 		var list corev1.EventList
 		if err := s.w.Kube.List(context.Background(), &list, ctrlclient.InNamespace(s.ns)); err != nil {
@@ -336,7 +341,10 @@ func TestBatchOfADeletedNudgeConfigHandsItsBuildsBack(t *testing.T) {
 	s.waitGroups("the batch is gone", 60*time.Second, func(gs []appstudiov1alpha1.ChangeGroup) bool { return len(gs) == 0 })
 	world.Eventually(t, 30*time.Second, "the batch's PR is closed", func() (bool, error) {
 		prs := s.f.PRs(s.ns, "bundle")
-		return len(prs) == 1 && !prs[0].Open && !prs[0].Merged, fmt.Errorf("PRs %+v", prs)
+		if len(prs) == 1 && !prs[0].Open && !prs[0].Merged {
+			return true, nil
+		}
+		return false, fmt.Errorf("PRs %+v", prs)
 	})
 	require.Zero(t, s.f.CIBuilds(s.ns, "bundle"))
 	require.Equal(t, digestOf("operand-a", 1), statusOf(&auto, "operand-a").NewBuild)
