@@ -64,10 +64,16 @@ func (o *Opener) lock(key string) func() {
 // edge after it opened), opened when there is none. nil: the edge is not held and
 // not batched; nudge it normally.
 func (o *Opener) Holder(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, source, target string) (*appstudiov1alpha1.ChangeGroup, error) {
+	return o.HolderExcept(ctx, nc, source, target, "")
+}
+
+// HolderExcept is Holder ignoring the group named except: a released batch handing
+// a late build to the next batch while its own status still says it collects.
+func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, source, target, except string) (*appstudiov1alpha1.ChangeGroup, error) {
 	namespace := nc.Namespace
 	defer o.lock(namespace + "/" + target)()
 	for attempt := 0; ; attempt++ {
-		groups, err := o.groups(ctx, namespace, target)
+		groups, err := o.groups(ctx, namespace, target, except)
 		if err != nil {
 			return nil, err
 		}
@@ -94,14 +100,14 @@ func (o *Opener) Holder(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, so
 	}
 }
 
-func (o *Opener) groups(ctx context.Context, namespace, target string) ([]appstudiov1alpha1.ChangeGroup, error) {
+func (o *Opener) groups(ctx context.Context, namespace, target, except string) ([]appstudiov1alpha1.ChangeGroup, error) {
 	var list appstudiov1alpha1.ChangeGroupList
 	if err := o.Live.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing ChangeGroups of %s: %w", namespace, err)
 	}
 	out := list.Items[:0]
 	for _, cg := range list.Items {
-		if cg.Spec.NudgedComponent == target {
+		if cg.Spec.NudgedComponent == target && cg.Name != except {
 			out = append(out, cg)
 		}
 	}

@@ -234,7 +234,11 @@ func (s *State) applyBuild(now time.Time, b ComponentBuilt, handBack bool) (bool
 	if refuse != "" {
 		if handBack {
 			s.Seen[key] = true
-			s.queueHandBack(heldBuild(b, refuse))
+			hb := heldBuild(b, refuse)
+			// A build after an automatic group stopped collecting (released or
+			// merged) belongs to the target's next batch.
+			hb.Next = s.Automatic && (s.Released || s.Phase == appstudiov1alpha1.PhaseCompleted)
+			s.queueHandBack(hb)
 			return true, refuse + "; handed back to normal nudging"
 		}
 		return false, refuse
@@ -306,6 +310,12 @@ func (s *State) handBackUndelivered() {
 		}
 		why := fmt.Sprintf("the group ended (%s: %s) without it in a merged pull request", s.Phase, s.Reason)
 		s.handBackCollected(c, why)
+		if s.Automatic && s.Phase == appstudiov1alpha1.PhaseCompleted && len(s.HandBack) > 0 {
+			// Arrived after the batch's last push: the next batch takes it.
+			if last := &s.HandBack[len(s.HandBack)-1]; last.Component == c.Name && last.Digest == c.New {
+				last.Next = true
+			}
+		}
 	}
 }
 

@@ -240,6 +240,7 @@ func (h *harness) update(d time.Duration, name string, wantErr bool, args ...any
 func (h *harness) run(in Input) *State {
 	if in.Name == "" {
 		in = Input{Namespace: "tenant", Name: "bundle-x-update", UID: "uid-1", NudgedComponent: in.NudgedComponent,
+			AutoRelease: in.AutoRelease, Automatic: in.Automatic,
 			Settings: Settings{Debounce: 5 * time.Second, PollInterval: time.Hour}}
 	}
 	h.env.ExecuteWorkflow(WorkflowName, in)
