@@ -23,6 +23,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
@@ -267,6 +268,24 @@ func TestValidatedBatchedNudging(t *testing.T) {
 	require.Equal(t, map[string]string{"operand-a": digestOf("operand-a", 1), "operand-b": digestOf("operand-b", 1)}, s.csvDigests(prs[0].Head))
 	require.Equal(t, 1, s.f.CIBuilds(s.ns, "bundle"))
 	require.Empty(t, s.renovateRuns(), "validated builds were batched, not nudged one by one")
+	// The edge's ValidatedNudge records where its build went; its history so far
+	// (it lives on, waiting for the next build) is the batching shape's replay input.
+	id := validatednudge.WorkflowID(s.ns, "operand-a", "bundle")
+	world.Eventually(t, 30*time.Second, "the ValidatedNudge records the batch", func() (bool, error) {
+		v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), id, "", validatednudge.QueryState)
+		if err != nil {
+			return false, err
+		}
+		var st validatednudge.State
+		if err := v.Get(&st); err != nil {
+			return false, err
+		}
+		if len(st.Nudges) == 1 && st.Nudges[0].Phase == validatednudge.PhaseBatched+" in ChangeGroup "+cg.Name {
+			return true, nil
+		}
+		return false, fmt.Errorf("nudges %+v", st.Nudges)
+	})
+	s.w.RecordHistory(t, localenv.RepoRoot()+"/workflows/validatednudge/testdata", t.Name()+"@batching", id)
 }
 
 // A manual ChangeGroup created while an automatic batch is open for the same
