@@ -55,3 +55,45 @@ func TestDryRunIsNotAdmitted(t *testing.T) {
 	require.NotNil(t, held, "a group admitted a moment ago holds before the cache has it")
 	require.Equal(t, "real", held.Name)
 }
+
+// Manual groups take precedence over automatic ones (batching): a manual group is
+// admitted over an open automatic group and is then the one holding; an automatic
+// group is refused over any collecting group, and two racing automatic groups are
+// decided atomically (the second sees the first through the Index).
+func TestManualOutranksAutomaticAtAdmission(t *testing.T) {
+	b := fake.NewClientBuilder().WithScheme(kube.NewScheme())
+	for _, n := range []string{"bundle", "a", "b"} {
+		b = b.WithObjects(&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "ns"}})
+	}
+	c := b.Build()
+	index := &changegroups.Index{Cache: c}
+	v := &Validator{Index: index, Cache: c, APIReader: c}
+	group := func(name string, automatic bool, members ...string) *appstudiov1alpha1.ChangeGroup {
+		cg := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+			Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle"}}
+		if automatic {
+			cg.Labels = map[string]string{changegroups.LabelAutomatic: "true"}
+		}
+		for _, m := range members {
+			cg.Spec.NudgingComponents = append(cg.Spec.NudgingComponents, appstudiov1alpha1.NudgingComponentRef{Name: m})
+		}
+		return cg
+	}
+	ctx := context.Background()
+	_, err := v.ValidateCreate(ctx, group("bundle-batch-1", true, "a", "b"))
+	require.NoError(t, err)
+	_, err = v.ValidateCreate(ctx, group("bundle-batch-2", true, "a", "b"))
+	require.ErrorContains(t, err, `automatic ChangeGroup for bundle overlaps ChangeGroup "bundle-batch-1", which already collects a, b: its builds join that group`)
+
+	_, err = v.ValidateCreate(ctx, group("manual", false, "a"))
+	require.NoError(t, err, "a manual group is admitted over an automatic one")
+	held, err := index.FindHolding(ctx, "ns", "a", "bundle")
+	require.NoError(t, err)
+	require.Equal(t, "manual", held.Name, "the manual group holds, although the automatic one is older")
+	held, err = index.FindHolding(ctx, "ns", "b", "bundle")
+	require.NoError(t, err)
+	require.Equal(t, "bundle-batch-1", held.Name)
+
+	_, err = v.ValidateCreate(ctx, group("manual-2", false, "a"))
+	require.ErrorContains(t, err, `ChangeGroup "manual" is already active for bundle and collects a`, "manual groups still exclude each other")
+}
