@@ -23,8 +23,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
-	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
 // Batched nudging (ADR 67 Phase 2, issue 15) against the real servers: the

@@ -18,7 +18,9 @@ func batched(ns string, policies ...konfluxv1alpha1.BatchingPolicy) *konfluxv1al
 	return nc
 }
 
-func minutes(n int) *metav1.Duration { return &metav1.Duration{Duration: time.Duration(n) * time.Minute} }
+func minutes(n int) *metav1.Duration {
+	return &metav1.Duration{Duration: time.Duration(n) * time.Minute}
+}
 
 // TestBatchingAdmission: spec.batching (issue 15) is optional and backward
 // compatible; CEL rejects what one entry shows wrong, the webhook what needs the
