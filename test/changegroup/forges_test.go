@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 )
 
 // forgeHarness is what the scenarios do on a forge, as a person or as Pipelines as

@@ -8,7 +8,7 @@
 // the head commit message holds a skip marker; edited never does.
 //
 // All methods are safe for concurrent use.
-package githubemu
+package github
 
 import (
 	"crypto/sha1"
