@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -212,7 +213,11 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		if !utf8.Valid(p.Files[path]) {
 			return forge.Commit{}, temporal.NewNonRetryableApplicationError("file "+path+" is not UTF-8 text", "NotText", nil)
 		}
-		actions = append(actions, &gl.CommitActionOptions{Action: new(gl.FileUpdate), FilePath: new(path), Content: new(string(p.Files[path]))})
+		action := gl.FileUpdate
+		if slices.Contains(p.New, path) {
+			action = gl.FileCreate
+		}
+		actions = append(actions, &gl.CommitActionOptions{Action: new(action), FilePath: new(path), Content: new(string(p.Files[path]))})
 	}
 	now, ok, err := c.BranchHead(ctx, p.Branch)
 	if err != nil {
@@ -231,6 +236,37 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		return forge.Commit{}, classify("committing to branch "+p.Branch, err, resp)
 	}
 	return toCommit(cm), nil
+}
+
+var _ forge.PRFilesLister = (*Client)(nil)
+
+// PRFiles lists a merge request's changed files (the merge request diffs API, 100 a
+// page), in GitHub's words: new, deleted, renamed, else modified.
+func (c *Client) PRFiles(ctx context.Context, number int) ([]forge.ChangedFile, error) {
+	opt := &gl.ListMergeRequestDiffsOptions{ListOptions: gl.ListOptions{PerPage: 100, Page: 1}}
+	var out []forge.ChangedFile
+	for {
+		diffs, resp, err := c.api.MergeRequests.ListMergeRequestDiffs(c.pid, int64(number), opt, gl.WithContext(ctx))
+		if err != nil {
+			return nil, classify(fmt.Sprintf("listing the diffs of merge request !%d", number), err, resp)
+		}
+		for _, d := range diffs {
+			f := forge.ChangedFile{Path: d.NewPath, Status: forge.ChangeModified}
+			switch {
+			case d.NewFile:
+				f.Status = forge.ChangeAdded
+			case d.DeletedFile:
+				f.Status = forge.ChangeRemoved
+			case d.RenamedFile:
+				f.Status, f.PreviousPath = forge.ChangeRenamed, d.OldPath
+			}
+			out = append(out, f)
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
+	}
 }
 
 func toPR(m *gl.BasicMergeRequest) forge.PR {

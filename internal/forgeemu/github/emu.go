@@ -457,6 +457,19 @@ type Commit struct {
 	Parents                                   []string
 }
 
+// CommitOf returns a commit by SHA.
+func (s *Server) CommitOf(owner, name, sha string) (Commit, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil || r.commits[sha] == nil {
+		return Commit{}, false
+	}
+	c := r.commits[sha]
+	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
+		Parents: append([]string(nil), c.Parents...)}, true
+}
+
 // Head returns the commit at the tip of branch.
 func (s *Server) Head(owner, name, branch string) (Commit, bool) {
 	s.mu.Lock()
