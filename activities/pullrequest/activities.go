@@ -60,6 +60,10 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 // connect finds the credentials for the repository and returns a forge client and the
 // secret values that must never appear in an error.
 func (a *Activities) connect(ctx context.Context, r Repo) (forge.Forge, []string, error) {
+	switch r.Provider {
+	case "forgejo", "gitea":
+		return a.connectForgejo(ctx, r)
+	}
 	if r.Provider != "" && r.Provider != "github" {
 		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("provider %q is not supported yet", r.Provider), "UnsupportedProvider", nil)
 	}
