@@ -219,6 +219,9 @@ func repoOf(c *mirrorv1alpha1.Component) (pullrequest.Repo, error) {
 		if strings.Contains(u.Host, "gitlab") {
 			provider = "gitlab"
 		}
+		if h := strings.ToLower(u.Host); strings.Contains(h, "forgejo") || strings.Contains(h, "gitea") || strings.Contains(h, "codeberg") {
+			provider = "forgejo" // build-service's host rule; gitea is forgejo's alias
+		}
 	}
 	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
 }
