@@ -86,7 +86,7 @@ func StartForgejoWith(ctx context.Context, dir string, opts ForgejoOptions) (*Fo
 		return nil, err
 	}
 	f := &Forgejo{URL: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir, done: make(chan struct{}),
-		hc: &http.Client{Timeout: 30 * time.Second}}
+		hc: &http.Client{Timeout: 2 * time.Minute}} // a loaded test machine is slow
 	if err := os.MkdirAll(filepath.Join(dir, "custom"), 0o755); err != nil {
 		return nil, err
 	}

@@ -55,7 +55,10 @@ type Options struct {
 	Bot forge.Signature
 	// Transport is the base round tripper (http.DefaultTransport when nil).
 	Transport http.RoundTripper
-	// Timeout bounds each HTTP request (30s when zero).
+	// Timeout bounds each HTTP request (50s when zero: the contents API clones the
+	// repository and runs the push hooks server-side, which is slower than a GitHub
+	// write, and one request must stay under the sync activity's one-minute
+	// heartbeat timeout).
 	Timeout time.Duration
 }
 
@@ -80,7 +83,7 @@ func New(o Options) (*Client, error) {
 		base = http.DefaultTransport
 	}
 	if o.Timeout == 0 {
-		o.Timeout = 30 * time.Second
+		o.Timeout = 50 * time.Second
 	}
 	tr := &transport{base: base, token: o.Token}
 	hc := &http.Client{Transport: tr, Timeout: o.Timeout}
