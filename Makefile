@@ -10,7 +10,7 @@ export GOPROXY ?= https://proxy.golang.org
 TOOLS := hack/tools.sh
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: all build tools generate check-generated lint test e2e regen-histories run clean-tools
+.PHONY: all build tools generate check-generated lint test e2e bench regen-histories run clean-tools image
 
 all: build
 
@@ -63,13 +63,34 @@ test: check-generated lint
 e2e:
 	$(test-env) go test $(GO_TEST_FLAGS) -v -run 'E2E' ./test/changegroup/ 2>&1 | grep -E '^(=== RUN|--- |\s+\S+_test.go|changegroup-e2e|ok|FAIL|PASS)'
 
+# Issue 11's measures at a tenant's scale (README "Performance"); BENCH_FLAGS=--quick
+# for a smoke run.
+bench: build
+	$(test-env) ./bin/nudgeflow bench $(BENCH_FLAGS)
+
 # Re-records the workflow histories the replay tests replay (after a deliberate,
 # GetVersion-guarded change of a workflow's command sequence: keep the old files).
 regen-histories:
-	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/ ./test/nudges/
+	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/ ./test/nudges/ ./test/prgroups/
 
 run: build
 	./bin/nudgeflow dev
+
+# The container image (Containerfile), with podman or docker, whichever can build
+# here; without either it says so and succeeds, so it never fails a build machine
+# that has none. Konflux builds the same Containerfile hermetically.
+IMAGE ?= quay.io/konflux-ci/nudgeflow:dev
+image:
+	@engine=""; for e in podman docker; do \
+		if command -v $$e >/dev/null 2>&1 && $$e info >/dev/null 2>&1; then engine=$$e; break; fi; \
+	done; \
+	if [ -z "$$engine" ]; then \
+		echo "make image: skipped: neither podman nor docker can build here (not installed, or no daemon answers)."; \
+		echo "make image: build elsewhere with: podman build -f Containerfile -t $(IMAGE) ."; \
+		exit 0; \
+	fi; \
+	echo "make image: building $(IMAGE) with $$engine"; \
+	$$engine build -f Containerfile -t $(IMAGE) .
 
 clean-tools:
 	rm -rf "$${XDG_CACHE_HOME:-$$HOME/.cache}/nudgeflow/tools"

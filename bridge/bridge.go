@@ -12,15 +12,19 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
+	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	changegroupwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
 // Deps is what the bridge's features need besides the manager.
@@ -33,6 +37,8 @@ type Deps struct {
 	Executor string
 	// ChangeGroup tunes ChangeGroup workflows started by the bridge.
 	ChangeGroup changegroupwf.Settings
+	// PRGroup tunes the PRGroup workflows (ADR 29 PR groups) started by the bridge.
+	PRGroup prgroupwf.Settings
 }
 
 // Bridge is what Setup wired, for the parts that serve outside the manager.
@@ -54,15 +60,42 @@ type ManagerOptions struct {
 	// LeaderElection keeps one active bridge when several run.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// MaxConcurrentReconciles is how many objects each controller (builds, Renovate
+	// runs, Snapshots, ChangeGroups, held nudges, NudgeConfigs) reconciles at once;
+	// DefaultMaxConcurrentReconciles when zero. One object is never reconciled twice
+	// at once (controller-runtime's work queue), and the workflows order builds by
+	// when they were built, not by when their signal arrives.
+	MaxConcurrentReconciles int
+	// SkipControllerNameValidation lets one process build a second manager (tests and
+	// `nudgeflow bench` restart the bridge in-process); controller names must be
+	// unique per process otherwise.
+	SkipControllerNameValidation bool
 }
+
+// DefaultMaxConcurrentReconciles: a reconcile spends its time waiting on Temporal
+// (a SignalWithStart per nudge edge, sent one after the other), not on CPU (about
+// half a millisecond of the bridge's CPU per signal), so one worker per controller
+// leaves Temporal idle between round trips. Eight keep a Temporal server busy: in
+// `nudgeflow bench` 32 sent no more signals per second than 8 (README
+// "Performance"); more would only queue a resync's burst at a shared frontend.
+const DefaultMaxConcurrentReconciles = 8
 
 // NewManager builds the manager with nudgeflow's scheme and webhook server.
 func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if opts.MetricsAddr == "" {
 		opts.MetricsAddr = "0"
 	}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
+	}
+	ctrlOpts := config.Controller{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}
+	if opts.SkipControllerNameValidation {
+		ctrlOpts.SkipNameValidation = ptr.To(true)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  kube.NewScheme(),
+		Cache:                   cacheOptions(),
+		Controller:              ctrlOpts,
 		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:  opts.HealthAddr,
 		LeaderElection:          opts.LeaderElection,
@@ -87,7 +120,7 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	}
 	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup}
 	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor),
-		ChangeGroups: groups.Starter()}
+		ChangeGroups: groups.Starter(mgr.GetClient())}
 	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
 	}
@@ -96,5 +129,11 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
+	// PR groups (ADR 29): pull-request builds and the forge events of their PRs.
+	prs, err := prgroups.Setup(mgr, prgroups.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.PRGroup})
+	if err != nil {
+		return nil, err
+	}
+	router.Also = append(router.Also, prs)
 	return &Bridge{PREvents: router}, nil
 }

@@ -17,6 +17,9 @@ WORKFLOWCHECK_VERSION=v0.6.0
 # go.mod has replace directives). v1.26.0 is the newest tag whose go.mod still declares
 # code.gitea.io/gitea (v1.27 moved to gitea.dev, which the module proxy does not serve).
 GITEA_VERSION=v1.26.0
+# kustomize v5.8.3 needs go 1.27; v5.8.2 (go 1.26.0, no replace directives) is
+# go-installable with the local toolchain.
+KUSTOMIZE_VERSION=v5.8.2
 # Renovate 39 is the newest line that runs on Node 20 (engines ^20.15.1 || ^22.11.0) and
 # still takes fileMatch natively, like the pinned mintmaker Renovate image. It comes from
 # the npm registry (the one tool that is not Go).
@@ -107,6 +110,9 @@ tool_path() {
 	gitea)
 		dir=$cache/gitea-$GITEA_VERSION
 		build_into "$dir" gitea gitea_build ;;
+	kustomize)
+		dir=$cache/kustomize-$KUSTOMIZE_VERSION
+		build_into "$dir" kustomize go_install sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
 	renovate-config-validator)
 		dir=$cache/renovate-$RENOVATE_VERSION
 		build_into "$dir" renovate-config-validator npm_install renovate@$RENOVATE_VERSION "$dir" ;;
@@ -131,6 +137,6 @@ path) tool_path "$2" ;;
 assets) assets ;;
 all)
 	assets >/dev/null
-	for t in temporal controller-gen staticcheck workflowcheck gitea renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
+	for t in temporal controller-gen staticcheck workflowcheck kustomize gitea renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
 *) echo "usage: $0 path NAME | assets | all" >&2; exit 2 ;;
 esac

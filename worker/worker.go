@@ -2,6 +2,8 @@
 package worker
 
 import (
+	"fmt"
+
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -9,9 +11,11 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
+	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/internal/nudges"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
 // DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
@@ -38,14 +42,105 @@ type Options struct {
 	// FailWorkflowOnPanic turns a non-deterministic change into a failed workflow
 	// instead of a blocked task; tests set it.
 	FailWorkflowOnPanic bool
+	// Tuning sizes the worker; zero fields take the defaults below.
+	Tuning Tuning
+}
+
+// Tuning sizes a worker: how many workflows it keeps in memory, how much work it
+// runs at once, how many long polls it keeps open.
+type Tuning struct {
+	// StickyCacheSize is how many workflow executions the process keeps in memory
+	// between their tasks (process-global: the SDK's sticky cache is shared by every
+	// worker of the process and sized when the first one starts).
+	StickyCacheSize int
+	// MaxConcurrentActivities bounds the activities running at once.
+	MaxConcurrentActivities int
+	// MaxConcurrentWorkflowTasks bounds the workflow tasks running at once.
+	MaxConcurrentWorkflowTasks int
+	// WorkflowTaskPollers and ActivityTaskPollers are the long polls kept open on
+	// the task queue for each kind of task.
+	WorkflowTaskPollers int
+	ActivityTaskPollers int
+}
+
+// The defaults, chosen for nudgeflow's load: many long-lived, mostly idle
+// workflows (a ChangeGroup waits hours or days for builds; a validated edge waits for
+// its Snapshot) and I/O-bound activities (the Kubernetes API and the forge).
+//
+// StickyCacheSize: a cached execution costs its goroutines and its state, 55–70 KB
+// of worker RSS for an idle ChangeGroup (`nudgeflow bench`, README "Performance");
+// one that is not cached is rebuilt by replaying its history when its next task
+// comes, a few milliseconds of CPU and one history read for an idle group's short
+// history. An idle group needs no memory between its events, so the cache only has
+// to hold the groups busy at the same time. With 10,000 open groups, 2,000 kept the
+// worker at 199 MB RSS (137 MB above its start), however many more groups open;
+// the SDK's default, 10,000, took it to 617 MB, growing with the open groups.
+//
+// MaxConcurrentActivities: activities wait on the API server and the forge. 100 at
+// once keeps one worker within GitHub's secondary rate limit (no more than 100
+// concurrent requests, REST and GraphQL together) and bounds the requests it has in
+// flight at the API server; the SDK's default is 1,000.
+//
+// MaxConcurrentWorkflowTasks: workflow tasks are CPU-bound (a cache miss also waits
+// for its history); 64 is far more than the cores a worker has, yet bounds the
+// histories held in memory at once by cache misses; the SDK's default is 1,000.
+//
+// Pollers: one long poll returns one task, so a burst (a resync starting thousands
+// of groups) is dispatched at about pollers per round trip to the frontend. In
+// `nudgeflow bench` (300 new groups, a CPU-bound dev server on a loaded machine) 8
+// each started 6.7–9.5 groups/s, 2 each 6.0–6.7: a modest gain, within the noise.
+// 4 each, twice the SDK's 2, hold 8 polls open per worker.
+const (
+	DefaultStickyCacheSize            = 2000
+	DefaultMaxConcurrentActivities    = 100
+	DefaultMaxConcurrentWorkflowTasks = 64
+	DefaultWorkflowTaskPollers        = 4
+	DefaultActivityTaskPollers        = 4
+)
+
+// WithDefaults fills the zero fields.
+func (t Tuning) WithDefaults() Tuning {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&t.StickyCacheSize, DefaultStickyCacheSize)
+	def(&t.MaxConcurrentActivities, DefaultMaxConcurrentActivities)
+	def(&t.MaxConcurrentWorkflowTasks, DefaultMaxConcurrentWorkflowTasks)
+	def(&t.WorkflowTaskPollers, DefaultWorkflowTaskPollers)
+	def(&t.ActivityTaskPollers, DefaultActivityTaskPollers)
+	return t
+}
+
+// Validate rejects what the SDK would panic on: it alternates workflow-task polls
+// between the sticky and the normal queue, so one poller or one slot cannot work.
+func (t Tuning) Validate() error {
+	t = t.WithDefaults()
+	if t.WorkflowTaskPollers < 2 {
+		return fmt.Errorf("workflow task pollers must be at least 2, got %d", t.WorkflowTaskPollers)
+	}
+	if t.MaxConcurrentWorkflowTasks < 2 {
+		return fmt.Errorf("concurrent workflow tasks must be at least 2, got %d", t.MaxConcurrentWorkflowTasks)
+	}
+	return nil
 }
 
 // New returns a worker with every workflow and activity registered; Start or Run it.
+// It sizes the process's sticky cache (opts.Tuning), which applies when no worker of
+// the process runs yet.
 func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = DefaultTaskQueue
 	}
-	wo := sdkworker.Options{}
+	t := opts.Tuning.WithDefaults()
+	sdkworker.SetStickyWorkflowCacheSize(t.StickyCacheSize)
+	wo := sdkworker.Options{
+		MaxConcurrentActivityExecutionSize:     t.MaxConcurrentActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: t.MaxConcurrentWorkflowTasks,
+		MaxConcurrentWorkflowTaskPollers:       t.WorkflowTaskPollers,
+		MaxConcurrentActivityTaskPollers:       t.ActivityTaskPollers,
+	}
 	if opts.FailWorkflowOnPanic {
 		wo.WorkflowPanicPolicy = sdkworker.FailWorkflow
 	}
@@ -61,4 +156,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
 	nudges.Register(r, deps.Kube, deps.OperatorNamespace)
+	// PR groups (ADR 29).
+	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
+	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, deps.PullRequest)}).Register(r)
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
@@ -213,15 +214,9 @@ func repoOf(c *mirrorv1alpha1.Component) (pullrequest.Repo, error) {
 	if err != nil || u.Host == "" {
 		return pullrequest.Repo{}, fmt.Errorf("component %q has a source URL nudgeflow cannot parse: %q", c.Name, git.URL)
 	}
-	provider := c.Annotations[mirrorv1alpha1.AnnotationGitProvider]
+	provider := forge.ProviderOf(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], u.Hostname())
 	if provider == "" {
-		provider = "github"
-		if strings.Contains(u.Host, "gitlab") {
-			provider = "gitlab"
-		}
-		if h := strings.ToLower(u.Host); strings.Contains(h, "forgejo") || strings.Contains(h, "gitea") || strings.Contains(h, "codeberg") {
-			provider = "forgejo" // build-service's host rule; gitea is forgejo's alias
-		}
+		provider = forge.ProviderGitHub // GitHub Enterprise hosts are named anything
 	}
 	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
 }

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
 // Repo names a repository on a forge.
 type Repo struct {
+	// Owner is the owner or, on GitLab, the whole namespace (group/subgroup).
 	// Scheme is https, or http for a loopback test forge.
 	Scheme string
 	// Host is the forge's host (with port when not the default).
@@ -42,10 +44,51 @@ func ParseRepoURL(raw string) (Repo, error) {
 		return Repo{}, fmt.Errorf("repository URL %q: scheme must be https", raw)
 	}
 	parts := strings.Split(strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/"), "/")
-	if u.Host == "" || len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+	if u.Host == "" || len(parts) < 2 || slices.Contains(parts, "") || slices.Contains(parts, "-") {
 		return Repo{}, fmt.Errorf("repository URL %q: want <scheme>://<host>/<owner>/<repo>", raw)
 	}
-	return Repo{Scheme: u.Scheme, Host: u.Host, Owner: parts[0], Name: parts[1]}, nil
+	// GitLab's subgroups: the owner is the whole namespace (group/subgroup).
+	last := len(parts) - 1
+	return Repo{Scheme: u.Scheme, Host: u.Host, Owner: strings.Join(parts[:last], "/"), Name: parts[last]}, nil
+}
+
+// Provider names, as Konflux's git-provider annotation writes them.
+const (
+	ProviderGitHub  = "github"
+	ProviderGitLab  = "gitlab"
+	ProviderForgejo = "forgejo"
+)
+
+// NormalizeProvider lower-cases a provider name and maps aliases: "gitea" is
+// Forgejo (build-service's rule), "" is GitHub (requests from before providers).
+func NormalizeProvider(p string) string {
+	p = strings.ToLower(strings.TrimSpace(p))
+	switch p {
+	case "":
+		return ProviderGitHub
+	case "gitea":
+		return ProviderForgejo
+	}
+	return p
+}
+
+// ProviderOf is build-service's rule: the Component's git-provider annotation
+// wins, else the URL's host names the forge (github, gitlab, forgejo, gitea or
+// codeberg in it); "" when neither tells.
+func ProviderOf(annotation, host string) string {
+	if strings.TrimSpace(annotation) != "" {
+		return NormalizeProvider(annotation)
+	}
+	host = strings.ToLower(host)
+	for _, p := range []string{"github", "gitlab", "forgejo", "gitea", "codeberg"} {
+		if strings.Contains(host, p) {
+			if p == "codeberg" {
+				return ProviderForgejo
+			}
+			return NormalizeProvider(p)
+		}
+	}
+	return ""
 }
 
 // Signature is a commit's author or committer.
@@ -56,7 +99,9 @@ type Signature struct {
 
 // Commit is a commit's metadata.
 type Commit struct {
-	SHA       string
+	SHA string
+	// Tree is what Files reads: the tree object on GitHub, the commit itself on
+	// forges whose tree API reads by ref (GitLab).
 	Tree      string
 	Parents   []string
 	Message   string
@@ -84,6 +129,8 @@ type PR struct {
 	Head    string
 	HeadSHA string
 	Base    string
+	// MergeCommitSHA is the commit a merge put on the base branch ("" when unknown).
+	MergeCommitSHA string
 }
 
 // NewPR is a pull request to open.

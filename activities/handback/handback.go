@@ -15,6 +15,7 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -79,6 +80,12 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 // idempotent: Nudge IDs and the Event name are deterministic.
 func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) {
 	var res Result
+	if req.Target == "" && len(req.Builds) > 0 {
+		// A Nudge without a target would nudge nothing and look done.
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"ChangeGroup %s/%s does not know its nudged component: %d build(s) cannot be handed back", req.Namespace, req.ChangeGroup, len(req.Builds)),
+			"NoTarget", nil)
+	}
 	taskQueue := activity.GetInfo(ctx).TaskQueue
 	for _, b := range req.Builds {
 		nreq, err := a.nudgeRequest(ctx, req, b)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
+	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
@@ -57,35 +58,79 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ClosePullRequest, activity.RegisterOptions{Name: CloseActivity})
 }
 
+// connectors open a client for each provider nudgeflow speaks (forge.Provider's
+// names); a new forge adds one entry.
+var connectors = map[string]func(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error){
+	forge.ProviderGitHub:  connectGitHub,
+	forge.ProviderGitLab:  connectGitLab,
+	forge.ProviderForgejo: connectForgejo,
+}
+
 // connect finds the credentials for the repository and returns a forge client and the
 // secret values that must never appear in an error.
 func (a *Activities) connect(ctx context.Context, r Repo) (forge.Forge, []string, error) {
-	switch r.Provider {
-	case "forgejo", "gitea":
-		return a.connectForgejo(ctx, r)
-	}
-	if r.Provider != "" && r.Provider != "github" {
+	provider := forge.NormalizeProvider(r.Provider)
+	open, ok := connectors[provider]
+	if !ok {
 		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("provider %q is not supported yet", r.Provider), "UnsupportedProvider", nil)
 	}
 	repo, err := forge.ParseRepoURL(r.URL)
 	if err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidRepository", nil)
 	}
+	return open(ctx, a, r, repo)
+}
+
+// noCredentials explains where credentials are looked up.
+func noCredentials(r Repo, repo forge.Repo, alsoApp bool) error {
+	app := ""
+	if alsoApp {
+		app = " and no GitHub App"
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"no credentials for %s: no basic-auth Secret labelled %s=scm, %s=<host> in namespace %s%s",
+		repo.Host, forge.LabelCredentials, forge.LabelSCMHost, r.Namespace, app), "NoCredentials", nil)
+}
+
+// basicAuthBot is the configured bot, else "<username> <<username>@users.noreply.<host>>".
+func (a *Activities) basicAuthBot(repo forge.Repo, ba forge.BasicAuth) forge.Signature {
+	if a.cfg.Bot.Email != "" {
+		return a.cfg.Bot
+	}
+	host := repo.Host
+	if i := strings.LastIndex(host, ":"); i >= 0 {
+		host = host[:i]
+	}
+	return forge.Signature{Name: ba.Username, Email: ba.Username + "@users.noreply." + host}
+}
+
+// connectGitLab uses a basic-auth Secret whose password is a personal, project or
+// group access token (Konflux's GitLab SCM Secrets). Without a configured bot the
+// commit identity is the token's user, as GitLab records it as the committer.
+func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error) {
+	ba, ok, err := forge.FindBasicAuth(ctx, a.k8s, r.Namespace, repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ok {
+		return nil, nil, noCredentials(r, repo, false)
+	}
+	activity.GetLogger(ctx).Debug("using basic-auth credentials", "repo", repo.FullName(), "secret", ba.Secret)
+	f, err := glforge.New(ctx, glforge.Options{Repo: repo, Token: ba.Password, Bot: a.cfg.Bot, Transport: a.cfg.Transport})
+	if err != nil {
+		return nil, []string{ba.Password}, err
+	}
+	return f, []string{ba.Password}, nil
+}
+
+func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error) {
 	ba, ok, err := forge.FindBasicAuth(ctx, a.k8s, r.Namespace, repo)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ok {
-		bot := a.cfg.Bot
-		if bot.Email == "" {
-			host := repo.Host
-			if i := strings.LastIndex(host, ":"); i >= 0 {
-				host = host[:i]
-			}
-			bot = forge.Signature{Name: ba.Username, Email: ba.Username + "@users.noreply." + host}
-		}
 		activity.GetLogger(ctx).Debug("using basic-auth credentials", "repo", repo.FullName(), "secret", ba.Secret)
-		f, err := ghforge.New(ghforge.Options{Repo: repo, Token: ba.Password, Bot: bot, Transport: a.cfg.Transport})
+		f, err := ghforge.New(ghforge.Options{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(repo, ba), Transport: a.cfg.Transport})
 		return f, []string{ba.Password}, err
 	}
 	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)
@@ -93,9 +138,7 @@ func (a *Activities) connect(ctx context.Context, r Repo) (forge.Forge, []string
 		return nil, nil, err
 	}
 	if !ok {
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"no credentials for %s: no basic-auth Secret labelled %s=scm, %s=<host> in namespace %s and no GitHub App",
-			repo.Host, forge.LabelCredentials, forge.LabelSCMHost, r.Namespace), "NoCredentials", nil)
+		return nil, nil, noCredentials(r, repo, true)
 	}
 	token, bot, err := ghforge.AppToken(ctx, repo, app, a.cfg.Transport)
 	if err != nil {

@@ -1,14 +1,12 @@
 package renovate
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 const (
@@ -34,28 +33,10 @@ const (
 	unitCA       = "-----BEGIN CERTIFICATE-----\nunit\n-----END CERTIFICATE-----\n"
 )
 
-// syncBuffer collects the activity's logs (the SDK logs from several goroutines).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type unitWorld struct {
 	t    *testing.T
 	kube ctrlclient.Client
-	logs *syncBuffer
+	logs *world.LogBuffer
 	env  *testsuite.TestActivityEnvironment
 	a    *Activities
 }
@@ -74,7 +55,7 @@ func newUnitWorld(t *testing.T, operatorNamespace string, objs ...ctrlclient.Obj
 			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("bot"), "password": []byte(unitToken)}},
 	}
 	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).Build()
-	logs := &syncBuffer{}
+	logs := &world.LogBuffer{}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	env := suite.NewTestActivityEnvironment()

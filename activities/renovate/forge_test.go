@@ -1,6 +1,7 @@
 package renovate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -32,4 +33,20 @@ func TestParseForgeEndpoints(t *testing.T) {
 	require.ErrorContains(t, err, "git-provider annotation")
 	_, err = parseForge("not a url", "")
 	require.Error(t, err)
+}
+
+// A nudge of a GitLab-hosted component: platform gitlab, the host's /api/v4/
+// endpoint (self-hosted too, port kept), and gitLabIgnoreApprovals carried from the
+// ConfigMap into the generated config (issue 12: verified, not rewritten).
+func TestGitLabNudgeConfig(t *testing.T) {
+	f, err := parseForge("https://gitlab.example.org:8443/group/sub/bundle.git", "")
+	require.NoError(t, err)
+	require.Equal(t, forgeInfo{platform: "gitlab", endpoint: "https://gitlab.example.org:8443/api/v4/", host: "gitlab.example.org:8443", repository: "group/sub/bundle"}, f)
+	for _, shape := range []string{"gitlab", "gitlab-self-hosted"} {
+		c := GenerateConfig(Shapes()[shape])
+		require.Equal(t, "gitlab", c.Platform, shape)
+		require.True(t, strings.HasSuffix(c.Endpoint, "/api/v4/"), shape)
+		require.True(t, c.GitLabIgnoreApprovals, shape)
+	}
+	require.False(t, GenerateConfig(Shapes()["defaults"]).GitLabIgnoreApprovals, "off unless the ConfigMap asks")
 }

@@ -10,7 +10,10 @@
 //   - A Renovate PipelineRun nudgeflow launched that ended signals its Nudge workflow.
 //
 // The bridge is stateless: deterministic workflow IDs, ID reuse policies and the
-// workflows' own dedupe make a resync or a second bridge change nothing.
+// workflows' own dedupe make a resync or a second bridge change nothing. What it
+// writes on a build is for Kubernetes, not state: a finalizer that keeps the pruner
+// from deleting a build it has not routed yet, and the acknowledgement that lets a
+// resync skip a routed build without calling Temporal (routing.go).
 package builds
 
 import (
@@ -31,6 +34,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
@@ -74,11 +78,14 @@ func (o Options) changeGroups() *cgbridge.Starter {
 	return &cgbridge.Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue}
 }
 
-// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+// The bridge patches build PipelineRuns' metadata (the build-routing finalizer and
+// the acknowledgement); patch is all it needs, never update.
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components;snapshots;changegroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
 
-// Setup registers the build, Renovate-run and Snapshot reconcilers.
+// Setup registers the build, Renovate-run and Snapshot reconcilers and the webhook
+// that holds push builds at creation.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	x, err := ParseExecutor(string(opts.Executor))
 	if err != nil {
@@ -89,11 +96,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-builds").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			plr, ok := o.(*tektonv1.PipelineRun)
-			return ok && IsPushBuild(plr) && plr.IsDone()
+			return ok && needsReconcile(plr)
 		}))).
-		Complete(&BuildReconciler{Client: c, Options: opts}); err != nil {
+		Complete(&BuildReconciler{Client: c, APIReader: mgr.GetAPIReader(), Options: opts}); err != nil {
 		return fmt.Errorf("setting up the build reconciler: %w", err)
 	}
+	mgr.GetWebhookServer().Register(HoldPath, &webhook.Admission{Handler: &Holder{Reader: mgr.GetAPIReader()}})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-renovate-runs").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			plr, ok := o.(*tektonv1.PipelineRun)
@@ -133,46 +141,99 @@ func isOurRenovateRun(plr *tektonv1.PipelineRun) bool {
 		plr.Annotations[renovate.AnnotationWorkflowID] != ""
 }
 
-// BuildReconciler turns a succeeded push build into nudges.
+// BuildReconciler turns a finished push build into nudges, holds the builds it has
+// not routed yet, and acknowledges and releases the ones it has.
 type BuildReconciler struct {
-	Client  ctrlclient.Reader
-	Options Options
+	// Client reads builds, Components, NudgeConfigs and ChangeGroups, and patches the
+	// builds' finalizer and acknowledgement.
+	Client ctrlclient.Client
+	// APIReader re-reads a build after a write conflict, past the cache (nil: Client).
+	APIReader ctrlclient.Reader
+	Options   Options
 }
 
 // Reconcile handles one build PipelineRun; it is safe to run any number of times.
 func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("build", req.NamespacedName)
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("build", req.NamespacedName))
 	var plr tektonv1.PipelineRun
 	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	if !IsPushBuild(&plr) || !plr.IsDone() || !renovate.StatusOf(&plr).Succeeded {
+	// A routed and released build is done with: no read, no Temporal call.
+	if !IsPushBuild(&plr) || Settled(&plr) {
 		return ctrl.Result{}, nil
 	}
-	imageURL, digest := konflux.BuildResults(&plr)
-	if imageURL == "" || digest == "" {
-		logger.Info("succeeded build lacks IMAGE_URL or IMAGE_DIGEST; nothing to nudge")
-		return ctrl.Result{}, nil
+	if Acknowledged(&plr) {
+		// Routed before and held again (the finalizer put back by hand or a restore
+		// from backup): release it, never route it twice.
+		return ctrl.Result{}, r.acknowledge(ctx, &plr, plr.Annotations[konflux.AnnotationNudgeRouted])
 	}
-	component := plr.Labels[LabelComponent]
-	edges, err := r.edges(ctx, plr.Namespace, component)
+	edges, err := r.edges(ctx, plr.Namespace, plr.Labels[LabelComponent])
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	b := buildFrom(&plr, imageURL, digest)
+	if len(edges) == 0 && !Holds(&plr) {
+		// Not nudgeflow's: a build of a component without edges is never held or
+		// annotated.
+		return ctrl.Result{}, nil
+	}
+	if !finished(&plr) {
+		if Holds(&plr) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, r.hold(ctx, &plr)
+	}
+	routed, err := r.route(ctx, &plr, edges)
+	if err != nil {
+		// The build stays held (the pruner waits) and the controller retries with
+		// backoff; routing again is idempotent.
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.acknowledge(ctx, &plr, routed)
+}
+
+// route routes a finished build along its edges and returns the acknowledgement:
+// the targets it routed, or why it routed none. An error means some edge could not
+// be routed; the build must not be acknowledged then.
+func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, edges []Edge) (string, error) {
+	if !renovate.StatusOf(plr).Succeeded {
+		if plr.IsDone() {
+			return RoutedFailed, nil
+		}
+		return RoutedDeletedUnfinished, nil
+	}
+	imageURL, digest := konflux.BuildResults(plr)
+	if imageURL == "" || digest == "" {
+		log.FromContext(ctx).Info("succeeded build lacks IMAGE_URL or IMAGE_DIGEST; nothing to nudge")
+		return RoutedNoResults, nil
+	}
+	if len(edges) == 0 {
+		return RoutedNoEdges, nil
+	}
+	b := buildFrom(plr, imageURL, digest)
 	// A group holds the builds that finish while it is active: judged by when the
 	// build finished, a resync after the group ended changes nothing.
 	finishedAt := plr.CreationTimestamp.Time
 	if plr.Status.CompletionTime != nil {
 		finishedAt = plr.Status.CompletionTime.Time
 	}
+	byIS := ISNudged(plr)
+	routed := map[string]bool{}
 	var errs []error
 	for _, e := range edges {
-		if err := r.nudge(ctx, plr.Namespace, e, b, finishedAt); err != nil {
+		ok, err := r.nudge(ctx, plr.Namespace, e, b, finishedAt, byIS)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), err))
+			continue
+		}
+		if ok {
+			routed[e.To] = true
 		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	return routedValue(routed), nil
 }
 
 // buildFrom describes a succeeded build PipelineRun for the nudge workflows.
@@ -223,14 +284,19 @@ func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, 
 }
 
 func (r *BuildReconciler) edges(ctx context.Context, namespace, component string) ([]Edge, error) {
-	nc, err := getNudgeConfig(ctx, r.Client, namespace)
+	return edgesOf(ctx, r.Client, namespace, component)
+}
+
+// edgesOf reads the nudge edges of component (EdgesFrom).
+func edgesOf(ctx context.Context, c ctrlclient.Reader, namespace, component string) ([]Edge, error) {
+	nc, err := getNudgeConfig(ctx, c, namespace)
 	if err != nil {
 		return nil, err
 	}
 	var comp *mirrorv1alpha1.Component
 	if nc == nil {
 		comp = &mirrorv1alpha1.Component{}
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, nil
 			}
@@ -252,28 +318,42 @@ func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) 
 	return &nc, nil
 }
 
-// nudge routes one build along one edge.
-func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build, finishedAt time.Time) error {
+// nudge routes one build along one edge and reports whether the edge's target was
+// routed (false: another Konflux service runs the edge). byIS are the targets
+// integration-service nudged from this build.
+func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build, finishedAt time.Time, byIS map[string]bool) (bool, error) {
 	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest)
 	cg, err := changegroups.FindHoldingAt(ctx, r.Client, namespace, e.From, e.To, finishedAt)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if cg != nil {
+		// Before the integration-service check: when a group holds the edge,
+		// integration-service's nudge PipelineRun was cancelled at admission, so
+		// its annotation lists a target it did not really nudge.
 		held, err := r.deliverToGroup(ctx, cg, e, b)
 		if err != nil || held {
-			return err
+			return held, err
 		}
 		logger.Info("the ChangeGroup that held this edge ended without the build; nudging it normally", "changeGroup", cg.Name)
 	}
 	if !r.Options.Executor.Executes(e) {
 		logger.V(1).Info("edge executed by another Konflux service", "source", e.Source, "mode", e.Mode)
-		return nil
+		return false, nil
 	}
 	if e.Mode == konfluxv1alpha1.ModeValidated {
-		return SignalValidated(ctx, r.Options, namespace, e, validatednudge.SignalBuild, b)
+		return true, SignalValidated(ctx, r.Options, namespace, e, validatednudge.SignalBuild, b)
 	}
-	return StartNudge(ctx, r.Options, nudge.Request{
+	if byIS[e.To] {
+		// integration-service acknowledged a nudge of this target from this build: a
+		// second one would open a second PR. (If the interception webhook cancelled
+		// it, the held-nudge reconciler hands it to the group or renudges it; that
+		// path and ChangeGroup hand-backs never consult this annotation.)
+		logger.Info("integration-service already nudged this target from this build; not nudging it again",
+			"target", e.To, "annotation", konflux.AnnotationISNudgeProcessed)
+		return true, nil
+	}
+	return true, StartNudge(ctx, r.Options, nudge.Request{
 		Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),
 		Build: b, Tuning: r.Options.Tuning,
 	})

@@ -6,8 +6,10 @@ package changegroup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -135,11 +139,50 @@ func (r *Reconciler) rejectAction(ctx context.Context, cg *appstudiov1alpha1.Cha
 	return r.clearAction(ctx, cg)
 }
 
+// clearAction removes the override annotation once it is handled; one a person
+// wrote meanwhile is applied by the next reconcile.
 func (r *Reconciler) clearAction(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup) error {
-	patch := ctrlclient.MergeFrom(cg.DeepCopy())
-	delete(cg.Annotations, konflux.AnnotationAction)
-	return ctrlclient.IgnoreNotFound(r.Kube.Patch(ctx, cg, patch))
+	replaced, err := ClearOverride(ctx, r.Kube, cg)
+	if replaced {
+		log.FromContext(ctx).Info("a new override arrived while one was applied; it is applied next", "handled", cg.Annotations[konflux.AnnotationAction])
+		return errOverrideReplaced
+	}
+	return err
 }
+
+// ClearOverride removes the override annotation only if it still holds the value cg
+// has (the override just handled), in one JSON patch whose test operation makes the
+// API server refuse the removal otherwise: a cancel written while a rebase was
+// applied is kept, not swallowed. replaced reports that refusal.
+func ClearOverride(ctx context.Context, c ctrlclient.Client, cg *appstudiov1alpha1.ChangeGroup) (replaced bool, err error) {
+	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(konflux.AnnotationAction)
+	ops, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": path, "value": cg.Annotations[konflux.AnnotationAction]},
+		{"op": "remove", "path": path},
+	})
+	if err != nil {
+		return false, fmt.Errorf("building the patch that clears the override: %w", err)
+	}
+	err = c.Patch(ctx, cg.DeepCopy(), ctrlclient.RawPatch(types.JSONPatchType, ops))
+	switch {
+	case apierrors.IsInvalid(err) || apierrors.ReasonForError(err) == metav1.StatusReasonInvalid || apierrors.IsConflict(err) || isStatus(err, http.StatusUnprocessableEntity):
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("clearing the override of ChangeGroup %s/%s: %w", cg.Namespace, cg.Name, err)
+	}
+	return false, nil
+}
+
+func isStatus(err error, code int32) bool {
+	var st apierrors.APIStatus
+	return errors.As(err, &st) && st.Status().Code == code
+}
+
+// errOverrideReplaced requeues the group: its override annotation changed while
+// the previous one was applied.
+var errOverrideReplaced = errors.New("the override annotation changed while it was applied")
 
 // ParseAction reads an override: release-now, cancel[=reason], rebase, drop=<component>.
 func ParseAction(action string) (update string, args []any, err error) {

@@ -2,6 +2,7 @@ package changegroup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -26,26 +27,32 @@ type Options struct {
 	Renudger Renudger
 }
 
-// Starter is how this feature starts and signals group workflows.
-func (o Options) Starter() *Starter {
-	return &Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue, Settings: o.Settings}
+// Starter is how this feature starts and signals group workflows; kube (may be
+// nil) lets it initialise a group it delivers to before the group's reconciler has.
+func (o Options) Starter(kube ctrlclient.Client) *Starter {
+	return &Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue, Settings: o.Settings, Kube: kube}
 }
 
-// prKeyField indexes groups by their PR as "owner/repo#number", which a forge
-// event names without the host.
+// prKeyField indexes groups by their PR as "host/owner/repo#number". The index is
+// computed from status.pullRequestURL, which every group's status has held since
+// its PR opened, so groups whose status was written before the key named the host
+// are found too.
 const prKeyField = "status.pullRequestKey"
 
-// PRKey derives "owner/repo#number" from a PR's web URL (.../owner/repo/pull/7 on
-// GitHub, .../group/project/-/merge_requests/7 on GitLab).
+// PRKey derives "host/owner/repo#number" from a PR's web URL
+// (https://host/owner/repo/pull/7 on GitHub, .../group/sub/project/-/merge_requests/7
+// on GitLab, .../owner/repo/pulls/7 on Forgejo): the same path on two forges is two
+// repositories. Host and path are compared case-insensitively; "" when the URL is
+// not a PR's.
 func PRKey(prURL string) string {
 	u, err := url.Parse(prURL)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return ""
 	}
 	path := strings.Trim(u.Path, "/")
-	for _, sep := range []string{"/-/merge_requests/", "/pull/"} {
-		if repo, num, ok := strings.Cut(path, sep); ok {
-			return strings.ToLower(repo) + "#" + num
+	for _, sep := range []string{"/-/merge_requests/", "/pull/", "/pulls/"} {
+		if repo, num, ok := strings.Cut(path, sep); ok && repo != "" && num != "" && !strings.Contains(num, "/") {
+			return strings.ToLower(u.Host) + "/" + strings.ToLower(repo) + "#" + num
 		}
 	}
 	return ""
@@ -55,7 +62,7 @@ func PRKey(prURL string) string {
 // delivers forge events to the groups' workflows.
 func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	recorder := mgr.GetEventRecorderFor("nudgeflow")
-	starter := opts.Starter()
+	starter := opts.Starter(mgr.GetClient())
 	if err := (&Reconciler{
 		Kube: mgr.GetClient(), Temporal: opts.Temporal, Starter: starter, Recorder: recorder,
 	}).SetupWithManager(mgr); err != nil {
@@ -71,12 +78,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	if err := changegroups.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	index := &changegroups.Index{Cache: mgr.GetClient()}
+	index := &changegroups.Index{Cache: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&appstudiov1alpha1.ChangeGroup{}).
-		WithValidator(&Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).Complete(); err != nil {
+		WithValidator(timedValidator{WebhookChangeGroup, &Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}}).Complete(); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: &Interceptor{Index: index}})
+	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: timedHandler{WebhookIntercept, &Interceptor{Index: index}}})
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prKeyField,
 		func(o ctrlclient.Object) []string {
 			if k := PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {
@@ -93,14 +100,24 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 type PREventRouter struct {
 	Kube     ctrlclient.Reader
 	Temporal client.Client
+	// Also receive every event after the ChangeGroups (other features: PR groups).
+	Also []forgehook.Sink
 }
 
-// PullRequestEvent delivers a verified forge event (forgehook.Sink).
+// PullRequestEvent delivers a verified forge event (forgehook.Sink), routed by the
+// PR's URL: host, repository and number. An event without a URL names no group.
 func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event) error {
-	_, err := p.Deliver(ctx, fmt.Sprintf("%s#%d", strings.ToLower(e.RepoFullName), e.Number), cgwf.PREvent{
+	key := PRKey(e.URL)
+	if key == "" {
+		return nil
+	}
+	_, err := p.Deliver(ctx, key, cgwf.PREvent{
 		DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number, Merged: e.Merged,
 		Closed: e.State == "closed",
 	})
+	for _, s := range p.Also {
+		err = errors.Join(err, s.PullRequestEvent(ctx, e))
+	}
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
@@ -33,13 +34,16 @@ type Starter struct {
 	Temporal  client.Client
 	TaskQueue string
 	Settings  cgwf.Settings
+	// Kube, when set, lets Deliver add the group's finalizer itself before it starts
+	// the workflow, instead of waiting for the group's reconciler to do it.
+	Kube ctrlclient.Client
 }
 
 // SignalWithStart sends signal to the group's workflow, starting it when needed. It
 // returns ErrEnded when the workflow has ended (the ID is never reused).
 func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, signal string, arg any) error {
 	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
-	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), Settings: s.Settings}
+	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), NudgedComponent: cg.Spec.NudgedComponent, Settings: s.Settings}
 	if cg.Spec.Timeout != nil {
 		in.Timeout = cg.Spec.Timeout.Duration
 	}
@@ -75,10 +79,19 @@ func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.Cha
 // before: otherwise the caller nudges it normally.
 func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, b cgwf.ComponentBuilt) (bool, error) {
 	if changegroups.IsActive(cg) && !controllerutil.ContainsFinalizer(cg, konflux.FinalizerChangeGroup) {
-		// Only the group's own reconciler starts its workflow, after adding the
-		// finalizer: a workflow started here for a group deleted a moment later would
-		// outlive its CR (the deletion would never cancel it). The caller retries.
-		return false, fmt.Errorf("%w: ChangeGroup %s/%s", ErrNotStarted, cg.Namespace, cg.Name)
+		// A workflow is started only for a group that carries the finalizer: one
+		// started for a group deleted a moment later would otherwise outlive its CR
+		// (the deletion would never cancel it). Add it here (optimistic lock: a group
+		// deleted or changed meanwhile is re-read by the caller), or let the caller
+		// retry once the group's reconciler has.
+		if s.Kube == nil {
+			return false, fmt.Errorf("%w: ChangeGroup %s/%s", ErrNotStarted, cg.Namespace, cg.Name)
+		}
+		patch := ctrlclient.MergeFromWithOptions(cg.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(cg, konflux.FinalizerChangeGroup)
+		if err := s.Kube.Patch(ctx, cg, patch); err != nil {
+			return false, fmt.Errorf("adding the finalizer of ChangeGroup %s/%s before starting it: %w", cg.Namespace, cg.Name, err)
+		}
 	}
 	var err error
 	if changegroups.IsActive(cg) {

@@ -43,7 +43,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	if err := v.validate(ctx, cg); err != nil {
 		return nil, err
 	}
-	v.Index.Admitted(cg)
+	v.admitted(ctx, cg)
 	return nil, nil
 }
 
@@ -62,8 +62,18 @@ func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if err := v.validate(ctx, cg); err != nil {
 		return nil, err
 	}
-	v.Index.Admitted(cg)
+	v.admitted(ctx, cg)
 	return nil, nil
+}
+
+// admitted tells the Index about a group the API server will store: not after a
+// dry run (kubectl --dry-run=server), which stores nothing — the Index would hold a
+// group that never exists for a minute, and intercept its nudges.
+func (v *Validator) admitted(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup) {
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.DryRun != nil && *req.DryRun {
+		return
+	}
+	v.Index.Admitted(cg)
 }
 
 // exist rejects a group naming components that do not exist: it would wait for a

@@ -1,11 +1,13 @@
-// Package forgehook receives GitHub webhooks: it verifies X-Hub-Signature-256 and turns
-// pull_request events into Sink calls. The secret is never logged.
+// Package forgehook receives forge webhooks on one endpoint: GitHub's (verified by
+// X-Hub-Signature-256) and GitLab's (verified by X-Gitlab-Token), and turns pull
+// request and merge request events into Sink calls. The secret is never logged.
 package forgehook
 
 import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -14,10 +16,15 @@ import (
 	"strings"
 )
 
-// Event is a pull_request event as nudgeflow needs it.
+// Event is a pull request (GitHub) or merge request (GitLab) event as nudgeflow
+// needs it.
 type Event struct {
-	DeliveryID   string
-	Action       string
+	// Provider is "github" or "gitlab".
+	Provider   string
+	DeliveryID string
+	Action     string
+	// URL is the PR's web page; it names the host, so events route by host too.
+	URL          string
 	RepoFullName string
 	Number       int
 	HeadRef      string
@@ -50,8 +57,9 @@ func StaticSecret(s []byte) SecretFunc {
 	return func(context.Context) ([]byte, error) { return s, nil }
 }
 
-// ServeHTTP: 401 on a bad signature, 204 for other events, 400 on a malformed
-// payload, 202 when the sink accepted the event, 503 when it failed (GitHub redelivers).
+// ServeHTTP: 401 on a bad signature or token, 204 for other events, 400 on a
+// malformed payload, 202 when the sink accepted the event, 503 when it failed (the
+// forge redelivers).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := h.Log
 	if log == nil {
@@ -76,6 +84,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "webhook secret unavailable", http.StatusServiceUnavailable)
 		return
 	}
+	if r.Header.Get("X-Gitlab-Event") != "" {
+		h.serveGitLab(w, r, body, secret, log)
+		return
+	}
 	if !Valid(secret, body, r.Header.Get("X-Hub-Signature-256")) {
 		log.Warn("webhook signature mismatch", "delivery", r.Header.Get("X-GitHub-Delivery"))
 		http.Error(w, "bad signature", http.StatusUnauthorized)
@@ -89,11 +101,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Action      string `json:"action"`
 		Number      int    `json:"number"`
 		PullRequest struct {
-			Number int    `json:"number"`
-			State  string `json:"state"`
-			Draft  bool   `json:"draft"`
-			Merged bool   `json:"merged"`
-			Head   struct {
+			Number  int    `json:"number"`
+			HTMLURL string `json:"html_url"`
+			State   string `json:"state"`
+			Draft   bool   `json:"draft"`
+			Merged  bool   `json:"merged"`
+			Head    struct {
 				Ref string `json:"ref"`
 				SHA string `json:"sha"`
 			} `json:"head"`
@@ -110,15 +123,74 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n == 0 {
 		n = p.PullRequest.Number
 	}
-	e := Event{DeliveryID: r.Header.Get("X-GitHub-Delivery"), Action: p.Action, RepoFullName: p.Repository.FullName,
+	e := Event{Provider: "github", DeliveryID: r.Header.Get("X-GitHub-Delivery"), Action: p.Action, URL: p.PullRequest.HTMLURL, RepoFullName: p.Repository.FullName,
 		Number: n, HeadRef: p.PullRequest.Head.Ref, HeadSHA: p.PullRequest.Head.SHA, Merged: p.PullRequest.Merged,
 		Draft: p.PullRequest.Draft, State: p.PullRequest.State}
+	h.deliver(w, r, e, log)
+}
+
+func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, e Event, log *slog.Logger) {
 	if err := h.Sink.PullRequestEvent(r.Context(), e); err != nil {
-		log.Error("pull_request event not accepted", "delivery", e.DeliveryID, "repo", e.RepoFullName, "pr", e.Number, "error", err)
+		log.Error("pull request event not accepted", "delivery", e.DeliveryID, "repo", e.RepoFullName, "pr", e.Number, "error", err)
 		http.Error(w, "not accepted", http.StatusServiceUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// serveGitLab handles a GitLab webhook: the X-Gitlab-Token must equal the secret
+// (compared in constant time), and only Merge Request Hooks reach the sink.
+// GitLab's states map to GitHub's: opened is open; closed and merged are closed,
+// merged also Merged.
+func (h *Handler) serveGitLab(w http.ResponseWriter, r *http.Request, body, secret []byte, log *slog.Logger) {
+	if !ValidToken(secret, r.Header.Get("X-Gitlab-Token")) {
+		log.Warn("webhook token mismatch", "delivery", r.Header.Get("X-Gitlab-Event-UUID"))
+		http.Error(w, "bad token", http.StatusUnauthorized)
+		return
+	}
+	if r.Header.Get("X-Gitlab-Event") != "Merge Request Hook" {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	var p struct {
+		ObjectKind string `json:"object_kind"`
+		Project    struct {
+			PathWithNamespace string `json:"path_with_namespace"`
+		} `json:"project"`
+		Attrs struct {
+			IID          int    `json:"iid"`
+			Action       string `json:"action"`
+			State        string `json:"state"`
+			URL          string `json:"url"`
+			SourceBranch string `json:"source_branch"`
+			Draft        bool   `json:"draft"`
+			WIP          bool   `json:"work_in_progress"`
+			LastCommit   struct {
+				ID string `json:"id"`
+			} `json:"last_commit"`
+		} `json:"object_attributes"`
+	}
+	if err := json.Unmarshal(body, &p); err != nil || p.ObjectKind != "merge_request" || p.Attrs.IID == 0 || p.Project.PathWithNamespace == "" {
+		http.Error(w, "malformed Merge Request Hook payload", http.StatusBadRequest)
+		return
+	}
+	state := "open"
+	if p.Attrs.State == "closed" || p.Attrs.State == "merged" {
+		state = "closed"
+	}
+	h.deliver(w, r, Event{Provider: "gitlab", DeliveryID: r.Header.Get("X-Gitlab-Event-UUID"), Action: p.Attrs.Action, URL: p.Attrs.URL,
+		RepoFullName: p.Project.PathWithNamespace, Number: p.Attrs.IID, HeadRef: p.Attrs.SourceBranch, HeadSHA: p.Attrs.LastCommit.ID,
+		Merged: p.Attrs.State == "merged", Draft: p.Attrs.Draft || p.Attrs.WIP, State: state}, log)
+}
+
+// ValidToken reports whether a GitLab X-Gitlab-Token equals the secret, in time
+// independent of where they differ and of their lengths (both are hashed first).
+func ValidToken(secret []byte, token string) bool {
+	if token == "" {
+		return false
+	}
+	a, b := sha256.Sum256(secret), sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
 // Valid reports whether header is GitHub's sha256 HMAC of body (constant-time).

@@ -42,8 +42,8 @@ func TestEmulatorWebhooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []forgehook.Event{
-		{Action: "opened", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
-		{Action: "closed", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "closed", Merged: true},
+		{Provider: "github", Action: "opened", URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
+		{Provider: "github", Action: "closed", URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "closed", Merged: true},
 	}
 	for i, w := range want {
 		select {

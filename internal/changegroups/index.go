@@ -70,6 +70,10 @@ const admittedTTL = time.Minute
 type Index struct {
 	// Cache is the manager's cached reader, with RegisterIndexes applied.
 	Cache ctrlclient.Reader
+	// Live reads past the cache. Only a group admitted here that the cache does not
+	// have yet is read live (the rare moment after a create): one deleted at once, or
+	// refused by another webhook after ours, must not hold nudges or block a new group.
+	Live ctrlclient.Reader
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
@@ -114,21 +118,53 @@ func (x *Index) Groups(ctx context.Context, namespace, target string) ([]appstud
 	}
 	key := nudgedKey(namespace, target)
 	x.mu.Lock()
+	pending := x.admitted[key][:0]
+	for _, a := range x.admitted[key] {
+		if !cached[a.cg.UID] && x.now().Sub(a.at) <= admittedTTL {
+			pending = append(pending, a)
+		}
+	}
+	if len(pending) == 0 {
+		delete(x.admitted, key)
+	} else {
+		x.admitted[key] = pending
+	}
+	candidates := append([]admittedGroup(nil), pending...)
+	x.mu.Unlock()
+
+	for _, a := range candidates {
+		cg := a.cg.DeepCopy()
+		if x.Live != nil {
+			var live appstudiov1alpha1.ChangeGroup
+			err := x.Live.Get(ctx, types.NamespacedName{Namespace: cg.Namespace, Name: cg.Name}, &live)
+			if apierrors.IsNotFound(err) || (err == nil && live.UID != cg.UID) {
+				x.forget(key, cg.UID) // never stored, or deleted already
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading ChangeGroup %s/%s: %w", cg.Namespace, cg.Name, err)
+			}
+			cg = &live
+		}
+		groups = append(groups, *cg)
+	}
+	return groups, nil
+}
+
+func (x *Index) forget(key string, uid types.UID) {
+	x.mu.Lock()
 	defer x.mu.Unlock()
 	kept := x.admitted[key][:0]
 	for _, a := range x.admitted[key] {
-		if cached[a.cg.UID] || x.now().Sub(a.at) > admittedTTL {
-			continue // the cache has it now (or it was never stored)
+		if a.cg.UID != uid {
+			kept = append(kept, a)
 		}
-		kept = append(kept, a)
-		groups = append(groups, *a.cg.DeepCopy())
 	}
 	if len(kept) == 0 {
 		delete(x.admitted, key)
 	} else {
 		x.admitted[key] = kept
 	}
-	return groups, nil
 }
 
 // FindHolding returns the active ChangeGroup that holds source -> target, or nil.

@@ -62,4 +62,16 @@ func TestIndexCoversAdmittedGroupsUntilTheCacheHasThem(t *testing.T) {
 	if cg, _ := x.FindHolding(ctx, "tenant", "operand-b", "bundle"); cg != nil {
 		t.Fatalf("a group never stored is forgotten after the TTL, got %s", cg.Name)
 	}
+
+	// With a live reader, an admitted group that is gone (deleted before the cache
+	// saw it) holds nothing at once, and one re-created under the same name with
+	// another UID is not mistaken for it.
+	x.Live = cache
+	x.Admitted(group("deleted-at-once", "u3", "bundle", "operand-c"))
+	if cg, err := x.FindHolding(ctx, "tenant", "operand-c", "bundle"); err != nil || cg != nil {
+		t.Fatalf("a group deleted at once holds nothing: %v %v", cg, err)
+	}
+	if len(x.admitted) != 0 {
+		t.Fatalf("and is forgotten: %v", x.admitted)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -25,6 +26,7 @@ func newBridgeCommand() *cobra.Command {
 		Short: "Run the bridge: reconcilers, admission webhooks and the forge webhook receiver",
 	}
 	kf := addKubeFlags(cmd, false)
+	kf.addRateFlags(cmd)
 	tf := addTemporalFlags(cmd)
 	var opts bridge.ManagerOptions
 	var executor, forgeAddr, secretFile string
@@ -35,18 +37,21 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint (0 disables it)")
 	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "keep one active bridge when several run")
+	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&executor, "executor", "all", "which nudge edges nudgeflow executes: all, or exclusive (only what no other Konflux service executes)")
 	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", ":8181", "address of the forge (GitHub) webhook receiver; empty disables it")
 	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
 	fs.DurationVar(&settings.Debounce, "changegroup-debounce", cgwf.DefaultDebounce, "quiet time before a ChangeGroup pushes collected builds")
 	fs.DurationVar(&settings.PollInterval, "changegroup-poll-interval", cgwf.DefaultPollInterval, "how often a ChangeGroup reads its PR (covers lost webhooks)")
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
+	ops := addBridgeOpsFlags(cmd, &opts)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctrl.SetLogger(zap.New())
-		cfg, err := kf.clientConfig().ClientConfig()
+		cfg, err := kf.restConfig()
 		if err != nil {
-			return fmt.Errorf("loading kubeconfig: %w", err)
+			return err
 		}
+		tf.metrics = metrics.TemporalHandler()
 		c, err := tf.dial(slog.LevelWarn)
 		if err != nil {
 			return err
@@ -68,6 +73,9 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 		}
+		if err := ops.setup(mgr, c); err != nil {
+			return err
+		}
 		ctx := ctrl.SetupSignalHandler()
 		if forgeAddr != "" {
 			secret, err := forgeSecret(secretFile)
@@ -75,7 +83,7 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 			srv := &http.Server{Addr: forgeAddr, ReadHeaderTimeout: 10 * time.Second,
-				Handler: &forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents}}
+				Handler: metrics.ForgeWebhook(&forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents})}
 			go func() {
 				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					slog.Error("forge webhook receiver stopped", "error", err)

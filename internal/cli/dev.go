@@ -12,13 +12,17 @@ import (
 	"github.com/spf13/cobra"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
 func newDevCommand() *cobra.Command {
 	ports := devenv.DefaultPorts
 	var noPdeathsig bool
+	var tuning *nfworker.Tuning
+	var reconciles int
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Start the whole system locally on embedded defaults (make run)",
@@ -36,9 +40,13 @@ the environment to use the running system (env).`,
 			if err != nil {
 				return err
 			}
+			if err := tuning.Validate(); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return devenv.Run(ctx, devenv.Options{Home: home, Ports: ports, Out: cmd.OutOrStdout(), NoParentDeathSignal: noPdeathsig})
+			return devenv.Run(ctx, devenv.Options{Home: home, Ports: ports, Out: cmd.OutOrStdout(), NoParentDeathSignal: noPdeathsig,
+				Worker: *tuning, MaxConcurrentReconciles: reconciles})
 		},
 	}
 	fs := cmd.Flags()
@@ -47,6 +55,9 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.TemporalUI, "ui-port", ports.TemporalUI, "Temporal Web UI port")
 	fs.IntVar(&ports.Forge, "forge-port", ports.Forge, "GitHub emulator port (API and web pages)")
 	fs.IntVar(&ports.ForgeHook, "forge-hook-port", ports.ForgeHook, "the bridge's forge webhook receiver port")
+	fs.IntVar(&ports.GitLab, "gitlab-port", ports.GitLab, "GitLab emulator port (API and web pages)")
+	tuning = addWorkerTuningFlags(cmd)
+	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
 	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow dev` (tests of the crash recovery)")
 	_ = fs.MarkHidden("no-parent-death-signal")
 	cmd.AddCommand(newDevEnvCommand(), newDevBuildCommand(), newDevSnapshotCommand(), newDevMergeCommand())

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,6 +21,10 @@ type kubeFlags struct {
 	namespace     string
 	allNamespaces bool
 	withAll       bool
+	// qps and burst limit requests on the client side; qps 0 means no limit (see
+	// addRateFlags).
+	qps   float32
+	burst int
 }
 
 // addKubeFlags registers the flags on cmd; allowAll adds -A/--all-namespaces.
@@ -33,6 +38,35 @@ func addKubeFlags(cmd *cobra.Command, allowAll bool) *kubeFlags {
 		fs.BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	}
 	return f
+}
+
+// addRateFlags adds the client-side rate limit flags, for the long-running
+// commands (worker, bridge). Without them client-go would limit every client to 5
+// requests per second (burst 10): a worker resolving thousands of ChangeGroups would
+// queue behind its own limiter. Like controller-runtime's GetConfig, nudgeflow
+// leaves the limit off by default and relies on the API server's Priority and
+// Fairness; the worker's in-flight requests are bounded by its activity slots.
+func (f *kubeFlags) addRateFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	fs.Float32Var(&f.qps, "kube-api-qps", 0, "client-side limit of Kubernetes API requests per second (0: no client-side limit, the API server's Priority and Fairness applies)")
+	fs.IntVar(&f.burst, "kube-api-burst", 0, "burst of Kubernetes API requests above --kube-api-qps (default twice the QPS)")
+}
+
+// restConfig is the client configuration with the rate limit applied.
+func (f *kubeFlags) restConfig() (*rest.Config, error) {
+	cfg, err := f.clientConfig().ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	if f.qps > 0 {
+		cfg.QPS, cfg.Burst = f.qps, f.burst
+		if cfg.Burst <= 0 {
+			cfg.Burst = int(2 * f.qps)
+		}
+	} else {
+		cfg.QPS = -1 // client-go's default limiter off (controller-runtime does the same)
+	}
+	return cfg, nil
 }
 
 func (f *kubeFlags) clientConfig() clientcmd.ClientConfig {
@@ -56,9 +90,9 @@ func (f *kubeFlags) resolve() (ctrlclient.Client, string, error) {
 
 // client is a client of the selected cluster with nudgeflow's scheme.
 func (f *kubeFlags) client() (ctrlclient.Client, error) {
-	cfg, err := f.clientConfig().ClientConfig()
+	cfg, err := f.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, err
 	}
 	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: kube.NewScheme()})
 	if err != nil {

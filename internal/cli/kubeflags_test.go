@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
+
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -51,4 +53,38 @@ func TestKubeFlagsResolveLikeKubectl(t *testing.T) {
 	ns, err = resolve("--kubeconfig", path)
 	require.NoError(t, err)
 	require.Equal(t, "from-context", ns, "--kubeconfig wins over $KUBECONFIG")
+}
+
+// TestRateFlags: no client-side limit unless --kube-api-qps sets one.
+func TestRateFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(path, []byte(testKubeconfig), 0o600))
+	t.Setenv("KUBECONFIG", path)
+	qps := func(args ...string) (float32, int) {
+		cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+		kf := addKubeFlags(cmd, false)
+		kf.addRateFlags(cmd)
+		require.NoError(t, cmd.ParseFlags(args))
+		cfg, err := kf.restConfig()
+		require.NoError(t, err)
+		return cfg.QPS, cfg.Burst
+	}
+	q, _ := qps()
+	require.Equal(t, float32(-1), q, "client-go's 5 QPS limiter is off")
+	q, b := qps("--kube-api-qps", "50")
+	require.Equal(t, float32(50), q)
+	require.Equal(t, 100, b, "burst defaults to twice the QPS")
+	_, b = qps("--kube-api-qps", "50", "--kube-api-burst", "60")
+	require.Equal(t, 60, b)
+}
+
+// TestWorkerTuningFlags parse into the worker's tuning, defaulting to its defaults.
+func TestWorkerTuningFlags(t *testing.T) {
+	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+	tuning := addWorkerTuningFlags(cmd)
+	require.Equal(t, nfworker.Tuning{}.WithDefaults(), *tuning)
+	require.NoError(t, cmd.ParseFlags([]string{"--sticky-cache-size", "10000", "--workflow-task-pollers", "8"}))
+	require.Equal(t, 10000, tuning.StickyCacheSize)
+	require.Equal(t, 8, tuning.WorkflowTaskPollers)
+	require.Equal(t, nfworker.DefaultMaxConcurrentActivities, tuning.MaxConcurrentActivities)
 }

@@ -16,6 +16,7 @@ func NewRoot() *cobra.Command {
 	}
 	root.AddCommand(newDevCommand())
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
-	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand())
+	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand(), newBenchCommand())
+	root.AddCommand(newTemporalCommand())
 	return root
 }

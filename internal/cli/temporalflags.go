@@ -19,6 +19,10 @@ type temporalFlags struct {
 	address   string
 	namespace string
 	taskQueue string
+	// security is TLS, mTLS and API keys (temporaltls.go).
+	security *temporalSecurity
+	// metrics, when set, receives the SDK's metrics (the bridge and the worker).
+	metrics client.MetricsHandler
 }
 
 func addTemporalFlags(cmd *cobra.Command) *temporalFlags {
@@ -27,16 +31,32 @@ func addTemporalFlags(cmd *cobra.Command) *temporalFlags {
 	fs.StringVar(&f.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port ($TEMPORAL_ADDRESS)")
 	fs.StringVar(&f.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", localenv.DefaultNamespace), "Temporal namespace ($TEMPORAL_NAMESPACE)")
 	fs.StringVar(&f.taskQueue, "task-queue", nfworker.DefaultTaskQueue, "Temporal task queue of nudgeflow's worker")
+	f.security = addTemporalSecurityFlags(fs)
 	return f
 }
 
 func (f *temporalFlags) dial(level slog.Level) (client.Client, error) {
 	logger := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
-	c, err := client.Dial(client.Options{HostPort: f.address, Namespace: f.namespace, Logger: logger})
+	opts, err := f.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = logger
+	c, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", f.address, f.namespace, err)
 	}
 	return c, nil
+}
+
+// clientOptions are the connection's options: address, namespace, TLS, credentials
+// and the metrics handler.
+func (f *temporalFlags) clientOptions() (client.Options, error) {
+	opts := client.Options{HostPort: f.address, Namespace: f.namespace, MetricsHandler: f.metrics}
+	if err := f.security.apply(&opts); err != nil {
+		return client.Options{}, fmt.Errorf("configuring the Temporal connection: %w", err)
+	}
+	return opts, nil
 }
 
 func envOr(key, fallback string) string {

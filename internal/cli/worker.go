@@ -11,6 +11,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
@@ -20,7 +21,9 @@ func newWorkerCommand() *cobra.Command {
 		Short: "Run the Temporal worker: ChangeGroup and nudge workflows and their activities",
 	}
 	kf := addKubeFlags(cmd, false)
+	kf.addRateFlags(cmd)
 	tf := addTemporalFlags(cmd)
+	tuning := addWorkerTuningFlags(cmd)
 	var botName, botEmail, operatorNamespace string
 	cmd.Flags().StringVar(&botName, "bot-name", "", "commit author name of nudgeflow's pushes (default: derived from the forge credentials)")
 	cmd.Flags().StringVar(&botEmail, "bot-email", "", "commit author email of nudgeflow's pushes; commits by anyone else are human edits")
@@ -28,7 +31,11 @@ func newWorkerCommand() *cobra.Command {
 	// injects the trusted CA bundle into a labelled ConfigMap.
 	cmd.Flags().StringVar(&operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
 		"nudgeflow's namespace: a ConfigMap there labelled config.openshift.io/inject-trusted-cabundle=true gives Renovate runs the trusted CA bundle (default $POD_NAMESPACE; empty: none)")
+	ops := addWorkerOpsFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := tuning.Validate(); err != nil {
+			return err
+		}
 		kube, err := kf.client()
 		if err != nil {
 			return err
@@ -41,22 +48,44 @@ func newWorkerCommand() *cobra.Command {
 		if kube, err = nfkube.WithReleaseCache(cmd.Context(), cfg, kube); err != nil {
 			return err
 		}
+		tf.metrics = metrics.TemporalHandler()
 		c, err := tf.dial(slog.LevelInfo)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
+		stopHealth, err := ops.serve(c)
+		if err != nil {
+			return err
+		}
+		defer stopHealth()
 		w := nfworker.New(c, nfworker.Deps{
 			Kube: kube, Temporal: c,
-			PullRequest:       pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}},
+			PullRequest:       pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}, Transport: forgeTransport()},
 			OperatorNamespace: operatorNamespace,
-		}, nfworker.Options{TaskQueue: tf.taskQueue})
-		slog.Info("worker starting", "temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue,
-			"operatorNamespace", operatorNamespace)
+		}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning})
+		slog.Info("worker starting", append([]any{"temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue,
+			"operatorNamespace", operatorNamespace,
+			"stickyCacheSize", tuning.StickyCacheSize, "maxConcurrentActivities", tuning.MaxConcurrentActivities,
+			"maxConcurrentWorkflowTasks", tuning.MaxConcurrentWorkflowTasks,
+			"workflowTaskPollers", tuning.WorkflowTaskPollers, "activityTaskPollers", tuning.ActivityTaskPollers}, tf.security.describe()...)...)
 		if err := w.Run(sdkworker.InterruptCh()); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
 		return nil
 	}
 	return cmd
+}
+
+// addWorkerTuningFlags registers the worker's sizing flags (nudgeflow worker and
+// nudgeflow dev); the defaults and why are in worker.Tuning.
+func addWorkerTuningFlags(cmd *cobra.Command) *nfworker.Tuning {
+	t := nfworker.Tuning{}.WithDefaults()
+	fs := cmd.Flags()
+	fs.IntVar(&t.StickyCacheSize, "sticky-cache-size", t.StickyCacheSize, "workflow executions kept in memory between their tasks (process-wide); the others replay their history on their next task")
+	fs.IntVar(&t.MaxConcurrentActivities, "max-concurrent-activities", t.MaxConcurrentActivities, "activities run at once (Kubernetes API and forge calls)")
+	fs.IntVar(&t.MaxConcurrentWorkflowTasks, "max-concurrent-workflow-tasks", t.MaxConcurrentWorkflowTasks, "workflow tasks run at once (at least 2)")
+	fs.IntVar(&t.WorkflowTaskPollers, "workflow-task-pollers", t.WorkflowTaskPollers, "long polls kept open for workflow tasks (at least 2)")
+	fs.IntVar(&t.ActivityTaskPollers, "activity-task-pollers", t.ActivityTaskPollers, "long polls kept open for activity tasks")
+	return &t
 }

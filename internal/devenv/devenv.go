@@ -31,6 +31,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
@@ -45,10 +46,11 @@ type Ports struct {
 	TemporalUI int // Temporal Web UI
 	Forge      int // GitHub emulator: API and web pages
 	ForgeHook  int // the bridge's forge webhook receiver
+	GitLab     int // GitLab emulator: API and web pages
 }
 
 // DefaultPorts are the documented defaults.
-var DefaultPorts = Ports{APIServer: 16443, Temporal: 7233, TemporalUI: 8233, Forge: 8180, ForgeHook: 8181}
+var DefaultPorts = Ports{APIServer: 16443, Temporal: 7233, TemporalUI: 8233, Forge: 8180, ForgeHook: 8181, GitLab: 8182}
 
 // Options configure Run.
 type Options struct {
@@ -62,6 +64,10 @@ type Options struct {
 	// NoParentDeathSignal starts the servers without the parent-death signal, so
 	// they outlive a killed `nudgeflow dev` (tests of the recovery in the next start).
 	NoParentDeathSignal bool
+	// Worker sizes the worker (zero fields: worker's defaults).
+	Worker nfworker.Tuning
+	// MaxConcurrentReconciles of the bridge's controllers (zero: bridge's default).
+	MaxConcurrentReconciles int
 }
 
 // Bot is the commit identity of nudgeflow in the local world.
@@ -100,7 +106,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	var stops []func() // run in reverse order
 	defer func() {
-		fmt.Fprintln(out, "stopping: worker, bridge, GitHub emulator, Temporal, kube-apiserver and etcd")
+		fmt.Fprintln(out, "stopping: worker, bridge, GitHub and GitLab emulators, Temporal, kube-apiserver and etcd")
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
@@ -219,6 +225,29 @@ func Run(ctx context.Context, opts Options) (err error) {
 	emu.AddToken(tok.Maintainer, githubemu.User{Login: "maintainer", Name: "Demo Maintainer", Email: "maintainer@example.com"})
 	seedForge(emu)
 
+	// The GitLab emulator, with the state of the last run: the second bundle's forge.
+	gl, err := glemu.NewAt(net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.GitLab)))
+	if err != nil {
+		return err
+	}
+	glFile := filepath.Join(opts.Home, fileGitLabEmulator)
+	glStop := make(chan struct{})
+	glDone := make(chan struct{})
+	stops = append(stops, func() {
+		close(glStop)
+		<-glDone
+		gl.Close()
+		logStop("saving the GitLab emulator's state", gl.Save(glFile))
+	})
+	if _, err := gl.Load(glFile); err != nil {
+		close(glDone)
+		return err
+	}
+	go saveLoop(gl, glFile, glStop, glDone)
+	gl.AddToken(tok.Bot, glemu.User{Username: "project_1_bot", Name: Bot.Name, Email: Bot.Email})
+	gl.AddToken(tok.Maintainer, glemu.User{Username: "maintainer", Name: "Demo Maintainer", Email: "maintainer@example.com"})
+	seedGitLab(gl)
+
 	// The bridge: reconcilers, admission webhooks, forge webhook receiver.
 	bridgeLog, err := openLog("bridge.log")
 	if err != nil {
@@ -226,7 +255,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.JSONEncoder()))
 	wio := cp.Env.WebhookInstallOptions
-	mgr, err := bridge.NewManager(cp.Config, bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir})
+	mgr, err := bridge.NewManager(cp.Config, bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
 	if err != nil {
 		return err
 	}
@@ -245,6 +275,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	stops = append(stops, func() { _ = hookSrv.Close() })
 	hookURL := "http://" + hookAddr + "/"
 	emu.AddWebhook(hookURL, tok.WebhookSecret)
+	gl.AddWebhook(hookURL, tok.WebhookSecret) // the same receiver: X-Gitlab-Token is the secret
 
 	mgrCtx, stopMgr := context.WithCancel(context.Background())
 	mgrDone := make(chan error, 1)
@@ -268,13 +299,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	wk := nfworker.New(tc, nfworker.Deps{Kube: wkc, Temporal: tc,
-		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{})
+		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{Tuning: opts.Worker})
 	if err := wk.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
 	stops = append(stops, wk.Stop)
 
-	if err := seedCluster(ctx, kc, emu.URL(), tok.Bot); err != nil {
+	if err := seedCluster(ctx, kc, emu.URL(), gl.URL(), tok.Bot); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(opts.Home, fileKubeconfig)
@@ -287,6 +318,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := waitUntil(ctx, 10*time.Second, "the GitHub emulator", func() error { return httpOK(emu.URL()) }); err != nil {
 		return err
 	}
+	if err := waitUntil(ctx, 10*time.Second, "the GitLab emulator", func() error { return httpOK(gl.URL()) }); err != nil {
+		return err
+	}
+	run.GitLabURL = gl.URL()
 	run.Kubeconfig, run.APIServer, run.TemporalAddress, run.TemporalUI = kubeconfig, cp.Config.Host, tmp.Address, tmp.UIAddress
 	run.Namespace, run.ForgeURL, run.ForgeHookURL, run.Logs = tmp.Namespace, emu.URL(), hookURL, logs
 	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
@@ -304,6 +339,7 @@ nudgeflow dev is ready (started in %s)
 
   Temporal Web UI     %s/namespaces/%s/workflows
   GitHub emulator     %s   (repositories, pull requests, CI events)
+  GitLab emulator     %s   (the second bundle's merge requests and pipelines)
   kube-apiserver      %s
   kubeconfig          %s   (context namespace: %s)
   Temporal frontend   %s   (namespace %s)
@@ -316,7 +352,7 @@ Next, in another terminal:
   # then follow "Walkthrough" in README.md
 
 Ctrl-C stops everything; `+"`make run`"+` again resumes where it was.
-`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.APIServer, r.Kubeconfig, DemoNamespace,
+`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.GitLabURL, r.APIServer, r.Kubeconfig, DemoNamespace,
 		r.TemporalAddress, r.Namespace, r.Logs)
 }
 
@@ -327,7 +363,7 @@ func checkPorts(p Ports) error {
 		what, flag string
 	}{{p.APIServer, "kube-apiserver", "--apiserver-port"}, {p.Temporal, "Temporal frontend", "--temporal-port"},
 		{p.TemporalUI, "Temporal Web UI", "--ui-port"}, {p.Forge, "GitHub emulator", "--forge-port"},
-		{p.ForgeHook, "forge webhook receiver", "--forge-hook-port"}} {
+		{p.ForgeHook, "forge webhook receiver", "--forge-hook-port"}, {p.GitLab, "GitLab emulator", "--gitlab-port"}} {
 		if c.port == 0 {
 			return fmt.Errorf("%s needs a port (%s)", c.what, c.flag)
 		}
@@ -413,9 +449,15 @@ func waitUntil(ctx context.Context, timeout time.Duration, what string, check fu
 	}
 }
 
+// emulator is what saveLoop needs of an emulator.
+type emulator interface {
+	State() ([]byte, error)
+	Save(path string) error
+}
+
 // saveLoop writes the emulator's state whenever it changed, every two seconds, so
 // even a killed `nudgeflow dev` loses little; Run saves once more when it stops.
-func saveLoop(emu *githubemu.Server, path string, stop <-chan struct{}, done chan<- struct{}) {
+func saveLoop(emu emulator, path string, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	var last []byte
 	t := time.NewTicker(2 * time.Second)
@@ -430,7 +472,7 @@ func saveLoop(emu *githubemu.Server, path string, stop <-chan struct{}, done cha
 				continue
 			}
 			if err := emu.Save(path); err != nil {
-				slog.Error("saving the GitHub emulator's state", "path", path, "error", err)
+				slog.Error("saving an emulator's state", "path", path, "error", err)
 				continue
 			}
 			last = b

@@ -18,6 +18,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 )
 
@@ -39,6 +40,14 @@ const (
 
 // Nudgers are the components that nudge the bundle, the operator first.
 var Nudgers = []string{Operator, "operand-a", "operand-b", "operand-c"}
+
+// The second bundle lives on the GitLab emulator (project demo/operator-bundle-gitlab,
+// git-provider: gitlab) and is nudged by its own two components, so a ChangeGroup
+// on it shows a draft merge request without touching the GitHub bundle's story.
+const GitLabBundle = "operator-bundle-gitlab"
+
+// GitLabNudgers nudge GitLabBundle.
+var GitLabNudgers = []string{"gl-operand-a", "gl-operand-b"}
 
 // ImageOf is a component's image repository (where its builds push).
 func ImageOf(component string) string { return imageRegistry + component }
@@ -93,6 +102,22 @@ func seedForge(emu *githubemu.Server) {
 	}
 }
 
+// seedGitLab creates the second bundle's project unless it exists.
+func seedGitLab(gl *glemu.Server) {
+	if gl.HasProject(DemoNamespace, GitLabBundle) {
+		return
+	}
+	var csv strings.Builder
+	csv.WriteString(csvDescription)
+	for _, c := range GitLabNudgers {
+		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ImageOf(c), DigestOf(DemoNamespace, c, 0))
+	}
+	gl.CreateProject(DemoNamespace, GitLabBundle, defaultBranch, map[string]string{
+		CSVPath:     csv.String(),
+		"README.md": "# operator bundle on GitLab\n\nThe CSV lists the operands' images by digest.\n",
+	})
+}
+
 // releasePlanAdmission admits the demo's releases in the managed namespace and maps
 // the operands to their distribution repositories.
 func releasePlanAdmission() *mirrorv1alpha1.ReleasePlanAdmission {
@@ -123,7 +148,7 @@ func releasePlanAdmission() *mirrorv1alpha1.ReleasePlanAdmission {
 // seedCluster creates what the demo namespace needs unless it exists: the forge
 // credentials, the Components, the ComponentGroup gating the operator and the
 // NudgeConfig.
-func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, botToken string) error {
+func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, gitlabURL, botToken string) error {
 	ns := DemoNamespace
 	objs := []ctrlclient.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
@@ -143,6 +168,19 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, botToken
 					URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
 		})
 	}
+	for _, c := range append([]string{GitLabBundle}, GitLabNudgers...) {
+		comp := &mirrorv1alpha1.Component{
+			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns},
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
+				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
+		}
+		if c == GitLabBundle {
+			// The GitLab emulator's host does not say GitLab: the annotation does.
+			comp.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: "gitlab"}
+			comp.Spec.Source.GitSource.URL = gitlabURL + "/" + ns + "/" + c
+		}
+		objs = append(objs, comp)
+	}
 	objs = append(objs, &mirrorv1beta2.ComponentGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: OperatorTests, Namespace: ns},
 		Spec:       mirrorv1beta2.ComponentGroupSpec{Components: []mirrorv1beta2.ComponentGroupMember{{Name: Operator}}},
@@ -155,14 +193,17 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, botToken
 		}
 		nc.Spec.Nudges = append(nc.Spec.Nudges, edge)
 	}
+	for _, c := range GitLabNudgers {
+		nc.Spec.Nudges = append(nc.Spec.Nudges, konfluxv1alpha1.NudgeRelationship{From: c, To: GitLabBundle, Mode: konfluxv1alpha1.ModeImmediate})
+	}
 	objs = append(objs, nc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ReleasesNamespace}}, releasePlanAdmission())
 	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("seeding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
 		}
 	}
-	// The bundle references digest 0 of every nudger: that is what they last promoted.
-	for _, c := range Nudgers {
+	// The bundles reference digest 0 of every nudger: that is what they last promoted.
+	for _, c := range append(slices.Clone(Nudgers), GitLabNudgers...) {
 		var comp mirrorv1alpha1.Component
 		if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: c}, &comp); err != nil {
 			return fmt.Errorf("reading component %s: %w", c, err)

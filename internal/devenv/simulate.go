@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,15 +73,24 @@ func Build(ctx context.Context, kube ctrlclient.Client, ns, component string) (*
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)
 	}
-	plr.Status.StartTime = &now
-	plr.Status.CompletionTime = &now
-	plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded",
-		Message: "simulated by nudgeflow dev build"}}
-	plr.Status.Results = []tektonv1.PipelineRunResult{
-		{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(res.ImageURL)},
-		{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(res.Digest)},
-	}
-	if err := kube.Status().Update(ctx, plr); err != nil {
+	// The bridge may write the build's metadata meanwhile (it holds push builds of
+	// components with edges until it has routed them): re-read and write again on a
+	// conflict, as Tekton does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
+			return err
+		}
+		plr.Status.StartTime = &now
+		plr.Status.CompletionTime = &now
+		plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded",
+			Message: "simulated by nudgeflow dev build"}}
+		plr.Status.Results = []tektonv1.PipelineRunResult{
+			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(res.ImageURL)},
+			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(res.Digest)},
+		}
+		return kube.Status().Update(ctx, plr)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("marking build PipelineRun %s/%s succeeded: %w", ns, res.Build, err)
 	}
 	targets, err := buildServiceTargets(ctx, kube, &comp)

@@ -36,11 +36,13 @@ const (
 	fileKubeconfig = "kubeconfig"
 	fileTemporalDB = "temporal.db"
 	fileEmulator   = "emulator.json"
-	fileTokens     = "forge-tokens.json"
-	fileRunning    = "running.json"
-	dirEtcd        = "etcd"
-	dirLogs        = "logs"
-	dirShims       = "bin" // the parent-death shims (localenv.HandleParentDeathExec)
+	// fileGitLabEmulator holds the GitLab emulator's state.
+	fileGitLabEmulator = "gitlab-emulator.json"
+	fileTokens         = "forge-tokens.json"
+	fileRunning        = "running.json"
+	dirEtcd            = "etcd"
+	dirLogs            = "logs"
+	dirShims           = "bin" // the parent-death shims (localenv.HandleParentDeathExec)
 )
 
 // Running describes a started environment. `nudgeflow dev` writes it before it
@@ -62,6 +64,7 @@ type Running struct {
 	Namespace       string `json:"temporalNamespace"`
 	ForgeURL        string `json:"forgeURL"`
 	ForgeHookURL    string `json:"forgeHookURL"`
+	GitLabURL       string `json:"gitlabURL,omitempty"`
 	Logs            string `json:"logs"`
 }
 

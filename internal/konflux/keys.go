@@ -21,6 +21,22 @@ const (
 	ResultImageDigest    = "IMAGE_DIGEST"
 )
 
+// integration-service's keys on build PipelineRuns (reference §6.4).
+const (
+	// AnnotationISNudgeProcessed is integration-service's acknowledgement of a push
+	// build it processed for NudgeConfig immediate edges: the comma-joined targets it
+	// nudged, or one of the ISNudge* reasons when it nudged none. It has its own key
+	// because build-service sets build.appstudio.openshift.io/component-nudge-processed
+	// on every build, nudged or not.
+	AnnotationISNudgeProcessed = "test.appstudio.openshift.io/component-nudge-processed"
+	// The values of AnnotationISNudgeProcessed that name no target.
+	ISNudgeNoMatchingEdges  = "no-matching-edges"
+	ISNudgeNoValidTargets   = "no-valid-targets"
+	ISNudgeBuildResultError = "build-result-error"
+	ISNudgeCredentialsError = "credentials-error"
+	ISNudgeNoCredentials    = "no-credentials"
+)
+
 // nudgeflow's own keys.
 const (
 	// AnnotationHeldBy on a nudge PipelineRun lists target=ChangeGroup pairs that held it.
@@ -35,4 +51,17 @@ const (
 	AnnotationAction = "nudgeflow.konflux-ci.dev/action"
 	// FinalizerChangeGroup lets nudgeflow cancel the workflow before the CR goes.
 	FinalizerChangeGroup = "nudgeflow.konflux-ci.dev/changegroup"
+	// FinalizerBuildRouting holds a push build PipelineRun of a component with nudge
+	// edges until the bridge has routed it, so Tekton's pruner cannot delete a build
+	// before nudgeflow saw it end (build-service and integration-service hold their
+	// builds the same way). It is removed in the same write that adds
+	// AnnotationNudgeRouted.
+	FinalizerBuildRouting = "nudgeflow.konflux-ci.dev/build-routing"
+	// AnnotationNudgeRouted acknowledges a push build the bridge routed: the sorted,
+	// comma-joined targets it routed (a Nudge started, a ChangeGroup or ValidatedNudge
+	// signalled, or integration-service had already nudged the target), or why it
+	// routed none (no-edges, failed, deleted-unfinished, no-results,
+	// executed-elsewhere). A build carrying it without the finalizer is never routed
+	// again.
+	AnnotationNudgeRouted = "nudgeflow.konflux-ci.dev/nudge-routed"
 )

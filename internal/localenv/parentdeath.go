@@ -1,6 +1,7 @@
 package localenv
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,8 +54,24 @@ func parentDeathShim(dir, binary string) (string, error) {
 	path := filepath.Join(dir, filepath.Base(binary))
 	script := fmt.Sprintf("#!/bin/sh\n# Written by %s (pid %d): %s dies with it.\nexec %s %s %d %s \"$@\"\n",
 		filepath.Base(self), os.Getpid(), filepath.Base(binary), shQuote(self), ParentDeathExecArg, os.Getpid(), shQuote(binary))
-	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+	// Written aside and renamed into place: exec fails with "text file busy" while
+	// any process holds the file open for writing — a child forked meanwhile by
+	// another goroutine inherits the descriptor until it execs, and a crashed run's
+	// leftovers may still hold the old file. The renamed file is never open for
+	// writing.
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(binary)+".*")
+	if err != nil {
+		return "", fmt.Errorf("writing the parent-death shim for %s: %w", binary, err)
+	}
+	_, werr := tmp.WriteString(script)
+	cerr := tmp.Close()
+	if err := errors.Join(werr, cerr, os.Chmod(tmp.Name(), 0o700)); err != nil {
+		_ = os.Remove(tmp.Name())
 		return "", fmt.Errorf("writing the parent-death shim %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return "", fmt.Errorf("placing the parent-death shim %s: %w", path, err)
 	}
 	return path, nil
 }

@@ -25,6 +25,8 @@ var (
 	Phase = temporal.NewSearchAttributeKeyKeyword("Phase")
 	// ReadyCount is how many components of a ChangeGroup are ready.
 	ReadyCount = temporal.NewSearchAttributeKeyInt64("ReadyCount")
+	// PRGroup is the ADR 29 PR group (the source branch before its first "@").
+	PRGroup = temporal.NewSearchAttributeKeyKeyword("PRGroup")
 )
 
 // All lists every key with its type, for registering them on a namespace.
@@ -37,6 +39,7 @@ func All() map[string]enums.IndexedValueType {
 		NudgeEdge.GetName():        enums.INDEXED_VALUE_TYPE_KEYWORD,
 		Phase.GetName():            enums.INDEXED_VALUE_TYPE_KEYWORD,
 		ReadyCount.GetName():       enums.INDEXED_VALUE_TYPE_INT,
+		PRGroup.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,11 +157,14 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 	// End every group still collecting: merge its PR if it has one, else cancel it.
 	for _, name := range groups {
 		if !exists(name) || s.group(name).Status.Phase.IsFinal() {
+			t.Logf("seed %d end: group %s is gone, being deleted or ended", seed, name)
 			continue
 		}
 		if pr, ok := openPR(); ok && strings.Contains(pr.Head, "/"+name+"-") {
-			_ = shared.emu.MergePR(s.ns, "bundle", pr.Number)
+			t.Logf("seed %d end: merging PR #%d of group %s (%s): %v", seed, pr.Number, name, s.group(name).Status.Phase,
+				shared.emu.MergePR(s.ns, "bundle", pr.Number))
 		} else {
+			t.Logf("seed %d end: cancelling group %s (%s; open PR: %v %s)", seed, name, s.group(name).Status.Phase, ok, pr.Head)
 			s.annotate(name, "cancel=chaos: the scenario ends")
 		}
 	}
@@ -233,29 +235,22 @@ func chaosLost(s *scenario, builds []chaosBuild) []string {
 		}
 		return false
 	}
-	// Newest first: by start time, then by creation order — Kubernetes times have
-	// one-second resolution, and of two builds started in the same second the
-	// workflow keeps the one delivered later, as it keeps the later of equals.
-	order := make([]int, len(builds))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := builds[order[i]], builds[order[j]]
-		if !a.builtAt.Equal(b.builtAt) {
-			return a.builtAt.After(b.builtAt)
+	// A delivered build covers every build of its component started no later:
+	// Kubernetes times have one-second resolution, so of two builds started in the
+	// same second neither is newer, and the workflow may keep either (the later
+	// delivered; the bridge's two paths deliver in any order).
+	newestDelivered := map[string]time.Time{}
+	for _, b := range builds {
+		if direct(b) && b.builtAt.After(newestDelivered[b.component]) {
+			newestDelivered[b.component] = b.builtAt
 		}
-		return order[i] > order[j]
-	})
-	deliveredNewer := map[string]bool{}
+	}
 	var lost []string
-	for _, i := range order { // a delivered newer build covers every older one
-		b := builds[i]
-		if direct(b) {
-			deliveredNewer[b.component] = true
+	for _, b := range builds {
+		if newest, ok := newestDelivered[b.component]; ok && !b.builtAt.After(newest) {
 			continue
 		}
-		if deliveredNewer[b.component] {
+		if direct(b) {
 			continue
 		}
 		lost = append(lost, fmt.Sprintf("%s %s (build %s, nudge %s)", b.component, b.digest[:19], b.uid, b.nudgePLR))

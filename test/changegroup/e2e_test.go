@@ -49,8 +49,12 @@ func shuffledBuilds(r *rand.Rand, components []string, rebuilt int) []buildEvent
 // TestChangeGroupE2E is ADR 59's scenario at scale: 30 operand builds arrive in
 // random order, five of them twice; nudgeflow collects them into one draft PR with
 // CI held, releases CI once with the latest digest of every operand, and completes
-// when the PR is merged.
+// when the PR is merged. It runs once per forge.
 func TestChangeGroupE2E(t *testing.T) {
+	eachForge(t, changeGroupE2E)
+}
+
+func changeGroupE2E(t *testing.T, f forgeHarness) {
 	seed := uint64(time.Now().UnixNano())
 	if s := envSeed(); s != 0 {
 		seed = s
@@ -62,7 +66,7 @@ func TestChangeGroupE2E(t *testing.T) {
 	for i := range components {
 		components[i] = fmt.Sprintf("operand-%02d", i+1)
 	}
-	s := newScenario(t, components...)
+	s := newScenarioOn(t, f, components...)
 	// No members named: the controller fills them from build-nudges-ref (ADR 59).
 	s.createGroup("bundle-update", nil, time.Hour)
 	cg := s.waitFor("bundle-update", "components filled from build-nudges-ref", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool {
@@ -89,34 +93,34 @@ func TestChangeGroupE2E(t *testing.T) {
 		if i == 9 {
 			// Part way: one draft PR holds what is ready, and CI has not run.
 			world.Eventually(t, 30*time.Second, "a draft PR collecting the first builds", func() (bool, error) {
-				prs := shared.emu.PRs(s.ns, "bundle")
+				prs := f.PRs(s.ns, "bundle")
 				if len(prs) == 1 && prs[0].Draft {
 					return true, nil
 				}
 				return false, fmt.Errorf("%d PRs", len(prs))
 			})
-			require.Zero(t, shared.emu.CIBuilds(s.ns, "bundle"), "no CI while the group is held")
+			require.Zero(t, f.CIBuilds(s.ns, "bundle"), "no CI while the group is held")
 		}
 	}
 
 	cg = s.waitPhase("bundle-update", appstudiov1alpha1.PhaseReady)
 	require.Equal(t, "30/30", cg.Status.Ready)
-	prs := shared.emu.PRs(s.ns, "bundle")
+	prs := f.PRs(s.ns, "bundle")
 	require.Len(t, prs, 1, "one PR for 35 builds")
 	pr := prs[0]
 	require.False(t, pr.Draft, "released PRs are ready for review")
-	require.Equal(t, cg.Status.PullRequestURL, fmt.Sprintf("%s/%s/bundle/pull/%d", shared.emu.URL(), s.ns, pr.Number))
+	require.Equal(t, cg.Status.PullRequestURL, f.PRURL(s.ns, "bundle", pr.Number))
 	require.Equal(t, latest, s.csvDigests(pr.Head), "the final commit holds the latest digest of every operand")
-	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"), "exactly one CI-triggering event")
+	require.Equal(t, 1, f.CIBuilds(s.ns, "bundle"), "exactly one CI-triggering event")
 
-	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", pr.Number))
+	require.NoError(t, f.Merge(s.ns, "bundle", pr.Number))
 	cg = s.waitPhase("bundle-update", appstudiov1alpha1.PhaseCompleted)
 	require.NotNil(t, cg.Status.CompletionTime)
 	s.record("bundle-update")
 	state := s.query(cg)
-	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
-	fmt.Printf("changegroup-e2e components=%d prs=%d ci_builds=%d forge_writes=%d\n",
-		len(latest), len(shared.emu.PRs(s.ns, "bundle")), shared.emu.CIBuilds(s.ns, "bundle"), state.ForgeWrites)
+	require.Equal(t, 1, f.CIBuilds(s.ns, "bundle"))
+	fmt.Printf("changegroup-e2e forge=%s components=%d prs=%d ci_builds=%d forge_writes=%d\n",
+		f.Name(), len(latest), len(f.PRs(s.ns, "bundle")), f.CIBuilds(s.ns, "bundle"), state.ForgeWrites)
 }
 
 func envSeed() uint64 {

@@ -106,7 +106,14 @@ func TestWorkerKilledMidScenario(t *testing.T) {
 	}
 	world.Eventually(t, killedActivityDelay, "the release begins", func() (bool, error) {
 		prs := shared.emu.PRs(s.ns, "bundle")
-		return len(prs) == 1 && (!prs[0].Draft || s.query(s.group("g")).Released), nil
+		if len(prs) != 1 {
+			return false, nil
+		}
+		if !prs[0].Draft {
+			return true, nil
+		}
+		st, err := s.tryQuery(s.group("g"))
+		return err == nil && st.Released, err
 	})
 	p.kill()
 	p.start()

@@ -1,6 +1,6 @@
 // Package changegroup_test runs ChangeGroups end to end: a real kube-apiserver with
 // nudgeflow's webhooks registered, a real Temporal dev server, the bridge and the
-// worker in this process, and the GitHub emulator over HTTP.
+// worker in this process, and the GitHub and GitLab emulators over HTTP.
 package changegroup_test
 
 import (
@@ -20,6 +20,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -37,7 +38,9 @@ var bot = forge.Signature{Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.no
 
 // stack is what the package's tests share.
 type stack struct {
-	emu    *githubemu.Server
+	emu *githubemu.Server
+	// forges are every forge's harness, GitHub first (emu's).
+	forges []forgeHarness
 	worker sdkworker.Worker
 }
 
@@ -56,6 +59,9 @@ var settings = cgwf.Settings{Debounce: time.Second, PollInterval: 3 * time.Secon
 func startStack(w *world.World) (func(), error) {
 	emu := githubemu.New()
 	emu.AddToken(forgeToken, githubemu.User{Login: "nudgeflow[bot]", Name: bot.Name, Email: bot.Email})
+	// Both emulators listen on 127.0.0.1: the namespace's one SCM Secret serves both.
+	gl := glemu.New()
+	gl.AddToken(forgeToken, glemu.User{Username: "project_1_bot_nudgeflow", Name: bot.Name, Email: bot.Email})
 
 	// The bridge's logs go beside the servers' logs, kept when a test fails.
 	bridgeLog, err := os.Create(filepath.Join(w.LogDir, "bridge.log"))
@@ -74,6 +80,7 @@ func startStack(w *world.World) (func(), error) {
 	}
 	hook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte(webhookSecret)), Sink: b.PREvents})
 	emu.AddWebhook(hook.URL, webhookSecret)
+	gl.AddWebhook(hook.URL, webhookSecret)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -87,13 +94,14 @@ func startStack(w *world.World) (func(), error) {
 		cancel()
 		return nil, err
 	}
-	shared = stack{emu: emu, worker: wk}
+	shared = stack{emu: emu, forges: []forgeHarness{githubForge{emu}, gitlabForge{gl}}, worker: wk}
 	return func() {
 		wk.Stop()
 		cancel()
 		<-done
 		hook.Close()
 		emu.Close()
+		gl.Close()
 	}, nil
 }
 

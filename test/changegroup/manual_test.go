@@ -19,7 +19,6 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/cli"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -28,11 +27,11 @@ import (
 var three = []string{"operand-a", "operand-b", "operator"}
 
 // draftPR waits for the group's draft PR and returns it.
-func (s *scenario) draftPR() githubemu.PR {
+func (s *scenario) draftPR() harnessPR {
 	s.t.Helper()
-	var pr githubemu.PR
+	var pr harnessPR
 	world.Eventually(s.t, 30*time.Second, "a draft PR", func() (bool, error) {
-		prs := shared.emu.PRs(s.ns, "bundle")
+		prs := s.f.PRs(s.ns, "bundle")
 		if len(prs) == 1 && prs[0].Draft {
 			pr = prs[0]
 			return true, nil
@@ -45,7 +44,8 @@ func (s *scenario) draftPR() githubemu.PR {
 func (s *scenario) buildNow(component string, n int) {
 	s.t.Helper()
 	nudge := s.build(component, digestOf(component, n), time.Now())
-	require.Equal(s.t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), nudge.Spec.Status)
+	require.Equal(s.t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), nudge.Spec.Status,
+		"the nudge of %s's build %d was not intercepted (annotations %v)", component, n, nudge.Annotations)
 }
 
 func (s *scenario) annotate(name, action string) {
@@ -60,26 +60,30 @@ func (s *scenario) annotate(name, action string) {
 }
 
 func TestPRClosedByPersonCancels(t *testing.T) {
-	s := newScenario(t, three...)
-	s.createGroup("g", three, 0)
-	s.buildNow("operand-a", 1)
-	pr := s.draftPR()
-	require.NoError(t, shared.emu.ClosePR(s.ns, "bundle", pr.Number))
-	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
-	require.Contains(t, cg.Status.Conditions[0].Message, "closed without merging")
-	require.Zero(t, shared.emu.CIBuilds(s.ns, "bundle"))
-	s.record("g")
+	eachForge(t, func(t *testing.T, f forgeHarness) {
+		s := newScenarioOn(t, f, three...)
+		s.createGroup("g", three, 0)
+		s.buildNow("operand-a", 1)
+		pr := s.draftPR()
+		require.NoError(t, s.f.Close(s.ns, "bundle", pr.Number))
+		cg := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+		require.Contains(t, cg.Status.Conditions[0].Message, "closed without merging")
+		require.Zero(t, s.f.CIBuilds(s.ns, "bundle"))
+		s.record("g")
+	})
 }
 
 func TestMergedBeforeAllReadyCompletes(t *testing.T) {
-	s := newScenario(t, three...)
-	s.createGroup("g", three, 0)
-	s.buildNow("operator", 1)
-	pr := s.draftPR()
-	require.NoError(t, shared.emu.MergePR(s.ns, "bundle", pr.Number))
-	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCompleted)
-	require.Equal(t, "1/3", cg.Status.Ready)
-	s.record("g")
+	eachForge(t, func(t *testing.T, f forgeHarness) {
+		s := newScenarioOn(t, f, three...)
+		s.createGroup("g", three, 0)
+		s.buildNow("operator", 1)
+		pr := s.draftPR()
+		require.NoError(t, s.f.Merge(s.ns, "bundle", pr.Number))
+		cg := s.waitPhase("g", appstudiov1alpha1.PhaseCompleted)
+		require.Equal(t, "1/3", cg.Status.Ready)
+		s.record("g")
+	})
 }
 
 func TestReleaseNowWithTwoOfThreeByAnnotation(t *testing.T) {
@@ -91,13 +95,13 @@ func TestReleaseNowWithTwoOfThreeByAnnotation(t *testing.T) {
 	s.annotate("g", "release-now")
 	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
 	require.NotContains(t, cg.Annotations, konflux.AnnotationAction, "the override is consumed")
-	pr, _ := shared.emu.PR(s.ns, "bundle", s.draftlessPR().Number)
+	pr, _ := s.f.PR(s.ns, "bundle", s.draftlessPR().Number)
 	require.False(t, pr.Draft)
 	digests := s.csvDigests(pr.Head)
 	require.Equal(t, digestOf("operand-a", 1), digests["operand-a"])
 	require.Equal(t, digestOf("operand-b", 1), digests["operand-b"])
 	require.Equal(t, digestOf("operator", 0), digests["operator"], "the waiting component keeps its current digest")
-	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+	require.Equal(t, 1, s.f.CIBuilds(s.ns, "bundle"))
 	require.Equal(t, "ReleasedEarly", cg.Status.Conditions[0].Reason)
 	s.mergeAndRecord("g")
 }
@@ -105,14 +109,14 @@ func TestReleaseNowWithTwoOfThreeByAnnotation(t *testing.T) {
 // mergeAndRecord merges the group's PR, waits for Completed and records the history.
 func (s *scenario) mergeAndRecord(name string) {
 	s.t.Helper()
-	require.NoError(s.t, shared.emu.MergePR(s.ns, "bundle", s.draftlessPR().Number))
+	require.NoError(s.t, s.f.Merge(s.ns, "bundle", s.draftlessPR().Number))
 	s.waitPhase(name, appstudiov1alpha1.PhaseCompleted)
 	s.record(name)
 }
 
 // draftlessPR returns the group's only PR, whatever its draft state.
-func (s *scenario) draftlessPR() githubemu.PR {
-	prs := shared.emu.PRs(s.ns, "bundle")
+func (s *scenario) draftlessPR() harnessPR {
+	prs := s.f.PRs(s.ns, "bundle")
 	require.Len(s.t, prs, 1)
 	return prs[0]
 }
@@ -129,7 +133,7 @@ func TestComponentDroppedFromSpecReleasesWhenRestReady(t *testing.T) {
 	require.NoError(t, s.w.Kube.Patch(context.Background(), cg, patch))
 	cg = s.waitPhase("g", appstudiov1alpha1.PhaseReady)
 	require.Equal(t, "2/2", cg.Status.Ready)
-	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+	require.Equal(t, 1, s.f.CIBuilds(s.ns, "bundle"))
 	for _, c := range cg.Status.Components {
 		if c.Name == "operand-b" {
 			require.Equal(t, appstudiov1alpha1.ComponentDropped, c.State)
@@ -139,54 +143,60 @@ func TestComponentDroppedFromSpecReleasesWhenRestReady(t *testing.T) {
 }
 
 func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
-	s := newScenario(t, three...)
-	cg := s.createGroup("g", three, 0)
-	s.explainOnFailure("g")
-	s.buildNow("operand-a", 1)
-	pr := s.draftPR()
-	alice := githubemu.User{Login: "alice", Name: "Alice", Email: "alice@example.com"}
-	_, err := shared.emu.HumanCommit(s.ns, "bundle", pr.Head, alice, map[string]string{"README.md": "alice was here\n"}, "docs: note")
-	require.NoError(t, err)
-	// Alice's push has no skip marker: Pipelines as Code builds it, as it would.
-	ciAfterAlice := shared.emu.CIBuilds(s.ns, "bundle")
-	s.buildNow("operand-b", 1)
-	world.Eventually(t, 30*time.Second, "the workflow notices the human commit", func() (bool, error) {
-		return s.query(cg).HumanEdits, nil
-	})
-	head, _ := shared.emu.Head(s.ns, "bundle", pr.Head)
-	require.Equal(t, "alice@example.com", head.AuthorEmail, "nudgeflow did not push over Alice's commit")
-	world.Eventually(t, 30*time.Second, "one comment explains how to resume", func() (bool, error) {
-		return len(shared.emu.Comments(s.ns, "bundle", pr.Number)) == 1, nil
-	})
+	eachForge(t, func(t *testing.T, f forgeHarness) {
+		s := newScenarioOn(t, f, three...)
+		cg := s.createGroup("g", three, 0)
+		s.explainOnFailure("g")
+		s.buildNow("operand-a", 1)
+		pr := s.draftPR()
+		alice := person{Login: "alice", Name: "Alice", Email: "alice@example.com"}
+		_, err := s.f.HumanCommit(s.ns, "bundle", pr.Head, alice, map[string]string{"README.md": "alice was here\n"}, "docs: note")
+		require.NoError(t, err)
+		// Alice's push has no skip marker: Pipelines as Code builds it, as it would.
+		ciAfterAlice := s.f.CIBuilds(s.ns, "bundle")
+		s.buildNow("operand-b", 1)
+		world.Eventually(t, 30*time.Second, "the workflow notices the human commit", func() (bool, error) {
+			st, err := s.tryQuery(cg)
+			return err == nil && st.HumanEdits, err
+		})
+		head, _ := s.f.Head(s.ns, "bundle", pr.Head)
+		require.Equal(t, "alice@example.com", head.AuthorEmail, "nudgeflow did not push over Alice's commit")
+		world.Eventually(t, 30*time.Second, "one comment explains how to resume", func() (bool, error) {
+			return len(s.f.Comments(s.ns, "bundle", pr.Number)) == 1, nil
+		})
 
-	// A later build is collected but not pushed; still one comment.
-	s.buildNow("operand-b", 2)
-	world.Eventually(t, 30*time.Second, "operand-b's rebuild collected", func() (bool, error) {
-		c := s.query(cg).Components
-		for _, x := range c {
-			if x.Name == "operand-b" {
-				return x.New == digestOf("operand-b", 2), nil
+		// A later build is collected but not pushed; still one comment.
+		s.buildNow("operand-b", 2)
+		world.Eventually(t, 30*time.Second, "operand-b's rebuild collected", func() (bool, error) {
+			st, err := s.tryQuery(cg)
+			if err != nil {
+				return false, err
 			}
-		}
-		return false, nil
-	})
-	require.Len(t, shared.emu.Comments(s.ns, "bundle", pr.Number), 1)
+			for _, x := range st.Components {
+				if x.Name == "operand-b" {
+					return x.New == digestOf("operand-b", 2), nil
+				}
+			}
+			return false, nil
+		})
+		require.Len(t, s.f.Comments(s.ns, "bundle", pr.Number), 1)
 
-	// Ticking the rebase checkbox resumes and discards Alice's commit.
-	current, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
-	ticked := strings.Replace(current.Body, "- [ ] rebase", "- [x] rebase", 1)
-	require.NotEqual(t, current.Body, ticked, "the PR has a rebase checkbox")
-	require.NoError(t, shared.emu.EditBody(s.ns, "bundle", pr.Number, ticked))
-	world.Eventually(t, 30*time.Second, "nudgeflow pushes again after the rebase", func() (bool, error) {
-		head, _ := shared.emu.Head(s.ns, "bundle", pr.Head)
-		return head.AuthorEmail == bot.Email && s.csvDigests(pr.Head)["operand-b"] == digestOf("operand-b", 2), nil
+		// Ticking the rebase checkbox resumes and discards Alice's commit.
+		current, _ := s.f.PR(s.ns, "bundle", pr.Number)
+		ticked := strings.Replace(current.Body, "- [ ] rebase", "- [x] rebase", 1)
+		require.NotEqual(t, current.Body, ticked, "the PR has a rebase checkbox")
+		require.NoError(t, s.f.EditBody(s.ns, "bundle", pr.Number, ticked))
+		world.Eventually(t, 30*time.Second, "nudgeflow pushes again after the rebase", func() (bool, error) {
+			head, _ := s.f.Head(s.ns, "bundle", pr.Head)
+			return head.AuthorEmail == bot.Email && s.csvDigests(pr.Head)["operand-b"] == digestOf("operand-b", 2), nil
+		})
+		readme, _ := s.f.FileAt(s.ns, "bundle", pr.Head, "README.md")
+		require.NotContains(t, readme, "alice", "the rebase discards manual changes")
+		require.False(t, s.query(cg).HumanEdits)
+		require.Len(t, s.f.Comments(s.ns, "bundle", pr.Number), 1)
+		require.Equal(t, ciAfterAlice, s.f.CIBuilds(s.ns, "bundle"), "nudgeflow's own pushes stay held")
+		s.mergeAndRecord("g")
 	})
-	readme, _ := shared.emu.FileAt(s.ns, "bundle", pr.Head, "README.md")
-	require.NotContains(t, readme, "alice", "the rebase discards manual changes")
-	require.False(t, s.query(cg).HumanEdits)
-	require.Len(t, shared.emu.Comments(s.ns, "bundle", pr.Number), 1)
-	require.Equal(t, ciAfterAlice, shared.emu.CIBuilds(s.ns, "bundle"), "nudgeflow's own pushes stay held")
-	s.mergeAndRecord("g")
 }
 
 func TestTimeoutCancelsAndClosesThePR(t *testing.T) {
@@ -196,27 +206,29 @@ func TestTimeoutCancelsAndClosesThePR(t *testing.T) {
 	pr := s.draftPR()
 	cg := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
 	require.Contains(t, cg.Status.Conditions[0].Message, "not all components were ready within the timeout")
-	closed, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
+	closed, _ := s.f.PR(s.ns, "bundle", pr.Number)
 	require.Equal(t, "closed", closed.State)
-	comments := shared.emu.Comments(s.ns, "bundle", pr.Number)
+	comments := s.f.Comments(s.ns, "bundle", pr.Number)
 	require.NotEmpty(t, comments)
 	require.Contains(t, comments[len(comments)-1], "was cancelled")
 	s.record("g")
 }
 
 func TestRateLimitedForgeWaitsAndConverges(t *testing.T) {
-	s := newScenario(t, "operand-a", "operand-b")
-	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
-	// Scoped to this test's repositories: other tests' workflows keep polling.
-	shared.emu.FailNextFor(s.ns, 2, 429, 1)
-	s.buildNow("operand-a", 1)
-	s.buildNow("operand-b", 1)
-	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
-	require.Equal(t, "2/2", cg.Status.Ready)
-	pr := s.draftlessPR()
-	require.Equal(t, map[string]string{"operand-a": digestOf("operand-a", 1), "operand-b": digestOf("operand-b", 1)}, s.csvDigests(pr.Head))
-	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
-	s.mergeAndRecord("g")
+	eachForge(t, func(t *testing.T, f forgeHarness) {
+		s := newScenarioOn(t, f, "operand-a", "operand-b")
+		s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
+		// Scoped to this test's repositories: other tests' workflows keep polling.
+		s.f.FailNextFor(s.ns, 2, 429, 1)
+		s.buildNow("operand-a", 1)
+		s.buildNow("operand-b", 1)
+		cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+		require.Equal(t, "2/2", cg.Status.Ready)
+		pr := s.draftlessPR()
+		require.Equal(t, map[string]string{"operand-a": digestOf("operand-a", 1), "operand-b": digestOf("operand-b", 1)}, s.csvDigests(pr.Head))
+		require.Equal(t, 1, s.f.CIBuilds(s.ns, "bundle"))
+		s.mergeAndRecord("g")
+	})
 }
 
 func TestInterceptionOnlyTouchesHeldNudges(t *testing.T) {
@@ -282,24 +294,26 @@ func TestDeletingTheGroupCancelsItsWorkflow(t *testing.T) {
 		}
 		return d.GetWorkflowExecutionInfo().GetStatus() == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED, nil
 	})
-	closed, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
+	closed, _ := s.f.PR(s.ns, "bundle", pr.Number)
 	require.Equal(t, "closed", closed.State, "a cancelled group closes its PR")
 }
 
 func TestReleaseNowCheckboxOnThePR(t *testing.T) {
-	s := newScenario(t, three...)
-	s.createGroup("g", three, 0)
-	s.buildNow("operator", 1)
-	pr := s.draftPR()
-	current, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
-	ticked := strings.Replace(current.Body, "- [ ] release now", "- [x] release now", 1)
-	require.NotEqual(t, current.Body, ticked, "the PR has a release-now checkbox")
-	require.NoError(t, shared.emu.EditBody(s.ns, "bundle", pr.Number, ticked))
-	cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
-	require.Equal(t, "1/3", cg.Status.Ready)
-	released, _ := shared.emu.PR(s.ns, "bundle", pr.Number)
-	require.False(t, released.Draft)
-	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+	eachForge(t, func(t *testing.T, f forgeHarness) {
+		s := newScenarioOn(t, f, three...)
+		s.createGroup("g", three, 0)
+		s.buildNow("operator", 1)
+		pr := s.draftPR()
+		current, _ := s.f.PR(s.ns, "bundle", pr.Number)
+		ticked := strings.Replace(current.Body, "- [ ] release now", "- [x] release now", 1)
+		require.NotEqual(t, current.Body, ticked, "the PR has a release-now checkbox")
+		require.NoError(t, s.f.EditBody(s.ns, "bundle", pr.Number, ticked))
+		cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+		require.Equal(t, "1/3", cg.Status.Ready)
+		released, _ := s.f.PR(s.ns, "bundle", pr.Number)
+		require.False(t, released.Draft)
+		require.Equal(t, 1, s.f.CIBuilds(s.ns, "bundle"))
+	})
 }
 
 // TestOverridesFromTheCLI drives `nudgeflow changegroup` as a person would: a
@@ -338,5 +352,30 @@ func TestOverridesFromTheCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, out, "phase:     Ready")
 	require.Contains(t, out, "operator")
-	require.Equal(t, 1, shared.emu.CIBuilds(s.ns, "bundle"))
+	require.Equal(t, 1, s.f.CIBuilds(s.ns, "bundle"))
+}
+
+// A person lifts the draft (GitHub: "Ready for review"; GitLab: "Mark as ready",
+// which drops the Draft: title prefix) while the group waits: that is a release
+// request. The held head still carries the skip marker, so the person's click
+// starts nothing; nudgeflow's one final push is the one build.
+func TestDraftLiftedByPersonReleases(t *testing.T) {
+	eachForge(t, func(t *testing.T, f forgeHarness) {
+		s := newScenarioOn(t, f, three...)
+		s.createGroup("g", three, 0)
+		s.explainOnFailure("g")
+		s.buildNow("operand-a", 1)
+		pr := s.draftPR()
+		require.NoError(t, f.MarkReady(s.ns, "bundle", pr.Number))
+		cg := s.waitPhase("g", appstudiov1alpha1.PhaseReady)
+		require.Equal(t, "1/3", cg.Status.Ready)
+		released, _ := f.PR(s.ns, "bundle", pr.Number)
+		require.False(t, released.Draft)
+		head, _ := f.Head(s.ns, "bundle", pr.Head)
+		require.NotContains(t, head.Message, "[skip ci]", "the final commit carries no marker")
+		require.Equal(t, digestOf("operand-a", 1), s.csvDigests(pr.Head)["operand-a"])
+		require.Equal(t, 1, f.CIBuilds(s.ns, "bundle"), "exactly one build: nudgeflow's final push")
+		require.NoError(t, f.Merge(s.ns, "bundle", pr.Number))
+		s.waitPhase("g", appstudiov1alpha1.PhaseCompleted)
+	})
 }

@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -84,6 +86,32 @@ func TestDroppedThenRebuiltIsNudgedNormally(t *testing.T) {
 			require.Empty(t, c.Pushed, "its digest left the PR")
 		}
 	}
+}
+
+// integration-service acknowledges a build with the targets of the nudge PipelineRun
+// it created, even when nudgeflow's webhook cancelled that run because a group held
+// the nudge. The bridge gives the build to the group (and acknowledges it), and a
+// hand-back still nudges it: hand-backs never read integration-service's annotation.
+func TestHandBackNudgesWhatIntegrationServiceListed(t *testing.T) {
+	s := newScenario(t, three...)
+	s.createGroup("g", three, 0)
+	s.explainOnFailure("g")
+	a1 := s.heldBuild("operand-a", 1)
+	isAck := fmt.Sprintf(`{"metadata":{"annotations":{%q:"bundle"}}}`, konflux.AnnotationISNudgeProcessed)
+	require.NoError(t, s.w.Kube.Patch(context.Background(), a1, ctrlclient.RawPatch(types.MergePatchType, []byte(isAck))))
+	s.waitFor("g", "operand-a ready", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/3" })
+	world.Eventually(t, 30*time.Second, "the bridge routed the build to the group and released it", func() (bool, error) {
+		var b tektonv1.PipelineRun
+		if err := s.w.Kube.Get(context.Background(), ctrlclient.ObjectKeyFromObject(a1), &b); err != nil {
+			return false, err
+		}
+		if b.Annotations[konflux.AnnotationNudgeRouted] != "bundle" || len(b.Finalizers) != 0 {
+			return false, fmt.Errorf("annotations %v, finalizers %v", b.Annotations, b.Finalizers)
+		}
+		return true, nil
+	})
+	s.annotate("g", "drop=operand-a")
+	s.waitNudged(a1, "the dropped member's build is handed back despite integration-service's annotation")
 }
 
 // reconcileTrouble sums the held-nudge controller's errors and delayed requeues.

@@ -29,9 +29,11 @@ import (
 
 // scenario is one namespace with a bundle repository and its nudging components.
 type scenario struct {
-	t          *testing.T
-	w          *world.World
-	ns         string
+	t  *testing.T
+	w  *world.World
+	ns string
+	// f is the forge the bundle repository lives on.
+	f          forgeHarness
 	components []string
 	builds     int
 }
@@ -42,12 +44,17 @@ func digestOf(component string, n int) string {
 
 func imageOf(component string) string { return "quay.io/org/" + component }
 
-// newScenario creates the namespace: forge credentials, the bundle Component and its
-// repository (a CSV referencing every component at its original digest), and the
-// nudging Components pointing at the bundle with build-nudges-ref.
+// newScenario is newScenarioOn GitHub.
 func newScenario(t *testing.T, components ...string) *scenario {
+	return newScenarioOn(t, shared.forges[0], components...)
+}
+
+// newScenarioOn creates the namespace: forge credentials, the bundle Component and
+// its repository on forge f (a CSV referencing every component at its original
+// digest), and the nudging Components pointing at the bundle with build-nudges-ref.
+func newScenarioOn(t *testing.T, f forgeHarness, components ...string) *scenario {
 	w := world.Get(t)
-	s := &scenario{t: t, w: w, ns: w.Namespace(t), components: components}
+	s := &scenario{t: t, w: w, ns: w.Namespace(t), f: f, components: components}
 	ctx := context.Background()
 	require.NoError(t, w.Kube.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "forge", Namespace: s.ns, Labels: map[string]string{
@@ -60,17 +67,22 @@ func newScenario(t *testing.T, components ...string) *scenario {
 	for _, c := range components {
 		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, imageOf(c), digestOf(c, 0))
 	}
-	shared.emu.CreateRepo(s.ns, "bundle", "main", map[string]string{
+	f.CreateRepo(s.ns, "bundle", "main", map[string]string{
 		"bundle/manifests/operator.clusterserviceversion.yaml": csv.String(),
 		"README.md": "images are listed in the CSV\n",
 	})
-	require.NoError(t, w.Kube.Create(ctx, &mirrorv1alpha1.Component{
+	bundle := &mirrorv1alpha1.Component{
 		ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: s.ns},
 		Spec: mirrorv1alpha1.ComponentSpec{
 			ContainerImage: imageOf("bundle"),
-			Source:         mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: shared.emu.URL() + "/" + s.ns + "/bundle", Revision: "main"}},
+			Source:         mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: f.RepoURL(s.ns, "bundle"), Revision: "main"}},
 		},
-	}))
+	}
+	if p := f.Provider(); p != "" {
+		// 127.0.0.1 names no forge: the annotation does, as build-service reads it.
+		bundle.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: p}
+	}
+	require.NoError(t, w.Kube.Create(ctx, bundle))
 	for _, c := range components {
 		comp := &mirrorv1alpha1.Component{
 			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: s.ns},
@@ -181,17 +193,30 @@ func (s *scenario) nudge(component string, targets []string, buildName string) *
 // query reads the workflow's state.
 func (s *scenario) query(cg *appstudiov1alpha1.ChangeGroup) *cgwf.State {
 	s.t.Helper()
-	v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), "", cgwf.QueryState)
+	st, err := s.tryQuery(cg)
 	require.NoError(s.t, err)
+	return st
+}
+
+// tryQuery reads the workflow's state for a wait: a query is answered by a workflow
+// task, and one that fails transiently (a busy worker, a task being retried) is
+// asked again by the wait rather than failing the test.
+func (s *scenario) tryQuery(cg *appstudiov1alpha1.ChangeGroup) (*cgwf.State, error) {
+	v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), "", cgwf.QueryState)
+	if err != nil {
+		return nil, fmt.Errorf("querying ChangeGroup %s's workflow: %w", cg.Name, err)
+	}
 	var st cgwf.State
-	require.NoError(s.t, v.Get(&st))
-	return &st
+	if err := v.Get(&st); err != nil {
+		return nil, fmt.Errorf("decoding ChangeGroup %s's state: %w", cg.Name, err)
+	}
+	return &st, nil
 }
 
 // csvDigests reads the digests the bundle's CSV references at a ref.
 func (s *scenario) csvDigests(ref string) map[string]string {
 	s.t.Helper()
-	body, ok := shared.emu.FileAt(s.ns, "bundle", ref, "bundle/manifests/operator.clusterserviceversion.yaml")
+	body, ok := s.f.FileAt(s.ns, "bundle", ref, "bundle/manifests/operator.clusterserviceversion.yaml")
 	require.True(s.t, ok, "CSV at %s", ref)
 	out := map[string]string{}
 	for _, line := range strings.Split(body, "\n") {
@@ -206,12 +231,19 @@ func (s *scenario) csvDigests(ref string) map[string]string {
 func getenv(k string) string { return os.Getenv(k) }
 
 // record stores the group's finished history for the replay tests (only when
-// NUDGEFLOW_RECORD_HISTORIES is set; see `make regen-histories`).
+// NUDGEFLOW_RECORD_HISTORIES is set; see `make regen-histories`). The GitHub run of
+// a test ranging over forges records under the test's own name, as before; the
+// other forges' runs record nothing (the workflow's command sequence does not
+// depend on the forge: the provider is data in the request).
 func (s *scenario) record(name string) {
 	s.t.Helper()
+	if s.f.Name() != "github" {
+		return
+	}
+	test := strings.TrimSuffix(s.t.Name(), "/github")
 	cg := s.group(name)
 	s.w.RecordHistory(s.t, filepath.Join(localenv.RepoRoot(), "workflows", "changegroup", "testdata"),
-		s.t.Name()+"@"+cgwf.HistoryShape, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
+		test+"@"+cgwf.HistoryShape, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
 }
 
 // explainOnFailure logs the group's workflow history (event types and failures)

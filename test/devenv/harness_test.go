@@ -20,32 +20,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/world"
 )
-
-// lockedBuffer collects a process's output for the test to read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // toolEnv resolves the tools once (hack/tools.sh builds what is missing) and hands
 // their paths to every child, so `nudgeflow dev env` finds them too.
@@ -84,24 +66,24 @@ func buildBinary(t *testing.T, dir string) {
 	}
 }
 
-type ports struct{ apiserver, temporal, ui, forge, hook int }
+type ports struct{ apiserver, temporal, ui, forge, hook, gitlab int }
 
-// freePorts picks five free ports below the kernel's ephemeral range (32768 and up),
+// freePorts picks six free ports below the kernel's ephemeral range (32768 and up),
 // so the control plane's own free-port choices (etcd's) cannot land on them between
 // the pick and the start.
 func freePorts(t *testing.T) ports {
 	t.Helper()
 	var p []int
-	for port := 20000 + rand.IntN(10000); len(p) < 5 && port < 32000; port++ {
+	for port := 20000 + rand.IntN(10000); len(p) < 6 && port < 32000; port++ {
 		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 			_ = l.Close()
 			p = append(p, port)
 		}
 	}
-	if len(p) < 5 {
-		t.Fatal("no five free ports between 20000 and 32000")
+	if len(p) < 6 {
+		t.Fatal("no six free ports between 20000 and 32000")
 	}
-	return ports{p[0], p[1], p[2], p[3], p[4]}
+	return ports{p[0], p[1], p[2], p[3], p[4], p[5]}
 }
 
 // setUp builds bin/nudgeflow into a fresh folder and returns that folder, the
@@ -133,7 +115,7 @@ func keepLogs(t *testing.T, home string) {
 // dev is a running `nudgeflow dev`.
 type dev struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *world.LogBuffer
 	done chan error
 }
 
@@ -141,14 +123,15 @@ type dev struct {
 func devArgs(p ports, extra ...string) []string {
 	return append([]string{"dev",
 		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
-		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook)}, extra...)
+		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook),
+		"--gitlab-port", strconv.Itoa(p.gitlab)}, extra...)
 }
 
 // startDev starts `nudgeflow dev` (with extra flags) and waits for its ready banner.
 func startDev(t *testing.T, dir string, env []string, p ports, extra ...string) (*dev, time.Duration) {
 	t.Helper()
 	began := time.Now()
-	d := &dev{out: &lockedBuffer{}, done: make(chan error, 1)}
+	d := &dev{out: &world.LogBuffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), devArgs(p, extra...)...)
 	d.cmd.Dir, d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = dir, env, d.out, d.out
 	if err := d.cmd.Start(); err != nil {

@@ -78,10 +78,16 @@ func (e *env) group(name string) *appstudiov1alpha1.ChangeGroup {
 // page waits until the emulator's page at path contains every want.
 func (e *env) page(path string, want ...string) string {
 	e.t.Helper()
+	return e.pageAt(e.forge.base+path, want...)
+}
+
+// pageAt waits until the page at url contains every want.
+func (e *env) pageAt(url string, want ...string) string {
+	e.t.Helper()
 	var body string
-	world.Eventually(e.t, 30*time.Second, "emulator page "+path+" shows "+strings.Join(want, ", "), func() (bool, error) {
+	world.Eventually(e.t, 30*time.Second, "emulator page "+url+" shows "+strings.Join(want, ", "), func() (bool, error) {
 		var err error
-		if body, err = httpGet(e.forge.base + path); err != nil {
+		if body, err = httpGet(url); err != nil {
 			return false, err
 		}
 		for _, w := range want {
@@ -248,6 +254,26 @@ func TestWalkthrough(t *testing.T) {
 			if prs := e.pulls(); len(prs) != 2 {
 				t.Fatalf("want two PRs (one per group), got %+v", prs)
 			}
+		},
+		"gitlab-hold": func(out string) {
+			cg := e.group("gitlab-bundle-update")
+			mrURL := fmt.Sprintf("http://127.0.0.1:%d/%s/%s/-/merge_requests/1", e.p.gitlab, devenv.DemoNamespace, devenv.GitLabBundle)
+			if cg.Status.PullRequestURL != mrURL || cg.Status.Ready != "1/2" {
+				t.Fatalf("gitlab-bundle-update: pullRequestURL %q ready %q, want %q 1/2", cg.Status.PullRequestURL, cg.Status.Ready, mrURL)
+			}
+			contains(t, out, mrURL)
+			e.pageAt(mrURL, `id="mr-state">draft<`, `id="ci-count">0<`, "Draft: Update "+devenv.GitLabBundle, "[skip ci]")
+		},
+		"gitlab-release": func(out string) {
+			cg := e.group("gitlab-bundle-update")
+			if cg.Status.Phase != appstudiov1alpha1.PhaseReady || cg.Status.Ready != "2/2" {
+				t.Fatalf("gitlab-bundle-update phase %s ready %s, want Ready 2/2", cg.Status.Phase, cg.Status.Ready)
+			}
+			body := e.pageAt(cg.Status.PullRequestURL, `id="mr-state">opened<`, `id="ci-count">1<`)
+			if strings.Contains(body, "Draft:") {
+				t.Fatalf("the released MR keeps its Draft: prefix:\n%s", body)
+			}
+			contains(t, out, "gitlab-bundle-update")
 		},
 		"validated": func(out string) {
 			if cg := e.group("bundle-hotfix"); cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {

@@ -17,7 +17,8 @@ import (
 // PipelineRuns reconciled into Temporal signals against the real API server and the
 // real dev server. Each build has four validated edges, so each reconcile reads the
 // build, the NudgeConfig and the ChangeGroups (uncached, straight from the API
-// server) and sends four SignalWithStart calls. Builds are created before the timer.
+// server), sends four SignalWithStart calls and acknowledges the build (one patch
+// that also releases the build-routing finalizer). Builds are created before the timer.
 //
 //	go test -run '^$' -bench BridgeBuildToSignals -benchtime 200x ./test/nudges/
 func BenchmarkBridgeBuildToSignals(b *testing.B) {

@@ -1,7 +1,6 @@
 package nudges
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,12 +8,12 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -28,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
@@ -35,6 +35,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/worker"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -58,24 +59,7 @@ const (
 
 // workerLogs holds everything the worker logged (every level), so tests can check
 // what it explains and that no secret is ever in it.
-var workerLogs = &syncBuffer{}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+var workerLogs = &world.LogBuffer{}
 
 // logged reports whether one line of the worker's logs holds every part.
 func logged(parts ...string) bool {
@@ -95,45 +79,77 @@ func logged(parts ...string) bool {
 // bridge's signal.
 var tuning = validatednudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: time.Hour}
 
-var startOnce sync.Once
+// start returns the package's world; TestMain started the stack (startStack).
+func start(t testing.TB) *world.World { return world.Get(t) }
 
-// start runs, once per package, the real worker (every workflow and activity) and
-// a bridge manager with the builds feature (executor "all").
-func start(t testing.TB) *world.World {
-	w := world.Get(t)
-	startOnce.Do(func() {
-		require.NoError(t, w.Kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}))
-		// The worker's own client logs everything into workerLogs, errors also to stderr.
-		logger := slog.New(slog.NewMultiHandler(
-			slog.NewTextHandler(workerLogs, &slog.HandlerOptions{Level: slog.LevelDebug}),
-			slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-		wc, err := client.NewClientFromExisting(w.TemporalClient, client.Options{Namespace: w.Temporal.Namespace, Logger: sdklog.NewStructuredLogger(logger)})
-		require.NoError(t, err)
-		wk := worker.New(wc, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace},
-			worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
-		require.NoError(t, wk.Start())
-		standIn := sdkworker.New(w.TemporalClient, standInQueue, sdkworker.Options{})
-		standIn.RegisterWorkflowWithOptions(standInChangeGroup, workflow.RegisterOptions{Name: changegroup.WorkflowName})
-		require.NoError(t, standIn.Start())
+// startStack runs, for the package, the real worker (every workflow and activity)
+// and a bridge manager with the builds feature (executor "all") serving its
+// admission webhook where the API server sends it. The returned stop ends them
+// before the servers go.
+func startStack(w *world.World) (func(), error) {
+	if err := w.Kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return nil, fmt.Errorf("creating the operator namespace: %w", err)
+	}
+	// The worker's own client logs everything into workerLogs, errors also to stderr.
+	logger := slog.New(slog.NewMultiHandler(
+		slog.NewTextHandler(workerLogs, &slog.HandlerOptions{Level: slog.LevelDebug}),
+		slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	wc, err := client.NewClientFromExisting(w.TemporalClient, client.Options{Namespace: w.Temporal.Namespace, Logger: sdklog.NewStructuredLogger(logger)})
+	if err != nil {
+		return nil, fmt.Errorf("the worker's Temporal client: %w", err)
+	}
+	wk := worker.New(wc, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace},
+		worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+	if err := wk.Start(); err != nil {
+		return nil, fmt.Errorf("starting the worker: %w", err)
+	}
+	standIn := sdkworker.New(w.TemporalClient, standInQueue, sdkworker.Options{})
+	standIn.RegisterWorkflowWithOptions(standInChangeGroup, workflow.RegisterOptions{Name: changegroup.WorkflowName})
+	if err := standIn.Start(); err != nil {
+		wk.Stop()
+		return nil, fmt.Errorf("starting the stand-in ChangeGroup worker: %w", err)
+	}
+	stopWorkers := func() { standIn.Stop(); wk.Stop() }
 
-		notHidden, err := labels.NewRequirement(labelNotForManager, selection.DoesNotExist, nil)
-		require.NoError(t, err)
-		mgr, err := ctrl.NewManager(w.Config(), ctrl.Options{
-			Scheme:  kube.NewScheme(),
-			Metrics: metricsserver.Options{BindAddress: "0"},
-			Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
-				&tektonv1.PipelineRun{}: {Label: labels.NewSelector().Add(*notHidden)},
-			}},
-		})
-		require.NoError(t, err)
-		require.NoError(t, builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning}))
-		go func() {
-			if err := mgr.Start(context.Background()); err != nil {
-				panic(fmt.Sprintf("bridge manager: %v", err))
-			}
-		}()
+	notHidden, err := labels.NewRequirement(labelNotForManager, selection.DoesNotExist, nil)
+	if err != nil {
+		stopWorkers()
+		return nil, err
+	}
+	host, port, certDir := w.WebhookServer()
+	mgr, err := ctrl.NewManager(w.Config(), ctrl.Options{
+		Scheme:        kube.NewScheme(),
+		Metrics:       metricsserver.Options{BindAddress: "0"},
+		WebhookServer: webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
+		Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
+			&tektonv1.PipelineRun{}: {Label: labels.NewSelector().Add(*notHidden)},
+		}},
 	})
-	return w
+	if err == nil {
+		err = builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning})
+	}
+	if err != nil {
+		stopWorkers()
+		return nil, fmt.Errorf("the bridge manager: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "bridge manager: %v\n", err)
+		}
+		stopWorkers()
+	}
+	// The webhook fails open: a build created before it serves would not be held.
+	if ok, _ := world.Poll(waitFor, func() (bool, error) {
+		return mgr.GetWebhookServer().StartedChecker()(nil) == nil, nil
+	}); !ok {
+		stop()
+		return nil, fmt.Errorf("the bridge's admission webhook did not start within %s", waitFor)
+	}
+	return stop, nil
 }
 
 // standInChangeGroup stands in for the lead's ChangeGroup workflow: it records the
@@ -199,19 +215,38 @@ func digestOf(n int) string { return fmt.Sprintf("sha256:%064x", n) }
 // IMAGE_URL (tag rev<n>) and IMAGE_DIGEST results; start orders builds.
 func (f *fixture) build(component string, n int, extraLabels map[string]string) *tektonv1.PipelineRun {
 	f.t.Helper()
+	plr := f.newBuild(component, n, extraLabels, nil)
+	f.succeed(plr, n)
+	return plr
+}
+
+// newBuild creates the n-th push build PipelineRun of component, running (no status
+// yet), and returns it as the API server admitted it (with what webhooks added).
+func (f *fixture) newBuild(component string, n int, extraLabels, extraAnnotations map[string]string) *tektonv1.PipelineRun {
+	f.t.Helper()
 	lbl := map[string]string{builds.LabelComponent: component, builds.LabelPipelineType: builds.PipelineTypeBuild, builds.KeyEventType: "Push"}
 	for k, v := range extraLabels {
 		lbl[k] = v
 	}
+	ann := map[string]string{
+		builds.KeyEventType:   "Push", // GitLab spelling: matched case-insensitively
+		builds.AnnotationRepo: fmt.Sprintf("https://gitlab.com/org/%s/-/tree/%040x", component, n),
+	}
+	for k, v := range extraAnnotations {
+		ann[k] = v
+	}
 	plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{
-		Name: fmt.Sprintf("%s-on-push-%d", component, n), Labels: lbl,
-		Annotations: map[string]string{
-			builds.KeyEventType:   "Push", // GitLab spelling: matched case-insensitively
-			builds.AnnotationRepo: fmt.Sprintf("https://gitlab.com/org/%s/-/tree/%040x", component, n),
-		}},
+		Name: fmt.Sprintf("%s-on-push-%d", component, n), Labels: lbl, Annotations: ann},
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
 	f.create(plr)
+	return plr
+}
+
+// succeed ends the n-th build as Tekton would on success, with its results.
+func (f *fixture) succeed(plr *tektonv1.PipelineRun, n int) {
+	f.t.Helper()
+	component := plr.Labels[builds.LabelComponent]
 	start := metav1.NewTime(time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC))
 	require.NoError(f.t, world.SetStatus(f.ctx, f.w.Kube, plr, func() {
 		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
@@ -221,7 +256,65 @@ func (f *fixture) build(component string, n int, extraLabels map[string]string) 
 			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digestOf(n))},
 		}
 	}))
-	return plr
+}
+
+// fail ends a build as Tekton would on failure: no results.
+func (f *fixture) fail(plr *tektonv1.PipelineRun) {
+	f.t.Helper()
+	require.NoError(f.t, world.SetStatus(f.ctx, f.w.Kube, plr, func() {
+		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Failed", Message: "build-container failed"})
+	}))
+}
+
+// reconciler is a BuildReconciler like the running bridge's (executor "all"), for
+// tests that deliver builds themselves.
+func (f *fixture) reconciler() *builds.BuildReconciler {
+	return &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning}}
+}
+
+// get reads a PipelineRun as the API server has it now.
+func (f *fixture) get(plr *tektonv1.PipelineRun) *tektonv1.PipelineRun {
+	f.t.Helper()
+	var got tektonv1.PipelineRun
+	require.NoError(f.t, f.w.Kube.Get(f.ctx, ctrlclient.ObjectKeyFromObject(plr), &got))
+	return &got
+}
+
+// waitAcknowledged waits until the bridge routed and released the build.
+func (f *fixture) waitAcknowledged(plr *tektonv1.PipelineRun) *tektonv1.PipelineRun {
+	f.t.Helper()
+	var got tektonv1.PipelineRun
+	world.Eventually(f.t, waitFor, "build "+plr.Name+" acknowledged and released", func() (bool, error) {
+		if err := f.w.Kube.Get(f.ctx, ctrlclient.ObjectKeyFromObject(plr), &got); err != nil {
+			return false, err
+		}
+		if !builds.Settled(&got) {
+			return false, fmt.Errorf("annotations %v, finalizers %v", got.Annotations, got.Finalizers)
+		}
+		return true, nil
+	})
+	return &got
+}
+
+// workflows lists the IDs of the Temporal workflows serving the namespace (by the
+// KubeNamespace search attribute), sorted.
+func (f *fixture) workflows() []string {
+	f.t.Helper()
+	var ids []string
+	req := &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("%s = '%s'", searchattr.KubeNamespace.GetName(), f.ns)}
+	for {
+		resp, err := f.w.TemporalClient.ListWorkflow(f.ctx, req)
+		require.NoError(f.t, err)
+		for _, e := range resp.GetExecutions() {
+			ids = append(ids, e.GetExecution().GetWorkflowId())
+		}
+		if len(resp.GetNextPageToken()) == 0 {
+			break
+		}
+		req.NextPageToken = resp.GetNextPageToken()
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func pullSpec(component string, n int) string {
@@ -324,3 +417,5 @@ func (f *fixture) query(id, name string, into any) error {
 	}
 	return v.Get(into)
 }
+
+var _ = client.StartWorkflowOptions{}

@@ -321,6 +321,7 @@ func TestExecutorNeverNudgesTwice(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "integration-service runs immediate edges")
 	require.NotEmpty(t, f.runID(validatednudge.WorkflowID(f.ns, "operand", "gated")), "nobody else runs validated edges")
+	require.Equal(t, "gated", f.get(b).Annotations[konflux.AnnotationNudgeRouted], "acknowledged with what it routed")
 
 	// Without a NudgeConfig, build-service runs build-nudges-ref: exclusive does nothing.
 	g := newFixture(t)
@@ -331,9 +332,13 @@ func TestExecutorNeverNudgesTwice(t *testing.T) {
 	_, err = exclusive.Reconcile(g.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(gb)})
 	require.NoError(t, err)
 	require.Empty(t, g.runID(nudge.WorkflowID(g.ns, string(gb.UID), "bundle")))
+	require.Equal(t, builds.RoutedExecutedElsewhere, g.get(gb).Annotations[konflux.AnnotationNudgeRouted])
 
-	// Two bridges with `all` deliver the same build at once: one nudge, one run.
-	all := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning}}
+	// A bridge runs with one executor: what the exclusive one acknowledged is final
+	// for that build. Two bridges with `all` deliver a new build at once: one nudge,
+	// one run, one acknowledgement (the second write conflicts, re-reads, and keeps it).
+	gb = g.build("operand", 2, hidden)
+	all := g.reconciler()
 	errs := make(chan error, 2)
 	for i := 0; i < 2; i++ {
 		go func() {
@@ -344,6 +349,7 @@ func TestExecutorNeverNudgesTwice(t *testing.T) {
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
 	g.waitRuns(1)
+	require.Equal(t, "bundle", g.waitAcknowledged(gb).Annotations[konflux.AnnotationNudgeRouted])
 	wfID := nudge.WorkflowID(g.ns, string(gb.UID), "bundle")
 	var st nudge.State
 	world.Eventually(t, waitFor, "the nudge is running its first attempt", func() (bool, error) {

@@ -26,6 +26,12 @@ type Options struct {
 	WithoutTemporal bool
 	// WebhookManifests are webhook configurations to register with the API server.
 	WebhookManifests []string
+	// Webhooks, when set, names the only webhooks of WebhookManifests to register
+	// (for a package that serves only some of the bridge's webhooks).
+	Webhooks []string
+	// ExtraCRDDirs are loaded beside deploy/crds and test/crds (for example the
+	// kinds of cluster operators the manifests use: cert-manager, Prometheus).
+	ExtraCRDDirs []string
 	// Start runs once the servers are up, before the tests (for example to start a
 	// bridge and a worker); the returned stop runs after the tests, before teardown.
 	Start func(w *World) (stop func(), err error)
@@ -99,9 +105,22 @@ func start(opts Options) (*World, error) {
 	if err != nil {
 		return w, err
 	}
+	webhooks := opts.WebhookManifests
+	if len(opts.Webhooks) > 0 {
+		dir := filepath.Join(logDir, "webhooks")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return w, err
+		}
+		selected, err := selectWebhooks(webhooks, opts.Webhooks, dir)
+		if err != nil {
+			return w, err
+		}
+		webhooks = []string{selected}
+	}
 	if w.ControlPlane, err = localenv.StartControlPlane(localenv.ControlPlaneOptions{
 		Log:              kubeLog,
-		WebhookManifests: opts.WebhookManifests,
+		WebhookManifests: webhooks,
+		ExtraCRDDirs:     opts.ExtraCRDDirs,
 	}); err != nil {
 		return w, err
 	}

@@ -265,3 +265,18 @@ func TestPushRacingAMergeIsHandedBack(t *testing.T) {
 	require.Equal(t, map[string][]string{"b": {"sha256:b1"}}, f.handedBackDigests(),
 		"a was pushed while the PR was open; b's push raced the merge")
 }
+
+// A group whose CR is gone before it could read it (deleted a moment after its
+// creation) still knows where its held builds go: the nudged component the bridge
+// named when it started the workflow (found by the chaos test: a hand-back with no
+// target nudged nothing).
+func TestGroupThatNeverResolvedHandsBackToTheNudgedComponent(t *testing.T) {
+	f := newFakeWorld("a")
+	f.resolveErr = temporal.NewNonRetryableApplicationError("ChangeGroup tenant/cg no longer exists", "ChangeGroupGone", nil)
+	h := newHarness(t, f)
+	h.build(0, "a", "sha256:a1", time.Hour)
+	s := h.run(Input{NudgedComponent: "bundle-x"})
+	require.True(t, s.Phase.IsFinal(), "phase %s", s.Phase)
+	require.Equal(t, map[string][]string{"a": {"sha256:a1"}}, f.handedBackDigests())
+	require.Equal(t, []string{"bundle-x"}, f.targets)
+}

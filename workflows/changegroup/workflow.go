@@ -13,6 +13,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
@@ -67,11 +68,15 @@ func (s Settings) withDefaults() Settings {
 
 // Input starts (or continues) a ChangeGroup workflow. No secrets: it is visible in the UI.
 type Input struct {
-	Namespace string        `json:"namespace"`
-	Name      string        `json:"name"`
-	UID       string        `json:"uid"`
-	Timeout   time.Duration `json:"timeout,omitempty"`
-	Settings  Settings      `json:"settings"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// NudgedComponent is the CR's spec.nudgedComponent when the bridge started the
+	// workflow: the target of a hand-back even when the group ended before it could
+	// read its CR (deleted a moment after creation).
+	NudgedComponent string        `json:"nudgedComponent,omitempty"`
+	Timeout         time.Duration `json:"timeout,omitempty"`
+	Settings        Settings      `json:"settings"`
 	// State is carried through continue-as-new; nil on the first run.
 	State *State `json:"state,omitempty"`
 }
@@ -139,6 +144,7 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 			r.step()
 		}
 		if r.s.Phase.IsFinal() {
+			r.count(metrics.BuildsDelivered, r.s.delivered(r.nothingLost))
 			break
 		}
 		r.publish()
@@ -205,12 +211,13 @@ func (r *run) handBack() {
 	s := r.s
 	builds := append([]handback.Build(nil), s.HandBack...)
 	err := workflow.ExecuteActivity(r.kubeCtx(fmt.Sprintf("hand %d build(s) back to normal nudging", len(builds))), handback.Activity,
-		handback.Request{Namespace: r.in.Namespace, ChangeGroup: r.in.Name, UID: r.in.UID, Target: s.NudgedComponent, Builds: builds}).Get(r.ctx, nil)
+		handback.Request{Namespace: r.in.Namespace, ChangeGroup: r.in.Name, UID: r.in.UID, Target: r.target(), Builds: builds}).Get(r.ctx, nil)
 	if err != nil {
 		workflow.GetLogger(r.ctx).Warn("builds not handed back yet; retrying", "error", err)
 		r.handBackAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
 		return
 	}
+	r.count(metrics.BuildsHandedBack, len(builds))
 	// Builds queued while the activity ran stay queued.
 	s.HandBack = s.HandBack[len(builds):]
 	if len(s.HandBack) == 0 {
@@ -370,8 +377,10 @@ func (r *run) drainSignals() {
 		var b ComponentBuilt
 		for r.built.ReceiveAsync(&b) {
 			progressed = true
-			if _, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
+			if taken, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
 				log.Info("build not collected", "component", b.Component, "digest", b.Digest, "reason", why)
+			} else if taken {
+				r.count(metrics.BuildsHeld, 1)
 			}
 			b = ComponentBuilt{}
 		}
@@ -652,6 +661,8 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		s.StatusStale = true
 	}
 	if synced == pullrequest.ModeRelease && !s.Released {
+		ready, _ := s.counts()
+		r.count(metrics.CIBuildsSaved, ready-1)
 		s.Released = true
 		s.Phase, s.ReadyTime = appstudiov1alpha1.PhaseReady, now
 		s.StatusStale = true
@@ -681,6 +692,15 @@ func (r *run) forgeFailed(err error) {
 	r.s.StatusStale = true
 	r.retryAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
 	r.nextPoll = r.retryAt
+}
+
+// target is the nudged component builds are handed back to: the one the group
+// resolved, else the one the bridge named when it started the workflow.
+func (r *run) target() string {
+	if r.s.NudgedComponent != "" {
+		return r.s.NudgedComponent
+	}
+	return r.in.NudgedComponent
 }
 
 func (r *run) changeGroupURL() string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -39,6 +40,9 @@ type fakeWorld struct {
 	// duringHandBack runs inside the next hand-back activity (once).
 	duringHandBack func()
 	handedBack     []handback.Build
+	targets        []string
+	// resolveErr fails every resolve (the CR is gone).
+	resolveErr error
 	// statusFailures fails that many status writes of a final phase.
 	statusFailures int
 }
@@ -58,6 +62,9 @@ func newFakeWorld(components ...string) *fakeWorld {
 func (f *fakeWorld) resolve(_ context.Context, req changegroupcr.ResolveRequest) (changegroupcr.Resolved, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.resolveErr != nil {
+		return changegroupcr.Resolved{}, f.resolveErr
+	}
 	if len(req.Components) == 0 {
 		return f.resolved, nil
 	}
@@ -97,6 +104,7 @@ func (f *fakeWorld) handBack(_ context.Context, req handback.Request) (handback.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handedBack = append(f.handedBack, req.Builds...)
+	f.targets = append(f.targets, req.Target)
 	return handback.Result{}, nil
 }
 
@@ -175,9 +183,15 @@ type harness struct {
 	f   *fakeWorld
 }
 
-func newHarness(t *testing.T, f *fakeWorld) *harness {
+func newHarness(t *testing.T, f *fakeWorld) *harness { return newHarnessWithMetrics(t, f, nil) }
+
+// newHarnessWithMetrics records the workflow's metrics on m (nil: none).
+func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) *harness {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	if m != nil {
+		suite.SetMetricsHandler(m)
+	}
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(f.resolve, activity.RegisterOptions{Name: changegroupcr.ResolveActivity})
@@ -225,7 +239,8 @@ func (h *harness) update(d time.Duration, name string, wantErr bool, args ...any
 
 func (h *harness) run(in Input) *State {
 	if in.Name == "" {
-		in = Input{Namespace: "tenant", Name: "bundle-x-update", UID: "uid-1", Settings: Settings{Debounce: 5 * time.Second, PollInterval: time.Hour}}
+		in = Input{Namespace: "tenant", Name: "bundle-x-update", UID: "uid-1", NudgedComponent: in.NudgedComponent,
+			Settings: Settings{Debounce: 5 * time.Second, PollInterval: time.Hour}}
 	}
 	h.env.ExecuteWorkflow(WorkflowName, in)
 	require.True(h.t, h.env.IsWorkflowCompleted())

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
@@ -180,6 +181,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		return workflow.WithActivityOptions(ctx, o)
 	}
 	record := func(attempt int, reason, message, run string, warning bool) {
+		metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Nudges, 1, "mode", req.Mode, "outcome", reason)
 		o := renovate.Outcome{Namespace: req.Namespace, Component: req.Nudged, WorkflowID: wfID, Attempt: attempt,
 			Warning: warning, Reason: reason, Message: message, PipelineRun: run}
 		if err := workflow.ExecuteActivity(withSummary(reason+" event on "+req.Nudged), a.RecordNudgeOutcome, o).Get(ctx, nil); err != nil {
@@ -215,6 +217,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		if err != nil {
 			return result(PhaseFailed, err.Error()), err
 		}
+		metrics.Count(workflow.GetMetricsHandler(ctx), metrics.RenovateRuns, 1, "outcome", runOutcome(status))
 		if status.Succeeded {
 			msg := fmt.Sprintf("Renovate run %s nudged %s to %s@%s (attempt %d)", name, req.Nudged, req.Nudging, req.Digest, attempt)
 			record(attempt, ReasonSucceeded, msg, name, false)
@@ -261,4 +264,15 @@ func waitRun(ctx workflow.Context, req Request, name string, finished map[string
 			return s, nil
 		}
 	}
+}
+
+// runOutcome is the outcome label of an ended run.
+func runOutcome(s renovate.RunStatus) string {
+	switch {
+	case s.Succeeded:
+		return metrics.RunSucceeded
+	case s.Gone:
+		return metrics.RunGone
+	}
+	return metrics.RunFailed
 }

@@ -25,7 +25,15 @@ func request() Request {
 type recorder struct{ reasons []string }
 
 func setup(t *testing.T) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
+	return setupWithMetrics(t, nil)
+}
+
+// setupWithMetrics records the workflow's metrics on m (nil: none).
+func setupWithMetrics(t *testing.T, m client.MetricsHandler) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
 	var s testsuite.WorkflowTestSuite
+	if m != nil {
+		s.SetMetricsHandler(m)
+	}
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
 	a := &renovate.Activities{}

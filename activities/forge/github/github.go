@@ -327,7 +327,8 @@ func (c *Client) setBranch(ctx context.Context, branch, sha string, exists bool)
 func toPR(p *gh.PullRequest) forge.PR {
 	return forge.PR{Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
 		Open: p.GetState() == "open", Merged: p.GetMerged() || p.MergedAt != nil, Draft: p.GetDraft(),
-		Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Base: p.GetBase().GetRef()}
+		Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Base: p.GetBase().GetRef(),
+		MergeCommitSHA: mergeCommit(p)}
 }
 
 func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {
@@ -548,3 +549,12 @@ func truncate(s string) string {
 
 // safeNetMessage keeps the error's text (URLs and transport errors carry no headers).
 func safeNetMessage(err error) string { return truncate(err.Error()) }
+
+// mergeCommit is the PR's merge commit once merged (GitHub also fills
+// merge_commit_sha with a test merge while the PR is open: ignored then).
+func mergeCommit(p *gh.PullRequest) string {
+	if p.GetMerged() || p.MergedAt != nil {
+		return p.GetMergeCommitSHA()
+	}
+	return ""
+}

@@ -325,6 +325,7 @@ type pull struct {
 	HeadSHA   string
 	Author    string
 	CreatedAt time.Time
+	MergeSHA  string `json:",omitempty"`
 }
 
 type comment struct {
@@ -548,7 +549,7 @@ func (s *Server) merge(r *repo, p *pull, sig signature) string {
 	head := r.commits[p.HeadSHA]
 	c := s.newCommit(r, head.Tree, []string{r.refs["heads/"+p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", p.Number), sig, sig)
 	r.refs["heads/"+p.Base] = c.SHA
-	p.State, p.Merged = "closed", true
+	p.State, p.Merged, p.MergeSHA = "closed", true, c.SHA
 	s.event(r, p, "closed", sig.Name)
 	return c.SHA
 }
@@ -695,7 +696,7 @@ func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
 	}
 	return map[string]any{
 		"id": int64(p.Number) + r.id*1000, "node_id": p.NodeID, "number": p.Number, "state": p.State,
-		"title": p.Title, "body": p.Body, "draft": p.Draft, "merged": p.Merged, "merged_at": mergedAt,
+		"title": p.Title, "body": p.Body, "draft": p.Draft, "merged": p.Merged, "merged_at": mergedAt, "merge_commit_sha": p.MergeSHA,
 		"html_url": html, "url": fmt.Sprintf("%srepos/%s/%s/pulls/%d", s.APIURL(), r.owner, r.name, p.Number),
 		"user":       map[string]any{"login": p.Author},
 		"created_at": p.CreatedAt.Format(time.RFC3339),

@@ -1,0 +1,401 @@
+// Package gitlab implements forge.Forge with GitLab's REST API v4
+// (gitlab.com/gitlab-org/api/client-go): branches, commits, the repository tree
+// and raw blobs to read; the Commits API to push in one request; merge requests,
+// drafts by the "Draft:" title prefix, and notes.
+package gitlab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	gl "gitlab.com/gitlab-org/api/client-go"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+)
+
+// DraftPrefix marks a merge request as draft. Every GitLab version since 13.2
+// honours it; the `draft` attribute of the API came later, so nudgeflow writes the
+// prefix and reads both.
+const DraftPrefix = "Draft: "
+
+// draftTitle is GitLab's draft title rule (MergeRequest::DRAFT_REGEX): "[Draft]",
+// "(Draft)" or "Draft:" at the start, case-insensitive.
+var draftTitle = regexp.MustCompile(`(?i)^\s*(\[draft\]|\(draft\)|draft:)\s*`)
+
+// IsDraftTitle reports whether GitLab treats a title as a draft's.
+func IsDraftTitle(title string) bool { return draftTitle.MatchString(title) }
+
+// ReadyTitle is title without its draft prefixes.
+func ReadyTitle(title string) string {
+	for draftTitle.MatchString(title) {
+		title = draftTitle.ReplaceAllString(title, "")
+	}
+	return title
+}
+
+// Endpoint is the API root of a host: <scheme>://<host>/api/v4/.
+func Endpoint(repo forge.Repo) string { return repo.Scheme + "://" + repo.Host + "/api/v4/" }
+
+// Options configure a Client.
+type Options struct {
+	Repo  forge.Repo
+	Token string
+	// Bot is the identity commits are made as; empty: the token's user (GET /user).
+	Bot forge.Signature
+	// Transport is the base round tripper (http.DefaultTransport when nil).
+	Transport http.RoundTripper
+	// Timeout bounds each HTTP request (30s when zero).
+	Timeout time.Duration
+}
+
+// Client is a forge.Forge for one GitLab project.
+type Client struct {
+	repo forge.Repo
+	pid  string // "group/project": the client library escapes it (group%2Fproject)
+	bot  forge.Signature
+	api  *gl.Client
+	tr   *transport
+}
+
+var _ forge.Forge = (*Client)(nil)
+
+// New returns a Client authenticating with a personal, project or group access token.
+func New(ctx context.Context, o Options) (*Client, error) {
+	if o.Token == "" {
+		return nil, errors.New("gitlab: no token")
+	}
+	base := o.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 30 * time.Second
+	}
+	tr := &transport{base: base}
+	api, err := gl.NewClient(o.Token, gl.WithBaseURL(Endpoint(o.Repo)), gl.WithHTTPClient(&http.Client{Transport: tr, Timeout: o.Timeout}),
+		// Retries are Temporal's (with the server's delay), never the library's.
+		gl.WithoutRetries())
+	if err != nil {
+		return nil, fmt.Errorf("gitlab client for %s: %w", o.Repo.Host, err)
+	}
+	c := &Client{repo: o.Repo, pid: o.Repo.FullName(), bot: o.Bot, api: api, tr: tr}
+	if c.bot.Email == "" {
+		u, resp, err := api.Users.CurrentUser(gl.WithContext(ctx))
+		if err != nil {
+			return nil, classify("reading the token's user", err, resp)
+		}
+		email := u.Email
+		if email == "" {
+			email = u.PublicEmail
+		}
+		c.bot = forge.Signature{Name: u.Name, Email: email}
+	}
+	return c, nil
+}
+
+// transport counts writes. The token travels in PRIVATE-TOKEN, set by the library.
+type transport struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	writes int
+}
+
+func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		t.mu.Lock()
+		t.writes++
+		t.mu.Unlock()
+	}
+	return t.base.RoundTrip(r)
+}
+
+// Writes counts write requests (POST, PUT, DELETE).
+func (c *Client) Writes() int {
+	c.tr.mu.Lock()
+	defer c.tr.mu.Unlock()
+	return c.tr.writes
+}
+
+// Bot is the commit identity.
+func (c *Client) Bot() forge.Signature { return c.bot }
+
+func (c *Client) DefaultBranch(ctx context.Context) (string, error) {
+	p, resp, err := c.api.Projects.GetProject(c.pid, nil, gl.WithContext(ctx))
+	if err != nil {
+		return "", classify("reading project "+c.pid, err, resp)
+	}
+	return p.DefaultBranch, nil
+}
+
+func (c *Client) BranchHead(ctx context.Context, branch string) (forge.Commit, bool, error) {
+	b, resp, err := c.api.Branches.GetBranch(c.pid, branch, gl.WithContext(ctx))
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return forge.Commit{}, false, nil
+		}
+		return forge.Commit{}, false, classify("reading branch "+branch, err, resp)
+	}
+	if b.Commit == nil {
+		return forge.Commit{}, false, fmt.Errorf("branch %s of %s has no commit", branch, c.pid)
+	}
+	// The branch answer carries the whole head commit: no second read.
+	return toCommit(b.Commit), true, nil
+}
+
+func (c *Client) Commit(ctx context.Context, sha string) (forge.Commit, error) {
+	cm, resp, err := c.api.Commits.GetCommit(c.pid, sha, nil, gl.WithContext(ctx))
+	if err != nil {
+		return forge.Commit{}, classify("reading commit "+sha, err, resp)
+	}
+	return toCommit(cm), nil
+}
+
+// toCommit: GitLab's API names no tree object, and its tree listing reads by ref,
+// so a commit's Tree is the commit itself (Files accepts it).
+func toCommit(cm *gl.Commit) forge.Commit {
+	return forge.Commit{SHA: cm.ID, Tree: cm.ID, Parents: append([]string(nil), cm.ParentIDs...), Message: cm.Message,
+		Author:    forge.Signature{Name: cm.AuthorName, Email: cm.AuthorEmail},
+		Committer: forge.Signature{Name: cm.CommitterName, Email: cm.CommitterEmail}}
+}
+
+// Files lists every blob at a ref (a commit SHA, see toCommit), 100 a page.
+func (c *Client) Files(ctx context.Context, tree string) ([]forge.File, error) {
+	opt := &gl.ListTreeOptions{ListOptions: gl.ListOptions{PerPage: 100, Page: 1}, Ref: new(tree), Recursive: new(true)}
+	var out []forge.File
+	for {
+		nodes, resp, err := c.api.Repositories.ListTree(c.pid, opt, gl.WithContext(ctx))
+		if err != nil {
+			return nil, classify("listing the tree of "+tree, err, resp)
+		}
+		for _, n := range nodes {
+			if n.Type == "blob" {
+				out = append(out, forge.File{Path: n.Path, Mode: n.Mode, SHA: n.ID})
+			}
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}
+
+func (c *Client) Blob(ctx context.Context, sha string) ([]byte, error) {
+	b, resp, err := c.api.Repositories.RawBlobContent(c.pid, sha, gl.WithContext(ctx))
+	if err != nil {
+		return nil, classify("reading blob "+sha, err, resp)
+	}
+	return b, nil
+}
+
+// Push is one Commits API request: the changed files as update actions on
+// start_sha (the parent), force-moving or creating the branch. The head is read
+// right before it, the last moment a person's commit can still be noticed.
+func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
+	paths := make([]string, 0, len(p.Files))
+	for path := range p.Files {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	actions := make([]*gl.CommitActionOptions, 0, len(paths))
+	for _, path := range paths {
+		if !utf8.Valid(p.Files[path]) {
+			return forge.Commit{}, temporal.NewNonRetryableApplicationError("file "+path+" is not UTF-8 text", "NotText", nil)
+		}
+		actions = append(actions, &gl.CommitActionOptions{Action: new(gl.FileUpdate), FilePath: new(path), Content: new(string(p.Files[path]))})
+	}
+	now, ok, err := c.BranchHead(ctx, p.Branch)
+	if err != nil {
+		return forge.Commit{}, err
+	}
+	if ok != p.Exists || (ok && now.SHA != p.ExpectedHead) {
+		return forge.Commit{}, forge.ErrHeadMoved
+	}
+	opt := &gl.CreateCommitOptions{Branch: new(p.Branch), CommitMessage: new(p.Message), StartSHA: new(p.Parent.SHA),
+		Actions: actions, Force: new(true)}
+	if c.bot.Email != "" {
+		opt.AuthorEmail, opt.AuthorName = new(c.bot.Email), new(c.bot.Name)
+	}
+	cm, resp, err := c.api.Commits.CreateCommit(c.pid, opt, gl.WithContext(ctx))
+	if err != nil {
+		return forge.Commit{}, classify("committing to branch "+p.Branch, err, resp)
+	}
+	return toCommit(cm), nil
+}
+
+func toPR(m *gl.BasicMergeRequest) forge.PR {
+	return forge.PR{Number: int(m.IID), URL: m.WebURL, Title: m.Title, Body: m.Description,
+		Open: m.State == "opened", Merged: m.State == "merged",
+		Draft: m.Draft || IsDraftTitle(m.Title), // the title: servers older than the draft field
+		Head:  m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch}
+}
+
+func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {
+	if number > 0 {
+		m, resp, err := c.api.MergeRequests.GetMergeRequest(c.pid, int64(number), nil, gl.WithContext(ctx))
+		if err != nil {
+			if resp != nil && resp.StatusCode == http.StatusNotFound {
+				return forge.PR{}, false, nil
+			}
+			return forge.PR{}, false, classify(fmt.Sprintf("reading merge request !%d", number), err, resp)
+		}
+		return toPR(&m.BasicMergeRequest), true, nil
+	}
+	ms, resp, err := c.api.MergeRequests.ListProjectMergeRequests(c.pid, &gl.ListProjectMergeRequestsOptions{
+		State: new("opened"), SourceBranch: new(branch), OrderBy: new("created_at"), Sort: new("desc")}, gl.WithContext(ctx))
+	if err != nil {
+		return forge.PR{}, false, classify("listing merge requests of branch "+branch, err, resp)
+	}
+	if len(ms) == 0 {
+		return forge.PR{}, false, nil
+	}
+	return toPR(ms[0]), true, nil
+}
+
+// CreatePR opens a merge request; a draft gets the "Draft:" title prefix.
+func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
+	title := in.Title
+	if in.Draft && !IsDraftTitle(title) {
+		title = DraftPrefix + title
+	}
+	m, resp, err := c.api.MergeRequests.CreateMergeRequest(c.pid, &gl.CreateMergeRequestOptions{
+		Title: new(title), Description: new(in.Body), SourceBranch: new(in.Head), TargetBranch: new(in.Base)}, gl.WithContext(ctx))
+	if err != nil {
+		return forge.PR{}, classify("creating a merge request from "+in.Head, err, resp)
+	}
+	return toPR(&m.BasicMergeRequest), nil
+}
+
+// EditPR changes the description and the state; the title (and so the draft
+// prefix) is left as it is.
+func (c *Client) EditPR(ctx context.Context, number int, body *string, open *bool) (forge.PR, error) {
+	opt := &gl.UpdateMergeRequestOptions{Description: body}
+	if open != nil {
+		opt.StateEvent = new(map[bool]string{true: "reopen", false: "close"}[*open])
+	}
+	m, resp, err := c.api.MergeRequests.UpdateMergeRequest(c.pid, int64(number), opt, gl.WithContext(ctx))
+	if err != nil {
+		return forge.PR{}, classify(fmt.Sprintf("editing merge request !%d", number), err, resp)
+	}
+	return toPR(&m.BasicMergeRequest), nil
+}
+
+// MarkReady is one PUT: the title without its draft prefix and, with body, the new
+// description. GitLab sends one update event without oldrev, which Pipelines as
+// Code does not build (pkg/provider/gitlab/detect.go).
+func (c *Client) MarkReady(ctx context.Context, pr forge.PR, body *string) error {
+	opt := &gl.UpdateMergeRequestOptions{Title: new(ReadyTitle(pr.Title)), Description: body}
+	_, resp, err := c.api.MergeRequests.UpdateMergeRequest(c.pid, int64(pr.Number), opt, gl.WithContext(ctx))
+	if err != nil {
+		return classify(fmt.Sprintf("marking merge request !%d ready", pr.Number), err, resp)
+	}
+	return nil
+}
+
+// Comments lists the merge request's notes written by users (system notes, such
+// as "marked this merge request as ready", are left out).
+func (c *Client) Comments(ctx context.Context, number int) ([]forge.Comment, error) {
+	var out []forge.Comment
+	opt := &gl.ListMergeRequestNotesOptions{ListOptions: gl.ListOptions{PerPage: 100, Page: 1}, OrderBy: new("created_at"), Sort: new("asc")}
+	for {
+		ns, resp, err := c.api.Notes.ListMergeRequestNotes(c.pid, int64(number), opt, gl.WithContext(ctx))
+		if err != nil {
+			return nil, classify(fmt.Sprintf("listing notes of merge request !%d", number), err, resp)
+		}
+		for _, n := range ns {
+			if !n.System {
+				out = append(out, forge.Comment{ID: n.ID, Body: n.Body})
+			}
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}
+
+func (c *Client) CreateComment(ctx context.Context, number int, body string) error {
+	_, resp, err := c.api.Notes.CreateMergeRequestNote(c.pid, int64(number), &gl.CreateMergeRequestNoteOptions{Body: new(body)}, gl.WithContext(ctx))
+	if err != nil {
+		return classify(fmt.Sprintf("commenting on merge request !%d", number), err, resp)
+	}
+	return nil
+}
+
+// classify turns a GitLab failure into a Temporal error whose message holds the
+// operation, the status and GitLab's message, never a request header:
+//   - 429 (and 403 with Retry-After or RateLimit-Remaining 0) are retryable with
+//     NextRetryDelay from Retry-After, else RateLimit-Reset;
+//   - 401 is retryable, typed "Unauthorized" (a rotated token; the workflow bounds it);
+//   - other 4xx are non-retryable, typed "GitLab<status>";
+//   - 5xx are retryable, typed "GitLab<status>"; network errors are plain (retryable).
+func classify(op string, err error, resp *gl.Response) error {
+	var status int
+	var header http.Header
+	msg := ""
+	var er *gl.ErrorResponse
+	switch {
+	case errors.As(err, &er) && er.Response != nil:
+		status, header, msg = er.Response.StatusCode, er.Response.Header, er.Message
+	case resp != nil && resp.Response != nil && resp.StatusCode >= 400:
+		status, header = resp.StatusCode, resp.Header
+	}
+	if status == 0 {
+		var ne net.Error
+		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%s: network: %s", op, truncate(err.Error()))
+		}
+		return fmt.Errorf("%s: %s", op, truncate(err.Error()))
+	}
+	text := fmt.Sprintf("%s: GitLab answered %d", op, status)
+	if msg != "" {
+		text += ": " + truncate(msg)
+	}
+	typ := "GitLab" + strconv.Itoa(status)
+	if delay, limited := rateLimitDelay(status, header); limited {
+		return temporal.NewApplicationErrorWithOptions(text, "GitLabRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: delay})
+	}
+	if status >= 500 {
+		return temporal.NewApplicationError(text, typ)
+	}
+	if status == http.StatusUnauthorized {
+		return temporal.NewApplicationError(text+" (the forge rejected nudgeflow's credentials; check the SCM Secret's access token)", "Unauthorized")
+	}
+	return temporal.NewNonRetryableApplicationError(text, typ, nil)
+}
+
+// rateLimitDelay: GitLab answers 429 with Retry-After and RateLimit-Reset (Unix
+// seconds); some proxies answer 403 with the same headers.
+func rateLimitDelay(status int, h http.Header) (time.Duration, bool) {
+	limited := status == http.StatusTooManyRequests ||
+		(status == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("RateLimit-Remaining") == "0"))
+	if !limited {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if r, err := strconv.ParseInt(h.Get("RateLimit-Reset"), 10, 64); err == nil {
+		if d := time.Until(time.Unix(r, 0)); d > 0 {
+			return d.Round(time.Second) + time.Second, true
+		}
+	}
+	return time.Minute, true
+}
+
+func truncate(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}

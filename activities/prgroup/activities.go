@@ -1,0 +1,480 @@
+package prgroup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"k8s.io/apimachinery/pkg/types"
+	"knative.dev/pkg/apis"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/prbody"
+)
+
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+
+// Build PipelineRun keys of Pipelines as Code and Konflux that name the commit built.
+const (
+	AnnotationPaCSHA     = "pipelinesascode.tekton.dev/sha"
+	AnnotationCommitSHA  = "build.appstudio.redhat.com/commit_sha"
+	AnnotationPaCRepoURL = "pipelinesascode.tekton.dev/repo-url"
+)
+
+// Activities are the PR group activities. The forge connection (credentials read
+// from Secrets at call time) is the pull request activities'.
+type Activities struct {
+	Kube client.Reader
+	PR   *pullrequest.Activities
+}
+
+// Register registers the activities under their contract names.
+func (a *Activities) Register(r worker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(a.Sync, activity.RegisterOptions{Name: SyncActivity})
+	r.RegisterActivityWithOptions(a.ObserveOrigins, activity.RegisterOptions{Name: ObserveOriginsActivity})
+	r.RegisterActivityWithOptions(a.FindPushBuild, activity.RegisterOptions{Name: FindPushBuildActivity})
+	r.RegisterActivityWithOptions(a.Close, activity.RegisterOptions{Name: CloseActivity})
+}
+
+func invalid(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), "InvalidRequest", nil)
+}
+
+// repoOf is the target component's repository, as build-service reads it.
+func (a *Activities) repoOf(ctx context.Context, namespace, component string) (pullrequest.Repo, error) {
+	var c mirrorv1alpha1.Component
+	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, &c); err != nil {
+		return pullrequest.Repo{}, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
+	}
+	git := c.Spec.Source.GitSource
+	if git == nil || git.URL == "" {
+		return pullrequest.Repo{}, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
+	}
+	return RepoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), nil
+}
+
+// RepoOf is a pull request repository for a clone URL (provider from the
+// annotation, else the host).
+func RepoOf(namespace, cloneURL, base, provider string) pullrequest.Repo {
+	if provider == "" {
+		provider = "github"
+		if u, err := url.Parse(cloneURL); err == nil && strings.Contains(u.Host, "gitlab") {
+			provider = "gitlab"
+		}
+	}
+	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
+}
+
+// ---- Sync ----
+
+func validBranch(b string) bool {
+	return b != "" && !strings.ContainsAny(b, " ~^:?*[\\") && !strings.Contains(b, "..")
+}
+
+// Sync makes the target PR match req: one bot commit on the base branch's head with
+// every applied digest (a fresh commit when the digests or the base changed), a
+// draft PR (opened when none is open), the description re-rendered, the draft
+// lifted when req.Draft is false. A closed or merged PR is never written to.
+func (a *Activities) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
+	if !validBranch(req.Branch) {
+		return SyncResult{}, invalid("branch %q is not a valid branch name", req.Branch)
+	}
+	for _, r := range req.Rows {
+		if !r.Dropped && (!digestref.ValidImage(r.Image) || !digestref.ValidDigest(r.Digest)) {
+			return SyncResult{}, invalid("row %q: image %q or digest %q is not valid", r.Component, r.Image, r.Digest)
+		}
+	}
+	fileMatch := req.FileMatch
+	if len(fileMatch) == 0 {
+		fileMatch = digestref.DefaultFileMatch
+	}
+	if _, err := digestref.NewFileMatcher(fileMatch); err != nil {
+		return SyncResult{}, invalid("%v", err)
+	}
+	repo, err := a.repoOf(ctx, req.Namespace, req.Target)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	f, clean, err := a.PR.Connect(ctx, repo)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	res, err := a.sync(ctx, f, repo, req, fileMatch)
+	if err != nil {
+		return SyncResult{}, clean(err)
+	}
+	res.Writes = f.Writes()
+	return res, nil
+}
+
+func result(pr forge.PR) SyncResult {
+	r := SyncResult{PR: PRRef{Number: pr.Number, URL: pr.URL}, Draft: pr.Draft}
+	switch {
+	case pr.Merged:
+		r.State = PRMerged
+	case pr.Open:
+		r.State = PROpen
+	default:
+		r.State = PRClosed
+	}
+	return r
+}
+
+func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.Repo, req SyncRequest, fileMatch []string) (SyncResult, error) {
+	log := activity.GetLogger(ctx)
+	pr, found, err := f.FindPR(ctx, req.Branch, req.Known.Number)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if found && !pr.Open {
+		return result(pr), nil // closed or merged: never written to
+	}
+	if found && pr.Head != req.Branch {
+		return SyncResult{}, invalid("PR #%d has head %q, not %q", pr.Number, pr.Head, req.Branch)
+	}
+	monorepo := false
+	for _, o := range req.Origins {
+		if sameRepo(o.Key, repo.URL) {
+			monorepo = true
+		}
+	}
+	baseBranch := repo.BaseBranch
+	if baseBranch == "" {
+		if baseBranch, err = f.DefaultBranch(ctx); err != nil {
+			return SyncResult{}, err
+		}
+	}
+	base, ok, err := f.BranchHead(ctx, baseBranch)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	if !ok {
+		return SyncResult{}, temporal.NewNonRetryableApplicationError("base branch "+baseBranch+" does not exist", "BaseBranchMissing", nil)
+	}
+	var rows []pullrequest.Row
+	for _, r := range req.Rows {
+		if !r.Dropped {
+			rows = append(rows, pullrequest.Row{Component: r.Component, Image: r.Image, New: r.Digest, State: prbody.StateReady})
+		}
+	}
+	changes, tree, err := a.PR.Rewrite(ctx, f, req.Namespace, rows, fileMatch, base)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	head, exists, err := f.BranchHead(ctx, req.Branch)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	res := SyncResult{Monorepo: monorepo}
+	if exists && !pullrequest.IsBot(f, head) {
+		// A person pushed to the branch: their commit is kept; nudgeflow only reports.
+		res.HumanEdits = fmt.Sprintf("commit %.7s on %s is not nudgeflow's", head.SHA, req.Branch)
+	}
+	if !found && len(changes) == 0 {
+		log.Info("the base branch already holds every digest; no PR to open", "branch", req.Branch)
+		res.NoChanges = true
+		return res, nil
+	}
+	if res.HumanEdits == "" {
+		same := false
+		if exists {
+			// The head is current when it sits on the base head and holds the tree.
+			if slices.Equal(head.Parents, []string{base.SHA}) {
+				if same, err = pullrequest.TreeHolds(ctx, f, head, tree); err != nil {
+					return SyncResult{}, err
+				}
+			}
+		}
+		if !same {
+			c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Files: changes,
+				Message: commitMessage(req), Exists: exists, ExpectedHead: head.SHA})
+			if errors.Is(err, forge.ErrHeadMoved) {
+				return SyncResult{}, temporal.NewApplicationError("the branch moved during the sync; retrying", "HeadMoved")
+			}
+			if err != nil {
+				return SyncResult{}, err
+			}
+			log.Info("pushed", "branch", req.Branch, "commit", c.SHA, "files", len(changes))
+		}
+	}
+	body := Render(req, monorepo)
+	if !found {
+		title := fmt.Sprintf("[PR group %s] Update %s", req.Group, req.Target)
+		pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: body, Draft: req.Draft})
+		if errors.Is(err, forge.ErrDraftsUnsupported) {
+			log.Info("the repository allows no draft PRs; opening a normal one (the description says not to merge it yet)", "branch", req.Branch)
+			pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: body})
+		}
+		if err != nil {
+			return SyncResult{}, err
+		}
+		log.Info("opened pull request", "pr", pr.Number, "branch", req.Branch, "draft", req.Draft)
+	} else {
+		body = prbody.Compose(pr.Body, body)
+		if pr.Draft && !req.Draft {
+			if err := f.MarkReady(ctx, pr, &body); err != nil {
+				return SyncResult{}, err
+			}
+			log.Info("marked ready for review", "pr", pr.Number)
+		} else if pr.Body != body {
+			if _, err := f.EditPR(ctx, pr.Number, &body, nil); err != nil {
+				return SyncResult{}, err
+			}
+		}
+	}
+	if pr, found, err = f.FindPR(ctx, req.Branch, pr.Number); err != nil || !found {
+		return SyncResult{}, errors.Join(err, fmt.Errorf("PR on %s vanished", req.Branch))
+	}
+	r := result(pr)
+	r.HumanEdits, r.Monorepo = res.HumanEdits, monorepo
+	return r, nil
+}
+
+// sameRepo reports whether an origin key (owner/repo#N) is in the repository.
+func sameRepo(originKey, repoURL string) bool {
+	repo, _, _ := strings.Cut(originKey, "#")
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(strings.Trim(u.Path, "/"), repo)
+}
+
+func commitMessage(req SyncRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chore(deps): update %s for PR group %s\n\n", req.Target, req.Group)
+	for _, r := range req.Rows {
+		if !r.Dropped {
+			fmt.Fprintf(&b, "- %s: %s@%s (%s build of %s)\n", r.Component, r.Image, r.Digest, r.From, r.Origin)
+		}
+	}
+	return b.String()
+}
+
+// Render is the managed section of the target PR's description (deterministic).
+func Render(req SyncRequest, monorepo bool) string {
+	var b strings.Builder
+	b.WriteString(prbody.Begin + "\n")
+	fmt.Fprintf(&b, "### PR group `%s`: %s\n\n", req.Group, req.Target)
+	if req.FollowUp {
+		b.WriteString("The earlier pull request of this group was merged before its originating pull requests; this one replaces the pull-request builds' digests with the merged builds'.\n\n")
+	}
+	if req.Draft {
+		b.WriteString("**Do not merge this pull request out of order**: it proposes images built from pull requests that are not merged yet. " +
+			"nudgeflow lifts the draft once every originating pull request below is merged or closed, with the merged builds' digests.\n\n")
+	} else {
+		b.WriteString("Every originating pull request is merged or closed: this pull request is safe to merge.\n\n")
+	}
+	b.WriteString("Originating pull requests:\n\n")
+	for _, o := range req.Origins {
+		link := o.Key
+		if o.URL != "" {
+			link = fmt.Sprintf("[%s](%s)", o.Key, o.URL)
+		}
+		title := ""
+		if o.Title != "" {
+			title = " " + strings.ReplaceAll(o.Title, "\n", " ")
+		}
+		fmt.Fprintf(&b, "- %s%s: %s\n", link, title, o.State)
+	}
+	b.WriteString("\n| component | image | digest | built from |\n|---|---|---|---|\n")
+	for _, r := range req.Rows {
+		state := r.From + " build of " + r.Origin
+		digest := "`" + digestref.Short(r.Digest) + "`"
+		if r.Dropped {
+			state = "not applied: " + r.Origin + " was closed unmerged"
+			digest = "~~" + digest + "~~"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", r.Component, r.Image, digest, state)
+	}
+	notes := append([]string(nil), req.Notes...)
+	if monorepo {
+		notes = append(notes, "The target component shares a repository with an originating pull request. "+
+			"ADR 29's synthetic commit (a copy of the originating changes that match the target's "+
+			"`pipelinesascode.tekton.dev/on-cel-expression`) is not made by this version of nudgeflow: only the digests are updated.")
+	}
+	if len(notes) > 0 {
+		b.WriteString("\nNotes:\n\n")
+		for _, n := range notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	if req.WorkflowID != "" {
+		fmt.Fprintf(&b, "\n<sub>nudgeflow workflow `%s`</sub>\n", req.WorkflowID)
+	}
+	b.WriteString(prbody.End)
+	return b.String()
+}
+
+// ---- ObserveOrigins ----
+
+// ObserveOrigins reads each originating PR; one that cannot be read says why and
+// does not fail the others.
+func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]OriginObservation, error) {
+	out := make([]OriginObservation, 0, len(req.Origins))
+	conns := map[string]forge.Forge{}
+	var transient []error
+	for _, o := range req.Origins {
+		obs := OriginObservation{RepoURL: o.RepoURL, Number: o.Number}
+		f, ok := conns[o.RepoURL]
+		if !ok {
+			var clean func(error) error
+			var err error
+			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", ""))
+			if err != nil {
+				obs.Error = clean(err).Error()
+				out = append(out, obs)
+				continue
+			}
+			conns[o.RepoURL] = f
+		}
+		pr, found, err := f.FindPR(ctx, "", o.Number)
+		if err != nil {
+			var ae *temporal.ApplicationError
+			if errors.As(err, &ae) && ae.NonRetryable() {
+				obs.Error = err.Error()
+				out = append(out, obs)
+				continue
+			}
+			transient = append(transient, err)
+			continue
+		}
+		obs.Found = found
+		if found {
+			obs.Open, obs.Merged, obs.URL, obs.Title = pr.Open, pr.Merged, pr.URL, pr.Title
+			obs.HeadSHA, obs.MergeCommitSHA = pr.HeadSHA, pr.MergeCommitSHA
+		}
+		out = append(out, obs)
+	}
+	if len(transient) > 0 {
+		return nil, errors.Join(transient...) // retried as a whole
+	}
+	return out, nil
+}
+
+// ---- FindPushBuild ----
+
+// FindPushBuild looks for the succeeded push build of a merged commit.
+func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest) (PushBuild, error) {
+	var list tektonv1.PipelineRunList
+	if err := a.Kube.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingLabels{
+		konflux.LabelComponent: req.Component, konflux.LabelPipelineType: "build"}); err != nil {
+		return PushBuild{}, fmt.Errorf("listing the builds of %s/%s: %w", req.Namespace, req.Component, err)
+	}
+	var best *PushBuild
+	for i := range list.Items {
+		plr := &list.Items[i]
+		if !isPush(plr) || !plr.Status.GetCondition(apis.ConditionSucceeded).IsTrue() {
+			continue
+		}
+		sha := plr.Annotations[AnnotationPaCSHA]
+		if sha == "" {
+			sha = plr.Annotations[AnnotationCommitSHA]
+		}
+		started := plr.CreationTimestamp.Time
+		if plr.Status.StartTime != nil {
+			started = plr.Status.StartTime.Time
+		}
+		if req.CommitSHA != "" {
+			if !strings.EqualFold(sha, req.CommitSHA) {
+				continue
+			}
+		} else if started.Before(req.After) {
+			continue
+		}
+		imageURL, digest := konflux.BuildResults(plr)
+		if imageURL == "" || digest == "" {
+			continue
+		}
+		b := PushBuild{Found: true, Image: imageRepo(imageURL), Digest: digest, BuildPipelineRun: plr.Name,
+			BuildUID: string(plr.UID), BuiltAt: started, CommitSHA: sha}
+		// The commit's newest build (a re-run), or the first build after the merge.
+		if best == nil || (req.CommitSHA != "" && b.BuiltAt.After(best.BuiltAt)) || (req.CommitSHA == "" && b.BuiltAt.Before(best.BuiltAt)) {
+			best = &b
+		}
+	}
+	if best == nil {
+		return PushBuild{}, nil
+	}
+	return *best, nil
+}
+
+func isPush(plr *tektonv1.PipelineRun) bool {
+	ev := plr.Annotations[konflux.AnnotationEventType]
+	if ev == "" {
+		ev = plr.Labels[konflux.AnnotationEventType]
+	}
+	return strings.EqualFold(ev, "push") || strings.EqualFold(ev, "incoming")
+}
+
+// imageRepo drops the tag (and any digest) of IMAGE_URL.
+func imageRepo(imageURL string) string {
+	repo, _, _ := strings.Cut(imageURL, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo
+}
+
+// ---- Close / comment ----
+
+// Close posts the comment once (per marker) and closes the PR when asked; a merged
+// PR gets the comment only.
+func (a *Activities) Close(ctx context.Context, req CloseRequest) (SyncResult, error) {
+	if req.Known.Number <= 0 {
+		return SyncResult{}, nil
+	}
+	repo, err := a.repoOf(ctx, req.Namespace, req.Target)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	f, clean, err := a.PR.Connect(ctx, repo)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	res, err := closePR(ctx, f, req)
+	if err != nil {
+		return SyncResult{}, clean(err)
+	}
+	res.Writes = f.Writes()
+	return res, nil
+}
+
+func closePR(ctx context.Context, f forge.Forge, req CloseRequest) (SyncResult, error) {
+	pr, found, err := f.FindPR(ctx, "", req.Known.Number)
+	if err != nil || !found {
+		return SyncResult{PR: req.Known}, err
+	}
+	if req.Comment != "" && (pr.Open || pr.Merged) {
+		marker := "<!-- nudgeflow:prgroup " + req.Marker + " -->"
+		cs, err := f.Comments(ctx, pr.Number)
+		if err != nil {
+			return SyncResult{}, err
+		}
+		if !slices.ContainsFunc(cs, func(c forge.Comment) bool { return strings.Contains(c.Body, marker) }) {
+			if err := f.CreateComment(ctx, pr.Number, marker+"\n"+req.Comment); err != nil {
+				return SyncResult{}, err
+			}
+		}
+	}
+	if req.Close && pr.Open {
+		if pr, err = f.EditPR(ctx, pr.Number, nil, new(false)); err != nil {
+			return SyncResult{}, err
+		}
+		activity.GetLogger(ctx).Info("closed pull request", "pr", pr.Number)
+	}
+	return result(pr), nil
+}

@@ -1,0 +1,263 @@
+// Package prgroups is the bridge of ADR 29's PR groups: a succeeded pull-request
+// build of a nudging component signals (with start) the PRGroup workflow of each of
+// its edges' targets, keyed by (namespace, PR group, target); a forge event about a
+// pull request signals the PRGroup workflows that pull request may originate (its
+// repository's components' edges) and the one whose target PR it is.
+//
+// Pull-request builds never take the push path (bridge/builds ignores them) and no
+// ChangeGroup ever holds them. The bridge is stateless: deterministic workflow IDs
+// and the workflow's dedupe (by build UID) make a resync change nothing.
+package prgroups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
+)
+
+// Build PipelineRun keys of Pipelines as Code and Konflux (verbatim).
+const (
+	KeySourceBranch          = "pipelinesascode.tekton.dev/source-branch"
+	KeyPullRequest           = "pipelinesascode.tekton.dev/pull-request"
+	KeyRepoURL               = "pipelinesascode.tekton.dev/repo-url"
+	KeySHA                   = "pipelinesascode.tekton.dev/sha"
+	AnnotationPRNumber       = "build.appstudio.redhat.com/pull_request_number"
+	AnnotationCommitSHA      = "build.appstudio.redhat.com/commit_sha"
+	EventTypePullRequest     = "pull_request"
+	EventTypeGitLabMergeReq  = "Merge Request"
+	EventTypeRetestComment   = "retest-comment" // PaC's /retest on a PR
+	EventTypeOkToTestComment = "ok-to-test-comment"
+)
+
+// Options configure the feature.
+type Options struct {
+	Temporal  client.Client
+	TaskQueue string
+	// Settings go into every PRGroup workflow the bridge starts.
+	Settings prgroup.Settings
+}
+
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+
+// Setup registers the pull-request build reconciler and returns the forge event sink.
+func Setup(mgr ctrl.Manager, opts Options) (*Router, error) {
+	c := mgr.GetClient()
+	if err := ctrl.NewControllerManagedBy(mgr).Named("prgroup-builds").
+		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+			plr, ok := o.(*tektonv1.PipelineRun)
+			return ok && IsPullRequestBuild(plr) && plr.IsDone()
+		}))).
+		Complete(&BuildReconciler{Client: c, Options: opts}); err != nil {
+		return nil, fmt.Errorf("setting up the PR group build reconciler: %w", err)
+	}
+	return &Router{Client: c, Temporal: opts.Temporal}, nil
+}
+
+func get(m map[string]string, k string) string { return strings.TrimSpace(m[k]) }
+
+func either(plr *tektonv1.PipelineRun, k string) string {
+	if v := get(plr.Annotations, k); v != "" {
+		return v
+	}
+	return get(plr.Labels, k)
+}
+
+// IsPullRequestBuild: a build PipelineRun of a component from a pull request (PaC
+// event type pull_request, GitLab's "Merge Request", or a /retest of one).
+func IsPullRequestBuild(plr *tektonv1.PipelineRun) bool {
+	if plr.Labels[builds.LabelComponent] == "" || plr.Labels[builds.LabelPipelineType] != builds.PipelineTypeBuild || builds.IsPushBuild(plr) {
+		return false
+	}
+	ev := either(plr, builds.KeyEventType)
+	switch {
+	case strings.EqualFold(ev, EventTypePullRequest), strings.EqualFold(ev, EventTypeGitLabMergeReq):
+		return true
+	case ev == EventTypeRetestComment, ev == EventTypeOkToTestComment:
+		return prNumber(plr) > 0
+	}
+	return false
+}
+
+func prNumber(plr *tektonv1.PipelineRun) int {
+	for _, k := range []string{AnnotationPRNumber, KeyPullRequest} {
+		if n, err := strconv.Atoi(either(plr, k)); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// BuildReconciler turns a succeeded pull-request build into PR group signals.
+type BuildReconciler struct {
+	Client  ctrlclient.Reader
+	Options Options
+}
+
+// Reconcile handles one build PipelineRun; it is safe to run any number of times.
+func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("build", req.NamespacedName)
+	var plr tektonv1.PipelineRun
+	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	if !IsPullRequestBuild(&plr) || !plr.IsDone() || !renovate.StatusOf(&plr).Succeeded {
+		return ctrl.Result{}, nil
+	}
+	component := plr.Labels[builds.LabelComponent]
+	edges, comp, err := edgesOf(ctx, r.Client, plr.Namespace, component)
+	if err != nil || len(edges) == 0 {
+		return ctrl.Result{}, err
+	}
+	imageURL, digest := konflux.BuildResults(&plr)
+	branch := either(&plr, KeySourceBranch)
+	number := prNumber(&plr)
+	repoURL := either(&plr, KeyRepoURL)
+	if repoURL == "" && comp != nil && comp.Spec.Source.GitSource != nil {
+		repoURL = comp.Spec.Source.GitSource.URL
+	}
+	if imageURL == "" || digest == "" || branch == "" || number == 0 || repoURL == "" {
+		// Nothing to route: say why (the build is not ours to lose, it never nudges).
+		logger.Info("pull-request build cannot join a PR group: it lacks IMAGE_URL/IMAGE_DIGEST, the source branch, the PR number or the repository",
+			"image", imageURL != "" && digest != "", "sourceBranch", branch, "pullRequest", number, "repoURL", repoURL)
+		return ctrl.Result{}, nil
+	}
+	repo, _ := renovate.SplitImage(imageURL)
+	b := prgroup.PRBuild{Component: component, Image: repo, Digest: digest, BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
+		BuiltAt: plr.CreationTimestamp.Time, CommitSHA: either(&plr, KeySHA), SourceBranch: branch,
+		Origin: prgroup.OriginRef{RepoURL: strings.TrimSuffix(repoURL, ".git"), Number: number}}
+	if b.CommitSHA == "" {
+		b.CommitSHA = either(&plr, AnnotationCommitSHA)
+	}
+	if plr.Status.StartTime != nil {
+		b.BuiltAt = plr.Status.StartTime.Time
+	}
+	group := prgroup.GroupOf(branch)
+	var errs []error
+	for _, e := range edges {
+		if err := Signal(ctx, r.Options, plr.Namespace, group, e.To, b); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		logger.Info("pull-request build proposed to its PR group", "group", group, "target", e.To, "digest", digest)
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// Signal delivers a PR build to the (namespace, group, target) workflow, starting it.
+func Signal(ctx context.Context, o Options, namespace, group, target string, b prgroup.PRBuild) error {
+	id := prgroup.WorkflowID(namespace, group, target)
+	_, err := o.Temporal.SignalWithStartWorkflow(ctx, id, prgroup.SignalPRBuild, b, client.StartWorkflowOptions{
+		ID:                    id,
+		TaskQueue:             o.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(prgroup.SearchAttributes(namespace, group, target, prgroup.PhaseProposing)...),
+		StaticSummary:         fmt.Sprintf("PR group %s proposes to %s", group, target),
+	}, prgroup.WorkflowName, prgroup.Input{Namespace: namespace, Group: group, Target: target, Settings: o.Settings})
+	if err != nil {
+		return fmt.Errorf("signalling %s to %s: %w", prgroup.SignalPRBuild, id, err)
+	}
+	return nil
+}
+
+// edgesOf are the component's nudge edges (NudgeConfig, else build-nudges-ref) and
+// the Component (nil when it does not exist).
+func edgesOf(ctx context.Context, c ctrlclient.Reader, namespace, component string) ([]builds.Edge, *mirrorv1alpha1.Component, error) {
+	var nc konfluxv1alpha1.NudgeConfig
+	ncp := &nc
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc); apierrors.IsNotFound(err) {
+		ncp = nil
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
+	}
+	comp := &mirrorv1alpha1.Component{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); apierrors.IsNotFound(err) {
+		comp = nil
+	} else if err != nil {
+		return nil, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
+	}
+	return builds.EdgesFrom(ncp, comp, component), comp, nil
+}
+
+// Router delivers forge pull request events to PRGroup workflows (forgehook.Sink).
+type Router struct {
+	Client   ctrlclient.Reader
+	Temporal client.Client
+}
+
+// PullRequestEvent signals the workflows the PR may concern: those of its branch's
+// group for its repository's components' targets (it originates them), and the one
+// whose target PR it is. A workflow that does not run is not started.
+func (p *Router) PullRequestEvent(ctx context.Context, e forgehook.Event) error {
+	if e.HeadRef == "" || e.RepoFullName == "" {
+		return nil
+	}
+	group := prgroup.GroupOf(e.HeadRef)
+	ids := map[string]bool{}
+	var comps mirrorv1alpha1.ComponentList
+	if err := p.Client.List(ctx, &comps); err != nil {
+		return fmt.Errorf("listing components: %w", err)
+	}
+	for i := range comps.Items {
+		c := &comps.Items[i]
+		if c.Spec.Source.GitSource == nil || !sameRepo(c.Spec.Source.GitSource.URL, e.RepoFullName) {
+			continue
+		}
+		edges, _, err := edgesOf(ctx, p.Client, c.Namespace, c.Name)
+		if err != nil {
+			return err
+		}
+		for _, ed := range edges {
+			ids[prgroup.WorkflowID(c.Namespace, group, ed.To)] = true
+		}
+		// The target PR itself (head <group>@nudgeflow-<target>).
+		if _, suffix, ok := strings.Cut(e.HeadRef, "@"+prgroup.BranchSuffix+"-"); ok && suffix == c.Name {
+			ids[prgroup.WorkflowID(c.Namespace, group, c.Name)] = true
+		}
+	}
+	ev := prgroup.OriginEvent{Key: prgroup.OriginKey(e.RepoFullName, e.Number), Action: e.Action, DeliveryID: e.DeliveryID}
+	var errs []error
+	for id := range ids {
+		err := p.Temporal.SignalWorkflow(ctx, id, "", prgroup.SignalOriginEvent, ev)
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("signalling %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sameRepo: does a clone URL name the repository owner/name?
+func sameRepo(cloneURL, fullName string) bool {
+	u, err := url.Parse(strings.TrimSpace(cloneURL))
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/"), fullName)
+}

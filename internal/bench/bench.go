@@ -1,0 +1,422 @@
+// Package bench is `nudgeflow bench`: it starts the real system on this machine —
+// kube-apiserver + etcd with every CRD and webhook, the Temporal dev server, the
+// GitHub emulator, the bridge (in this process, its admission webhooks registered in
+// the API server) and `nudgeflow worker` as a separate process — loads it to a
+// tenant's scale and prints one line per measure:
+//
+//	bench bridge builds=B ...                  build PipelineRuns -> Temporal signals per second
+//	bench intercept groups=N ...               nudge PipelineRun interception, N active groups vs none
+//	bench changegroup-admission groups=N ...   ChangeGroup create admission, N groups vs none
+//	bench worker groups=G ...                  worker RSS with G open, idle ChangeGroups
+//
+// Waits are on conditions with deadlines (counted signals, CR status, the task
+// queue's backlog, Temporal visibility), never on sleeps. The ChangeGroup workflows
+// the bench starts get a 24h debounce: a build a group collects stays parked in it,
+// so no pull request is pushed while the bench measures.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	sdklog "go.temporal.io/sdk/log"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+)
+
+// The measures, in the order they run.
+const (
+	PhaseBridge    = "bridge"
+	PhaseIntercept = "intercept"
+	PhaseAdmission = "changegroup-admission"
+	PhaseWorker    = "worker"
+)
+
+// Phases are every measure, in order.
+var Phases = []string{PhaseBridge, PhaseIntercept, PhaseAdmission, PhaseWorker}
+
+// Options size the bench.
+type Options struct {
+	// Groups active ChangeGroups in the namespace of the admission measures,
+	// GroupsPerBundle of them per nudged component (each with 3 members).
+	Groups          int
+	GroupsPerBundle int
+	// Samples is how many admissions each admission measure times (the ChangeGroup
+	// measure takes at most two per bundle).
+	Samples int
+	// Builds succeeded push builds with Edges validated nudge edges each.
+	Builds int
+	Edges  int
+	// WorkerGroups open ChangeGroups for the worker's memory.
+	WorkerGroups int
+	// MaxConcurrentReconciles of the bridge (zero: the bridge's default).
+	MaxConcurrentReconciles int
+	// WorkerArgs are extra flags of `nudgeflow worker` (its tuning).
+	WorkerArgs []string
+	// TemporalArgs are extra flags of `temporal server start-dev`.
+	TemporalArgs []string
+	// Phases to run (nil: all).
+	Phases []string
+	// Out receives the result lines, Log the progress.
+	Out, Log io.Writer
+	// KeepLogs keeps the servers', bridge's and worker's logs after a success.
+	KeepLogs bool
+}
+
+// Defaults are the sizes of issue 11: 1,000 groups, 1,000 builds, 10,000 open groups.
+func Defaults() Options {
+	return Options{Groups: 1000, GroupsPerBundle: 10, Samples: 500, Builds: 1000, Edges: 4, WorkerGroups: 10000}
+}
+
+// Quick are small sizes for a smoke run (tens of seconds).
+func Quick() Options {
+	return Options{Groups: 20, GroupsPerBundle: 10, Samples: 20, Builds: 40, Edges: 4, WorkerGroups: 40}
+}
+
+func (o Options) runs(phase string) bool {
+	return len(o.Phases) == 0 || slices.Contains(o.Phases, phase)
+}
+
+// Validate checks the sizes.
+func (o Options) Validate() error {
+	for _, p := range o.Phases {
+		if !slices.Contains(Phases, p) {
+			return fmt.Errorf("unknown measure %q (measures: %s)", p, strings.Join(Phases, ", "))
+		}
+	}
+	if o.Groups < 1 || o.GroupsPerBundle < 1 || o.Samples < 1 || o.Builds < 1 || o.Edges < 1 || o.WorkerGroups < 1 {
+		return errors.New("every size must be at least 1")
+	}
+	return nil
+}
+
+// The bench's names.
+const (
+	taskQueue     = nfworker.DefaultTaskQueue
+	forgeToken    = "ghs_benchTokenNeverLogged0000000000000001"
+	credentialsNS = "forge-credentials"
+)
+
+// benchSettings park what a group collects: no push while the bench measures.
+var benchSettings = cgwf.Settings{Debounce: 24 * time.Hour}
+
+// stack is the running system.
+type stack struct {
+	opts       Options
+	log        io.Writer
+	logDir     string
+	self       string
+	cp         *localenv.ControlPlane
+	tmp        *localenv.Temporal
+	kube       ctrlclient.Client
+	tc         client.Client // the bench's own Temporal client
+	bridgeTC   client.Client // the bridge's, counting what it sends
+	counter    *signalCounter
+	emu        *githubemu.Server
+	kubeconfig string
+	worker     *workerProcess
+	mgr        ctrl.Manager
+	stopMgr    func() error
+	managers   int
+	stops      []func()
+	seeded     map[string]bool
+}
+
+// Run starts the system, runs the measures and stops everything.
+func Run(ctx context.Context, opts Options) (err error) {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	s := &stack{opts: opts, log: opts.Log, seeded: map[string]bool{}}
+	if s.self, err = os.Executable(); err != nil {
+		return fmt.Errorf("finding the nudgeflow binary: %w", err)
+	}
+	if s.logDir, err = os.MkdirTemp("", "nudgeflow-bench-"); err != nil {
+		return err
+	}
+	s.progress("logs in %s", s.logDir)
+	defer func() {
+		for i := len(s.stops) - 1; i >= 0; i-- {
+			s.stops[i]()
+		}
+		if err != nil || opts.KeepLogs {
+			s.progress("logs kept in %s", s.logDir)
+		} else {
+			_ = os.RemoveAll(s.logDir)
+		}
+	}()
+	if err := s.start(ctx); err != nil {
+		return err
+	}
+	measures := map[string]func(context.Context) error{
+		PhaseBridge: s.benchBridge, PhaseIntercept: s.benchIntercept, PhaseAdmission: s.benchAdmission, PhaseWorker: s.benchWorker,
+	}
+	for _, p := range Phases {
+		if !opts.runs(p) {
+			continue
+		}
+		began := time.Now()
+		s.progress("measure %s…", p)
+		if err := measures[p](ctx); err != nil {
+			return fmt.Errorf("measure %s: %w", p, err)
+		}
+		s.progress("measure %s done in %s", p, time.Since(began).Round(time.Second))
+	}
+	return nil
+}
+
+func (s *stack) progress(format string, args ...any) {
+	fmt.Fprintf(s.log, "bench: %s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func (s *stack) result(format string, args ...any) {
+	fmt.Fprintf(s.opts.Out, format+"\n", args...)
+}
+
+func (s *stack) openLog(name string) (*os.File, error) {
+	f, err := os.Create(filepath.Join(s.logDir, name))
+	if err != nil {
+		return nil, err
+	}
+	s.stops = append(s.stops, func() { _ = f.Close() })
+	return f, nil
+}
+
+// start brings up the servers, the emulator, the worker process and the bridge.
+func (s *stack) start(ctx context.Context) error {
+	cpLog, err := s.openLog("kube-apiserver-etcd.log")
+	if err != nil {
+		return err
+	}
+	tLog, err := s.openLog("temporal.log")
+	if err != nil {
+		return err
+	}
+	shims := filepath.Join(s.logDir, "shims")
+	var wg sync.WaitGroup
+	var cpErr, tErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		localenv.OnLongLivedThread(func() {
+			s.cp, cpErr = localenv.StartControlPlane(localenv.ControlPlaneOptions{
+				Log: cpLog, EtcdDataDir: filepath.Join(s.logDir, "etcd"), DieWithParentDir: shims,
+				WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+			})
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		localenv.OnLongLivedThread(func() {
+			s.tmp, tErr = localenv.StartTemporal(ctx, localenv.TemporalOptions{Log: tLog, DieWithParentDir: shims, ExtraArgs: s.opts.TemporalArgs})
+		})
+	}()
+	wg.Wait()
+	if s.cp != nil {
+		s.stops = append(s.stops, func() { _ = s.cp.Stop() })
+	}
+	if s.tmp != nil {
+		s.stops = append(s.stops, func() { _ = s.tmp.Stop() })
+	}
+	if err := errors.Join(cpErr, tErr); err != nil {
+		return err
+	}
+	s.progress("kube-apiserver, etcd and Temporal answer")
+	if s.kube, err = ctrlclient.New(s.cp.Config, ctrlclient.Options{Scheme: kube.NewScheme()}); err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	if s.tc, err = s.tmp.Dial(); err != nil {
+		return fmt.Errorf("temporal client: %w", err)
+	}
+	s.stops = append(s.stops, s.tc.Close)
+	s.counter = newSignalCounter()
+	sdkLog, err := s.openLog("bridge-temporal-client.log")
+	if err != nil {
+		return err
+	}
+	if s.bridgeTC, err = client.Dial(client.Options{HostPort: s.tmp.Address, Namespace: s.tmp.Namespace,
+		Logger: sdklog.NewStructuredLogger(slogTo(sdkLog)), Interceptors: []interceptor.ClientInterceptor{s.counter}}); err != nil {
+		return fmt.Errorf("temporal client of the bridge: %w", err)
+	}
+	s.stops = append(s.stops, s.bridgeTC.Close)
+
+	s.emu = githubemu.New()
+	s.emu.AddToken(forgeToken, githubemu.User{Login: "nudgeflow[bot]", Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.noreply.127.0.0.1"})
+	s.stops = append(s.stops, s.emu.Close)
+
+	user, err := s.cp.Env.AddUser(envtest.User{Name: "bench-worker", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the worker's user to the API server: %w", err)
+	}
+	raw, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	s.kubeconfig = filepath.Join(s.logDir, "kubeconfig")
+	if err := os.WriteFile(s.kubeconfig, raw, 0o600); err != nil {
+		return err
+	}
+	if err := s.startWorker(ctx, "worker.log"); err != nil {
+		return err
+	}
+	bridgeLog, err := s.openLog("bridge.log")
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.JSONEncoder()))
+	return s.startBridge(ctx)
+}
+
+// startWorker starts a `nudgeflow worker` process and waits until it polls.
+func (s *stack) startWorker(ctx context.Context, logName string) error {
+	args := append([]string{"--kubeconfig", s.kubeconfig, "--task-queue", taskQueue}, s.opts.WorkerArgs...)
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.tmp.Address, "TEMPORAL_NAMESPACE="+s.tmp.Namespace)
+	p, err := startWorker(s.self, args, env, filepath.Join(s.logDir, logName))
+	if err != nil {
+		return err
+	}
+	s.worker = p
+	s.stops = append(s.stops, func() {
+		if s.worker == p {
+			p.stop(30 * time.Second)
+		}
+	})
+	return waitFor(ctx, time.Minute, "nudgeflow worker polls the task queue", func() (bool, error) {
+		if err := p.exited(); err != nil {
+			return false, err
+		}
+		return polling(ctx, s.tc, s.tmp.Namespace, taskQueue, p.pid())
+	})
+}
+
+// startBridge starts a bridge manager (reconcilers and webhooks) and waits until its
+// cache is synced and its webhooks serve.
+func (s *stack) startBridge(ctx context.Context) error {
+	wio := s.cp.Env.WebhookInstallOptions
+	mgr, err := bridge.NewManager(s.cp.Config, bridge.ManagerOptions{
+		WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
+		MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles, SkipControllerNameValidation: s.managers > 0,
+	})
+	if err != nil {
+		return err
+	}
+	s.managers++
+	if _, err := bridge.Setup(mgr, bridge.Deps{Temporal: s.bridgeTC, TaskQueue: taskQueue, Executor: "all", ChangeGroup: benchSettings}); err != nil {
+		return err
+	}
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	var once sync.Once
+	var stopErr error
+	s.mgr = mgr
+	s.stopMgr = func() error {
+		once.Do(func() {
+			cancel()
+			stopErr = <-done
+		})
+		return stopErr
+	}
+	s.stops = append(s.stops, func() { _ = s.stopMgr() })
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		return fmt.Errorf("the bridge's cache did not sync: %w", context.Cause(ctx))
+	}
+	return waitFor(ctx, 30*time.Second, "the bridge's admission webhooks serve", func() (bool, error) {
+		select {
+		case err := <-done:
+			done <- err
+			return false, fmt.Errorf("the bridge stopped: %w", err)
+		default:
+		}
+		return mgr.GetWebhookServer().StartedChecker()(nil) == nil, nil
+	})
+}
+
+// waitFor polls cond until it holds, fails at the deadline or when cond errs for
+// good (an exited process); transient errors are retried.
+func waitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		ok, err := cond()
+		if ok && err == nil {
+			return nil
+		}
+		if err != nil {
+			last = err
+			var fatal *fatalError
+			if errors.As(err, &fatal) {
+				return fmt.Errorf("waiting until %s: %w", what, err)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting until %s: gave up after %s (last error: %v)", what, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting until %s: %w", what, context.Cause(ctx))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// fatalError ends a wait at once.
+type fatalError struct{ err error }
+
+func (f *fatalError) Error() string { return f.err.Error() }
+func (f *fatalError) Unwrap() error { return f.err }
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(workers, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(ctx, i); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+feed:
+	for i := 0; i < n; i++ {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}

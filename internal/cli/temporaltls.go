@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+)
+
+// temporalSecurity is how nudgeflow authenticates to a Temporal frontend that is
+// not a local dev server: TLS (server CA, server name), mTLS (a client
+// certificate, as self-hosted Temporal and Temporal Cloud accept) and API keys
+// (Temporal Cloud). Flags and environment variables are the Temporal CLI's
+// (temporalio/cli temporalcli/commands.yml; the legacy TEMPORAL_TLS_CERT,
+// TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA it still reads are read too). A flag wins
+// over its environment variable.
+//
+// Like the CLI, TLS is on as soon as an API key or any TLS option is given;
+// --tls=false (or TEMPORAL_TLS=false) turns it off explicitly.
+//
+// The API key is never a flag default (cobra would print it in --help), never
+// logged, and never leaves the client's credentials.
+type temporalSecurity struct {
+	fs                      *pflag.FlagSet
+	tls                     bool
+	certPath, keyPath       string
+	caPath, serverName      string
+	disableHostVerification bool
+	apiKey                  string
+}
+
+// Environment variables, newest name first (the Temporal CLI's).
+var (
+	envTLS                     = []string{"TEMPORAL_TLS"}
+	envTLSCert                 = []string{"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CERT"}
+	envTLSKey                  = []string{"TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_KEY"}
+	envTLSCA                   = []string{"TEMPORAL_TLS_SERVER_CA_CERT_PATH", "TEMPORAL_TLS_CA"}
+	envTLSServerName           = []string{"TEMPORAL_TLS_SERVER_NAME"}
+	envTLSDisableHostVerifying = []string{"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"}
+	envAPIKey                  = []string{"TEMPORAL_API_KEY"}
+)
+
+func addTemporalSecurityFlags(fs *pflag.FlagSet) *temporalSecurity {
+	s := &temporalSecurity{fs: fs}
+	fs.BoolVar(&s.tls, "tls", false, "connect to Temporal with TLS; on by default when an API key or another TLS option is set ($TEMPORAL_TLS)")
+	fs.StringVar(&s.certPath, "tls-cert-path", "", "client certificate for mTLS ($TEMPORAL_TLS_CLIENT_CERT_PATH, $TEMPORAL_TLS_CERT)")
+	fs.StringVar(&s.keyPath, "tls-key-path", "", "client certificate's private key for mTLS ($TEMPORAL_TLS_CLIENT_KEY_PATH, $TEMPORAL_TLS_KEY)")
+	fs.StringVar(&s.caPath, "tls-ca-path", "", "CA certificate(s) that sign the Temporal frontend's certificate; the system's roots when empty ($TEMPORAL_TLS_SERVER_CA_CERT_PATH, $TEMPORAL_TLS_CA)")
+	fs.StringVar(&s.serverName, "tls-server-name", "", "server name to verify the frontend's certificate against, when it differs from the address's host ($TEMPORAL_TLS_SERVER_NAME)")
+	fs.BoolVar(&s.disableHostVerification, "tls-disable-host-verification", false, "do not verify the frontend's certificate at all (testing only; $TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
+	fs.StringVar(&s.apiKey, "api-key", "", "API key sent as a bearer token, for Temporal Cloud ($TEMPORAL_API_KEY; prefer the variable: flags show in process lists)")
+	return s
+}
+
+// resolve fills what no flag set from the environment.
+func (s *temporalSecurity) resolve() (resolved temporalSecurity, tlsExplicit bool, err error) {
+	r := *s
+	str := func(flag string, v *string, env []string) {
+		if s.fs.Changed(flag) {
+			return
+		}
+		for _, name := range env {
+			if e := os.Getenv(name); e != "" {
+				*v = e
+				return
+			}
+		}
+	}
+	boolean := func(flag string, v *bool, env []string) (bool, error) {
+		if s.fs.Changed(flag) {
+			return true, nil
+		}
+		for _, name := range env {
+			if e := os.Getenv(name); e != "" {
+				b, err := strconv.ParseBool(e)
+				if err != nil {
+					return false, fmt.Errorf("$%s=%q is not a boolean", name, e)
+				}
+				*v = b
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	str("tls-cert-path", &r.certPath, envTLSCert)
+	str("tls-key-path", &r.keyPath, envTLSKey)
+	str("tls-ca-path", &r.caPath, envTLSCA)
+	str("tls-server-name", &r.serverName, envTLSServerName)
+	str("api-key", &r.apiKey, envAPIKey)
+	if tlsExplicit, err = boolean("tls", &r.tls, envTLS); err != nil {
+		return r, false, err
+	}
+	if _, err = boolean("tls-disable-host-verification", &r.disableHostVerification, envTLSDisableHostVerifying); err != nil {
+		return r, false, err
+	}
+	return r, tlsExplicit, nil
+}
+
+// apply sets TLS and credentials on opts.
+func (s *temporalSecurity) apply(opts *client.Options) error {
+	r, tlsExplicit, err := s.resolve()
+	if err != nil {
+		return err
+	}
+	cfg, err := r.tlsConfig(tlsExplicit)
+	if err != nil {
+		return err
+	}
+	opts.ConnectionOptions.TLS = cfg
+	if r.apiKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(r.apiKey)
+	}
+	return nil
+}
+
+// describe says how the connection is secured, for logs; never the key itself.
+func (s *temporalSecurity) describe() []any {
+	r, tlsExplicit, err := s.resolve()
+	if err != nil {
+		return nil
+	}
+	return []any{"tls", r.tlsOn(tlsExplicit), "mtls", r.certPath != "", "apiKey", r.apiKey != ""}
+}
+
+func (s *temporalSecurity) tlsOn(explicit bool) bool {
+	if explicit {
+		return s.tls
+	}
+	return s.apiKey != "" || s.certPath != "" || s.keyPath != "" || s.caPath != "" || s.serverName != "" || s.disableHostVerification
+}
+
+// tlsConfig is nil when TLS is off. The client certificate is read again at each
+// TLS handshake, so a certificate rotated on disk (cert-manager, a mounted
+// Secret) is used by the next connection without a restart; it is read once here
+// too, so a wrong path fails at start.
+func (s *temporalSecurity) tlsConfig(explicit bool) (*tls.Config, error) {
+	if !s.tlsOn(explicit) {
+		if s.certPath != "" || s.keyPath != "" || s.caPath != "" {
+			return nil, errors.New("TLS options are set but TLS is turned off (--tls=false or $TEMPORAL_TLS=false)")
+		}
+		return nil, nil
+	}
+	cfg := &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		ServerName:         s.serverName,
+		InsecureSkipVerify: s.disableHostVerification,
+	}
+	if s.caPath != "" {
+		pem, err := os.ReadFile(s.caPath)
+		if err != nil {
+			return nil, fmt.Errorf("reading the Temporal server CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no PEM certificate in the Temporal server CA file %s", s.caPath)
+		}
+		cfg.RootCAs = pool
+	}
+	if s.certPath != "" || s.keyPath != "" {
+		if s.certPath == "" || s.keyPath == "" {
+			return nil, errors.New("mTLS needs both a client certificate (--tls-cert-path) and its key (--tls-key-path)")
+		}
+		certPath, keyPath := s.certPath, s.keyPath
+		load := func() (*tls.Certificate, error) {
+			pair, err := tls.LoadX509KeyPair(certPath, keyPath)
+			if err != nil {
+				return nil, fmt.Errorf("loading the Temporal client certificate %s: %w", certPath, err)
+			}
+			return &pair, nil
+		}
+		if _, err := load(); err != nil {
+			return nil, err
+		}
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return load() }
+	}
+	return cfg, nil
+}

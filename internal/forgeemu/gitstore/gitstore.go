@@ -1,0 +1,188 @@
+// Package gitstore is the git object store the forge emulators share: blobs named by
+// git's blob hash, flat trees (every blob below a tree, sorted by path), commits with
+// a logical clock, and branches. It is not safe for concurrent use: each emulator
+// holds its own lock around it.
+package gitstore
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Entry is a blob in a flat tree.
+type Entry struct {
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+	SHA  string `json:"sha"`
+}
+
+// Signature is a commit's author or committer.
+type Signature struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Date  string `json:"date"`
+}
+
+// Commit is a stored commit.
+type Commit struct {
+	SHA       string    `json:"sha"`
+	Tree      string    `json:"tree"`
+	Parents   []string  `json:"parents"`
+	Message   string    `json:"message"`
+	Author    Signature `json:"author"`
+	Committer Signature `json:"committer"`
+}
+
+// Title is the first line of the message, as forges show it.
+func (c *Commit) Title() string {
+	t, _, _ := strings.Cut(c.Message, "\n")
+	return t
+}
+
+// Repo is one repository's objects and branches. Its fields are exported so an
+// emulator can save and load it as JSON.
+type Repo struct {
+	DefaultBranch string             `json:"defaultBranch"`
+	Branches      map[string]string  `json:"branches"` // name -> commit SHA
+	Blobs         map[string][]byte  `json:"blobs"`
+	Trees         map[string][]Entry `json:"trees"`
+	Commits       map[string]*Commit `json:"commits"`
+}
+
+// New returns a repository with one commit holding files on defaultBranch.
+func New(defaultBranch string, files map[string]string, clock *int64, sig Signature) *Repo {
+	r := &Repo{DefaultBranch: defaultBranch}
+	r.Init()
+	c := r.NewCommit(clock, r.WriteTree("", files), nil, "Initial commit", sig, sig)
+	r.Branches[defaultBranch] = c.SHA
+	return r
+}
+
+// Init makes the maps a loaded repository lacks.
+func (r *Repo) Init() {
+	if r.Branches == nil {
+		r.Branches = map[string]string{}
+	}
+	if r.Blobs == nil {
+		r.Blobs = map[string][]byte{}
+	}
+	if r.Trees == nil {
+		r.Trees = map[string][]Entry{}
+	}
+	if r.Commits == nil {
+		r.Commits = map[string]*Commit{}
+	}
+}
+
+// BlobSHA is git's object name of a blob.
+func BlobSHA(content []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(content))
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func treeSHA(entries []Entry) string {
+	h := sha1.New()
+	for _, e := range entries {
+		fmt.Fprintf(h, "%s %s\t%s\n", e.Mode, e.SHA, e.Path)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// PutBlob stores content and returns its SHA.
+func (r *Repo) PutBlob(content []byte) string {
+	sha := BlobSHA(content)
+	r.Blobs[sha] = append([]byte(nil), content...)
+	return sha
+}
+
+// PutTree stores a flat tree and returns its SHA.
+func (r *Repo) PutTree(entries []Entry) string {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+	sha := treeSHA(entries)
+	if _, ok := r.Trees[sha]; !ok {
+		r.Trees[sha] = entries
+	}
+	return sha
+}
+
+// WriteTree is base (a tree SHA, or "" for none) with files (path -> content)
+// written over it; a nil-content entry is not possible: deleting is Remove.
+func (r *Repo) WriteTree(base string, files map[string]string) string {
+	byPath := map[string]Entry{}
+	for _, e := range r.Trees[base] {
+		byPath[e.Path] = e
+	}
+	for p, c := range files {
+		byPath[p] = Entry{Path: p, Mode: "100644", SHA: r.PutBlob([]byte(c))}
+	}
+	entries := make([]Entry, 0, len(byPath))
+	for _, e := range byPath {
+		entries = append(entries, e)
+	}
+	return r.PutTree(entries)
+}
+
+// Lookup finds path in a tree.
+func (r *Repo) Lookup(tree, path string) (Entry, bool) {
+	for _, e := range r.Trees[tree] {
+		if e.Path == path {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// NewCommit stores a commit; clock makes every commit distinct, like git's dates.
+func (r *Repo) NewCommit(clock *int64, tree string, parents []string, msg string, author, committer Signature) *Commit {
+	*clock++
+	date := time.Unix(1700000000+*clock, 0).UTC().Format(time.RFC3339)
+	if author.Date == "" {
+		author.Date = date
+	}
+	if committer.Date == "" {
+		committer.Date = date
+	}
+	h := sha1.New()
+	fmt.Fprintf(h, "tree %s\n", tree)
+	for _, p := range parents {
+		fmt.Fprintf(h, "parent %s\n", p)
+	}
+	fmt.Fprintf(h, "author %s <%s> %s\ncommitter %s <%s> %s\nclock %d\n\n%s",
+		author.Name, author.Email, author.Date, committer.Name, committer.Email, committer.Date, *clock, msg)
+	c := &Commit{SHA: hex.EncodeToString(h.Sum(nil)), Tree: tree, Parents: parents, Message: msg, Author: author, Committer: committer}
+	r.Commits[c.SHA] = c
+	return c
+}
+
+// Resolve reads a ref: a branch name or a commit SHA.
+func (r *Repo) Resolve(ref string) *Commit {
+	if sha, ok := r.Branches[ref]; ok {
+		return r.Commits[sha]
+	}
+	return r.Commits[ref]
+}
+
+// IsAncestor reports whether anc is sha or one of its ancestors.
+func (r *Repo) IsAncestor(anc, sha string) bool {
+	seen := map[string]bool{}
+	stack := []string{sha}
+	for len(stack) > 0 {
+		c := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if c == anc {
+			return true
+		}
+		if seen[c] || r.Commits[c] == nil {
+			continue
+		}
+		seen[c] = true
+		stack = append(stack, r.Commits[c].Parents...)
+	}
+	return false
+}

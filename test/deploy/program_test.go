@@ -1,0 +1,582 @@
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"knative.dev/pkg/apis"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
+	"github.com/nudgeflow/nudgeflow/test/world"
+)
+
+const (
+	forgeToken          = "ghp_deployTestTokenThatMustNeverBeLogged0001"
+	forgeWebhookSecret  = "deploy-test-forge-webhook-secret"
+	startupTimeout      = 2 * time.Minute
+	scenarioWaitTimeout = 2 * time.Minute
+)
+
+var (
+	preparedOnce sync.Once
+	preparedErr  error
+)
+
+// prepared is what an operator does before the pods can start (README, "Running it
+// on a cluster"): the manifests applied, the forge webhook Secret created, and the
+// webhook serving certificate issued into its Secret — by service-ca or
+// cert-manager on a cluster; here from the certificate envtest serves the webhooks
+// with, so the API server trusts the bridge started from the manifests.
+func prepared(t *testing.T) {
+	applied(t)
+	preparedOnce.Do(func() {
+		_, _, certDir := world.Get(t).WebhookServer()
+		for _, args := range [][]string{
+			{"-n", systemNamespace, "create", "secret", "generic", "nudgeflow-forge-webhook", "--from-literal=secret=" + forgeWebhookSecret},
+			{"-n", systemNamespace, "create", "secret", "tls", "nudgeflow-bridge-webhook-cert",
+				"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
+		} {
+			if out, err := kubectl(t, nil, args...); err != nil {
+				preparedErr = fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+	})
+	require.NoError(t, preparedErr)
+}
+
+// pod is one Deployment's container, run as a process the way a kubelet would run
+// it: its command, args and env as written, its volumes mounted, as its
+// ServiceAccount. Only what must point at the test world is replaced:
+//   - the image's binary path: the binary built as the Containerfile builds it;
+//   - in-cluster credentials: $KUBECONFIG, a kubeconfig impersonating the pod's
+//     ServiceAccount (so RBAC is exactly the manifests');
+//   - $TEMPORAL_ADDRESS from the ConfigMap: the test world's Temporal dev server
+//     (the namespace, "nudgeflow", is the ConfigMap's);
+//   - --webhook-port: the port envtest's webhook configurations call (a cluster's
+//     Service forwards 443 to it);
+//   - every listen address (":8080"): a free port on 127.0.0.1, since several
+//     processes share this machine's network;
+//   - mount paths in args: folders holding what the kubelet would mount (the
+//     Secrets' keys as files, empty dirs).
+type pod struct {
+	t         *testing.T
+	name      string
+	container corev1.Container
+	cmd       *exec.Cmd
+	logPath   string
+	// addr maps a declared container port to where this process listens.
+	addr map[int32]string
+	done chan struct{}
+}
+
+type podOptions struct {
+	temporalAddress string
+	webhookPort     int
+}
+
+func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *pod {
+	t.Helper()
+	w := world.Get(t)
+	spec := d.Spec.Template.Spec
+	c := spec.Containers[0]
+	p := &pod{t: t, name: d.Name, container: c, addr: map[int32]string{}, done: make(chan struct{})}
+
+	// Environment: envFrom, then env, as the kubelet orders them.
+	env := map[string]string{}
+	for _, ef := range c.EnvFrom {
+		cm := get[corev1.ConfigMap](t, m, "ConfigMap", ef.ConfigMapRef.Name)
+		for k, v := range cm.Data {
+			env[ef.Prefix+k] = v
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = expand(e.Value, env)
+		case e.ValueFrom.FieldRef != nil:
+			require.Equal(t, "metadata.namespace", e.ValueFrom.FieldRef.FieldPath, "only the namespace is read from the pod")
+			env[e.Name] = d.Namespace
+		case e.ValueFrom.ResourceFieldRef != nil:
+			q := c.Resources.Limits[corev1.ResourceName(strings.TrimPrefix(e.ValueFrom.ResourceFieldRef.Resource, "limits."))]
+			env[e.Name] = fmt.Sprint(q.Value())
+		case e.ValueFrom.SecretKeyRef != nil:
+			var s corev1.Secret
+			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: e.ValueFrom.SecretKeyRef.Name}, &s))
+			env[e.Name] = string(s.Data[e.ValueFrom.SecretKeyRef.Key])
+		default:
+			t.Fatalf("%s: env %s: unsupported source", d.Name, e.Name)
+		}
+	}
+	require.Contains(t, env, "TEMPORAL_ADDRESS")
+	env["TEMPORAL_ADDRESS"] = o.temporalAddress
+	env["KUBECONFIG"] = asServiceAccount(t, d.Namespace, spec.ServiceAccountName)
+
+	// Volumes.
+	mounts := map[string]string{}
+	for _, vm := range c.VolumeMounts {
+		dir := t.TempDir()
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name })
+		require.GreaterOrEqual(t, i, 0)
+		if s := spec.Volumes[i].Secret; s != nil {
+			var secret corev1.Secret
+			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: s.SecretName}, &secret),
+				"Secret %s mounted by %s", s.SecretName, d.Name)
+			for k, v := range secret.Data {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, k), v, 0o600))
+			}
+		}
+		mounts[vm.MountPath] = dir
+	}
+
+	// Args.
+	var args []string
+	for _, a := range c.Args {
+		a = expand(a, env)
+		flag, value, ok := strings.Cut(a, "=")
+		switch {
+		case !ok:
+		case flag == "--webhook-port":
+			value = fmt.Sprint(o.webhookPort)
+		case strings.HasPrefix(value, ":"):
+			port, err := localenv.FreePort()
+			require.NoError(t, err)
+			local := fmt.Sprintf("127.0.0.1:%d", port)
+			p.addr[intstr.Parse(value[1:]).IntVal] = local
+			value = local
+		default:
+			value = mounted(value, mounts)
+		}
+		if ok {
+			a = flag + "=" + value
+		}
+		args = append(args, a)
+	}
+	require.Equal(t, imageBinary, c.Command[0])
+	p.cmd = exec.Command(nudgeflowBinary(t), append(c.Command[1:], args...)...)
+	for k, v := range env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	p.logPath = filepath.Join(w.LogDir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), d.Name))
+	logs, err := os.Create(p.logPath)
+	require.NoError(t, err)
+	p.cmd.Stdout, p.cmd.Stderr = logs, logs
+	require.NoError(t, p.cmd.Start(), "starting %s", d.Name)
+	go func() {
+		_ = p.cmd.Wait()
+		logs.Close()
+		close(p.done)
+	}()
+	t.Cleanup(p.stop)
+	return p
+}
+
+// mounted maps a path inside the container to the folder standing in for its
+// volume (the longest mount path that contains it).
+func mounted(path string, mounts map[string]string) string {
+	best := ""
+	for m := range mounts {
+		if (path == m || strings.HasPrefix(path, m+"/")) && len(m) > len(best) {
+			best = m
+		}
+	}
+	if best == "" {
+		return path
+	}
+	return mounts[best] + strings.TrimPrefix(path, best)
+}
+
+var envRef = regexp.MustCompile(`\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expand resolves $(VAR) like the kubelet: defined variables are replaced, $$ is a
+// literal $, anything else is kept.
+func expand(s string, env map[string]string) string {
+	return envRef.ReplaceAllStringFunc(s, func(m string) string {
+		if m == "$$" {
+			return "$"
+		}
+		if v, ok := env[m[2:len(m)-1]]; ok {
+			return v
+		}
+		return m
+	})
+}
+
+// stop sends SIGTERM (what the kubelet sends) and waits.
+func (p *pod) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if ok, _ := world.Poll(30*time.Second, func() (bool, error) {
+		select {
+		case <-p.done:
+			return true, nil
+		default:
+			return false, nil
+		}
+	}); !ok {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *pod) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *pod) logs() string {
+	raw, _ := os.ReadFile(p.logPath)
+	return string(raw)
+}
+
+// url is where the container's port (a name or a number) answers.
+func (p *pod) url(port intstr.IntOrString, path string) string {
+	p.t.Helper()
+	cp, ok := containerPort(p.container, port)
+	require.True(p.t, ok, "%s declares port %s", p.name, port.String())
+	addr, ok := p.addr[cp.ContainerPort]
+	require.True(p.t, ok, "%s listens on port %d", p.name, cp.ContainerPort)
+	return "http://" + addr + path
+}
+
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// httpGet answers a GET with its status and body.
+func httpGet(url string) (int, string, error) {
+	resp, err := httpClient.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// probe runs a probe of the manifest: its path on its port.
+func (p *pod) probe(pr *corev1.Probe) (int, string, error) {
+	return httpGet(p.url(pr.HTTPGet.Port, pr.HTTPGet.Path))
+}
+
+// waitReady waits for the readiness probe, failing early when the process died.
+func (p *pod) waitReady(timeout time.Duration) {
+	p.t.Helper()
+	ok, err := world.Poll(timeout, func() (bool, error) {
+		if p.exited() {
+			return true, fmt.Errorf("%s exited", p.name)
+		}
+		code, body, err := p.probe(p.container.ReadinessProbe)
+		if err != nil {
+			return false, err
+		}
+		if code != http.StatusOK {
+			return false, fmt.Errorf("readiness %d: %s", code, body)
+		}
+		return true, nil
+	})
+	if !ok || p.exited() {
+		p.t.Fatalf("%s is not ready after %s (%v); its log:\n%s", p.name, timeout, err, p.logs())
+	}
+}
+
+// metrics scrapes the port a metrics Service targets.
+func (p *pod) metrics(svc *corev1.Service) string {
+	p.t.Helper()
+	code, body, err := httpGet(p.url(svc.Spec.Ports[0].TargetPort, "/metrics"))
+	require.NoError(p.t, err)
+	require.Equal(p.t, http.StatusOK, code, body)
+	return body
+}
+
+// cluster is the cert-manager overlay as applied, and both pods started from it.
+type cluster struct {
+	m              manifests
+	bridge, worker *pod
+}
+
+func startCluster(t *testing.T, temporalAddress string, webhookPort int) *cluster {
+	t.Helper()
+	prepared(t)
+	var m manifests
+	for _, v := range variants(t) {
+		if v.name == "cert-manager" {
+			m = v.objs
+		}
+	}
+	c := &cluster{m: m}
+	c.worker = startPod(t, m, m.deployment(t, "nudgeflow-worker"), podOptions{temporalAddress: temporalAddress})
+	c.bridge = startPod(t, m, m.deployment(t, "nudgeflow-bridge"), podOptions{temporalAddress: temporalAddress, webhookPort: webhookPort})
+	c.worker.waitReady(startupTimeout)
+	c.bridge.waitReady(startupTimeout)
+	return c
+}
+
+// The bridge's and the worker's Deployments, run as written against the real API
+// server and the Temporal dev server: they become ready, answer their liveness
+// probes and metrics, admit and reconcile a ChangeGroup whose workflow the worker
+// runs, and carry a validated nudge to a Renovate PipelineRun the worker creates —
+// each process with only its ServiceAccount's permissions.
+func TestManifestsAreTheProgram(t *testing.T) {
+	w := world.Get(t)
+	_, webhookPort, _ := w.WebhookServer()
+	c := startCluster(t, w.Temporal.Address, webhookPort)
+	require.Equal(t, w.Temporal.Namespace, get[corev1.ConfigMap](t, c.m, "ConfigMap", "nudgeflow-temporal").Data["TEMPORAL_NAMESPACE"],
+		"the manifests' Temporal namespace is used as written")
+	for _, p := range []*pod{c.bridge, c.worker} {
+		code, body, err := p.probe(p.container.LivenessProbe)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, "%s liveness: %s", p.name, body)
+	}
+
+	ctx := context.Background()
+	ns := w.Namespace(t)
+	create := func(obj ctrlclient.Object) {
+		t.Helper()
+		obj.SetNamespace(ns)
+		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s (admission by the bridge)", obj, obj.GetName())
+	}
+	component := func(name, gitURL string, nudges ...string) {
+		comp := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, ContainerImage: "quay.io/org/" + name, BuildNudgesRef: nudges}}
+		if gitURL != "" {
+			comp.Spec.Source.GitSource = &mirrorv1alpha1.GitSource{URL: gitURL, Revision: "main"}
+		}
+		create(comp)
+	}
+
+	// A ChangeGroup: admitted by the bridge's webhook, started by its reconciler (the
+	// leader), resolved and projected into status by the worker.
+	component("bundle", "https://github.com/org/bundle")
+	component("operand", "", "bundle")
+	create(&appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-update"},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}}}})
+	var cg appstudiov1alpha1.ChangeGroup
+	world.Eventually(t, scenarioWaitTimeout, "the worker writes the ChangeGroup's status", func() (bool, error) {
+		err := w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "bundle-update"}, &cg)
+		return err == nil && cg.Status.WorkflowID != "" && cg.Status.Ready == "0/1", err
+	})
+	require.NotEmpty(t, cg.Finalizers, "the bridge took ownership")
+
+	// A validated nudge: the bridge routes the build and the Snapshot, the worker
+	// launches the Renovate PipelineRun with its ConfigMap and token Secret.
+	component("lib", "")
+	component("app", "https://github.com/org/app")
+	create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "scm-github", Labels: map[string]string{
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte(forgeToken)},
+	})
+	create(&konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: konfluxv1alpha1.NudgeConfigName},
+		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
+			{From: "lib", To: "app", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "gate"}}}})
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	build := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "lib-on-push-1",
+		Labels:      map[string]string{builds.LabelComponent: "lib", builds.LabelPipelineType: builds.PipelineTypeBuild, builds.KeyEventType: "push"},
+		Annotations: map[string]string{builds.KeyEventType: "push", builds.AnnotationRepo: "https://github.com/org/lib/tree/" + strings.Repeat("1", 40)}},
+		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}}}
+	create(build)
+	start := metav1.Now()
+	require.NoError(t, world.SetStatus(ctx, w.Kube, build, func() {
+		build.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+		build.Status.StartTime = &start
+		build.Status.Results = []tektonv1.PipelineRunResult{
+			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/lib:rev1")},
+			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
+		}
+	}))
+	snap := &mirrorv1alpha1.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "gate-1"}, Spec: mirrorv1alpha1.SnapshotSpec{ComponentGroup: "gate",
+		Components: []mirrorv1alpha1.SnapshotComponent{{Name: "lib", ContainerImage: "quay.io/org/lib@" + digest}}}}
+	// The bridge may see the Snapshot before the build: it is sent again until the
+	// edge's workflow holds the build (a later Snapshot would do the same).
+	create(snap)
+	require.NoError(t, world.SetStatus(ctx, w.Kube, snap, func() {
+		snap.Status.Conditions = []metav1.Condition{{Type: mirrorv1alpha1.SnapshotTestSucceeded, Status: metav1.ConditionTrue, Reason: "Passed", LastTransitionTime: metav1.Now()}}
+	}))
+	var run tektonv1.PipelineRun
+	world.Eventually(t, scenarioWaitTimeout, "the worker launches the Renovate PipelineRun", func() (bool, error) {
+		var list tektonv1.PipelineRunList
+		if err := w.Kube.List(ctx, &list, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{renovate.LabelType: renovate.LabelTypeNudge}); err != nil {
+			return false, err
+		}
+		if len(list.Items) != 1 || list.Items[0].IsPending() {
+			return false, fmt.Errorf("%d runs", len(list.Items))
+		}
+		run = list.Items[0]
+		return true, nil
+	})
+	for _, obj := range []ctrlclient.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+		require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: run.Name}, obj), "the run's %T", obj)
+	}
+	require.NoError(t, world.SetStatus(ctx, w.Kube, &run, func() {
+		run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	}))
+
+	// The forge webhook receiver answers on its Service's port (an unsigned
+	// delivery is refused).
+	forge := c.m.service(t, "nudgeflow-bridge-forge-webhook")
+	req, err := http.NewRequest(http.MethodPost, c.bridge.url(forge.Spec.Ports[0].TargetPort, "/"), strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("X-GitHub-Event", "pull_request")
+	resp, err := httpClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	// Metrics, where the ServiceMonitor scrapes them: nudgeflow's, the Temporal SDK's,
+	// controller-runtime's.
+	bridgeSvc, workerSvc := c.m.service(t, "nudgeflow-bridge-metrics"), c.m.service(t, "nudgeflow-worker-metrics")
+	var bridgeMetrics, workerMetrics string
+	world.Eventually(t, scenarioWaitTimeout, "the nudge's outcome is counted", func() (bool, error) {
+		workerMetrics = c.worker.metrics(workerSvc)
+		return strings.Contains(workerMetrics, `nudgeflow_nudges_total{`) &&
+			regexp.MustCompile(`nudgeflow_renovate_runs_total\{[^}]*outcome="succeeded"[^}]*\} 1`).MatchString(workerMetrics), nil
+	})
+	require.Regexp(t, `nudgeflow_nudges_total\{[^}]*mode="validated"[^}]*outcome="NudgeSucceeded"[^}]*\} 1`, workerMetrics)
+	bridgeMetrics = c.bridge.metrics(bridgeSvc)
+	require.Regexp(t, `nudgeflow_changegroups\{phase="Initialized"\} [1-9]`, bridgeMetrics)
+	require.Regexp(t, `nudgeflow_forge_webhook_duration_seconds_count\{code="401",event="pull_request"\} 1`, bridgeMetrics)
+	for _, name := range []string{"controller_runtime_reconcile_total", "controller_runtime_webhook_latency_seconds_bucket", "temporal_request_total"} {
+		require.Contains(t, bridgeMetrics, name+"{", "the bridge reports %s", name)
+	}
+	for _, name := range []string{"temporal_workflow_task_execution_latency_seconds_bucket", "temporal_activity_execution_latency_seconds_bucket", "rest_client_requests_total"} {
+		require.Contains(t, workerMetrics, name+"{", "the worker reports %s", name)
+	}
+
+	t.Run("dashboard queries only metrics that exist", func(t *testing.T) {
+		checkDashboard(t, bridgeMetrics+workerMetrics)
+	})
+
+	// Secrets stay out of logs and workflow histories.
+	for _, p := range []*pod{c.bridge, c.worker} {
+		require.NotContains(t, p.logs(), forgeToken, "%s's log", p.name)
+		require.NotContains(t, p.logs(), forgeWebhookSecret, "%s's log", p.name)
+	}
+	w.AssertNoSecretInHistories(t, forgeToken, forgeWebhookSecret)
+}
+
+// sdkMetricsOnEvents are Temporal SDK metrics the dashboard shows that appear only
+// when something fails (go.temporal.io/sdk internal/common/metrics/constants.go):
+// a scenario that works never reports them.
+var sdkMetricsOnEvents = []string{
+	"temporal_workflow_task_execution_failed_total",
+	"temporal_activity_execution_failed_total",
+	"temporal_request_failure_total",
+}
+
+// checkDashboard: every metric the dashboard queries is one nudgeflow declares, one
+// the processes reported, or an SDK failure counter.
+func checkDashboard(t *testing.T, scraped string) {
+	raw, err := os.ReadFile(deployDir("monitoring", "nudgeflow.json"))
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	name := regexp.MustCompile(`\b(?:nudgeflow|temporal|controller_runtime|workqueue|rest_client)_[a-z0-9_]+`)
+	var queried []string
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			for _, n := range name.FindAllString(target.Expr, -1) {
+				if !slices.Contains(queried, n) {
+					queried = append(queried, n)
+				}
+			}
+		}
+	}
+	sort.Strings(queried)
+	require.NotEmpty(t, queried)
+	for _, n := range queried {
+		known := slices.Contains(metrics.Declared(), n) || slices.Contains(sdkMetricsOnEvents, n) ||
+			regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(n)+`[{ ]`).MatchString(scraped)
+		require.True(t, known, "the dashboard queries %s, which no process reports", n)
+	}
+	for _, n := range metrics.Declared() {
+		if strings.HasSuffix(n, "_sum") || strings.HasSuffix(n, "_count") {
+			continue
+		}
+		require.Contains(t, queried, n, "the dashboard shows %s", n)
+	}
+}
+
+// Readiness follows Temporal: when the frontend goes away both processes report
+// not ready (the webhook Service then has no endpoint, the worker is out of
+// rotation) while their liveness probes still pass, so nothing restarts.
+func TestReadinessFollowsTemporal(t *testing.T) {
+	logs, err := os.Create(filepath.Join(world.Get(t).LogDir, "readiness-temporal.log"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	own, err := localenv.StartTemporal(ctx, localenv.TemporalOptions{Log: logs})
+	require.NoError(t, err)
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = own.Stop()
+		}
+	}()
+	// This bridge serves its webhooks on a port nobody calls: the other test's
+	// bridge owns envtest's.
+	port, err := localenv.FreePort()
+	require.NoError(t, err)
+	c := startCluster(t, own.Address, port)
+
+	require.NoError(t, own.Stop())
+	stopped = true
+	for _, p := range []*pod{c.bridge, c.worker} {
+		world.Eventually(t, time.Minute, p.name+" reports not ready", func() (bool, error) {
+			code, body, err := p.probe(p.container.ReadinessProbe)
+			if err != nil {
+				return false, err
+			}
+			if code == http.StatusOK {
+				return false, fmt.Errorf("%d %s", code, body)
+			}
+			return true, nil
+		})
+		code, body, err := p.probe(p.container.LivenessProbe)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, code, "%s stays alive: %s", p.name, body)
+		require.False(t, p.exited(), "%s keeps running", p.name)
+	}
+}

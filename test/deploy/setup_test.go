@@ -1,0 +1,114 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+	"github.com/nudgeflow/nudgeflow/test/world"
+)
+
+// `nudgeflow temporal setup`, as the README has an operator run it with the
+// manifests' ConfigMap as environment, against a bare Temporal (the dev server
+// with only the default namespace and no custom search attribute, like a fresh
+// Helm chart install): it creates the namespace, registers every search attribute
+// nudgeflow sets, and a second run changes nothing. A namespace holding one of
+// them with another type is refused, naming it.
+func TestTemporalSetup(t *testing.T) {
+	cli, err := localenv.TemporalCLI()
+	require.NoError(t, err)
+	port, err := localenv.FreePort()
+	require.NoError(t, err)
+	httpPort, err := localenv.FreePort()
+	require.NoError(t, err)
+	metricsPort, err := localenv.FreePort()
+	require.NoError(t, err)
+	logs, err := os.Create(filepath.Join(world.Get(t).LogDir, "setup-temporal.log"))
+	require.NoError(t, err)
+	address := "127.0.0.1:" + strconv.Itoa(port)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  cli,
+		ClientOptions: &client.Options{HostPort: address, Namespace: "default"},
+		LogLevel:      "warn",
+		ExtraArgs:     []string{"--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort)},
+		Stdout:        logs, Stderr: logs,
+	})
+	require.NoError(t, err)
+	defer func() { _ = srv.Stop() }()
+
+	var cm map[string]string
+	for _, v := range variants(t) {
+		if v.name == "base" {
+			cm = getConfigMapData(t, v.objs, "nudgeflow-temporal")
+		}
+	}
+	// The ConfigMap's values, with the address pointing at this server.
+	env := []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=" + cm["TEMPORAL_NAMESPACE"]}
+	setup := func(extra ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, nudgeflowBinary(t), append([]string{"temporal", "setup"}, extra...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := setup()
+	require.Error(t, err, "without --create-namespace a missing namespace is an error")
+	require.Contains(t, out, "does not exist")
+
+	out, err = setup("--create-namespace")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "namespace nudgeflow registered")
+	require.Contains(t, out, "search attribute ChangeGroup (Keyword) added")
+	require.Contains(t, out, "namespace nudgeflow is ready for nudgeflow")
+
+	c := srv.Client()
+	list, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "nudgeflow"})
+	require.NoError(t, err)
+	for name, typ := range searchattr.All() {
+		require.Equal(t, typ, list.GetCustomAttributes()[name], "search attribute %s", name)
+	}
+
+	out, err = setup("--create-namespace")
+	require.NoError(t, err, out)
+	require.NotContains(t, out, "added", "idempotent: %s", out)
+	require.Contains(t, out, "namespace nudgeflow exists")
+	require.Contains(t, out, "search attribute ReadyCount (Int) exists")
+
+	// A namespace where Phase is an Int: refused, nothing else added.
+	env = []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=default"}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: "default",
+		SearchAttributes: map[string]enumspb.IndexedValueType{"Phase": enumspb.INDEXED_VALUE_TYPE_INT}})
+	require.NoError(t, err)
+	out, err = setup()
+	require.Error(t, err)
+	require.Contains(t, out, "Phase is Int, nudgeflow needs Keyword")
+	list, err = c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	require.NoError(t, err)
+	require.NotContains(t, list.GetCustomAttributes(), "ChangeGroup")
+	require.False(t, strings.Contains(out, "added"))
+}
+
+func getConfigMapData(t *testing.T, m manifests, name string) map[string]string {
+	o := m.find("ConfigMap", name)
+	require.NotNil(t, o)
+	data := map[string]string{}
+	for k, v := range o.Object["data"].(map[string]any) {
+		data[k] = v.(string)
+	}
+	return data
+}

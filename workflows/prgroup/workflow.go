@@ -1,0 +1,379 @@
+package prgroup
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+)
+
+// maxHistoryEvents continues as new before the history grows large.
+const maxHistoryEvents = 5000
+
+// SearchAttributes are the attributes a run carries.
+func SearchAttributes(namespace, group, target, phase string) []temporal.SearchAttributeUpdate {
+	return []temporal.SearchAttributeUpdate{
+		searchattr.KubeNamespace.ValueSet(namespace),
+		searchattr.PRGroup.ValueSet(group),
+		searchattr.NudgedComponent.ValueSet(target),
+		searchattr.Phase.ValueSet(phase),
+	}
+}
+
+type run struct {
+	ctx      workflow.Context
+	in       Input
+	set      Settings
+	st       *State
+	id       string
+	builds   workflow.ReceiveChannel
+	events   workflow.ReceiveChannel
+	closeReq *string
+	phase    string
+	// wake makes the main loop run once more (an update changed the state).
+	wake bool
+}
+
+// Workflow runs one PR group's proposal to one nudged component.
+func Workflow(ctx workflow.Context, in Input) (*State, error) {
+	r := &run{ctx: ctx, in: in, set: in.Settings.withDefaults(), st: in.State,
+		id:     workflow.GetInfo(ctx).WorkflowExecution.ID,
+		builds: workflow.GetSignalChannel(ctx, SignalPRBuild), events: workflow.GetSignalChannel(ctx, SignalOriginEvent)}
+	if r.st == nil {
+		r.st = &State{Phase: PhaseProposing}
+	}
+	r.phase = r.st.Phase
+	if err := r.handlers(); err != nil {
+		return nil, err
+	}
+	observe := true
+	for {
+		if r.drainBuilds() {
+			observe = true
+		}
+		for r.events.ReceiveAsync(nil) {
+			observe = true
+		}
+		if observe {
+			r.observeOrigins()
+			observe = false
+		}
+		if r.closeReq != nil {
+			return r.end(PhaseClosed, r.closeTarget("closed by the close override: "+*r.closeReq))
+		}
+		done, err := r.step()
+		if err != nil || done {
+			return r.st, err
+		}
+		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || workflow.GetInfo(ctx).GetCurrentHistoryLength() > maxHistoryEvents {
+			r.drainBuilds()
+			next := r.in
+			next.State = r.st
+			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, next)
+		}
+		ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: r.set.PollInterval,
+			TimerOptions: workflow.TimerOptions{Summary: "poll the originating PRs"}}, func() bool {
+			return r.builds.Len() > 0 || r.events.Len() > 0 || r.closeReq != nil || r.wake
+		})
+		if err != nil {
+			return r.st, err
+		}
+		r.wake = false
+		observe = !ok // the poll: read the forge again
+	}
+}
+
+func (r *run) handlers() error {
+	if err := workflow.SetQueryHandler(r.ctx, QueryState, func() (State, error) { return *r.st, nil }); err != nil {
+		return fmt.Errorf("registering the state query: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(r.ctx, UpdateClose, func(ctx workflow.Context, reason string) (string, error) {
+		if reason == "" {
+			reason = "no reason given"
+		}
+		r.closeReq = &reason
+		return "closing the target PR of PR group " + r.in.Group, nil
+	}, workflow.UpdateHandlerOptions{Description: "close the target PR with a comment and stop",
+		Validator: func(ctx workflow.Context, reason string) error {
+			if r.closeReq != nil {
+				return errors.New("already closing")
+			}
+			return nil
+		}}); err != nil {
+		return fmt.Errorf("registering %s: %w", UpdateClose, err)
+	}
+	return workflow.SetUpdateHandlerWithOptions(r.ctx, UpdateReleaseNow, func(ctx workflow.Context) (string, error) {
+		r.st.Released = true
+		r.st.note("The draft was lifted by the release-now override while originating pull requests were still open or their push builds missing.")
+		r.wake = true
+		return "lifting the draft of " + r.st.PR.URL, nil
+	}, workflow.UpdateHandlerOptions{Description: "lift the draft now, whatever the originating PRs' states",
+		Validator: func(ctx workflow.Context) error {
+			if r.st.PR.Number == 0 {
+				return errors.New("no target PR is open yet")
+			}
+			if r.st.Released || r.phase == PhaseReady {
+				return errors.New("the target PR is already ready for review")
+			}
+			return nil
+		}})
+}
+
+func (r *run) drainBuilds() bool {
+	changed := false
+	for {
+		var b PRBuild
+		if !r.builds.ReceiveAsync(&b) {
+			return changed
+		}
+		if r.st.addBuild(b) {
+			changed = true
+		}
+	}
+}
+
+func (r *run) setPhase(p string) {
+	r.phase, r.st.Phase = p, p
+	if err := workflow.UpsertTypedSearchAttributes(r.ctx, SearchAttributes(r.in.Namespace, r.in.Group, r.in.Target, p)...); err != nil {
+		workflow.GetLogger(r.ctx).Warn("upserting search attributes", "error", err)
+	}
+}
+
+func (r *run) end(phase, reason string) (*State, error) {
+	r.st.Reason = reason
+	r.setPhase(phase)
+	workflow.GetLogger(r.ctx).Info("PR group ended", "phase", phase, "reason", reason)
+	return r.st, nil
+}
+
+func (r *run) act(summary string) workflow.Context {
+	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2,
+			MaximumInterval: time.Minute, MaximumAttempts: 10},
+	})
+}
+
+// observeOrigins reads every originating PR; the forge's answer is the truth.
+func (r *run) observeOrigins() {
+	if len(r.st.Origins) == 0 {
+		return
+	}
+	req := acts.ObserveRequest{Namespace: r.in.Namespace}
+	for _, o := range r.st.Origins {
+		req.Origins = append(req.Origins, acts.OriginRef{RepoURL: o.RepoURL, Number: o.Number})
+	}
+	var obs []acts.OriginObservation
+	if err := workflow.ExecuteActivity(r.act("read the originating PRs"), acts.ObserveOriginsActivity, req).Get(r.ctx, &obs); err != nil {
+		workflow.GetLogger(r.ctx).Warn("reading the originating PRs; the next poll tries again", "error", err)
+		return
+	}
+	now := workflow.Now(r.ctx).UTC()
+	for _, ob := range obs {
+		o := r.st.origin(OriginKey(ob.RepoURL, ob.Number))
+		if o == nil {
+			continue
+		}
+		switch {
+		case ob.Error != "":
+			r.st.note(fmt.Sprintf("%s could not be read: %s", o.Key(), ob.Error))
+			continue
+		case !ob.Found:
+			r.st.note(fmt.Sprintf("%s does not exist (any more): counted as closed", o.Key()))
+			o.State = OriginClosed
+			continue
+		}
+		o.URL, o.Title, o.HeadSHA = ob.URL, ob.Title, ob.HeadSHA
+		switch {
+		case ob.Merged:
+			if o.State != OriginMerged {
+				o.MergedSeenAt = now
+			}
+			o.State, o.MergeCommitSHA = OriginMerged, ob.MergeCommitSHA
+		case ob.Open:
+			o.State = OriginOpen
+		default:
+			o.State = OriginClosed
+		}
+	}
+}
+
+// findPushBuilds replaces merged origins' PR builds by their push builds.
+func (r *run) findPushBuilds(p Plan) {
+	for _, w := range p.WaitingPush {
+		o := r.st.origin(w.Origin)
+		req := acts.FindPushBuildRequest{Namespace: r.in.Namespace, Component: w.Component, CommitSHA: o.MergeCommitSHA, After: o.MergedSeenAt}
+		var b acts.PushBuild
+		if err := workflow.ExecuteActivity(r.act("find the push build of "+w.Component), acts.FindPushBuildActivity, req).Get(r.ctx, &b); err != nil {
+			workflow.GetLogger(r.ctx).Warn("looking for a push build", "component", w.Component, "error", err)
+			continue
+		}
+		if b.Found {
+			r.st.addPush(Entry{Component: w.Component, Origin: w.Origin, Image: b.Image, Digest: b.Digest, From: FromPush,
+				BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt, CommitSHA: b.CommitSHA})
+			continue
+		}
+		if workflow.Now(r.ctx).Sub(o.MergedSeenAt) > r.set.PushBuildWait {
+			r.st.note(fmt.Sprintf("%s was merged but no succeeded push build of %s for its merge commit %s appeared within %s: "+
+				"the draft stays until it does (or use the release-now override)", o.Key(), w.Component, short(o.MergeCommitSHA), r.set.PushBuildWait))
+		}
+	}
+}
+
+func short(s string) string {
+	if len(s) > 7 {
+		return s[:7]
+	}
+	return s
+}
+
+func (r *run) originsFor(p Plan) []acts.Origin {
+	var out []acts.Origin
+	for _, o := range r.st.Origins {
+		out = append(out, acts.Origin{Key: o.Key(), URL: o.URL, Title: o.Title, State: o.State})
+	}
+	return out
+}
+
+// closeTarget closes the open target PR with a comment (and comments on a PR merged
+// out of order); it returns the reason.
+func (r *run) closeTarget(reason string) string {
+	if r.st.PR.Number > 0 {
+		req := acts.CloseRequest{Namespace: r.in.Namespace, Target: r.in.Target, Known: acts.PRRef(r.st.PR), Marker: "closed",
+			Comment: "nudgeflow closed this pull request: " + reason + ".", Close: true}
+		if err := workflow.ExecuteActivity(r.act("close the target PR"), acts.CloseActivity, req).Get(r.ctx, nil); err != nil {
+			workflow.GetLogger(r.ctx).Error("closing the target PR", "error", err)
+			return reason + " (closing the PR failed: " + err.Error() + ")"
+		}
+	}
+	for _, early := range r.st.MergedEarly {
+		req := acts.CloseRequest{Namespace: r.in.Namespace, Target: r.in.Target, Known: acts.PRRef(early), Marker: "abandoned",
+			Comment: "Warning: this pull request was merged before its originating pull requests, and they were then " + reason +
+				". The base branch now references images built from pull requests that were never merged: revert this change."}
+		if err := workflow.ExecuteActivity(r.act("warn on the PR merged out of order"), acts.CloseActivity, req).Get(r.ctx, nil); err != nil {
+			workflow.GetLogger(r.ctx).Error("commenting on the PR merged out of order", "error", err)
+		}
+	}
+	return reason
+}
+
+// step converges the target PR once; done ends the workflow.
+func (r *run) step() (bool, error) {
+	p := r.st.plan()
+	if len(p.WaitingPush) > 0 {
+		r.findPushBuilds(p)
+		p = r.st.plan()
+	}
+	if p.Close {
+		var closed []string
+		for _, o := range r.st.Origins {
+			closed = append(closed, o.Key())
+		}
+		reason := "every originating pull request (" + strings.Join(closed, ", ") + ") was closed without merging"
+		if r.st.PR.Number == 0 && len(r.st.MergedEarly) == 0 {
+			_, err := r.end(PhaseEnded, "nothing to propose: "+reason)
+			return true, err
+		}
+		_, err := r.end(PhaseClosed, r.closeTarget(reason))
+		return true, err
+	}
+	if len(p.applied()) == 0 {
+		r.setPhase(PhaseProposing)
+		return false, nil
+	}
+	if p.Done && r.st.PR.Number == 0 && len(r.st.MergedEarly) == 0 {
+		// A run started for builds whose PRs are already merged (a resync after the
+		// group ended): the push builds nudge through the push path.
+		_, err := r.end(PhaseEnded, "nothing to propose: every originating pull request is already merged or closed")
+		return true, err
+	}
+	if r.st.PR.Number == 0 && r.phase == PhaseClosed {
+		// The target PR was closed by a person: wait for the originating PRs to end.
+		if p.Done {
+			_, err := r.end(PhaseClosed, "the target PR was closed by a person")
+			return true, err
+		}
+		return false, nil
+	}
+	req := acts.SyncRequest{Namespace: r.in.Namespace, Group: r.in.Group, Target: r.in.Target, Branch: Branch(r.in.Group, r.in.Target),
+		Origins: r.originsFor(p), Draft: p.Draft, Notes: r.st.Notes, FileMatch: r.set.FileMatch, FollowUp: len(r.st.MergedEarly) > 0,
+		WorkflowID: r.id, Known: acts.PRRef(r.st.PR)}
+	for _, row := range p.Rows {
+		req.Rows = append(req.Rows, acts.Row(row))
+	}
+	var res acts.SyncResult
+	summary := "update the target PR"
+	if r.st.PR.Number == 0 {
+		summary = "open the target PR"
+	}
+	if err := workflow.ExecuteActivity(r.act(summary), acts.SyncActivity, req).Get(r.ctx, &res); err != nil {
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) && ae.NonRetryable() {
+			// Say why in the state; the next event or poll tries again.
+			r.st.note("updating the target PR failed: " + ae.Error())
+		}
+		workflow.GetLogger(r.ctx).Error("syncing the target PR", "error", err)
+		return false, nil
+	}
+	if res.NoChanges {
+		if p.Done {
+			_, err := r.end(PhaseEnded, "the base branch already references every digest: nothing to propose")
+			return true, err
+		}
+		r.setPhase(PhaseProposing)
+		return false, nil
+	}
+	if res.HumanEdits != "" {
+		r.st.note("nudgeflow stopped pushing: " + res.HumanEdits)
+	}
+	r.st.PR = PRRef(res.PR)
+	switch res.State {
+	case acts.PRMerged:
+		if p.Draft {
+			// Merged out of order: warn, and propose the merged builds later.
+			early := r.st.PR
+			r.st.MergedEarly = append(r.st.MergedEarly, early)
+			r.st.PR = PRRef{}
+			req := acts.CloseRequest{Namespace: r.in.Namespace, Target: r.in.Target, Known: acts.PRRef(early), Marker: "merged-early",
+				Comment: "Warning: this pull request was merged before its originating pull requests. The base branch now references images " +
+					"built from unmerged pull requests; nudgeflow opens a follow-up pull request with the merged builds' digests once they merge."}
+			if err := workflow.ExecuteActivity(r.act("warn on the PR merged out of order"), acts.CloseActivity, req).Get(r.ctx, nil); err != nil {
+				workflow.GetLogger(r.ctx).Error("commenting on the PR merged out of order", "error", err)
+			}
+			r.setPhase(PhaseDraft)
+			return false, nil
+		}
+		_, err := r.end(PhaseMerged, "the target PR was merged")
+		return true, err
+	case acts.PRClosed:
+		if p.Done {
+			_, err := r.end(PhaseClosed, "the target PR was closed by a person")
+			return true, err
+		}
+		// Closed by a person while the group goes on: not reopened nor re-proposed;
+		// the workflow stays so a resent build does not open a new PR.
+		r.st.note("the target PR was closed by a person: nudgeflow does not propose this group again")
+		r.setPhase(PhaseClosed)
+		r.st.PR = PRRef{}
+		return false, nil
+	}
+	switch {
+	case res.Draft:
+		if len(p.WaitingPush) > 0 && !slices.ContainsFunc(r.st.Origins, func(o Origin) bool { return o.State == OriginOpen || o.State == OriginUnknown }) {
+			r.setPhase(PhaseWaiting)
+		} else {
+			r.setPhase(PhaseDraft)
+		}
+	default:
+		r.setPhase(PhaseReady)
+	}
+	return false, nil
+}
