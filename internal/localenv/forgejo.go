@@ -454,6 +454,9 @@ type ForgejoPR struct {
 		Ref string `json:"ref"`
 		SHA string `json:"sha"`
 	} `json:"head"`
+	Base struct {
+		Ref string `json:"ref"`
+	} `json:"base"`
 }
 
 // PR reads one pull request.
@@ -513,6 +516,12 @@ func (f *Forgejo) ClosePR(owner, name string, number int) error {
 // HumanCommit pushes one commit by the human on top of branch, writing files, and
 // returns its SHA.
 func (f *Forgejo) HumanCommit(owner, name, branch string, files map[string]string, message string) (string, error) {
+	return f.HumanCommitAs(owner, name, branch, "Dev", f.HumanEmail, files, message)
+}
+
+// HumanCommitAs is HumanCommit authored by another person (the human's token pushes
+// it, as when a maintainer pushes a colleague's commit).
+func (f *Forgejo) HumanCommitAs(owner, name, branch, authorName, authorEmail string, files map[string]string, message string) (string, error) {
 	var ops []map[string]string
 	for path, content := range files {
 		op := map[string]string{"operation": "create", "path": path, "content": base64.StdEncoding.EncodeToString([]byte(content))}
@@ -525,7 +534,7 @@ func (f *Forgejo) HumanCommit(owner, name, branch string, files map[string]strin
 	var out struct{ Commit struct{ SHA string } }
 	err := f.API(http.MethodPost, "/repos/"+esc(owner)+"/"+esc(name)+"/contents", f.HumanToken, map[string]any{
 		"branch": branch, "message": message, "files": ops,
-		"author": map[string]string{"name": "Dev", "email": f.HumanEmail}}, &out)
+		"author": map[string]string{"name": authorName, "email": authorEmail}}, &out)
 	return out.Commit.SHA, err
 }
 
@@ -558,8 +567,9 @@ type ForgejoCIEvent struct {
 	HeadSHA string
 }
 
-// ciBarrierBranch holds the barrier PR of each watched repository.
-const ciBarrierBranch = "nudgeflow-ci-barrier"
+// ForgejoCIBarrierBranch holds the barrier PR of each watched repository (a harness
+// listing the repository's PRs leaves that one out).
+const ForgejoCIBarrierBranch = "nudgeflow-ci-barrier"
 
 // WatchCI registers a webhook of owner/name (push and pull request events) to the
 // receiver, and opens the repository's barrier PR (see CIBuilds). Call it before
@@ -580,7 +590,7 @@ func (f *Forgejo) WatchCI(owner, name string) error {
 	}
 	var p ForgejoPR
 	if err := f.API(http.MethodPost, "/repos/"+esc(owner)+"/"+esc(name)+"/pulls", f.AdminToken, map[string]any{
-		"head": ciBarrierBranch, "base": r.DefaultBranch, "title": "CI barrier (test harness)"}, &p); err != nil {
+		"head": ForgejoCIBarrierBranch, "base": r.DefaultBranch, "title": "CI barrier (test harness)"}, &p); err != nil {
 		return fmt.Errorf("opening the barrier PR of %s/%s: %w", owner, name, err)
 	}
 	f.ci.mu.Lock()
@@ -608,9 +618,9 @@ func (f *Forgejo) pushBarrier(owner, name, base string, create bool) (string, er
 		"author": map[string]string{"name": "Admin", "email": ForgejoAdmin + "@example.com"},
 	}
 	if create {
-		body["branch"], body["new_branch"] = base, ciBarrierBranch
+		body["branch"], body["new_branch"] = base, ForgejoCIBarrierBranch
 	} else {
-		body["branch"] = ciBarrierBranch
+		body["branch"] = ForgejoCIBarrierBranch
 	}
 	var out struct{ Commit struct{ SHA string } }
 	if err := f.API(http.MethodPost, "/repos/"+esc(owner)+"/"+esc(name)+"/contents", f.AdminToken, body, &out); err != nil {
