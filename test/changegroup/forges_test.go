@@ -270,9 +270,11 @@ func (g *forgejoForge) RepoURL(owner, name string) string {
 	return g.faults.URL + "/" + forgejoOrg(owner) + "/" + name
 }
 
-// PRURL is the server's html_url (its ROOT_URL), not the proxy's.
+// PRURL names the proxy: Gitea builds html_url from the host the request named
+// (its public URL detection), so the links nudgeflow reads carry the address it uses.
 func (g *forgejoForge) PRURL(owner, name string, n int) string {
-	return fmt.Sprintf("%s/%s/%s/pulls/%d", g.server().URL, forgejoOrg(owner), name, n)
+	g.server()
+	return fmt.Sprintf("%s/%s/%s/pulls/%d", g.faults.URL, forgejoOrg(owner), name, n)
 }
 func (g *forgejoForge) FileAt(owner, name, ref, path string) (string, bool) {
 	return g.server().FileAt(forgejoOrg(owner), name, ref, path)
