@@ -174,6 +174,23 @@ func (f *fjFixture) builds() int {
 	return n
 }
 
+// merge merges a PR as the admin once the server allows it (it checks mergeability
+// in the background after each push or edit).
+func (f *fjFixture) merge(number int) {
+	f.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := f.srv.MergePR(f.owner, f.name, number)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("merge: %v", err)
+		}
+		<-time.After(200 * time.Millisecond)
+	}
+}
+
 func (f *fjFixture) comments(number int) []string {
 	f.t.Helper()
 	cs, err := f.srv.Comments(f.owner, f.name, number)
@@ -366,6 +383,47 @@ func TestForgejoHeadMovedDuringPush(t *testing.T) {
 	}
 }
 
+func TestForgejoBaseMovedUnderPush(t *testing.T) {
+	isContents := func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/contents")
+	}
+	// A commit lands on the base between the sync's read and its push, changing a
+	// file the push changes: the server refuses the push (sha does not match); the
+	// error is retryable and the retry pushes on the new base.
+	f := setupForgejo(t)
+	req := f.request(pr.ModeHold, "operator")
+	o := f.sync(req)
+	next := f.request(pr.ModeHold, "operator", "operand-a")
+	next.Known = o.PR
+	f.proxy.BeforeRequest(1, isContents, func() {
+		csv, _ := f.srv.FileAt(f.owner, f.name, "main", "bundle/manifests/csv.yaml")
+		if _, err := f.srv.HumanCommit(f.owner, f.name, "main", map[string]string{"bundle/manifests/csv.yaml": csv + "# merged meanwhile\n"}, "docs"); err != nil {
+			t.Error(err)
+		}
+	})
+	_, err := f.trySync(next)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != "BaseMoved" || appErr.NonRetryable() {
+		t.Fatalf("a push on a moved base: %v, want a retryable BaseMoved", err)
+	}
+	f.sync(next)
+	if csv := f.csv(); !strings.Contains(csv, "# merged meanwhile") || !strings.Contains(csv, "operand-a:v1@"+digest("b")) {
+		t.Fatalf("the retry is on the new base with the new digests:\n%s", csv)
+	}
+
+	// A person lifts the draft and merges at once, while nudgeflow releases: the
+	// final push meets the merged base, and the PR's state is the answer.
+	g := setupForgejo(t)
+	req = g.request(pr.ModeHold, "operator")
+	o = g.sync(req)
+	release := g.request(pr.ModeRelease, "operator")
+	release.Known = o.PR
+	g.proxy.BeforeRequest(1, isContents, func() { g.merge(o.PR.Number) })
+	if o2 := g.sync(release); o2.State != pr.PRMerged {
+		t.Fatalf("release racing a merge: %+v", o2)
+	}
+}
+
 func TestForgejoDescriptionEditAndCheckboxes(t *testing.T) {
 	f := setupForgejo(t)
 	req := f.request(pr.ModeHold, "operator")
@@ -426,21 +484,11 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 	req := f.request(pr.ModeHold, "operator")
 	o := f.sync(req)
 	// The server refuses to merge a work-in-progress PR: a person lifts the prefix
-	// first. It checks mergeability in the background: merge once it allows.
+	// first.
 	if err := f.srv.MarkReady(f.owner, f.name, o.PR.Number); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := f.srv.MergePR(f.owner, f.name, o.PR.Number)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("merge: %v", err)
-		}
-		<-time.After(200 * time.Millisecond)
-	}
+	f.merge(o.PR.Number)
 	v, err := f.env.ExecuteActivity(pr.ObserveActivity, pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
 	var obs pr.Observed
 	if err != nil || v.Get(&obs) != nil || obs.State != pr.PRMerged {

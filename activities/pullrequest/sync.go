@@ -355,6 +355,15 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		req.Overwrite = false
 		o, err = a.syncOnce(ctx, f, req)
 	}
+	if err != nil && req.Known.Number != 0 {
+		// A person may merge or close the PR while nudgeflow writes (lift the draft,
+		// then merge at once): the write is refused (Forgejo: the base moved under
+		// the push) and the PR's state is the answer, not a failure.
+		if st, rerr := a.read(ctx, f, req.Branch, req.Known.Number); rerr == nil && st.found && !st.pr.Open {
+			activity.GetLogger(ctx).Info("the PR was closed or merged during the sync", "pr", st.pr.Number, "merged", st.pr.Merged, "error", err)
+			return observed(f, st, req.Known, req.Mode == ModeHold), nil
+		}
+	}
 	return o, err
 }
 

@@ -265,7 +265,9 @@ type identity struct {
 //
 // The server commits on the base branch's head, which is p.Parent unless the base
 // moved since the caller read it; then the commit is on the newer base (still one
-// fresh commit on the base), and the next sync sees the new base.
+// fresh commit on the base), and the next sync sees the new base. When the base
+// changed one of the pushed files, the server refuses it (422 "sha does not match"):
+// a retryable BaseMoved error.
 func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	base, err := c.baseBranchOf(ctx, p)
 	if err != nil {
@@ -302,6 +304,12 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 			if _, ok, rerr := c.BranchHead(ctx, p.Branch); rerr == nil && ok {
 				return forge.Commit{}, forge.ErrHeadMoved
 			}
+		}
+		if status == http.StatusUnprocessableEntity && strings.Contains(err.Error(), "sha does not match") {
+			// A changed file differs on the base now (a merge landed since the caller
+			// read it, maybe this PR's own): retryable, the next sync reads the base
+			// (and the PR's state) again.
+			return forge.Commit{}, temporal.NewApplicationError(fmt.Sprintf("the base branch %s moved under the push: %v", base, err), "BaseMoved")
 		}
 		return forge.Commit{}, err
 	}
