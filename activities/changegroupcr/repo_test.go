@@ -9,7 +9,8 @@ import (
 )
 
 // The forge of a nudged repository: the git-provider annotation wins, else the host
-// names it (build-service's rule: forgejo, gitea and codeberg hosts are Forgejo).
+// names it (build-service's rule: forgejo, gitea and codeberg hosts are Forgejo),
+// else GitHub.
 func TestRepoOfProvider(t *testing.T) {
 	for _, tc := range []struct{ url, annotation, want string }{
 		{"https://github.com/org/repo", "", "github"},
@@ -17,7 +18,8 @@ func TestRepoOfProvider(t *testing.T) {
 		{"https://codeberg.org/org/repo.git", "", "forgejo"},
 		{"https://Gitea.example.com/org/repo", "", "forgejo"},
 		{"https://forgejo.example.net/org/repo", "", "forgejo"},
-		{"https://git.example.net/org/repo", "gitea", "gitea"},
+		{"https://git.example.net/org/repo", "gitea", "forgejo"}, // the alias, normalised (forge.ProviderOf)
+		{"https://git.example.net/org/repo", "", "github"},       // GitHub Enterprise hosts are named anything
 		{"https://git.example.net/org/repo", "forgejo", "forgejo"},
 	} {
 		c := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
