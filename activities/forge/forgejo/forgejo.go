@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -561,54 +560,17 @@ func classify(op string, err error, resp *gitea.Response) error {
 	if status == 0 || status < 300 {
 		var ne net.Error
 		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: network: %s", op, truncate(err.Error()))
+			return fmt.Errorf("%s: network: %s", op, forge.Truncate(err.Error()))
 		}
-		return fmt.Errorf("%s: %s", op, truncate(err.Error()))
+		return fmt.Errorf("%s: %s", op, forge.Truncate(err.Error()))
 	}
 	text := fmt.Sprintf("%s: the forge answered %d", op, status)
 	if msg := strings.TrimSpace(err.Error()); msg != "" {
-		text += ": " + truncate(msg)
+		text += ": " + forge.Truncate(msg)
 	}
-	typ := "Forgejo" + strconv.Itoa(status)
-	if delay, limited := rateLimitDelay(status, header); limited {
-		return temporal.NewApplicationErrorWithOptions(text, "ForgejoRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: delay})
-	}
-	if status >= 500 {
-		return temporal.NewApplicationError(text, typ)
-	}
-	if status == http.StatusUnauthorized {
-		return temporal.NewApplicationError(text+" (the forge rejected nudgeflow's credentials; check the SCM Secret)", "Unauthorized")
-	}
-	return temporal.NewNonRetryableApplicationError(text, typ, nil)
+	return forge.StatusError("Forgejo", text, status, header, rateLimitHeaders, "(the forge rejected nudgeflow's credentials; check the SCM Secret)")
 }
 
-// rateLimitDelay reports whether a response is a rate limit and how long to wait
-// (Forgejo's and proxies' Retry-After, X-RateLimit-* as GitHub-compatible limiters send).
-func rateLimitDelay(status int, h http.Header) (time.Duration, bool) {
-	limited := status == http.StatusTooManyRequests ||
-		(status == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"))
-	if !limited {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(h.Get("Retry-After")); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d.Round(time.Second) + time.Second, true
-		}
-	}
-	if r, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-		if d := time.Until(time.Unix(r, 0)); d > 0 {
-			return d.Round(time.Second) + time.Second, true
-		}
-	}
-	return time.Minute, true
-}
-
-func truncate(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
-}
+// rateLimitHeaders: Gitea and Forgejo have no API rate limiter; the proxies in front
+// of them send Retry-After and GitHub-compatible X-RateLimit-* headers.
+var rateLimitHeaders = forge.RateLimitHeaders{Remaining: "X-RateLimit-Remaining", Reset: "X-RateLimit-Reset"}
