@@ -149,6 +149,9 @@ type Comment struct {
 type Push struct {
 	Branch string
 	Parent Commit
+	// Base is the branch whose head Parent is, for forges whose commit API starts from
+	// a branch rather than a commit (Forgejo); empty means the default branch.
+	Base string
 	// Files are the changed files (path -> content, UTF-8 text).
 	Files map[string][]byte
 	// New names the paths of Files that Parent's tree does not hold (forges whose

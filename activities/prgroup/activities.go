@@ -69,11 +69,12 @@ func (a *Activities) repoOf(ctx context.Context, namespace, component string) (p
 // RepoOf is a pull request repository for a clone URL (provider from the
 // annotation, else the host).
 func RepoOf(namespace, cloneURL, base, provider string) pullrequest.Repo {
-	if provider == "" {
-		provider = "github"
-		if u, err := url.Parse(cloneURL); err == nil && strings.Contains(u.Host, "gitlab") {
-			provider = "gitlab"
-		}
+	host := ""
+	if u, err := url.Parse(cloneURL); err == nil {
+		host = u.Hostname()
+	}
+	if provider = forge.ProviderOf(provider, host); provider == "" {
+		provider = forge.ProviderGitHub // GitHub Enterprise hosts are named anything
 	}
 	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
 }

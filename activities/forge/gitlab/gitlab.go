@@ -13,8 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -389,49 +387,17 @@ func classify(op string, err error, resp *gl.Response) error {
 	if status == 0 {
 		var ne net.Error
 		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: network: %s", op, truncate(err.Error()))
+			return fmt.Errorf("%s: network: %s", op, forge.Truncate(err.Error()))
 		}
-		return fmt.Errorf("%s: %s", op, truncate(err.Error()))
+		return fmt.Errorf("%s: %s", op, forge.Truncate(err.Error()))
 	}
 	text := fmt.Sprintf("%s: GitLab answered %d", op, status)
 	if msg != "" {
-		text += ": " + truncate(msg)
+		text += ": " + forge.Truncate(msg)
 	}
-	typ := "GitLab" + strconv.Itoa(status)
-	if delay, limited := rateLimitDelay(status, header); limited {
-		return temporal.NewApplicationErrorWithOptions(text, "GitLabRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: delay})
-	}
-	if status >= 500 {
-		return temporal.NewApplicationError(text, typ)
-	}
-	if status == http.StatusUnauthorized {
-		return temporal.NewApplicationError(text+" (the forge rejected nudgeflow's credentials; check the SCM Secret's access token)", "Unauthorized")
-	}
-	return temporal.NewNonRetryableApplicationError(text, typ, nil)
+	return forge.StatusError("GitLab", text, status, header, rateLimitHeaders, "(the forge rejected nudgeflow's credentials; check the SCM Secret's access token)")
 }
 
-// rateLimitDelay: GitLab answers 429 with Retry-After and RateLimit-Reset (Unix
+// rateLimitHeaders: GitLab answers 429 with Retry-After and RateLimit-Reset (Unix
 // seconds); some proxies answer 403 with the same headers.
-func rateLimitDelay(status int, h http.Header) (time.Duration, bool) {
-	limited := status == http.StatusTooManyRequests ||
-		(status == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("RateLimit-Remaining") == "0"))
-	if !limited {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if r, err := strconv.ParseInt(h.Get("RateLimit-Reset"), 10, 64); err == nil {
-		if d := time.Until(time.Unix(r, 0)); d > 0 {
-			return d.Round(time.Second) + time.Second, true
-		}
-	}
-	return time.Minute, true
-}
-
-func truncate(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
-}
+var rateLimitHeaders = forge.RateLimitHeaders{Remaining: "RateLimit-Remaining", Reset: "RateLimit-Reset"}
