@@ -78,7 +78,28 @@ func (a *Activities) connect(ctx context.Context, r Repo) (forge.Forge, []string
 	if err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidRepository", nil)
 	}
-	return open(ctx, a, r, repo)
+	// Each forge request heartbeats first: a sync is many requests, and the sync
+	// activity's heartbeat timeout (a minute) bounds the time between two.
+	hb := *a
+	hb.cfg.Transport = heartbeatTransport{ctx: ctx, base: a.cfg.Transport}
+	return open(ctx, &hb, r, repo)
+}
+
+// heartbeatTransport records an activity heartbeat before each request it sends.
+type heartbeatTransport struct {
+	ctx  context.Context
+	base http.RoundTripper
+}
+
+func (h heartbeatTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if activity.IsActivity(h.ctx) {
+		activity.RecordHeartbeat(h.ctx)
+	}
+	base := h.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(r)
 }
 
 // noCredentials explains where credentials are looked up.
