@@ -49,7 +49,7 @@ lint:
 
 # Tests find the real servers through these; hack/tools.sh builds what is missing.
 test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path temporal) \
-	RENOVATE_CONFIG_VALIDATOR=$$($(TOOLS) path renovate-config-validator)
+	RENOVATE_CONFIG_VALIDATOR=$$($(TOOLS) path renovate-config-validator) GITEA=$$($(TOOLS) path gitea)
 
 # The whole verbose log goes to test-output.log; the terminal gets each package's
 # result, the e2e report line, and the full story of any failure.

@@ -13,6 +13,10 @@ TEMPORAL_CLI_VERSION=v1.5.1
 CONTROLLER_GEN_VERSION=v0.19.0
 STATICCHECK_VERSION=v0.8.2
 WORKFLOWCHECK_VERSION=v0.6.0
+# Gitea is the real Forgejo/Gitea API server of the test world (hack/tools/gitea: its
+# go.mod has replace directives). v1.26.0 is the newest tag whose go.mod still declares
+# code.gitea.io/gitea (v1.27 moved to gitea.dev, which the module proxy does not serve).
+GITEA_VERSION=v1.26.0
 # kustomize v5.8.3 needs go 1.27; v5.8.2 (go 1.26.0, no replace directives) is
 # go-installable with the local toolchain.
 KUSTOMIZE_VERSION=v5.8.2
@@ -38,12 +42,30 @@ build_into() {
 	log "building $name into $dir (first time only)"
 	local start=$SECONDS
 	if ! "$@" "$tmp/$name" >&2; then rm -rf "$tmp"; log "building $name failed"; return 1; fi
-	mkdir -p "$dir" && mv "$tmp/$name" "$dir/$name" && rm -rf "$tmp"
+	# Files built beside the binary (a server's assets) move first, the binary last:
+	# a present binary means a complete tool.
+	mkdir -p "$dir" || return 1
+	local f
+	for f in "$tmp"/*; do
+		[ "$f" = "$tmp/$name" ] && continue
+		rm -rf "$dir/${f##*/}" && mv "$f" "$dir/" || return 1
+	done
+	mv "$tmp/$name" "$dir/$name" && rm -rf "$tmp"
 	log "built $name in $((SECONDS - start))s"
 }
 
 wrapper_build() { # wrapper_build MODULE_DIR PACKAGE OUT
 	(cd "$here/tools/$1" && go build -o "$3" "$2")
+}
+# gitea_build OUT: the server with the embedded SQLite driver (cgo), and beside it the
+# templates, options (locales, licences) and public folders of the module, which a
+# build without the bindata tag reads at run time from its STATIC_ROOT_PATH.
+gitea_build() {
+	local out=$1 dir src
+	dir=$(dirname "$out")
+	(cd "$here/tools/gitea" && CGO_ENABLED=1 go build -tags 'sqlite sqlite_unlock_notify' -o "$out" .) || return 1
+	src=$(cd "$here/tools/gitea" && go list -m -f '{{.Dir}}' code.gitea.io/gitea) || return 1
+	cp -R "$src/templates" "$src/options" "$src/public" "$dir/" && chmod -R u+w "$dir"
 }
 go_install() { # go_install PACKAGE@VERSION OUT
 	local gobin; gobin=$(mktemp -d "${cache}/.gobin.XXXXXX")
@@ -85,6 +107,9 @@ tool_path() {
 	workflowcheck)
 		dir=$cache/workflowcheck-$WORKFLOWCHECK_VERSION
 		build_into "$dir" workflowcheck go_install go.temporal.io/sdk/contrib/tools/workflowcheck@$WORKFLOWCHECK_VERSION ;;
+	gitea)
+		dir=$cache/gitea-$GITEA_VERSION
+		build_into "$dir" gitea gitea_build ;;
 	kustomize)
 		dir=$cache/kustomize-$KUSTOMIZE_VERSION
 		build_into "$dir" kustomize go_install sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
@@ -112,6 +137,6 @@ path) tool_path "$2" ;;
 assets) assets ;;
 all)
 	assets >/dev/null
-	for t in temporal controller-gen staticcheck workflowcheck kustomize renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
+	for t in temporal controller-gen staticcheck workflowcheck kustomize gitea renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
 *) echo "usage: $0 path NAME | assets | all" >&2; exit 2 ;;
 esac

@@ -149,8 +149,14 @@ type Comment struct {
 type Push struct {
 	Branch string
 	Parent Commit
+	// Base is the branch whose head Parent is, for forges whose commit API starts from
+	// a branch rather than a commit (Forgejo); empty means the default branch.
+	Base string
 	// Files are the changed files (path -> content, UTF-8 text).
 	Files map[string][]byte
+	// New names the paths of Files that Parent's tree does not hold (forges whose
+	// commit API tells creating from updating, GitLab, need it).
+	New []string
 	// Tree, when set, is an existing tree that already holds the result: forges
 	// that write trees separately (GitHub) reuse it instead of writing one.
 	Tree    string
@@ -158,6 +164,37 @@ type Push struct {
 	// Exists says the branch exists; then ExpectedHead is the head it must still be at.
 	Exists       bool
 	ExpectedHead string
+}
+
+// ChangedFile is one file a pull request changes (against its merge base).
+type ChangedFile struct {
+	Path string
+	// PreviousPath is the path before a rename.
+	PreviousPath string
+	// Status is ChangeAdded, ChangeRemoved, ChangeModified or ChangeRenamed
+	// (GitHub's words; other values GitHub sends pass through).
+	Status string
+}
+
+// Change statuses of a ChangedFile.
+const (
+	ChangeAdded    = "added"
+	ChangeRemoved  = "removed"
+	ChangeModified = "modified"
+	ChangeRenamed  = "renamed"
+)
+
+// PRFilesLister is optional (callers type-assert it; a forge client without it
+// still is a Forge): the files a pull request changes, every page.
+type PRFilesLister interface {
+	PRFiles(ctx context.Context, number int) ([]ChangedFile, error)
+}
+
+// CommitWriter is optional: it makes a commit on parent (the client's bot as
+// author and committer) without moving any branch, so a caller can stack two
+// commits and move the branch once (one CI-triggering event, not two).
+type CommitWriter interface {
+	WriteCommit(ctx context.Context, parent Commit, files map[string][]byte, message string) (Commit, error)
 }
 
 // ErrHeadMoved: the branch changed between the caller's read and its push.

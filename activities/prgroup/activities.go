@@ -69,11 +69,12 @@ func (a *Activities) repoOf(ctx context.Context, namespace, component string) (p
 // RepoOf is a pull request repository for a clone URL (provider from the
 // annotation, else the host).
 func RepoOf(namespace, cloneURL, base, provider string) pullrequest.Repo {
-	if provider == "" {
-		provider = "github"
-		if u, err := url.Parse(cloneURL); err == nil && strings.Contains(u.Host, "gitlab") {
-			provider = "gitlab"
-		}
+	host := ""
+	if u, err := url.Parse(cloneURL); err == nil {
+		host = u.Hostname()
+	}
+	if provider = forge.ProviderOf(provider, host); provider == "" {
+		provider = forge.ProviderGitHub // GitHub Enterprise hosts are named anything
 	}
 	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
 }
@@ -188,7 +189,22 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 		res.NoChanges = true
 		return res, nil
 	}
-	if res.HumanEdits == "" {
+	var syn synthetic
+	if monorepo {
+		baseFiles, err := f.Files(ctx, base.Tree)
+		if err != nil {
+			return SyncResult{}, err
+		}
+		if syn, err = a.synthesize(ctx, f, repo, req, baseBranch, baseFiles); err != nil {
+			return SyncResult{}, err
+		}
+		if res.HumanEdits == "" && !syn.empty() {
+			if err := a.pushWithSynthetic(ctx, f, req, rows, fileMatch, base, baseFiles, syn, head, exists); err != nil {
+				return SyncResult{}, err
+			}
+		}
+	}
+	if res.HumanEdits == "" && syn.empty() {
 		same := false
 		if exists {
 			// The head is current when it sits on the base head and holds the tree.
@@ -202,7 +218,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 			c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Files: changes,
 				Message: commitMessage(req), Exists: exists, ExpectedHead: head.SHA})
 			if errors.Is(err, forge.ErrHeadMoved) {
-				return SyncResult{}, temporal.NewApplicationError("the branch moved during the sync; retrying", "HeadMoved")
+				return SyncResult{}, headMoved()
 			}
 			if err != nil {
 				return SyncResult{}, err
@@ -210,7 +226,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 			log.Info("pushed", "branch", req.Branch, "commit", c.SHA, "files", len(changes))
 		}
 	}
-	body := Render(req, monorepo)
+	body := Render(req, syn.describe())
 	if !found {
 		title := fmt.Sprintf("[PR group %s] Update %s", req.Group, req.Target)
 		pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: body, Draft: req.Draft})
@@ -243,6 +259,82 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 	return r, nil
 }
 
+func headMoved() error {
+	return temporal.NewApplicationError("the branch moved during the sync; retrying", "HeadMoved")
+}
+
+// pushWithSynthetic makes the branch two bot commits on the base head: the
+// synthetic commit (the copies) and the digest commit on its tree. Nothing is
+// written when the head already is both. With a forge.CommitWriter the synthetic
+// commit is written without moving the branch, so the branch moves once (one
+// CI-triggering event); without one it is pushed first with [skip ci] in its
+// message (PaC reads the marker in the head commit only), then the digest commit.
+func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req SyncRequest, rows []pullrequest.Row, fileMatch []string,
+	base forge.Commit, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
+	log := activity.GetLogger(ctx)
+	synTree := syn.tree(baseFiles)
+	var synth forge.Commit
+	if exists && len(head.Parents) == 1 {
+		parent, err := f.Commit(ctx, head.Parents[0])
+		if err != nil {
+			return err
+		}
+		if pullrequest.IsBot(f, parent) && slices.Equal(parent.Parents, []string{base.SHA}) {
+			ok, err := pullrequest.TreeHolds(ctx, f, parent, synTree)
+			if err != nil {
+				return err
+			}
+			if ok {
+				synth = parent
+			}
+		}
+	}
+	expected := head.SHA
+	if synth.SHA == "" {
+		var err error
+		if w, ok := f.(forge.CommitWriter); ok {
+			synth, err = w.WriteCommit(ctx, base, syn.files, syn.message)
+		} else {
+			synth, err = f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Files: syn.files, New: syn.newPaths(baseFiles),
+				Message: skipCI(syn.message), Exists: exists, ExpectedHead: head.SHA})
+			expected, exists = synth.SHA, true
+		}
+		if errors.Is(err, forge.ErrHeadMoved) {
+			return headMoved()
+		}
+		if err != nil {
+			return err
+		}
+		log.Info("wrote the synthetic commit", "branch", req.Branch, "commit", synth.SHA, "files", len(syn.files))
+	}
+	changes, tree, err := a.PR.Rewrite(ctx, f, req.Namespace, rows, fileMatch, synth)
+	if err != nil {
+		return err
+	}
+	if exists && expected == head.SHA && slices.Equal(head.Parents, []string{synth.SHA}) {
+		same, err := pullrequest.TreeHolds(ctx, f, head, tree)
+		if err != nil || same {
+			return err
+		}
+	}
+	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: synth, Files: changes, Message: commitMessage(req),
+		Exists: exists, ExpectedHead: expected})
+	if errors.Is(err, forge.ErrHeadMoved) {
+		return headMoved()
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("pushed", "branch", req.Branch, "commit", c.SHA, "files", len(changes), "synthetic", synth.SHA)
+	return nil
+}
+
+// skipCI puts PaC's marker on a commit's title line.
+func skipCI(message string) string {
+	title, rest, _ := strings.Cut(message, "\n")
+	return title + " " + digestref.SkipMarker + "\n" + rest
+}
+
 // sameRepo reports whether an origin key (owner/repo#N) is in the repository.
 func sameRepo(originKey, repoURL string) bool {
 	repo, _, _ := strings.Cut(originKey, "#")
@@ -265,7 +357,7 @@ func commitMessage(req SyncRequest) string {
 }
 
 // Render is the managed section of the target PR's description (deterministic).
-func Render(req SyncRequest, monorepo bool) string {
+func Render(req SyncRequest, synthetic []string) string {
 	var b strings.Builder
 	b.WriteString(prbody.Begin + "\n")
 	fmt.Fprintf(&b, "### PR group `%s`: %s\n\n", req.Group, req.Target)
@@ -300,12 +392,7 @@ func Render(req SyncRequest, monorepo bool) string {
 		}
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", r.Component, r.Image, digest, state)
 	}
-	notes := append([]string(nil), req.Notes...)
-	if monorepo {
-		notes = append(notes, "The target component shares a repository with an originating pull request. "+
-			"ADR 29's synthetic commit (a copy of the originating changes that match the target's "+
-			"`pipelinesascode.tekton.dev/on-cel-expression`) is not made by this version of nudgeflow: only the digests are updated.")
-	}
+	notes := append(append([]string(nil), synthetic...), req.Notes...)
 	if len(notes) > 0 {
 		b.WriteString("\nNotes:\n\n")
 		for _, n := range notes {

@@ -83,8 +83,8 @@ type SyncResult struct {
 	NoChanges bool `json:"noChanges,omitempty"`
 	// HumanEdits: a commit on the branch is not nudgeflow's; nothing was pushed.
 	HumanEdits string `json:"humanEdits,omitempty"`
-	// Monorepo: the target shares the originating PR's repository (ADR 29's
-	// synthetic commit is not made; the description says so).
+	// Monorepo: the target shares an originating PR's repository (ADR 29's
+	// synthetic commit: the description says what was copied, or why not).
 	Monorepo bool `json:"monorepo,omitempty"`
 	Writes   int  `json:"writes"`
 }

@@ -61,8 +61,9 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 // connectors open a client for each provider nudgeflow speaks (forge.Provider's
 // names); a new forge adds one entry.
 var connectors = map[string]func(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error){
-	forge.ProviderGitHub: connectGitHub,
-	forge.ProviderGitLab: connectGitLab,
+	forge.ProviderGitHub:  connectGitHub,
+	forge.ProviderGitLab:  connectGitLab,
+	forge.ProviderForgejo: connectForgejo,
 }
 
 // connect finds the credentials for the repository and returns a forge client and the
@@ -77,7 +78,28 @@ func (a *Activities) connect(ctx context.Context, r Repo) (forge.Forge, []string
 	if err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidRepository", nil)
 	}
-	return open(ctx, a, r, repo)
+	// Each forge request heartbeats first: a sync is many requests, and the sync
+	// activity's heartbeat timeout (a minute) bounds the time between two.
+	hb := *a
+	hb.cfg.Transport = heartbeatTransport{ctx: ctx, base: a.cfg.Transport}
+	return open(ctx, &hb, r, repo)
+}
+
+// heartbeatTransport records an activity heartbeat before each request it sends.
+type heartbeatTransport struct {
+	ctx  context.Context
+	base http.RoundTripper
+}
+
+func (h heartbeatTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if activity.IsActivity(h.ctx) {
+		activity.RecordHeartbeat(h.ctx)
+	}
+	base := h.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(r)
 }
 
 // noCredentials explains where credentials are looked up.
@@ -103,18 +125,28 @@ func (a *Activities) basicAuthBot(repo forge.Repo, ba forge.BasicAuth) forge.Sig
 	return forge.Signature{Name: ba.Username, Email: ba.Username + "@users.noreply." + host}
 }
 
+// requireBasicAuth is the basic-auth Secret of a forge that has no other kind of
+// credentials (GitLab, Forgejo): none is a non-retryable NoCredentials.
+func (a *Activities) requireBasicAuth(ctx context.Context, r Repo, repo forge.Repo) (forge.BasicAuth, error) {
+	ba, ok, err := forge.FindBasicAuth(ctx, a.k8s, r.Namespace, repo)
+	if err != nil {
+		return forge.BasicAuth{}, err
+	}
+	if !ok {
+		return forge.BasicAuth{}, noCredentials(r, repo, false)
+	}
+	activity.GetLogger(ctx).Debug("using basic-auth credentials", "repo", repo.FullName(), "secret", ba.Secret)
+	return ba, nil
+}
+
 // connectGitLab uses a basic-auth Secret whose password is a personal, project or
 // group access token (Konflux's GitLab SCM Secrets). Without a configured bot the
 // commit identity is the token's user, as GitLab records it as the committer.
 func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error) {
-	ba, ok, err := forge.FindBasicAuth(ctx, a.k8s, r.Namespace, repo)
+	ba, err := a.requireBasicAuth(ctx, r, repo)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !ok {
-		return nil, nil, noCredentials(r, repo, false)
-	}
-	activity.GetLogger(ctx).Debug("using basic-auth credentials", "repo", repo.FullName(), "secret", ba.Secret)
 	f, err := glforge.New(ctx, glforge.Options{Repo: repo, Token: ba.Password, Bot: a.cfg.Bot, Transport: a.cfg.Transport})
 	if err != nil {
 		return nil, []string{ba.Password}, err

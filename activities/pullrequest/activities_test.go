@@ -16,7 +16,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 )
 
 const token = "ghp_Sup3rSecretTokenValue"
@@ -60,6 +60,12 @@ func setup(t *testing.T) *fixture {
 }
 
 func (f *fixture) request(mode pr.Mode, ready ...string) pr.SyncRequest {
+	return newRequest(pr.Repo{Provider: "github", URL: f.emu.URL() + "/org/bundle", Namespace: "tenant"}, mode, ready...)
+}
+
+// newRequest is the tests' sync request for repo: three rows (operator, operand-a,
+// operand-b), the named ones ready with fixed new digests, on one branch.
+func newRequest(repo pr.Repo, mode pr.Mode, ready ...string) pr.SyncRequest {
 	rows := []pr.Row{
 		{Component: "operator", Image: "quay.io/org/op", Current: old["op"], State: "Waiting"},
 		{Component: "operand-a", Image: "quay.io/org/operand-a", Current: old["a"], State: "Waiting"},
@@ -74,7 +80,7 @@ func (f *fixture) request(mode pr.Mode, ready ...string) pr.SyncRequest {
 		}
 	}
 	return pr.SyncRequest{
-		Repo:   pr.Repo{Provider: "github", URL: f.emu.URL() + "/org/bundle", Namespace: "tenant"},
+		Repo:   repo,
 		Branch: "konflux/changegroup/cg1", Namespace: "tenant", ChangeGroup: "cg1", NudgedComponent: "bundle",
 		ChangeGroupURL: "https://konflux.example/cg1", Rows: rows, Mode: mode,
 	}

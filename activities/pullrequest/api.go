@@ -14,7 +14,7 @@ import "time"
 
 // Repo identifies the nudged component's repository and the branch PRs target.
 type Repo struct {
-	// Provider is "github" or "gitlab".
+	// Provider is "github", "gitlab" or "forgejo" ("gitea" is an alias).
 	Provider string `json:"provider"`
 	// URL is the clone URL as written in the Component (https://github.com/org/repo).
 	URL string `json:"url"`

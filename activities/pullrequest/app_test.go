@@ -15,7 +15,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 )
 
 // TestGitHubAppTokenScopedToTheRepository: without a basic-auth Secret the

@@ -14,8 +14,8 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 )
 
 const glToken = "glpat-Sup3rSecretProjectToken"

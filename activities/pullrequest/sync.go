@@ -61,9 +61,10 @@ func validate(req SyncRequest) error {
 
 // desired is the tree the branch must hold: the base tree with every ready digest.
 type desired struct {
-	base    forge.Commit
-	changes map[string][]byte
-	files   map[string]string // path -> blob SHA of the whole desired tree
+	base       forge.Commit
+	baseBranch string
+	changes    map[string][]byte
+	files      map[string]string // path -> blob SHA of the whole desired tree
 	// refs are, per row, the repositories referenced in the matched files (the
 	// built one and its distribution repositories), in the row's order.
 	refs map[string][]string
@@ -294,7 +295,7 @@ var errHeadMoved = forge.ErrHeadMoved
 // the branch to it, unless the branch no longer is at expected (the head this sync
 // read): a commit pushed meanwhile is never overwritten.
 func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, exists bool, expected string) (forge.Commit, error) {
-	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: d.base, Files: d.changes, Tree: d.tree,
+	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: d.base, Base: d.baseBranch, Files: d.changes, Tree: d.tree,
 		Message: commitMessage(req, hold), Exists: exists, ExpectedHead: expected})
 	if errors.Is(err, forge.ErrHeadMoved) {
 		return forge.Commit{}, errHeadMoved
@@ -354,6 +355,15 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		req.Overwrite = false
 		o, err = a.syncOnce(ctx, f, req)
 	}
+	if err != nil && req.Known.Number != 0 {
+		// A person may merge or close the PR while nudgeflow writes (lift the draft,
+		// then merge at once): the write is refused (Forgejo: the base moved under
+		// the push) and the PR's state is the answer, not a failure.
+		if st, rerr := a.read(ctx, f, req.Branch, req.Known.Number); rerr == nil && st.found && !st.pr.Open {
+			activity.GetLogger(ctx).Info("the PR was closed or merged during the sync", "pr", st.pr.Number, "merged", st.pr.Merged, "error", err)
+			return observed(f, st, req.Known, req.Mode == ModeHold), nil
+		}
+	}
 	return o, err
 }
 
@@ -403,6 +413,7 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 		if err != nil {
 			return Observed{}, err
 		}
+		d.baseBranch = baseBranch
 		if _, err := pushIfNeeded(ctx, f, req, d, head, exists, true); err != nil {
 			return Observed{}, err
 		}
@@ -457,6 +468,7 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 	if err != nil {
 		return Observed{}, err
 	}
+	d.baseBranch = baseBranch
 	rebase := st.body.Rebase && !req.Overwrite
 	// Text around the managed section (a person's note, a bot's report) is kept.
 	body := prbody.Compose(st.pr.Body, renderBody(req, d, hold, rebase, st.body.ReleaseNow, noDraft(st)))

@@ -34,6 +34,7 @@ import (
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/forge"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -538,23 +539,7 @@ func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 		return forgeInfo{}, fmt.Errorf("git url %q is not a URL with a host", gitURL)
 	}
 	f := forgeInfo{host: u.Host, repository: strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")}
-	provider := strings.ToLower(providerAnnotation)
-	if provider == "gitea" {
-		provider = "forgejo"
-	}
-	if provider == "" {
-		host := strings.ToLower(u.Hostname())
-		for _, p := range []string{"github", "gitlab", "forgejo", "gitea", "codeberg"} {
-			if strings.Contains(host, p) {
-				provider = map[string]string{"gitea": "forgejo", "codeberg": "forgejo"}[p]
-				if provider == "" {
-					provider = p
-				}
-				break
-			}
-		}
-	}
-	switch provider {
+	switch forge.ProviderOf(providerAnnotation, u.Hostname()) {
 	case "github":
 		f.platform, f.endpoint = "github", "https://"+u.Host+"/api/v3/"
 		if strings.EqualFold(u.Hostname(), "github.com") {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 )
 
 type chanSink chan forgehook.Event

@@ -36,9 +36,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )

@@ -131,27 +131,56 @@ func newDevEnvCommand() *cobra.Command {
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func newDevBuildCommand() *cobra.Command {
+	var prBranch string
 	cmd := &cobra.Command{
-		Use:   "build COMPONENT",
-		Short: "Simulate a component's push build succeeding (build-service and Pipelines as Code)",
+		Use:   "build COMPONENT [--pr BRANCH]",
+		Short: "Simulate a component's push (or pull-request) build succeeding (build-service and Pipelines as Code)",
 		Long: `Creates a succeeded push build PipelineRun of COMPONENT with IMAGE_URL and
-IMAGE_DIGEST results (a new digest per build), and the nudge PipelineRun
-build-service would create for it (none in a namespace with a NudgeConfig).`,
+IMAGE_DIGEST results (a new digest per build) of its branch's head in the GitHub
+emulator, and the nudge PipelineRun build-service would create for it (none in a
+namespace with a NudgeConfig).
+
+With --pr BRANCH: a pull-request build instead, of the open pull request from
+BRANCH in the component's repository (opened on the emulator, as the demo's
+maintainer, when there is none): Pipelines as Code's pull_request annotations,
+which start or update the PR group of BRANCH (ADR 29).`,
 		Args: cobra.ExactArgs(1),
 	}
+	cmd.Flags().StringVar(&prBranch, "pr", "", "simulate a pull-request build of the PR from this branch (opened if needed)")
 	flags := devKubeFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		c, ns, err := flags()
 		if err != nil {
 			return err
 		}
-		res, err := devenv.Build(cmd.Context(), c, ns, args[0])
+		ctx := contextOf(cmd)
+		out := cmd.OutOrStdout()
+		if prBranch != "" {
+			home, err := devenv.Home()
+			if err != nil {
+				return err
+			}
+			res, err := devenv.PRBuildAsMaintainer(ctx, home, c, ns, args[0], prBranch)
+			if err != nil {
+				return err
+			}
+			if res.Opened {
+				fmt.Fprintf(out, "opened %s (from %s)\n", res.PRURL, prBranch)
+			}
+			fmt.Fprintf(out, "pipelinerun/%s succeeded: pull-request build of %s at %.7s: %s (%s)\n", res.Build, res.PRURL, res.SHA, res.ImageURL, res.Digest)
+			return nil
+		}
+		sha := ""
+		if home, err := devenv.Home(); err == nil {
+			sha = devenv.PushHead(ctx, home, c, ns, args[0])
+		}
+		res, err := devenv.BuildAt(ctx, c, ns, args[0], sha)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "pipelinerun/%s succeeded: %s (%s)\n", res.Build, res.ImageURL, res.Digest)
+		fmt.Fprintf(out, "pipelinerun/%s succeeded: %s (%s)\n", res.Build, res.ImageURL, res.Digest)
 		if res.Nudge != "" {
-			fmt.Fprintf(cmd.OutOrStdout(), "pipelinerun/%s created (build-service's nudge)\n", res.Nudge)
+			fmt.Fprintf(out, "pipelinerun/%s created (build-service's nudge)\n", res.Nudge)
 		}
 		return nil
 	}

@@ -31,10 +31,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )

@@ -46,6 +46,12 @@ type BuildResult struct {
 // IMAGE_DIGEST results and a Succeeded condition; and, when build-service would nudge
 // (build-nudges-ref in a namespace without a NudgeConfig), its nudge PipelineRun.
 func Build(ctx context.Context, kube ctrlclient.Client, ns, component string) (*BuildResult, error) {
+	return BuildAt(ctx, kube, ns, component, "")
+}
+
+// BuildAt is Build of commit sha (PaC's sha annotation; "" for none): the push
+// build of a merge commit that a PR group waits for.
+func BuildAt(ctx context.Context, kube ctrlclient.Client, ns, component, sha string) (*BuildResult, error) {
 	var comp mirrorv1alpha1.Component
 	if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: component}, &comp); err != nil {
 		return nil, fmt.Errorf("reading component %s/%s: %w", ns, component, err)
@@ -69,6 +75,9 @@ func Build(ctx context.Context, kube ctrlclient.Client, ns, component string) (*
 				"appstudio.openshift.io/application": comp.Spec.Application},
 			Annotations: map[string]string{konflux.AnnotationEventType: "push"}},
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
+	}
+	if sha != "" {
+		plr.Annotations[keySHA], plr.Annotations[keyCommitSHA] = sha, sha
 	}
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)

@@ -18,7 +18,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )

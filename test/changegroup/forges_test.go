@@ -1,12 +1,26 @@
 package changegroup_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 // forgeHarness is what the scenarios do on a forge, as a person or as Pipelines as
@@ -14,10 +28,14 @@ import (
 // gitlabForge); a new forge adds one and an entry in startStack's forge list, and
 // every test that ranges over shared.forges runs on it.
 type forgeHarness interface {
-	// Name is the forge in test names and the e2e report ("github", "gitlab").
+	// Name is the forge in test names and the e2e report ("github", "gitlab",
+	// "forgejo").
 	Name() string
 	// Provider is the Component's git-provider annotation ("" lets the host tell).
 	Provider() string
+	// Token is the bot's access token, the password of the namespace's SCM Secret
+	// (the emulators accept forgeToken; a real server issues its own).
+	Token() string
 	CreateRepo(owner, name, defaultBranch string, files map[string]string)
 	RepoURL(owner, name string) string
 	// PRURL is the web URL of PR n, as the group's status names it.
@@ -67,6 +85,7 @@ type githubForge struct{ emu *githubemu.Server }
 
 func (githubForge) Name() string     { return "github" }
 func (githubForge) Provider() string { return "" }
+func (githubForge) Token() string    { return forgeToken }
 func (g githubForge) CreateRepo(owner, name, def string, files map[string]string) {
 	g.emu.CreateRepo(owner, name, def, files)
 }
@@ -123,6 +142,7 @@ type gitlabForge struct{ emu *glemu.Server }
 
 func (gitlabForge) Name() string     { return "gitlab" }
 func (gitlabForge) Provider() string { return "gitlab" }
+func (gitlabForge) Token() string    { return forgeToken }
 func (g gitlabForge) CreateRepo(owner, name, def string, files map[string]string) {
 	g.emu.CreateProject(owner, name, def, files)
 }
@@ -171,3 +191,239 @@ func (g gitlabForge) CIBuilds(owner, name string) int { return g.emu.CIBuilds(ow
 func (g gitlabForge) FailNextFor(owner string, n, status, retryAfter int) {
 	g.emu.FailNextFor(strings.ToLower(owner), n, status, retryAfter)
 }
+
+// ---- Forgejo (a real Gitea server) ----
+
+// forgejoForge is the real Gitea server (localenv.StartForgejo, the API Forgejo
+// shares), started the first time a test uses it so the tests that do not pay
+// nothing. nudgeflow reaches it through faults, a reverse proxy that can inject
+// the rate limits a server's front proxy returns (FailNextFor); the harness's own
+// reads and a person's actions go to the server directly.
+type forgejoForge struct {
+	dir    string
+	once   sync.Once
+	srv    *localenv.Forgejo
+	faults *forgejoFaults
+	err    error
+}
+
+func (g *forgejoForge) server() *localenv.Forgejo {
+	g.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a cold tool build included
+		defer cancel()
+		if g.srv, g.err = localenv.StartForgejo(ctx, g.dir); g.err == nil {
+			g.faults = newForgejoFaults(g.srv.URL)
+		}
+	})
+	if g.err != nil {
+		panic(fmt.Sprintf("starting the Forgejo test server: %v", g.err))
+	}
+	return g.srv
+}
+
+// stop stops the server if a test started it.
+func (g *forgejoForge) stop() {
+	if g.srv != nil {
+		g.faults.Close()
+		_ = g.srv.Stop()
+	}
+}
+
+// botToken is the bot's token once the server runs ("" before).
+func (g *forgejoForge) botToken() string {
+	if g.srv == nil {
+		return ""
+	}
+	return g.srv.BotToken
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+var dashes = regexp.MustCompile(`-{2,}`)
+
+// forgejoOrg is the organisation for a namespace: Gitea's names are at most 40
+// characters, without consecutive dashes; longer namespaces keep a hash suffix.
+func forgejoOrg(ns string) string {
+	o := strings.Trim(dashes.ReplaceAllString(ns, "-"), "-")
+	if len(o) > 40 {
+		o = fmt.Sprintf("%s-%x", strings.TrimRight(o[:31], "-"), sha256.Sum256([]byte(ns)))[:40]
+	}
+	return o
+}
+
+func (*forgejoForge) Name() string     { return "forgejo" }
+func (*forgejoForge) Provider() string { return "forgejo" }
+func (g *forgejoForge) Token() string  { return g.server().BotToken }
+
+// CreateRepo also registers the webhook that counts CI builds (WatchCI).
+func (g *forgejoForge) CreateRepo(owner, name, def string, files map[string]string) {
+	srv := g.server()
+	must(srv.CreateRepo(forgejoOrg(owner), name, def, files))
+	must(srv.WatchCI(forgejoOrg(owner), name))
+}
+func (g *forgejoForge) RepoURL(owner, name string) string {
+	g.server()
+	return g.faults.URL + "/" + forgejoOrg(owner) + "/" + name
+}
+
+// PRURL names the proxy: Gitea builds html_url from the host the request named
+// (its public URL detection), so the links nudgeflow reads carry the address it uses.
+func (g *forgejoForge) PRURL(owner, name string, n int) string {
+	g.server()
+	return fmt.Sprintf("%s/%s/%s/pulls/%d", g.faults.URL, forgejoOrg(owner), name, n)
+}
+func (g *forgejoForge) FileAt(owner, name, ref, path string) (string, bool) {
+	return g.server().FileAt(forgejoOrg(owner), name, ref, path)
+}
+func (g *forgejoForge) Head(owner, name, branch string) (harnessCommit, bool) {
+	c, ok := g.server().Head(forgejoOrg(owner), name, branch)
+	return harnessCommit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.AuthorEmail}, ok
+}
+func fjPR(p localenv.ForgejoPR) harnessPR {
+	return harnessPR{Number: p.Number, Title: p.Title, Body: p.Body, Open: p.State == "open", Merged: p.Merged, Draft: p.Draft,
+		Head: p.Head.Ref, Base: p.Base.Ref, HeadSHA: p.Head.SHA, State: p.State}
+}
+
+// PRs leaves out the harness's CI barrier PR (see localenv.Forgejo.Settle).
+func (g *forgejoForge) PRs(owner, name string) []harnessPR {
+	ps, err := g.server().PRs(forgejoOrg(owner), name)
+	must(err)
+	var out []harnessPR
+	for _, p := range ps {
+		if p.Head.Ref != localenv.ForgejoCIBarrierBranch {
+			out = append(out, fjPR(p))
+		}
+	}
+	return out
+}
+func (g *forgejoForge) PR(owner, name string, n int) (harnessPR, bool) {
+	p, err := g.server().PR(forgejoOrg(owner), name, n)
+	return fjPR(p), err == nil
+}
+func (g *forgejoForge) Comments(owner, name string, n int) []string {
+	cs, err := g.server().Comments(forgejoOrg(owner), name, n)
+	must(err)
+	return cs
+}
+
+// Merge is what a maintainer can do: Gitea and Forgejo refuse to merge a
+// work-in-progress PR, in the web UI as in the API (405 "Work in progress PRs cannot
+// be merged", services/pull/check.go), so a person first removes the WIP: prefix,
+// then merges. The server also answers 405 while it checks the PR's mergeability
+// after a push, and 409 when a push lands during the merge: those are retried.
+func (g *forgejoForge) Merge(owner, name string, n int) error {
+	srv, org := g.server(), forgejoOrg(owner)
+	if p, err := srv.PR(org, name, n); err != nil {
+		return err
+	} else if p.Draft {
+		if err := srv.MarkReady(org, name, n); err != nil {
+			return err
+		}
+	}
+	var merged error
+	ok, last := world.Poll(time.Minute, func() (bool, error) {
+		err := srv.MergePR(org, name, n)
+		var ae *localenv.APIError
+		if errors.As(err, &ae) && (ae.Status == http.StatusMethodNotAllowed || ae.Status == http.StatusConflict) {
+			return false, err
+		}
+		merged = err
+		return true, nil
+	})
+	if !ok {
+		return fmt.Errorf("merging %s/%s#%d for a minute: %w", org, name, n, last)
+	}
+	return merged
+}
+func (g *forgejoForge) Close(owner, name string, n int) error {
+	return g.server().ClosePR(forgejoOrg(owner), name, n)
+}
+func (g *forgejoForge) MarkReady(owner, name string, n int) error {
+	return g.server().MarkReady(forgejoOrg(owner), name, n)
+}
+func (g *forgejoForge) EditBody(owner, name string, n int, body string) error {
+	return g.server().EditBody(forgejoOrg(owner), name, n, body)
+}
+func (g *forgejoForge) HumanCommit(owner, name, branch string, a person, files map[string]string, msg string) (string, error) {
+	return g.server().HumanCommitAs(forgejoOrg(owner), name, branch, a.Name, a.Email, files, msg)
+}
+
+// CIBuilds counts from the server's own webhooks, by Pipelines as Code's Gitea rules
+// (localenv's ciWatcher), after the deliveries settle.
+func (g *forgejoForge) CIBuilds(owner, name string) int {
+	n, err := g.server().CIBuilds(context.Background(), forgejoOrg(owner), name)
+	must(err)
+	return n
+}
+func (g *forgejoForge) FailNextFor(owner string, n, status, retryAfter int) {
+	g.server()
+	g.faults.FailNextFor(forgejoOrg(owner), n, status, retryAfter)
+}
+
+// forgejoFaults is a reverse proxy in front of the server. Gitea and Forgejo have no
+// API rate limiter of their own (Gitea v1.26's routers and services never answer
+// 429): on a real deployment a 429 comes from the proxy in front, with Retry-After.
+// FailNextFor answers so for the next n API requests about an owner's repositories,
+// with Gitea's own error body ({"message", "url"}) and content type.
+type forgejoFaults struct {
+	URL  string
+	root string
+	srv  *httptest.Server
+
+	mu    sync.Mutex
+	fails map[string][]forgejoFault // by owner
+}
+
+type forgejoFault struct{ status, retryAfter int }
+
+func newForgejoFaults(target string) *forgejoFaults {
+	u, err := url.Parse(target)
+	must(err)
+	p := &forgejoFaults{root: target, fails: map[string][]forgejoFault{}}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := p.take(r.URL.Path); ok {
+			if f.retryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+			}
+			w.Header().Set("Content-Type", "application/json;charset=utf-8")
+			w.WriteHeader(f.status)
+			_ = json.NewEncoder(w).Encode(map[string]string{"message": http.StatusText(f.status), "url": p.root + "/api/swagger"})
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	p.URL = p.srv.URL
+	return p
+}
+
+// take consumes the next failure of the repository owner a request names.
+func (p *forgejoFaults) take(path string) (forgejoFault, bool) {
+	rest, ok := strings.CutPrefix(path, "/api/v1/repos/")
+	if !ok {
+		return forgejoFault{}, false
+	}
+	owner, _, _ := strings.Cut(rest, "/")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.fails[strings.ToLower(owner)]
+	if len(q) == 0 {
+		return forgejoFault{}, false
+	}
+	p.fails[strings.ToLower(owner)] = q[1:]
+	return q[0], true
+}
+
+func (p *forgejoFaults) FailNextFor(owner string, n, status, retryAfter int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range n {
+		p.fails[strings.ToLower(owner)] = append(p.fails[strings.ToLower(owner)], forgejoFault{status, retryAfter})
+	}
+}
+
+func (p *forgejoFaults) Close() { p.srv.Close() }

@@ -1,6 +1,7 @@
 // Package changegroup_test runs ChangeGroups end to end: a real kube-apiserver with
 // nudgeflow's webhooks registered, a real Temporal dev server, the bridge and the
-// worker in this process, and the GitHub and GitLab emulators over HTTP.
+// worker in this process, the GitHub and GitLab emulators over HTTP and a real Gitea
+// server (the Forgejo API).
 package changegroup_test
 
 import (
@@ -20,9 +21,9 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -41,7 +42,9 @@ type stack struct {
 	emu *githubemu.Server
 	// forges are every forge's harness, GitHub first (emu's).
 	forges []forgeHarness
-	worker sdkworker.Worker
+	// forgejo is the real Gitea server's harness (started by its first use).
+	forgejo *forgejoForge
+	worker  sdkworker.Worker
 }
 
 var shared stack
@@ -94,7 +97,10 @@ func startStack(w *world.World) (func(), error) {
 		cancel()
 		return nil, err
 	}
-	shared = stack{emu: emu, forges: []forgeHarness{githubForge{emu}, gitlabForge{gl}}, worker: wk}
+	// The Gitea server's bot is named like the emulators' (the SCM Secret's username,
+	// localenv.ForgejoBot); its token is the server's own.
+	fj := &forgejoForge{dir: filepath.Join(w.LogDir, "forgejo")}
+	shared = stack{emu: emu, forges: []forgeHarness{githubForge{emu}, gitlabForge{gl}, fj}, forgejo: fj, worker: wk}
 	return func() {
 		wk.Stop()
 		cancel()
@@ -102,6 +108,7 @@ func startStack(w *world.World) (func(), error) {
 		hook.Close()
 		emu.Close()
 		gl.Close()
+		fj.stop()
 	}, nil
 }
 

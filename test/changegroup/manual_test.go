@@ -192,7 +192,12 @@ func TestHumanCommitPausesPushesUntilRebase(t *testing.T) {
 		})
 		readme, _ := s.f.FileAt(s.ns, "bundle", pr.Head, "README.md")
 		require.NotContains(t, readme, "alice", "the rebase discards manual changes")
-		require.False(t, s.query(cg).HumanEdits)
+		// The push lands before the sync activity returns (it still rewrites the
+		// description): the workflow clears the flag when the activity's result comes.
+		world.Eventually(t, 30*time.Second, "the workflow resumes automated pushes", func() (bool, error) {
+			st, err := s.tryQuery(cg)
+			return err == nil && !st.HumanEdits, err
+		})
 		require.Len(t, s.f.Comments(s.ns, "bundle", pr.Number), 1)
 		require.Equal(t, ciAfterAlice, s.f.CIBuilds(s.ns, "bundle"), "nudgeflow's own pushes stay held")
 		s.mergeAndRecord("g")

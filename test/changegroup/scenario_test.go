@@ -60,7 +60,7 @@ func newScenarioOn(t *testing.T, f forgeHarness, components ...string) *scenario
 		ObjectMeta: metav1.ObjectMeta{Name: "forge", Namespace: s.ns, Labels: map[string]string{
 			forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
 		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{"username": []byte("nudgeflow"), "password": []byte(forgeToken)},
+		Data: map[string][]byte{"username": []byte("nudgeflow"), "password": []byte(f.Token())},
 	}))
 	var csv strings.Builder
 	csv.WriteString("kind: ClusterServiceVersion\nspec:\n  relatedImages:\n")

@@ -7,8 +7,12 @@ import (
 )
 
 // TestZZNoSecretInAnyHistory runs last in the package (Go runs files in name order):
-// it scans the history of every workflow the suite ran for the forge token and the
+// it scans the history of every workflow the suite ran for the forge tokens and the
 // webhook secret. Histories are shown in the Web UI; secrets must never be there.
 func TestZZNoSecretInAnyHistory(t *testing.T) {
-	world.Get(t).AssertNoSecretInHistories(t, forgeToken, webhookSecret)
+	secrets := []string{forgeToken, webhookSecret}
+	if tok := shared.forgejo.botToken(); tok != "" {
+		secrets = append(secrets, tok)
+	}
+	world.Get(t).AssertNoSecretInHistories(t, secrets...)
 }

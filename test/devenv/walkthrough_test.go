@@ -117,6 +117,27 @@ func (e *env) pulls() []pull {
 	return prs
 }
 
+// prGroupPR waits for the bundle PR of PR group my-feature to satisfy cond.
+func (e *env) prGroupPR(cond func(pull) bool) pull {
+	e.t.Helper()
+	var found pull
+	world.Eventually(e.t, 60*time.Second, "the bundle PR of PR group my-feature", func() (bool, error) {
+		var prs []pull
+		if err := e.forge.get("repos/"+bundleRepo+"/pulls?state=all&head="+url.QueryEscape(devenv.DemoNamespace+":my-feature@nudgeflow-"+devenv.Bundle), &prs); err != nil {
+			return false, err
+		}
+		if len(prs) == 0 {
+			return false, fmt.Errorf("no PR on my-feature@nudgeflow-%s", devenv.Bundle)
+		}
+		found = prs[0]
+		if cond(found) {
+			return true, nil
+		}
+		return false, fmt.Errorf("PR #%d: %+v", found.Number, found)
+	})
+	return found
+}
+
 func (e *env) workflowStatus(id string) enumspb.WorkflowExecutionStatus {
 	e.t.Helper()
 	d, err := e.temporal.DescribeWorkflowExecution(context.Background(), id, "")
@@ -254,6 +275,18 @@ func TestWalkthrough(t *testing.T) {
 			if prs := e.pulls(); len(prs) != 2 {
 				t.Fatalf("want two PRs (one per group), got %+v", prs)
 			}
+		},
+		"pr-group": func(out string) {
+			contains(t, out, "opened "+e.forge.base+"/"+devenv.DemoNamespace+"/operand-a/pull/1", "pull-request build")
+			pr := e.prGroupPR(func(p pull) bool { return p.State == "open" && p.Draft })
+			e.page(fmt.Sprintf("/%s/pull/%d", bundleRepo, pr.Number), `id="pr-state">draft<`, "PR group", devenv.DemoNamespace+"/operand-a#1",
+				"Do not merge this pull request out of order")
+			contains(t, out, "prgroup/"+devenv.DemoNamespace+"/my-feature/"+devenv.Bundle)
+		},
+		"pr-group-merge": func(out string) {
+			contains(t, out, "merged "+devenv.DemoNamespace+"/operand-a#1")
+			pr := e.prGroupPR(func(p pull) bool { return p.State == "open" && !p.Draft })
+			e.page(fmt.Sprintf("/%s/pull/%d", bundleRepo, pr.Number), `id="pr-state">open<`, "safe to merge", "push build")
 		},
 		"gitlab-hold": func(out string) {
 			cg := e.group("gitlab-bundle-update")

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/nudgeflow/nudgeflow/test/forge/githubemu"
+	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
@@ -215,4 +215,33 @@ func TestOverrides(t *testing.T) {
 	require.Equal(t, prgroupwf.PhaseClosed, st.Phase)
 	pr = s.targetPR("bundle", target, "closed", func(p githubemu.PR) bool { return p.State == "closed" })
 	contains(t, strings.Join(emu.Comments(s.ns, "bundle", pr.Number), "\n"), "the feature was dropped")
+}
+
+// TestTargetClosedByPersonThenOriginMerged: a person closes the draft bundle PR while
+// the operand PR is open; when the operand PR then merges, nudgeflow proposes nothing
+// again and the group ends Closed, saying a person closed it (the versioned path of
+// step: before it, the run ended as if there had been nothing to propose).
+func TestTargetClosedByPersonThenOriginMerged(t *testing.T) {
+	s := operands(t)
+	n, sha := s.openPR("operand-a", "declined", map[string]string{"main.go": "package main // a\n"})
+	s.prBuild("operand-a", "operand-a", "declined", n, sha, digestOf("a-pr-declined"))
+	target := "declined@nudgeflow-bundle"
+	pr := s.targetPR("bundle", target, "a draft", draft)
+	require.NoError(t, emu.ClosePR(s.ns, "bundle", pr.Number))
+	world.Eventually(t, 60*time.Second, "the workflow sees the person's close", func() (bool, error) {
+		return s.query("declined", "bundle").Phase == prgroupwf.PhaseClosed, nil
+	})
+	require.NoError(t, emu.MergePR(s.ns, "operand-a", n))
+	s.pushBuild("operand-a", emu.MergeSHA(s.ns, "operand-a", n), digestOf("a-push-declined"))
+	st := s.waitEnded("declined", "bundle")
+	require.Equal(t, prgroupwf.PhaseClosed, st.Phase)
+	require.Equal(t, "the target PR was closed by a person", st.Reason)
+	prs := 0
+	for _, p := range emu.PRs(s.ns, "bundle") {
+		if p.Head == target {
+			prs++
+		}
+	}
+	require.Equal(t, 1, prs, "nudgeflow did not propose the group again")
+	s.record("declined", "bundle")
 }

@@ -222,9 +222,24 @@ func (s *State) origin(key string) *Origin {
 	return nil
 }
 
+// MaxNotes bounds State.Notes: the latest are kept.
+const MaxNotes = 8
+
+// noteKind is what makes two notes the same kind: the text before the first ": "
+// (error texts vary after it, "owner/repo#1 could not be read: <error>").
+func noteKind(n string) string {
+	k, _, _ := strings.Cut(n, ": ")
+	return k
+}
+
+// note records n, replacing a note of the same kind (moved to the end, the
+// latest), and keeps the latest MaxNotes: notes never grow without bound across polls.
 func (s *State) note(n string) {
-	if !slices.Contains(s.Notes, n) {
-		s.Notes = append(s.Notes, n)
+	kind := noteKind(n)
+	s.Notes = slices.DeleteFunc(s.Notes, func(old string) bool { return noteKind(old) == kind })
+	s.Notes = append(s.Notes, n)
+	if len(s.Notes) > MaxNotes {
+		s.Notes = slices.Delete(s.Notes, 0, len(s.Notes)-MaxNotes)
 	}
 }
 

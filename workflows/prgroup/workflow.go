@@ -14,6 +14,13 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
+// GetVersion change IDs; each is called only on the path it changes.
+const (
+	// changeClosedByPersonFirst: a target PR closed by a person, then every
+	// originating PR ended, ends as Closed (was Ended, "nothing to propose").
+	changeClosedByPersonFirst = "closed-by-person-before-origins-ended"
+)
+
 // maxHistoryEvents continues as new before the history grows large.
 const maxHistoryEvents = 5000
 
@@ -288,6 +295,13 @@ func (r *run) step() (bool, error) {
 	if len(p.applied()) == 0 {
 		r.setPhase(PhaseProposing)
 		return false, nil
+	}
+	if p.Done && r.st.PR.Number == 0 && len(r.st.MergedEarly) == 0 && r.phase == PhaseClosed &&
+		workflow.GetVersion(r.ctx, changeClosedByPersonFirst, workflow.DefaultVersion, 1) >= 1 {
+		// A person closed the target PR and then every originating PR ended: that
+		// closing, not "nothing to propose", is why the run ends.
+		_, err := r.end(PhaseClosed, "the target PR was closed by a person")
+		return true, err
 	}
 	if p.Done && r.st.PR.Number == 0 && len(r.st.MergedEarly) == 0 {
 		// A run started for builds whose PRs are already merged (a resync after the

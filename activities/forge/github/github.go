@@ -273,6 +273,42 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	return cm, nil
 }
 
+var (
+	_ forge.PRFilesLister = (*Client)(nil)
+	_ forge.CommitWriter  = (*Client)(nil)
+)
+
+// WriteCommit writes a tree and a commit on parent, moving no branch: two requests.
+func (c *Client) WriteCommit(ctx context.Context, parent forge.Commit, files map[string][]byte, message string) (forge.Commit, error) {
+	tree := parent.Tree
+	if len(files) > 0 {
+		var err error
+		if tree, err = c.createTree(ctx, parent.Tree, files); err != nil {
+			return forge.Commit{}, err
+		}
+	}
+	return c.createCommit(ctx, tree, []string{parent.SHA}, message)
+}
+
+// PRFiles lists a pull request's files, 100 a page (GitHub lists at most 3000).
+func (c *Client) PRFiles(ctx context.Context, number int) ([]forge.ChangedFile, error) {
+	opt := &gh.ListOptions{PerPage: 100}
+	var out []forge.ChangedFile
+	for {
+		files, resp, err := c.rest.PullRequests.ListFiles(ctx, c.repo.Owner, c.repo.Name, number, opt)
+		if err != nil {
+			return nil, classify(fmt.Sprintf("listing the files of PR #%d", number), err, resp, nil)
+		}
+		for _, f := range files {
+			out = append(out, forge.ChangedFile{Path: f.GetFilename(), PreviousPath: f.GetPreviousFilename(), Status: f.GetStatus()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}
+
 // createTree sends contents inline; they must be valid UTF-8 (callers only rewrite text).
 func (c *Client) createTree(ctx context.Context, base string, files map[string][]byte) (string, error) {
 	paths := make([]string, 0, len(files))

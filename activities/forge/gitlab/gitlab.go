@@ -11,9 +11,8 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -212,7 +211,11 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		if !utf8.Valid(p.Files[path]) {
 			return forge.Commit{}, temporal.NewNonRetryableApplicationError("file "+path+" is not UTF-8 text", "NotText", nil)
 		}
-		actions = append(actions, &gl.CommitActionOptions{Action: new(gl.FileUpdate), FilePath: new(path), Content: new(string(p.Files[path]))})
+		action := gl.FileUpdate
+		if slices.Contains(p.New, path) {
+			action = gl.FileCreate
+		}
+		actions = append(actions, &gl.CommitActionOptions{Action: new(action), FilePath: new(path), Content: new(string(p.Files[path]))})
 	}
 	now, ok, err := c.BranchHead(ctx, p.Branch)
 	if err != nil {
@@ -231,6 +234,37 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		return forge.Commit{}, classify("committing to branch "+p.Branch, err, resp)
 	}
 	return toCommit(cm), nil
+}
+
+var _ forge.PRFilesLister = (*Client)(nil)
+
+// PRFiles lists a merge request's changed files (the merge request diffs API, 100 a
+// page), in GitHub's words: new, deleted, renamed, else modified.
+func (c *Client) PRFiles(ctx context.Context, number int) ([]forge.ChangedFile, error) {
+	opt := &gl.ListMergeRequestDiffsOptions{ListOptions: gl.ListOptions{PerPage: 100, Page: 1}}
+	var out []forge.ChangedFile
+	for {
+		diffs, resp, err := c.api.MergeRequests.ListMergeRequestDiffs(c.pid, int64(number), opt, gl.WithContext(ctx))
+		if err != nil {
+			return nil, classify(fmt.Sprintf("listing the diffs of merge request !%d", number), err, resp)
+		}
+		for _, d := range diffs {
+			f := forge.ChangedFile{Path: d.NewPath, Status: forge.ChangeModified}
+			switch {
+			case d.NewFile:
+				f.Status = forge.ChangeAdded
+			case d.DeletedFile:
+				f.Status = forge.ChangeRemoved
+			case d.RenamedFile:
+				f.Status, f.PreviousPath = forge.ChangeRenamed, d.OldPath
+			}
+			out = append(out, f)
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		opt.Page = resp.NextPage
+	}
 }
 
 func toPR(m *gl.BasicMergeRequest) forge.PR {
@@ -353,49 +387,17 @@ func classify(op string, err error, resp *gl.Response) error {
 	if status == 0 {
 		var ne net.Error
 		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: network: %s", op, truncate(err.Error()))
+			return fmt.Errorf("%s: network: %s", op, forge.Truncate(err.Error()))
 		}
-		return fmt.Errorf("%s: %s", op, truncate(err.Error()))
+		return fmt.Errorf("%s: %s", op, forge.Truncate(err.Error()))
 	}
 	text := fmt.Sprintf("%s: GitLab answered %d", op, status)
 	if msg != "" {
-		text += ": " + truncate(msg)
+		text += ": " + forge.Truncate(msg)
 	}
-	typ := "GitLab" + strconv.Itoa(status)
-	if delay, limited := rateLimitDelay(status, header); limited {
-		return temporal.NewApplicationErrorWithOptions(text, "GitLabRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: delay})
-	}
-	if status >= 500 {
-		return temporal.NewApplicationError(text, typ)
-	}
-	if status == http.StatusUnauthorized {
-		return temporal.NewApplicationError(text+" (the forge rejected nudgeflow's credentials; check the SCM Secret's access token)", "Unauthorized")
-	}
-	return temporal.NewNonRetryableApplicationError(text, typ, nil)
+	return forge.StatusError("GitLab", text, status, header, rateLimitHeaders, "(the forge rejected nudgeflow's credentials; check the SCM Secret's access token)")
 }
 
-// rateLimitDelay: GitLab answers 429 with Retry-After and RateLimit-Reset (Unix
+// rateLimitHeaders: GitLab answers 429 with Retry-After and RateLimit-Reset (Unix
 // seconds); some proxies answer 403 with the same headers.
-func rateLimitDelay(status int, h http.Header) (time.Duration, bool) {
-	limited := status == http.StatusTooManyRequests ||
-		(status == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("RateLimit-Remaining") == "0"))
-	if !limited {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if r, err := strconv.ParseInt(h.Get("RateLimit-Reset"), 10, 64); err == nil {
-		if d := time.Until(time.Unix(r, 0)); d > 0 {
-			return d.Round(time.Second) + time.Second, true
-		}
-	}
-	return time.Minute, true
-}
-
-func truncate(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
-}
+var rateLimitHeaders = forge.RateLimitHeaders{Remaining: "RateLimit-Remaining", Reset: "RateLimit-Reset"}

@@ -31,6 +31,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /projects/{id}/merge_requests", s.createMR)
 	api("GET /projects/{id}/merge_requests/{iid}", s.getMR)
 	api("PUT /projects/{id}/merge_requests/{iid}", s.updateMR)
+	api("GET /projects/{id}/merge_requests/{iid}/diffs", s.listMRDiffs)
 	api("PUT /projects/{id}/merge_requests/{iid}/merge", s.mergeMR)
 	api("GET /projects/{id}/merge_requests/{iid}/notes", s.listNotes)
 	api("POST /projects/{id}/merge_requests/{iid}/notes", s.createNote)
@@ -566,4 +567,26 @@ func (s *Server) createNote(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, s.noteJSON(s.addNote(p, m.IID, in.Body, u.Username, false)))
+}
+
+// listMRDiffs is `GET /projects/:id/merge_requests/:iid/diffs`: the source head
+// against the merge base with the target (for a merged MR, the target as it was:
+// the merge commit's first parent), offset pagination. Renames are not detected
+// (a deletion and a new file) and the diff text is not rendered ("").
+func (s *Server) listMRDiffs(w http.ResponseWriter, r *http.Request, _ User) {
+	p, m := s.mrOf(w, r)
+	if m == nil {
+		return
+	}
+	base := p.Repo.Branches[m.Target]
+	if mc := p.Repo.Commits[m.MergeCommit]; mc != nil && len(mc.Parents) > 0 {
+		base = mc.Parents[0]
+	}
+	all := []map[string]any{}
+	for _, c := range p.Repo.Diff(p.Repo.MergeBase(base, m.SHA), m.SHA) {
+		all = append(all, map[string]any{"old_path": c.Path, "new_path": c.Path, "a_mode": c.OldMode, "b_mode": c.NewMode,
+			"diff": "", "new_file": c.Added, "renamed_file": false, "deleted_file": c.Deleted,
+			"generated_file": false, "collapsed": false, "too_large": false})
+	}
+	paginate(w, r, all)
 }

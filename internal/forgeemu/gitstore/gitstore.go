@@ -186,3 +186,64 @@ func (r *Repo) IsAncestor(anc, sha string) bool {
 	}
 	return false
 }
+
+// MergeBase is the first ancestor of head (breadth first) that base reaches ("" if none).
+func (r *Repo) MergeBase(base, head string) string {
+	reach := map[string]bool{}
+	for q := []string{base}; len(q) > 0; q = q[1:] {
+		if c := r.Commits[q[0]]; c != nil && !reach[q[0]] {
+			reach[q[0]] = true
+			q = append(q, c.Parents...)
+		}
+	}
+	seen := map[string]bool{}
+	for q := []string{head}; len(q) > 0; q = q[1:] {
+		if reach[q[0]] {
+			return q[0]
+		}
+		if c := r.Commits[q[0]]; c != nil && !seen[q[0]] {
+			seen[q[0]] = true
+			q = append(q, c.Parents...)
+		}
+	}
+	return ""
+}
+
+// Change is one path that differs between two commits.
+type Change struct {
+	Path             string
+	OldMode, NewMode string
+	Added, Deleted   bool
+}
+
+// Diff lists the paths whose blob or mode differ from commit from to commit to,
+// sorted by path (renames are not detected: a removal and an addition).
+func (r *Repo) Diff(from, to string) []Change {
+	entries := func(sha string) map[string]Entry {
+		out := map[string]Entry{}
+		if c := r.Commits[sha]; c != nil {
+			for _, e := range r.Trees[c.Tree] {
+				out[e.Path] = e
+			}
+		}
+		return out
+	}
+	a, b := entries(from), entries(to)
+	var out []Change
+	for p, e := range b {
+		old, ok := a[p]
+		switch {
+		case !ok:
+			out = append(out, Change{Path: p, OldMode: "0", NewMode: e.Mode, Added: true})
+		case old.SHA != e.SHA || old.Mode != e.Mode:
+			out = append(out, Change{Path: p, OldMode: old.Mode, NewMode: e.Mode})
+		}
+	}
+	for p, e := range a {
+		if _, ok := b[p]; !ok {
+			out = append(out, Change{Path: p, OldMode: e.Mode, NewMode: "0", Deleted: true})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

@@ -1,4 +1,4 @@
-package githubemu
+package github
 
 import (
 	"encoding/base64"
@@ -33,6 +33,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /repos/{owner}/{repo}/pulls", s.createPull)
 	api("GET /repos/{owner}/{repo}/pulls/{number}", s.getPull)
 	api("PATCH /repos/{owner}/{repo}/pulls/{number}", s.editPull)
+	api("GET /repos/{owner}/{repo}/pulls/{number}/files", s.listPullFiles)
 	api("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.mergePull)
 	api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
 	api("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)

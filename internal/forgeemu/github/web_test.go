@@ -1,4 +1,4 @@
-package githubemu
+package github
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-github/v92/github"
+	gogithub "github.com/google/go-github/v92/github"
 )
 
 func get(t *testing.T, url string) string {
@@ -33,7 +33,7 @@ func TestWebPagesPersistenceAndMerge(t *testing.T) {
 	ctx := context.Background()
 	push(t, gh, "feature", "bump [skip ci]", true)
 	body := "## Status\n\n| Image | New |\n|---|---|\n| `op` | **sha256:abc** |\n\n- [ ] Release now\n<!-- nudgeflow:state {} -->\n<script>x</script>"
-	pr, _, err := gh.PullRequests.Create(ctx, "org", "bundle", github.CreatePullRequest{
+	pr, _, err := gh.PullRequests.Create(ctx, "org", "bundle", gogithub.CreatePullRequest{
 		Title: new("Update images"), Head: "feature", Base: "main", Body: &body, Draft: new(true)})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package githubemu
+package github
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v92/github"
+	gogithub "github.com/google/go-github/v92/github"
 	"github.com/shurcooL/githubv4"
 )
 
@@ -26,13 +26,13 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-func setup(t *testing.T) (*Server, *github.Client, *githubv4.Client) {
+func setup(t *testing.T) (*Server, *gogithub.Client, *githubv4.Client) {
 	t.Helper()
 	s := New()
 	t.Cleanup(s.Close)
 	s.AddToken(token, bot)
 	s.CreateRepo("org", "bundle", "main", map[string]string{"Dockerfile": "FROM x\n", "a/b/c.yaml": "k: v\n"})
-	gh, err := github.NewClient(github.WithAuthToken(token), github.WithEnterpriseURLs(s.APIURL(), s.APIURL()), github.WithDisableRateLimitCheck())
+	gh, err := gogithub.NewClient(gogithub.WithAuthToken(token), gogithub.WithEnterpriseURLs(s.APIURL(), s.APIURL()), gogithub.WithDisableRateLimitCheck())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func setup(t *testing.T) (*Server, *github.Client, *githubv4.Client) {
 }
 
 // push makes a commit with msg on top of main and points branch at it.
-func push(t *testing.T, gh *github.Client, branch, msg string, create bool) string {
+func push(t *testing.T, gh *gogithub.Client, branch, msg string, create bool) string {
 	t.Helper()
 	ctx := context.Background()
 	main, _, err := gh.Git.GetRef(ctx, "org", "bundle", "heads/main")
@@ -51,19 +51,19 @@ func push(t *testing.T, gh *github.Client, branch, msg string, create bool) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree, _, err := gh.Git.CreateTree(ctx, "org", "bundle", base.GetTree().GetSHA(), []*github.TreeEntry{
+	tree, _, err := gh.Git.CreateTree(ctx, "org", "bundle", base.GetTree().GetSHA(), []*gogithub.TreeEntry{
 		{Path: new("Dockerfile"), Mode: new("100644"), Type: new("blob"), Content: new("FROM y " + msg + "\n")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _, err := gh.Git.CreateCommit(ctx, "org", "bundle", github.Commit{Message: &msg, Tree: tree, Parents: []*github.Commit{base}}, nil)
+	c, _, err := gh.Git.CreateCommit(ctx, "org", "bundle", gogithub.Commit{Message: &msg, Tree: tree, Parents: []*gogithub.Commit{base}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if create {
-		_, _, err = gh.Git.CreateRef(ctx, "org", "bundle", github.CreateRef{Ref: "refs/heads/" + branch, SHA: c.GetSHA()})
+		_, _, err = gh.Git.CreateRef(ctx, "org", "bundle", gogithub.CreateRef{Ref: "refs/heads/" + branch, SHA: c.GetSHA()})
 	} else {
-		_, _, err = gh.Git.UpdateRef(ctx, "org", "bundle", "heads/"+branch, github.UpdateRef{SHA: c.GetSHA(), Force: new(true)})
+		_, _, err = gh.Git.UpdateRef(ctx, "org", "bundle", "heads/"+branch, gogithub.UpdateRef{SHA: c.GetSHA(), Force: new(true)})
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -73,12 +73,12 @@ func push(t *testing.T, gh *github.Client, branch, msg string, create bool) stri
 
 func TestAuth(t *testing.T) {
 	s, _, _ := setup(t)
-	gh, _ := github.NewClient(github.WithAuthToken("wrong"), github.WithEnterpriseURLs(s.APIURL(), s.APIURL()))
+	gh, _ := gogithub.NewClient(gogithub.WithAuthToken("wrong"), gogithub.WithEnterpriseURLs(s.APIURL(), s.APIURL()))
 	_, resp, err := gh.Repositories.Get(context.Background(), "org", "bundle")
 	if err == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("err = %v", err)
 	}
-	anon, _ := github.NewClient(github.WithEnterpriseURLs(s.APIURL(), s.APIURL()))
+	anon, _ := gogithub.NewClient(gogithub.WithEnterpriseURLs(s.APIURL(), s.APIURL()))
 	if _, resp, _ := anon.Repositories.Get(context.Background(), "org", "bundle"); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("anonymous status %d", resp.StatusCode)
 	}
@@ -117,18 +117,18 @@ func TestGitDataAndDraftLifecycle(t *testing.T) {
 	}
 
 	held := push(t, gh, "cg", "update [skip ci]", true)
-	pr, _, err := gh.PullRequests.Create(ctx, "org", "bundle", github.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main", Body: new("b"), Draft: new(true)})
+	pr, _, err := gh.PullRequests.Create(ctx, "org", "bundle", gogithub.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main", Body: new("b"), Draft: new(true)})
 	if err != nil || !pr.GetDraft() || pr.GetHead().GetSHA() != held {
 		t.Fatalf("create %v %v", pr, err)
 	}
 	// REST ignores draft on PATCH, like GitHub.
-	pr, _, err = gh.PullRequests.Edit(ctx, "org", "bundle", pr.GetNumber(), &github.PullRequest{Draft: new(false), Body: new("b2")})
+	pr, _, err = gh.PullRequests.Edit(ctx, "org", "bundle", pr.GetNumber(), &gogithub.PullRequest{Draft: new(false), Body: new("b2")})
 	if err != nil || !pr.GetDraft() || pr.GetBody() != "b2" {
 		t.Fatalf("edit %v %v", pr, err)
 	}
 	// A second PR for the same head is refused with GitHub's 422.
-	_, resp, err := gh.PullRequests.Create(ctx, "org", "bundle", github.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main"})
-	var er *github.ErrorResponse
+	_, resp, err := gh.PullRequests.Create(ctx, "org", "bundle", gogithub.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main"})
+	var er *gogithub.ErrorResponse
 	if !errors.As(err, &er) || resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(er.Errors[0].Message, "A pull request already exists") {
 		t.Fatalf("duplicate: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestGitDataAndDraftLifecycle(t *testing.T) {
 		t.Fatalf("CI builds %d, want 1", n)
 	}
 	// Non-forced non-fast-forward update is refused.
-	if _, resp, _ := gh.Git.UpdateRef(ctx, "org", "bundle", "heads/cg", github.UpdateRef{SHA: held}); resp.StatusCode != http.StatusUnprocessableEntity {
+	if _, resp, _ := gh.Git.UpdateRef(ctx, "org", "bundle", "heads/cg", gogithub.UpdateRef{SHA: held}); resp.StatusCode != http.StatusUnprocessableEntity {
 		t.Fatalf("non fast forward status %d", resp.StatusCode)
 	}
 	if err := s.MergePR("org", "bundle", pr.GetNumber()); err != nil {
@@ -175,7 +175,7 @@ func TestCICountingByPaCRules(t *testing.T) {
 	s, gh, _ := setup(t)
 	ctx := context.Background()
 	push(t, gh, "cg", "first", true)
-	pr, _, err := gh.PullRequests.Create(ctx, "org", "bundle", github.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main", Draft: new(true)})
+	pr, _, err := gh.PullRequests.Create(ctx, "org", "bundle", gogithub.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main", Draft: new(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestCICountingByPaCRules(t *testing.T) {
 		{func() { _ = s.MarkReady("org", "bundle", n) }, 3},
 		{func() { _ = s.ClosePR("org", "bundle", n) }, 3},
 		{func() {
-			_, _, _ = gh.PullRequests.Edit(ctx, "org", "bundle", n, &github.PullRequest{State: new("open")})
+			_, _, _ = gh.PullRequests.Edit(ctx, "org", "bundle", n, &gogithub.PullRequest{State: new("open")})
 		}, 4},
 		{func() {
 			_, _ = s.HumanCommit("org", "bundle", "cg", User{Login: "dev", Name: "Dev", Email: "dev@example.com"}, map[string]string{"x": "y"}, "fix [tkn skip]")
@@ -216,13 +216,13 @@ func TestFailNextRateLimits(t *testing.T) {
 	ctx := context.Background()
 	s.FailNext(1, http.StatusTooManyRequests, 7)
 	_, _, err := gh.Repositories.Get(ctx, "org", "bundle")
-	var rl *github.RateLimitError
+	var rl *gogithub.RateLimitError
 	if !errors.As(err, &rl) || rl.Response.Header.Get("Retry-After") != "7" {
 		t.Fatalf("429: %v", err)
 	}
 	s.FailNext(1, http.StatusForbidden, 3)
 	_, _, err = gh.Repositories.Get(ctx, "org", "bundle")
-	var ab *github.AbuseRateLimitError
+	var ab *gogithub.AbuseRateLimitError
 	if !errors.As(err, &ab) || ab.RetryAfter == nil || *ab.RetryAfter != 3*time.Second {
 		t.Fatalf("secondary: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestWebhooks(t *testing.T) {
 	defer hs.Close()
 	s.AddWebhook(hs.URL, "s3cret")
 	push(t, gh, "cg", "x [skip ci]", true)
-	if _, _, err := gh.PullRequests.Create(context.Background(), "org", "bundle", github.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main", Draft: new(true)}); err != nil {
+	if _, _, err := gh.PullRequests.Create(context.Background(), "org", "bundle", gogithub.CreatePullRequest{Title: new("t"), Head: "cg", Base: "main", Draft: new(true)}); err != nil {
 		t.Fatal(err)
 	}
 	select {

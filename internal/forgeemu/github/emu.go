@@ -8,7 +8,7 @@
 // the head commit message holds a skip marker; edited never does.
 //
 // All methods are safe for concurrent use.
-package githubemu
+package github
 
 import (
 	"crypto/sha1"
@@ -455,6 +455,19 @@ func (s *Server) FileAt(owner, name, ref, path string) (string, bool) {
 type Commit struct {
 	SHA, Message, AuthorEmail, CommitterEmail string
 	Parents                                   []string
+}
+
+// CommitOf returns a commit by SHA.
+func (s *Server) CommitOf(owner, name, sha string) (Commit, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil || r.commits[sha] == nil {
+		return Commit{}, false
+	}
+	c := r.commits[sha]
+	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
+		Parents: append([]string(nil), c.Parents...)}, true
 }
 
 // Head returns the commit at the tip of branch.

@@ -1,4 +1,4 @@
-package githubemu
+package github
 
 import (
 	"bytes"

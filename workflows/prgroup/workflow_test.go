@@ -1,0 +1,136 @@
+package prgroup
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+)
+
+// fakeForge answers the activities from a script the test changes as time passes.
+type fakeForge struct {
+	origin    func(call int) acts.OriginObservation
+	observed  int
+	sync      func(call int, req acts.SyncRequest) acts.SyncResult
+	syncs     []acts.SyncRequest
+	pushFound bool
+}
+
+func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "g", "bundle")})
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	a := &acts.Activities{}
+	env.RegisterActivityWithOptions(a.Sync, activity.RegisterOptions{Name: acts.SyncActivity})
+	env.RegisterActivityWithOptions(a.ObserveOrigins, activity.RegisterOptions{Name: acts.ObserveOriginsActivity})
+	env.RegisterActivityWithOptions(a.FindPushBuild, activity.RegisterOptions{Name: acts.FindPushBuildActivity})
+	env.RegisterActivityWithOptions(a.Close, activity.RegisterOptions{Name: acts.CloseActivity})
+	env.OnActivity(acts.ObserveOriginsActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.ObserveRequest) ([]acts.OriginObservation, error) {
+		f.observed++
+		ob := f.origin(f.observed)
+		ob.RepoURL, ob.Number = req.Origins[0].RepoURL, req.Origins[0].Number
+		return []acts.OriginObservation{ob}, nil
+	}).Maybe()
+	env.OnActivity(acts.SyncActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.SyncRequest) (acts.SyncResult, error) {
+		f.syncs = append(f.syncs, req)
+		return f.sync(len(f.syncs), req), nil
+	}).Maybe()
+	env.OnActivity(acts.FindPushBuildActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.FindPushBuildRequest) (acts.PushBuild, error) {
+		if !f.pushFound {
+			return acts.PushBuild{}, nil
+		}
+		return acts.PushBuild{Found: true, Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("b", 64), BuildUID: "push-1", CommitSHA: req.CommitSHA}, nil
+	}).Maybe()
+	env.OnActivity(acts.CloseActivity, mock.Anything, mock.Anything).Return(acts.SyncResult{}, nil).Maybe()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalPRBuild, PRBuild{Component: "a", Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64),
+			BuildUID: "pr-1", BuiltAt: time.Unix(10, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/a", Number: 1}})
+	}, 0)
+	return env
+}
+
+func openDraft(int, acts.SyncRequest) acts.SyncResult {
+	return acts.SyncResult{PR: acts.PRRef{Number: 5, URL: "https://h/org/bundle/pull/5"}, State: acts.PROpen, Draft: true}
+}
+
+// A person closes the target PR while the originating PR is open; then it merges.
+// The run ends Closed, "closed by a person", not Ended "nothing to propose".
+func TestClosedByPersonThenOriginMerged(t *testing.T) {
+	f := &fakeForge{pushFound: true}
+	f.origin = func(call int) acts.OriginObservation {
+		if call >= 3 {
+			return acts.OriginObservation{Found: true, Merged: true, MergeCommitSHA: "m1"}
+		}
+		return acts.OriginObservation{Found: true, Open: true}
+	}
+	f.sync = func(call int, req acts.SyncRequest) acts.SyncResult {
+		if call == 1 {
+			return openDraft(call, req)
+		}
+		return acts.SyncResult{PR: acts.PRRef{Number: 5}, State: acts.PRClosed}
+	}
+	env := setupWorkflow(t, f)
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var st State
+	require.NoError(t, env.GetWorkflowResult(&st))
+	require.Equal(t, PhaseClosed, st.Phase)
+	require.Equal(t, "the target PR was closed by a person", st.Reason)
+	require.Len(t, f.syncs, 2, "nothing is written after the person closed the PR")
+}
+
+// An originating PR that cannot be read, with a different error each poll, leaves
+// one note of that kind (the latest), not one per poll.
+func TestNotesBounded(t *testing.T) {
+	f := &fakeForge{sync: openDraft}
+	f.origin = func(call int) acts.OriginObservation {
+		if call == 1 {
+			return acts.OriginObservation{Found: true, Open: true}
+		}
+		if call > 30 {
+			return acts.OriginObservation{Found: true}
+		}
+		return acts.OriginObservation{Error: fmt.Sprintf("HTTP 502 (request id %d)", call)}
+	}
+	env := setupWorkflow(t, f)
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
+	require.True(t, env.IsWorkflowCompleted())
+	var st State
+	require.NoError(t, env.GetWorkflowResult(&st))
+	require.Equal(t, PhaseClosed, st.Phase, "the origin closed unmerged at the end")
+	var unread []string
+	for _, n := range st.Notes {
+		if strings.Contains(n, "could not be read") {
+			unread = append(unread, n)
+		}
+	}
+	require.Equal(t, []string{"org/a#1 could not be read: HTTP 502 (request id 30)"}, unread)
+	last := f.syncs[len(f.syncs)-1]
+	require.LessOrEqual(t, len(last.Notes), MaxNotes)
+}
+
+func TestNoteKindsAndBound(t *testing.T) {
+	s := &State{}
+	for i := range 3 * MaxNotes {
+		s.note(fmt.Sprintf("kind %d: detail", i))
+		s.note(fmt.Sprintf("org/a#1 could not be read: error %d", i))
+	}
+	require.Len(t, s.Notes, MaxNotes)
+	require.Equal(t, "org/a#1 could not be read: error 23", s.Notes[MaxNotes-1])
+	require.Equal(t, 1, strings.Count(strings.Join(s.Notes, "\n"), "could not be read"))
+	s.note("The draft was lifted.")
+	s.note("The draft was lifted.")
+	require.Equal(t, 1, strings.Count(strings.Join(s.Notes, "\n"), "The draft was lifted."))
+}
