@@ -14,6 +14,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	internalbatching "github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/nudges"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
@@ -154,8 +155,9 @@ func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 func register(r sdkworker.Registry, deps Deps) {
 	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
 	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
-	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
-	(&batching.Activities{Kube: deps.Kube, Temporal: deps.Temporal}).Register(r)
+	batches := &internalbatching.Opener{Kube: deps.Kube, Live: deps.Kube}
+	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal, Batches: batches}).Register(r)
+	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
 	nudges.Register(r, deps.Kube, deps.OperatorNamespace)
 	// PR groups (ADR 29).

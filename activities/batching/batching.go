@@ -9,17 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -46,11 +41,10 @@ type Result struct {
 
 // Activities delivers validated builds to ChangeGroups.
 type Activities struct {
-	Kube     ctrlclient.Client
 	Temporal client.Client
-
-	once   sync.Once
-	opener *batching.Opener
+	// Batches finds and opens the groups (shared with the hand-back activity, so
+	// one worker serialises the opening of a target's batch).
+	Batches *batching.Opener
 }
 
 // Register adds the activity under its stable name.
@@ -69,16 +63,7 @@ var errNotStarted = errors.New("the ChangeGroup's workflow has not started yet")
 // workflow (the bridge does, with its settings, after the group's finalizer is on):
 // a group not started yet makes the activity fail and be retried.
 func (a *Activities) Route(ctx context.Context, req Request) (Result, error) {
-	a.once.Do(func() { a.opener = &batching.Opener{Kube: a.Kube, Live: a.Kube} })
-	var nc konfluxv1alpha1.NudgeConfig
-	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
-	if apierrors.IsNotFound(err) {
-		return Result{}, nil
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("reading the NudgeConfig of %s: %w", req.Namespace, err)
-	}
-	cg, err := a.opener.Holder(ctx, &nc, req.From, req.To)
+	cg, err := a.Batches.HolderFor(ctx, req.Namespace, req.From, req.To, "")
 	if err != nil || cg == nil {
 		return Result{}, err
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -27,7 +26,6 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -85,9 +83,9 @@ func WorkflowID(namespace, name, uid string) string {
 type Activities struct {
 	Kube     ctrlclient.Client
 	Temporal client.Client
-
-	once   sync.Once
-	opener *batching.Opener
+	// Batches opens the next batch of a batched target (nil: late builds of a
+	// released batch are nudged instead).
+	Batches *batching.Opener
 }
 
 // Register adds the activity under its stable name.
@@ -153,9 +151,10 @@ func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string
 		}
 	}
 	cg := batching.Pick(others, b.Component, req.Target)
-	if cg == nil && b.Next {
+	if cg == nil && b.Next && a.Batches != nil {
+		// The next batch of the target, when the NudgeConfig still batches it.
 		var err error
-		if cg, err = a.nextBatch(ctx, req, b); err != nil {
+		if cg, err = a.Batches.HolderFor(ctx, req.Namespace, b.Component, req.Target, req.ChangeGroup); err != nil {
 			return "", err
 		}
 	}
@@ -172,21 +171,6 @@ func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string
 		return "", fmt.Errorf("handing %s@%s over to ChangeGroup %s: %w", b.Component, b.Digest, cg.Name, err)
 	}
 	return cg.Name, nil
-}
-
-// nextBatch opens (or finds) the batch after the one handing the build back, when
-// the NudgeConfig still batches the target.
-func (a *Activities) nextBatch(ctx context.Context, req Request, b Build) (*appstudiov1alpha1.ChangeGroup, error) {
-	var nc konfluxv1alpha1.NudgeConfig
-	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the NudgeConfig of %s: %w", req.Namespace, err)
-	}
-	a.once.Do(func() { a.opener = &batching.Opener{Kube: a.Kube, Live: a.Kube} })
-	return a.opener.HolderExcept(ctx, &nc, b.Component, req.Target, req.ChangeGroup)
 }
 
 // nudgeRequest describes the build for the Nudge workflow: from its PipelineRun when

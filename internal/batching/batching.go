@@ -16,7 +16,9 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -98,6 +100,20 @@ func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConf
 		// Refused (most likely another process opened the batch a moment ago):
 		// look again and join what is there.
 	}
+}
+
+// HolderFor is HolderExcept with the namespace's NudgeConfig read live; nil (nudge
+// normally) when the namespace has none.
+func (o *Opener) HolderFor(ctx context.Context, namespace, source, target, except string) (*appstudiov1alpha1.ChangeGroup, error) {
+	var nc konfluxv1alpha1.NudgeConfig
+	err := o.Live.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
+	}
+	return o.HolderExcept(ctx, &nc, source, target, except)
 }
 
 func (o *Opener) groups(ctx context.Context, namespace, target, except string) ([]appstudiov1alpha1.ChangeGroup, error) {

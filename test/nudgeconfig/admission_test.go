@@ -40,6 +40,27 @@ func edge(from, to string) konfluxv1alpha1.NudgeRelationship {
 	return konfluxv1alpha1.NudgeRelationship{From: from, To: to}
 }
 
+// rejection is a NudgeConfig admission must refuse, with the exact message.
+type rejection struct {
+	name string
+	nc   *konfluxv1alpha1.NudgeConfig
+	want string
+}
+
+// requireRejections creates each case's NudgeConfig and checks it is refused as
+// invalid (422) with its message.
+func requireRejections(t *testing.T, c ctrlclient.Client, cases []rejection) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.Create(context.Background(), tc.nc)
+			require.Error(t, err, "must be rejected")
+			require.True(t, apierrors.IsInvalid(err), "rejected as invalid (422), got %v", err)
+			require.Equal(t, tc.want, err.Error())
+		})
+	}
+}
+
 // TestAdmissionOnCreate shows each rule rejecting exactly what breaks it, with the
 // message a person reads, and the same namespace accepting the corrected config.
 func TestAdmissionOnCreate(t *testing.T) {
@@ -48,11 +69,7 @@ func TestAdmissionOnCreate(t *testing.T) {
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"a", "b", "c", "d"}, nil)
 
-	cases := []struct {
-		name string
-		nc   *konfluxv1alpha1.NudgeConfig
-		want string
-	}{
+	cases := []rejection{
 		{
 			name: "wrong name (CEL)",
 			nc: func() *konfluxv1alpha1.NudgeConfig {
@@ -96,14 +113,7 @@ func TestAdmissionOnCreate(t *testing.T) {
 				`spec.nudges[3]: Not found: "component nope does not exist in namespace ` + ns + ` (referenced by entry 3 (d -> nope))"]`,
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := w.Kube.Create(ctx, tc.nc)
-			require.Error(t, err, "must be rejected")
-			require.True(t, apierrors.IsInvalid(err), "rejected as invalid (422), got %v", err)
-			require.Equal(t, tc.want, err.Error())
-		})
-	}
+	requireRejections(t, w.Kube, cases)
 
 	t.Run("the corrected config is accepted", func(t *testing.T) {
 		require.NoError(t, w.Kube.Create(ctx, nudgeConfig(ns, edge("a", "b"), edge("b", "c"), edge("a", "d"), edge("c", "d"))))

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
@@ -33,11 +32,7 @@ func TestBatchingAdmission(t *testing.T) {
 	quorum := func(n int32) *int32 { return &n }
 	invalid := `NudgeConfig.konflux-ci.dev "nudge-config" is invalid: `
 
-	cases := []struct {
-		name string
-		nc   *konfluxv1alpha1.NudgeConfig
-		want string
-	}{
+	cases := []rejection{
 		{
 			name: "release quorum without quorum (CEL)",
 			nc:   batched(ns, konfluxv1alpha1.BatchingPolicy{Target: "bundle", Release: konfluxv1alpha1.ReleaseQuorum}),
@@ -70,14 +65,7 @@ func TestBatchingAdmission(t *testing.T) {
 			want: webhookDenied + `spec.batching[0].quorum: Invalid value: 3: quorum 3 is more than the 2 component(s) nudging bundle (a, b): lower it to at most 2, or use release: all`,
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := w.Kube.Create(ctx, tc.nc)
-			require.Error(t, err, "must be rejected")
-			require.True(t, apierrors.IsInvalid(err), "rejected as invalid (422), got %v", err)
-			require.Equal(t, tc.want, err.Error())
-		})
-	}
+	requireRejections(t, w.Kube, cases)
 
 	t.Run("a config without batching is unchanged, and a valid policy is accepted", func(t *testing.T) {
 		require.NoError(t, w.Kube.Create(ctx, nudgeConfig(ns, edge("a", "bundle"))))
