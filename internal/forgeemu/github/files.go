@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
+
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
 )
 
 // Changed files of a pull request, as GitHub's `GET /repos/{o}/{r}/pulls/{n}/files`
@@ -16,24 +17,13 @@ import (
 
 // mergeBase is the first ancestor of head (breadth first) that base reaches.
 func (r *repo) mergeBase(base, head string) string {
-	reach := map[string]bool{}
-	for q := []string{base}; len(q) > 0; q = q[1:] {
-		if c := r.commits[q[0]]; c != nil && !reach[q[0]] {
-			reach[q[0]] = true
-			q = append(q, c.Parents...)
+	return gitstore.MergeBase(base, head, func(sha string) ([]string, bool) {
+		c := r.commits[sha]
+		if c == nil {
+			return nil, false
 		}
-	}
-	seen := map[string]bool{}
-	for q := []string{head}; len(q) > 0; q = q[1:] {
-		if reach[q[0]] {
-			return q[0]
-		}
-		if c := r.commits[q[0]]; c != nil && !seen[q[0]] {
-			seen[q[0]] = true
-			q = append(q, c.Parents...)
-		}
-	}
-	return ""
+		return c.Parents, true
+	})
 }
 
 type changedFile struct{ path, status string }
@@ -82,28 +72,12 @@ func (s *Server) listPullFiles(w http.ResponseWriter, r *http.Request, _ User) {
 	if p == nil {
 		return
 	}
-	perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-	if perPage <= 0 || perPage > 100 {
-		perPage = 30
-	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	if page < 1 {
-		page = 1
-	}
 	all := rp.pullFiles(p)
+	from, to := s.page(w, r, len(all))
 	out := []map[string]any{}
-	for i := (page - 1) * perPage; i < len(all) && i < page*perPage; i++ {
-		f := all[i]
+	for _, f := range all[from:to] {
 		out = append(out, map[string]any{"filename": f.path, "status": f.status,
 			"raw_url": fmt.Sprintf("%s/%s/%s/raw/%s/%s", s.srv.URL, rp.owner, rp.name, p.HeadSHA, f.path)})
-	}
-	if page*perPage < len(all) {
-		next := *r.URL
-		q := next.Query()
-		q.Set("page", strconv.Itoa(page+1))
-		q.Set("per_page", strconv.Itoa(perPage))
-		next.RawQuery = q.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.srv.URL, next.RequestURI()))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

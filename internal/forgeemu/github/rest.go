@@ -622,26 +622,11 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request, _ User) {
 	if p == nil {
 		return
 	}
-	perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
-	if perPage <= 0 || perPage > 100 {
-		perPage = 30
-	}
-	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
-	if page < 1 {
-		page = 1
-	}
 	all := rp.comments[p.Number]
+	from, to := s.page(w, r, len(all))
 	out := []map[string]any{}
-	for i := (page - 1) * perPage; i < len(all) && i < page*perPage; i++ {
-		out = append(out, s.commentJSON(rp, p.Number, all[i]))
-	}
-	if page*perPage < len(all) {
-		next := *r.URL
-		q := next.Query()
-		q.Set("page", strconv.Itoa(page+1))
-		q.Set("per_page", strconv.Itoa(perPage))
-		next.RawQuery = q.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.srv.URL, next.RequestURI()))
+	for _, c := range all[from:to] {
+		out = append(out, s.commentJSON(rp, p.Number, c))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -757,4 +742,26 @@ func (s *Server) pullByNodeID(id string) (*repo, *pull) {
 		}
 	}
 	return nil, nil
+}
+
+// page is GitHub's pagination of n items: per_page (default 30, at most 100) and
+// page; it sets the Link header to the next page and returns the page's bounds.
+func (s *Server) page(w http.ResponseWriter, r *http.Request, n int) (from, to int) {
+	perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+	if perPage <= 0 || perPage > 100 {
+		perPage = 30
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	if page < 1 {
+		page = 1
+	}
+	if page*perPage < n {
+		next := *r.URL
+		q := next.Query()
+		q.Set("page", strconv.Itoa(page+1))
+		q.Set("per_page", strconv.Itoa(perPage))
+		next.RawQuery = q.Encode()
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.srv.URL, next.RequestURI()))
+	}
+	return min((page-1)*perPage, n), min(page*perPage, n)
 }
