@@ -34,7 +34,7 @@ func TestHandBackNudgeIsNotHeldByTheGroupThatHandedItBack(t *testing.T) {
 		}
 		raw, err := json.Marshal(map[string]any{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
 			"metadata": map[string]any{"name": "renovate-x", "namespace": "ns", "labels": map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue}, "annotations": ann},
-			"spec": map[string]any{}})
+			"spec":     map[string]any{}})
 		require.NoError(t, err)
 		return i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 			Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: raw}}})
