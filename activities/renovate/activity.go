@@ -53,7 +53,7 @@ const (
 	AnnotationNudgingCommit    = "build.appstudio.redhat.com/nudging-commit"
 	LabelManagedBy             = "app.kubernetes.io/managed-by"
 	ManagedByNudgeflow         = "nudgeflow"
-	AnnotationWorkflowID       = "nudgeflow.konflux-ci.dev/workflow-id"
+	AnnotationWorkflowID       = konflux.AnnotationWorkflowID
 	AnnotationAttempt          = "nudgeflow.konflux-ci.dev/attempt"
 	DefaultImage               = "quay.io/konflux-ci/mintmaker-renovate-image:29a2f31"
 	tokenKey                   = "token_0"
@@ -449,11 +449,38 @@ type RunStatus struct {
 	Gone    bool   `json:"gone,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// HeldBy is the ChangeGroup that held the run at admission and collects its
+	// build: the nudge goes on in that group's pull request.
+	HeldBy string `json:"heldBy,omitempty"`
 }
 
-// StatusOf reads a PipelineRun's Succeeded condition.
+// RunStatus.Reason of a run a ChangeGroup held at admission: the group took its
+// build, or it did not (it ended in between) and the run counts as failed.
+const (
+	ReasonHeldByChangeGroup = "HeldByChangeGroup"
+	ReasonHeldReturned      = "HeldAndReturned"
+)
+
+// StatusOf reads a PipelineRun's Succeeded condition. A run a ChangeGroup held at
+// admission ends when the bridge has written where its build went
+// (konflux.AnnotationHeldOutcome), not when Tekton marks it cancelled: only then
+// does the Nudge workflow know whether to stop or to try again.
 func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 	s := RunStatus{Name: plr.Name}
+	if plr.Annotations[konflux.AnnotationHeldBy] != "" {
+		outcome := plr.Annotations[konflux.AnnotationHeldOutcome]
+		if group, ok := strings.CutPrefix(outcome, konflux.HeldOutcomeDeliveredPrefix); ok {
+			s.Done, s.HeldBy, s.Reason = true, group, ReasonHeldByChangeGroup
+			s.Message = fmt.Sprintf("ChangeGroup %s held the run and collects its build", group)
+			return s
+		}
+		if outcome == konflux.HeldOutcomeReturned {
+			// Cancelled at creation, the run never starts, whatever Tekton writes.
+			s.Done, s.Reason = true, ReasonHeldReturned
+			s.Message = "a ChangeGroup held the run but no longer collects its build"
+		}
+		return s
+	}
 	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
 		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
 	}

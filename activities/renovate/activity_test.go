@@ -17,12 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate/renovatetest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -224,4 +226,35 @@ func TestRenovateCommand(t *testing.T) {
 		"RENOVATE_PR_HOURLY_LIMIT=0 RENOVATE_PR_CONCURRENT_LIMIT=0 RENOVATE_TOKEN=$TOKEN_token_0 RENOVATE_CONFIG_FILE=/configs/bundle.json "+
 		`RENOVATE_HOST_RULES="$TOKEN_host_rules" renovate`, renovateCommand("bundle", true))
 	require.NotContains(t, renovateCommand("bundle", false), "RENOVATE_HOST_RULES")
+}
+
+// A run a ChangeGroup held at admission has not ended for its Nudge workflow until
+// the bridge has written where its build went, whatever Tekton's condition says.
+func TestStatusOfHeldRun(t *testing.T) {
+	cancelled := func(annotations map[string]string) *tektonv1.PipelineRun {
+		plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: annotations}}
+		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Cancelled"})
+		return plr
+	}
+	held := map[string]string{konflux.AnnotationHeldBy: "bundle=bundle-update"}
+	require.False(t, StatusOf(cancelled(held)).Done, "undecided: the workflow waits")
+
+	held[konflux.AnnotationHeldOutcome] = konflux.HeldOutcomeDeliveredPrefix + "bundle-update"
+	s := StatusOf(cancelled(held))
+	require.True(t, s.Done)
+	require.False(t, s.Succeeded)
+	require.Equal(t, "bundle-update", s.HeldBy)
+	require.Equal(t, ReasonHeldByChangeGroup, s.Reason)
+
+	returned := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: map[string]string{
+		konflux.AnnotationHeldBy: "bundle=bundle-update", konflux.AnnotationHeldOutcome: konflux.HeldOutcomeReturned}}}
+	s = StatusOf(returned)
+	require.True(t, s.Done, "returned: done even before Tekton marks it cancelled")
+	require.False(t, s.Succeeded)
+	require.Empty(t, s.HeldBy)
+	require.Equal(t, ReasonHeldReturned, s.Reason)
+
+	s = StatusOf(cancelled(nil))
+	require.True(t, s.Done, "a run nobody held ends with its condition")
+	require.Equal(t, "Cancelled", s.Reason)
 }

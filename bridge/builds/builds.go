@@ -113,7 +113,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-renovate-runs").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			plr, ok := o.(*tektonv1.PipelineRun)
-			return ok && isOurRenovateRun(plr) && plr.IsDone()
+			return ok && isOurRenovateRun(plr) && renovate.StatusOf(plr).Done
 		}))).
 		Complete(&RunReconciler{Client: c, Temporal: opts.Temporal}); err != nil {
 		return fmt.Errorf("setting up the Renovate run reconciler: %w", err)

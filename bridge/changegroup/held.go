@@ -43,7 +43,7 @@ type HeldReconciler struct {
 	Renudger  Renudger
 }
 
-// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
 
 // Reconcile signals the groups that hold the PipelineRun's nudges.
@@ -63,6 +63,7 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
+	var delivered []string
 	for _, target := range sortedKeys(held) {
 		var cg appstudiov1alpha1.ChangeGroup
 		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: held[target]}, &cg)
@@ -83,7 +84,13 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			renudge = append(renudge, target)
 			continue
 		}
+		delivered = append(delivered, cg.Name)
 		log.FromContext(ctx).Info("build handed to ChangeGroup", "changeGroup", cg.Name, "component", source, "digest", built.Digest)
+	}
+	if plr.Annotations[konflux.AnnotationWorkflowID] != "" {
+		// nudgeflow's own Renovate run: its Nudge workflow waits for this verdict,
+		// and tries again itself when no group took the build.
+		return ctrl.Result{}, r.writeHeldOutcome(ctx, &plr, delivered, renudge)
 	}
 	if len(renudge) == 0 {
 		return ctrl.Result{}, nil
@@ -95,6 +102,26 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.Renudger.Renudge(ctx, &plr, renudge)
+}
+
+// writeHeldOutcome tells the Nudge workflow that launched plr where its build went
+// (konflux.AnnotationHeldOutcome). Its run nudges one target: delivered when a group
+// took it, returned otherwise.
+func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.PipelineRun, delivered, returned []string) error {
+	outcome := konflux.HeldOutcomeReturned
+	if len(returned) == 0 && len(delivered) > 0 {
+		outcome = konflux.HeldOutcomeDeliveredPrefix + strings.Join(delivered, ",")
+	}
+	if plr.Annotations[konflux.AnnotationHeldOutcome] == outcome {
+		return nil
+	}
+	patch := ctrlclient.MergeFrom(plr.DeepCopy())
+	plr.Annotations[konflux.AnnotationHeldOutcome] = outcome
+	if err := r.Kube.Patch(ctx, plr, patch); err != nil {
+		return fmt.Errorf("writing the held outcome %q on %s: %w", outcome, plr.Name, err)
+	}
+	log.FromContext(ctx).Info("held Renovate run decided", "pipelineRun", plr.Name, "outcome", outcome)
+	return nil
 }
 
 // buildOf finds the digest the nudge carries: the build PipelineRun's results, else

@@ -45,6 +45,16 @@ const (
 	// ChangeGroup that handed the build back: that group never intercepts it again
 	// (another group, a manual one taking over, may).
 	AnnotationHandedBackBy = "nudgeflow.konflux-ci.dev/handed-back-by"
+	// AnnotationWorkflowID on nudgeflow's Renovate PipelineRun names the Nudge
+	// workflow that launched it.
+	AnnotationWorkflowID = "nudgeflow.konflux-ci.dev/workflow-id"
+	// AnnotationHeldOutcome on nudgeflow's own Renovate PipelineRun that a
+	// ChangeGroup held at admission says where its build went, so the Nudge workflow
+	// that launched the run can tell: HeldOutcomeDeliveredPrefix+<group> (the group
+	// collects it: the nudge is done, in the group's pull request) or
+	// HeldOutcomeReturned (no group took it: the run counts as failed and the nudge
+	// tries again). Until the bridge writes it, the run has not ended for the workflow.
+	AnnotationHeldOutcome = "nudgeflow.konflux-ci.dev/held-outcome"
 	// AnnotationCancelReason says why nudgeflow cancelled the PipelineRun.
 	AnnotationCancelReason = "nudgeflow.konflux-ci.dev/cancel-reason"
 	// AnnotationRenudge lists targets of a cancelled PipelineRun that no ChangeGroup
@@ -68,4 +78,10 @@ const (
 	// executed-elsewhere). A build carrying it without the finalizer is never routed
 	// again.
 	AnnotationNudgeRouted = "nudgeflow.konflux-ci.dev/nudge-routed"
+)
+
+// Values of AnnotationHeldOutcome.
+const (
+	HeldOutcomeDeliveredPrefix = "delivered="
+	HeldOutcomeReturned        = "returned"
 )

@@ -55,9 +55,11 @@ const (
 	// (the group triggers one CI build where each member's nudge would trigger one).
 	CIBuildsSaved = "nudgeflow_changegroup_ci_builds_saved"
 	// Nudges counts nudges by mode (immediate, validated, handback) and outcome
-	// (the reason recorded on the Component: NudgeSucceeded, NudgeRunFailed, NudgeFailed).
+	// (the reason recorded on the Component: NudgeSucceeded, NudgeRunFailed, NudgeFailed,
+	// NudgeHeldByChangeGroup).
 	Nudges = "nudgeflow_nudges"
-	// RenovateRuns counts ended Renovate PipelineRuns by outcome (succeeded, failed, gone).
+	// RenovateRuns counts ended Renovate PipelineRuns by outcome (succeeded, failed, gone, held:
+	// a ChangeGroup held the run and took its build).
 	RenovateRuns = "nudgeflow_renovate_runs"
 )
 
@@ -80,6 +82,7 @@ const (
 	RunSucceeded = "succeeded"
 	RunFailed    = "failed"
 	RunGone      = "gone"
+	RunHeld      = "held"
 )
 
 // Declared lists every nudgeflow_* series name as Prometheus shows it: what a

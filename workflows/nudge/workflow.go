@@ -34,6 +34,9 @@ const (
 	PhaseRetryWaiting = "RetryWaiting"
 	PhaseSucceeded    = "Succeeded"
 	PhaseFailed       = "Failed"
+	// PhaseHeldByChangeGroup: a ChangeGroup held the Renovate run at admission and
+	// collects the build into its pull request; this nudge is done.
+	PhaseHeldByChangeGroup = "HeldByChangeGroup"
 )
 
 // Event reasons on the nudged Component, one per attempt's outcome.
@@ -41,7 +44,12 @@ const (
 	ReasonSucceeded = "NudgeSucceeded"
 	ReasonRunFailed = "NudgeRunFailed"
 	ReasonFailed    = "NudgeFailed"
+	ReasonHeld      = "NudgeHeldByChangeGroup"
 )
+
+// versionHeldRunEnds guards the end of a nudge whose Renovate run a ChangeGroup
+// held: before it, such a run counted as a failed attempt and was launched again.
+const versionHeldRunEnds = "held-run-ends"
 
 // Defaults for Request's tuning fields.
 const (
@@ -221,6 +229,12 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			return result(PhaseFailed, err.Error()), err
 		}
 		metrics.Count(workflow.GetMetricsHandler(ctx), metrics.RenovateRuns, 1, "outcome", runOutcome(status))
+		if status.HeldBy != "" && workflow.GetVersion(ctx, versionHeldRunEnds, workflow.DefaultVersion, 1) == 1 {
+			msg := fmt.Sprintf("Renovate run %s was held by ChangeGroup %s, which collects %s@%s for %s into its pull request",
+				name, status.HeldBy, req.Nudging, req.Digest, req.Nudged)
+			record(attempt, ReasonHeld, msg, name, false)
+			return result(PhaseHeldByChangeGroup, msg), nil
+		}
 		if status.Succeeded {
 			msg := fmt.Sprintf("Renovate run %s nudged %s to %s@%s (attempt %d)", name, req.Nudged, req.Nudging, req.Digest, attempt)
 			record(attempt, ReasonSucceeded, msg, name, false)
@@ -276,6 +290,8 @@ func runOutcome(s renovate.RunStatus) string {
 		return metrics.RunSucceeded
 	case s.Gone:
 		return metrics.RunGone
+	case s.HeldBy != "":
+		return metrics.RunHeld
 	}
 	return metrics.RunFailed
 }

@@ -144,3 +144,48 @@ func TestEarlySignalIsKept(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{ReasonSucceeded}, rec.reasons)
 }
+
+// A ChangeGroup held the Renovate run at admission and took its build: the nudge
+// ends there, one run, not a failure, and nothing is launched again.
+func TestRunHeldByChangeGroupEndsTheNudge(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	req := request()
+	req.PollInterval = 24 * time.Hour
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true,
+			HeldBy: "bundle-update", Reason: renovate.ReasonHeldByChangeGroup})
+	}, time.Minute)
+	env.ExecuteWorkflow(Workflow, req)
+
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, PhaseHeldByChangeGroup, res.Phase)
+	require.Contains(t, res.Reason, "bundle-update")
+	require.Equal(t, 1, res.Attempts)
+	require.Len(t, *launched, 1, "no second run")
+	require.Equal(t, []string{ReasonHeld}, rec.reasons)
+}
+
+// A held run whose build no group took (the group ended in between) counts as a
+// failed attempt: the nudge launches again, so the build is still nudged.
+func TestRunHeldAndReturnedIsTriedAgain(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	req := request()
+	req.PollInterval = 24 * time.Hour
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Reason: renovate.ReasonHeldReturned})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 2), Done: true, Succeeded: true})
+	}, 10*time.Minute)
+	env.ExecuteWorkflow(Workflow, req)
+
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Len(t, *launched, 2)
+	require.Equal(t, []string{ReasonRunFailed, ReasonSucceeded}, rec.reasons)
+}
