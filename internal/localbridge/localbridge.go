@@ -171,22 +171,22 @@ func (r *Running) waitReady(ctx context.Context, timeout time.Duration) error {
 		case <-ctx.Done():
 		}
 	}()
-	stopped := func(what string) error {
+	notReady := func(what string) error {
 		select {
 		case <-r.exited:
-			return fmt.Errorf("the bridge stopped before %s: %v", what, r.mgrErr)
+			return fmt.Errorf("the bridge stopped before its %s: %v", what, r.mgrErr)
 		default:
-			return fmt.Errorf("%s within %s: %w", what, timeout, context.Cause(ctx))
+			return fmt.Errorf("the bridge's %s not within %s: %w", what, timeout, context.Cause(ctx))
 		}
 	}
 	if !r.Manager.GetCache().WaitForCacheSync(ctx) {
-		return stopped("its cache synced")
+		return notReady("cache synced")
 	}
 	started := r.Manager.GetWebhookServer().StartedChecker()
 	if err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
 		return started(nil) == nil, nil
 	}); err != nil {
-		return stopped("its admission webhooks served")
+		return notReady("admission webhooks served")
 	}
 	return nil
 }
