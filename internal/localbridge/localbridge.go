@@ -115,6 +115,8 @@ func Start(ctx context.Context, opts Options) (*Running, error) {
 			return nil, err
 		}
 	}
+	// Not ctx: the manager runs until Stop, past the start (a test's TestMain, a
+	// restart in `nudgeflow bench`).
 	mctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
@@ -126,6 +128,7 @@ func Start(ctx context.Context, opts Options) (*Running, error) {
 		timeout = DefaultReadyTimeout
 	}
 	if err := r.waitReady(ctx, timeout); err != nil {
+		// The caller gets no Running to stop: a half-started bridge is stopped here.
 		if stopErr := r.Stop(); stopErr != nil {
 			err = fmt.Errorf("%w (stopping it: %v)", err, stopErr)
 		}
