@@ -38,6 +38,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -315,43 +316,24 @@ func (s *stack) startWorker(ctx context.Context, logName string) error {
 // cache is synced and its webhooks serve.
 func (s *stack) startBridge(ctx context.Context) error {
 	wio := s.cp.Env.WebhookInstallOptions
-	mgr, err := bridge.NewManager(s.cp.Config, bridge.ManagerOptions{
-		WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
-		MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles, SkipControllerNameValidation: s.managers > 0,
+	// Every manager after the first registers its controllers' names again (counted
+	// before Start: a failed start may have registered them already).
+	skipNames := s.managers > 0
+	s.managers++
+	b, err := localbridge.Start(ctx, localbridge.Options{
+		Config: s.cp.Config,
+		Manager: bridge.ManagerOptions{
+			WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
+			MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles, SkipControllerNameValidation: skipNames,
+		},
+		Deps: bridge.Deps{Temporal: s.bridgeTC, TaskQueue: taskQueue, Executor: "all", ChangeGroup: benchSettings},
 	})
 	if err != nil {
 		return err
 	}
-	s.managers++
-	if _, err := bridge.Setup(mgr, bridge.Deps{Temporal: s.bridgeTC, TaskQueue: taskQueue, Executor: "all", ChangeGroup: benchSettings}); err != nil {
-		return err
-	}
-	mctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	var once sync.Once
-	var stopErr error
-	s.mgr = mgr
-	s.stopMgr = func() error {
-		once.Do(func() {
-			cancel()
-			stopErr = <-done
-		})
-		return stopErr
-	}
-	s.stops = append(s.stops, func() { _ = s.stopMgr() })
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return fmt.Errorf("the bridge's cache did not sync: %w", context.Cause(ctx))
-	}
-	return waitFor(ctx, 30*time.Second, "the bridge's admission webhooks serve", func() (bool, error) {
-		select {
-		case err := <-done:
-			done <- err
-			return false, fmt.Errorf("the bridge stopped: %w", err)
-		default:
-		}
-		return mgr.GetWebhookServer().StartedChecker()(nil) == nil, nil
-	})
+	s.mgr, s.stopMgr = b.Manager, b.Stop
+	s.stops = append(s.stops, func() { _ = b.Stop() })
+	return nil
 }
 
 // waitFor polls cond until it holds, fails at the deadline or when cond errs for

@@ -30,10 +30,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -255,43 +255,20 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.JSONEncoder()))
 	wio := cp.Env.WebhookInstallOptions
-	mgr, err := bridge.NewManager(cp.Config, bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
-		MaxConcurrentReconciles: opts.MaxConcurrentReconciles})
-	if err != nil {
-		return err
-	}
-	b, err := bridge.Setup(mgr, bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings})
-	if err != nil {
-		return err
-	}
-	hookAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.ForgeHook))
-	hl, err := net.Listen("tcp", hookAddr)
-	if err != nil {
-		return fmt.Errorf("forge webhook receiver: listening on %s: %w", hookAddr, err)
-	}
-	hookSrv := &http.Server{Handler: &forgehook.Handler{Secret: forgehook.StaticSecret([]byte(tok.WebhookSecret)), Sink: b.PREvents},
-		ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hookSrv.Serve(hl) }()
-	stops = append(stops, func() { _ = hookSrv.Close() })
-	hookURL := "http://" + hookAddr + "/"
-	emu.AddWebhook(hookURL, tok.WebhookSecret)
-	gl.AddWebhook(hookURL, tok.WebhookSecret) // the same receiver: X-Gitlab-Token is the secret
-
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	mgrDone := make(chan error, 1)
-	go func() { mgrDone <- mgr.Start(mgrCtx) }()
-	stops = append(stops, func() {
-		stopMgr()
-		logStop("bridge", <-mgrDone)
+	b, err := localbridge.Start(ctx, localbridge.Options{
+		Config: cp.Config,
+		Manager: bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
+			MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
+		Deps: bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings},
+		// One receiver for both forges: X-Gitlab-Token is the secret.
+		ForgeHook: &localbridge.ForgeHook{Secret: tok.WebhookSecret, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.ForgeHook)),
+			Forges: []localbridge.Forge{emu, gl}},
 	})
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		return fmt.Errorf("the bridge's cache did not sync: %w", context.Cause(ctx))
-	}
-	if err := waitUntil(ctx, 30*time.Second, "the bridge's admission webhooks", func() error {
-		return mgr.GetWebhookServer().StartedChecker()(nil)
-	}); err != nil {
+	if err != nil {
 		return err
 	}
+	stops = append(stops, func() { logStop("bridge", b.Stop()) })
+	hookURL := b.ForgeHookURL
 
 	// The worker, with ReleasePlanAdmissions read through a cache as in a cluster.
 	wkc, err := kube.WithReleaseCache(ctx, cp.Config, kc)

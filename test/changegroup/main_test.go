@@ -5,26 +5,23 @@
 package changegroup_test
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	sdkworker "go.temporal.io/sdk/worker"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
+	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
+	"github.com/nudgeflow/nudgeflow/test/world/worldbridge"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -66,35 +63,16 @@ func startStack(w *world.World) (func(), error) {
 	gl := glemu.New()
 	gl.AddToken(forgeToken, glemu.User{Username: "project_1_bot_nudgeflow", Name: bot.Name, Email: bot.Email})
 
-	// The bridge's logs go beside the servers' logs, kept when a test fails.
-	bridgeLog, err := os.Create(filepath.Join(w.LogDir, "bridge.log"))
+	b, err := worldbridge.Start(w, worldbridge.Options{Bridge: localbridge.Options{
+		Deps:      bridge.Deps{TaskQueue: taskQueue, ChangeGroup: settings},
+		ForgeHook: &localbridge.ForgeHook{Secret: webhookSecret, Forges: []localbridge.Forge{emu, gl}},
+	}})
 	if err != nil {
 		return nil, err
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.UseDevMode(true)))
-	host, port, certDir := w.WebhookServer()
-	mgr, err := bridge.NewManager(w.Config(), bridge.ManagerOptions{WebhookHost: host, WebhookPort: port, WebhookCertDir: certDir})
-	if err != nil {
-		return nil, err
-	}
-	b, err := bridge.Setup(mgr, bridge.Deps{Temporal: w.TemporalClient, TaskQueue: taskQueue, ChangeGroup: settings})
-	if err != nil {
-		return nil, err
-	}
-	hook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte(webhookSecret)), Sink: b.PREvents})
-	emu.AddWebhook(hook.URL, webhookSecret)
-	gl.AddWebhook(hook.URL, webhookSecret)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return nil, context.Canceled
 	}
 	wk := startWorker(w)
 	if err := wk.Start(); err != nil {
-		cancel()
+		_ = b.Stop()
 		return nil, err
 	}
 	// The Gitea server's bot is named like the emulators' (the SCM Secret's username,
@@ -103,9 +81,7 @@ func startStack(w *world.World) (func(), error) {
 	shared = stack{emu: emu, forges: []forgeHarness{githubForge{emu}, gitlabForge{gl}, fj}, forgejo: fj, worker: wk}
 	return func() {
 		wk.Stop()
-		cancel()
-		<-done
-		hook.Close()
+		_ = b.Stop()
 		emu.Close()
 		gl.Close()
 		fj.stop()

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,11 +33,14 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/test/world"
+	"github.com/nudgeflow/nudgeflow/test/world/worldbridge"
 	"github.com/nudgeflow/nudgeflow/worker"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
@@ -116,40 +120,34 @@ func startStack(w *world.World) (func(), error) {
 		stopWorkers()
 		return nil, err
 	}
-	host, port, certDir := w.WebhookServer()
-	mgr, err := ctrl.NewManager(w.Config(), ctrl.Options{
-		Scheme:        kube.NewScheme(),
-		Metrics:       metricsserver.Options{BindAddress: "0"},
-		WebhookServer: webhook.NewServer(webhook.Options{Host: host, Port: port, CertDir: certDir}),
-		Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
-			&tektonv1.PipelineRun{}: {Label: labels.NewSelector().Add(*notHidden)},
-		}},
-	})
-	if err == nil {
-		err = builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning})
-	}
+	// The bridge's manager caches only the builds not hidden from it, and runs only
+	// the builds feature.
+	b, err := worldbridge.Start(w, worldbridge.Options{OwnLogger: true, Bridge: localbridge.Options{
+		NewManager: func(cfg *rest.Config, o bridge.ManagerOptions) (ctrl.Manager, error) {
+			return ctrl.NewManager(cfg, ctrl.Options{
+				Scheme:        kube.NewScheme(),
+				Metrics:       metricsserver.Options{BindAddress: "0"},
+				WebhookServer: webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir}),
+				Cache: cache.Options{ByObject: map[ctrlclient.Object]cache.ByObject{
+					&tektonv1.PipelineRun{}: {Label: labels.NewSelector().Add(*notHidden)},
+				}},
+			})
+		},
+		Setup: func(mgr ctrl.Manager) (*bridge.Bridge, error) {
+			return nil, builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning})
+		},
+		ReadyTimeout: waitFor,
+	}})
 	if err != nil {
 		stopWorkers()
 		return nil, fmt.Errorf("the bridge manager: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	stop := func() {
-		cancel()
-		if err := <-done; err != nil {
+	return func() {
+		if err := b.Stop(); err != nil {
 			fmt.Fprintf(os.Stderr, "bridge manager: %v\n", err)
 		}
 		stopWorkers()
-	}
-	// The webhook fails open: a build created before it serves would not be held.
-	if ok, _ := world.Poll(waitFor, func() (bool, error) {
-		return mgr.GetWebhookServer().StartedChecker()(nil) == nil, nil
-	}); !ok {
-		stop()
-		return nil, fmt.Errorf("the bridge's admission webhook did not start within %s", waitFor)
-	}
-	return stop, nil
+	}, nil
 }
 
 // standInChangeGroup stands in for the lead's ChangeGroup workflow: it records the

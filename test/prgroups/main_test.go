@@ -6,25 +6,22 @@
 package prgroups_test
 
 import (
-	"context"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	sdkworker "go.temporal.io/sdk/worker"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
+	"github.com/nudgeflow/nudgeflow/test/world/worldbridge"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
@@ -55,43 +52,25 @@ func TestMain(m *testing.M) {
 func startStack(w *world.World) (func(), error) {
 	emu = githubemu.New()
 	emu.AddToken(forgeToken, githubemu.User{Login: "nudgeflow[bot]", Name: bot.Name, Email: bot.Email})
-	bridgeLog, err := os.Create(filepath.Join(w.LogDir, "bridge.log"))
+	b, err := worldbridge.Start(w, worldbridge.Options{Bridge: localbridge.Options{
+		Deps:      bridge.Deps{TaskQueue: taskQueue, PRGroup: settings},
+		ForgeHook: &localbridge.ForgeHook{Secret: webhookSecret, Forges: []localbridge.Forge{emu}},
+	}})
 	if err != nil {
 		return nil, err
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(bridgeLog), zap.UseDevMode(true)))
-	host, port, certDir := w.WebhookServer()
-	mgr, err := bridge.NewManager(w.Config(), bridge.ManagerOptions{WebhookHost: host, WebhookPort: port, WebhookCertDir: certDir})
-	if err != nil {
-		return nil, err
-	}
-	b, err := bridge.Setup(mgr, bridge.Deps{Temporal: w.TemporalClient, TaskQueue: taskQueue, PRGroup: settings})
-	if err != nil {
-		return nil, err
-	}
-	hook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte(webhookSecret)), Sink: b.PREvents})
-	emu.AddWebhook(hook.URL, webhookSecret)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return nil, context.Canceled
 	}
 	wk := nfworker.New(w.TemporalClient, nfworker.Deps{
 		Kube: w.Kube, Temporal: w.TemporalClient,
 		PullRequest: pullrequest.Config{Bot: bot, Transport: http.DefaultTransport},
 	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {
-		cancel()
+		_ = b.Stop()
 		return nil, err
 	}
 	var _ sdkworker.Worker = wk
 	return func() {
 		wk.Stop()
-		cancel()
-		<-done
-		hook.Close()
+		_ = b.Stop()
 		emu.Close()
 	}, nil
 }
