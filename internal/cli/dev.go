@@ -32,6 +32,10 @@ worker, and seeds the "demo" namespace. State lives in $NUDGEFLOW_DEV_HOME, else
 ${XDG_CACHE_HOME:-~/.cache}/nudgeflow/dev: Ctrl-C stops everything and the next
 start resumes where it was. Delete that folder to start afresh.
 
+With --forgejo it also starts the real Gitea server (the API Forgejo shares) on
+--forgejo-port with a third bundle, its state in the same folder; opt-in, as the
+first build of the server takes minutes.
+
 The subcommands stand in for Konflux services (build, snapshot, merge) and print
 the environment to use the running system (env).`,
 		Args: cobra.NoArgs,

@@ -381,13 +381,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 }
 
 func printReady(out io.Writer, r *Running, took time.Duration) {
+	forgejo := ""
+	if r.ForgejoURL != "" {
+		forgejo = fmt.Sprintf(`  Forgejo (Gitea)     %s   (the third bundle's pull requests; sign in as %q,
+                      password %q: a local demo credential of this loopback server only)
+`, r.ForgejoURL, localenv.ForgejoHuman, ForgejoPassword)
+	}
 	fmt.Fprintf(out, `
 nudgeflow dev is ready (started in %s)
 
   Temporal Web UI     %s/namespaces/%s/workflows
   GitHub emulator     %s   (repositories, pull requests, CI events)
   GitLab emulator     %s   (the second bundle's merge requests and pipelines)
-  kube-apiserver      %s
+%s  kube-apiserver      %s
   kubeconfig          %s   (context namespace: %s)
   Temporal frontend   %s   (namespace %s)
   logs                %s
@@ -399,15 +405,8 @@ Next, in another terminal:
   # then follow "Walkthrough" in README.md
 
 Ctrl-C stops everything; `+"`make run`"+` again resumes where it was.
-`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.GitLabURL, r.APIServer, r.Kubeconfig, DemoNamespace,
+`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.GitLabURL, forgejo, r.APIServer, r.Kubeconfig, DemoNamespace,
 		r.TemporalAddress, r.Namespace, r.Logs)
-	if r.ForgejoURL != "" {
-		fmt.Fprintf(out, `
-Forgejo (--forgejo)   %s   (the real Gitea server: the third bundle's pull requests)
-  sign in as %q, password %q: a local demo credential of this loopback
-  server only, for merging and editing pull requests in its web UI
-`, r.ForgejoURL, localenv.ForgejoHuman, ForgejoPassword)
-	}
 }
 
 // checkPorts refuses to start when a port is taken, naming it and its flag.
