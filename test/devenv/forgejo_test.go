@@ -110,7 +110,8 @@ func gitea(t *testing.T, home string, p ports) giteaAPI {
 }
 
 // TestForgejoWalkthrough runs README.md's Forgejo walkthrough blocks against
-// `nudgeflow dev --forgejo` and the real Gitea server: the group collects both
+// `nudgeflow dev --forgejo` (on a state folder a start without the flag seeded) and
+// the real Gitea server: the group collects both
 // builds in one work-in-progress PR, releases it, and `nudgeflow dev merge` ends it
 // Completed. Then a restart resumes the server's state (the group still Completed,
 // no user or repository twice), and after `kill -9` of a run whose servers outlive
@@ -123,6 +124,14 @@ func TestForgejoWalkthrough(t *testing.T) {
 	}
 	childEnv = append(childEnv, "GITEA="+giteaBin)
 	e := &env{t: t, home: home, p: p}
+
+	// The state folder of a `make run` without the flag first: the first --forgejo
+	// start adds the third bundle, its edges and its Secret to the seeded namespace.
+	d0, _ := startDev(t, dir, childEnv, p)
+	if strings.Contains(d0.out.String(), "Forgejo (Gitea)") { // the banner's line with --forgejo
+		t.Fatalf("nudgeflow dev without --forgejo mentions Forgejo:\n%s", d0.out.String())
+	}
+	d0.interrupt(t)
 
 	d, took := startDev(t, dir, childEnv, p, "--forgejo")
 	t.Logf("first start with --forgejo: ready after %s", took)
