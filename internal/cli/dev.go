@@ -124,8 +124,12 @@ func newDevEnvCommand() *cobra.Command {
 			}
 			path = append(path, filepath.Dir(kubectl), filepath.Dir(temporal), assets)
 			out := cmd.OutOrStdout()
-			for _, kv := range [][2]string{{"KUBECONFIG", r.Kubeconfig}, {"TEMPORAL_ADDRESS", r.TemporalAddress},
-				{"TEMPORAL_NAMESPACE", r.Namespace}, {"TEMPORAL_UI", r.TemporalUI}, {"NUDGEFLOW_FORGE_URL", r.ForgeURL}} {
+			vars := [][2]string{{"KUBECONFIG", r.Kubeconfig}, {"TEMPORAL_ADDRESS", r.TemporalAddress},
+				{"TEMPORAL_NAMESPACE", r.Namespace}, {"TEMPORAL_UI", r.TemporalUI}, {"NUDGEFLOW_FORGE_URL", r.ForgeURL}}
+			if r.ForgejoURL != "" { // with --forgejo
+				vars = append(vars, [2]string{"NUDGEFLOW_FORGEJO_URL", r.ForgejoURL})
+			}
+			for _, kv := range vars {
 				fmt.Fprintf(out, "export %s=%s\n", kv[0], shellQuote(kv[1]))
 			}
 			fmt.Fprintf(out, "export PATH=%s:\"$PATH\"\n", shellQuote(strings.Join(path, ":")))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,6 +140,13 @@ func TestForgejoWalkthrough(t *testing.T) {
 	contains(t, d.out.String(), fjURL, `"dev"`, `"`+devenv.ForgejoPassword+`"`, "local demo credential")
 	e.connect()
 	g := gitea(t, home, p)
+	envCmd := exec.Command(filepath.Join(dir, "bin", "nudgeflow"), "dev", "env")
+	envCmd.Dir, envCmd.Env = dir, childEnv
+	envOut, err := envCmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("nudgeflow dev env: %v\n%s", err, envOut)
+	}
+	contains(t, string(envOut), "export NUDGEFLOW_FORGEJO_URL='"+fjURL+"'")
 	prURL := fjURL + "/" + forgejoRepo + "/pulls/1"
 
 	checks := map[string]func(out string){
