@@ -10,7 +10,7 @@ export GOPROXY ?= https://proxy.golang.org
 TOOLS := hack/tools.sh
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: all build tools generate check-generated lint test e2e bench regen-histories run clean-tools image
+.PHONY: all build tools generate check-generated lint test e2e bench regen-histories run run-forgejo clean-tools image
 
 all: build
 
@@ -73,8 +73,13 @@ bench: build
 regen-histories:
 	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/ ./test/nudges/ ./test/prgroups/
 
+# FORGEJO=1 (or `make run-forgejo`) adds the real Gitea server and the third bundle
+# (`nudgeflow dev --forgejo`); opt-in, as its first build takes minutes.
 run: build
-	./bin/nudgeflow dev
+	./bin/nudgeflow dev $(if $(filter 1 yes true,$(FORGEJO)),--forgejo)
+
+run-forgejo:
+	$(MAKE) run FORGEJO=1
 
 # The container image (Containerfile), with podman or docker, whichever can build
 # here; without either it says so and succeeds, so it never fails a build machine

@@ -20,7 +20,7 @@ import (
 
 func newDevCommand() *cobra.Command {
 	ports := devenv.DefaultPorts
-	var noPdeathsig bool
+	var noPdeathsig, forgejo bool
 	var tuning *nfworker.Tuning
 	var reconciles int
 	cmd := &cobra.Command{
@@ -31,6 +31,10 @@ server with its Web UI, the GitHub emulator with its web pages, the bridge and t
 worker, and seeds the "demo" namespace. State lives in $NUDGEFLOW_DEV_HOME, else
 ${XDG_CACHE_HOME:-~/.cache}/nudgeflow/dev: Ctrl-C stops everything and the next
 start resumes where it was. Delete that folder to start afresh.
+
+With --forgejo it also starts the real Gitea server (the API Forgejo shares) on
+--forgejo-port with a third bundle, its state in the same folder; opt-in, as the
+first build of the server takes minutes.
 
 The subcommands stand in for Konflux services (build, snapshot, merge) and print
 the environment to use the running system (env).`,
@@ -46,7 +50,7 @@ the environment to use the running system (env).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return devenv.Run(ctx, devenv.Options{Home: home, Ports: ports, Out: cmd.OutOrStdout(), NoParentDeathSignal: noPdeathsig,
-				Worker: *tuning, MaxConcurrentReconciles: reconciles})
+				Worker: *tuning, MaxConcurrentReconciles: reconciles, Forgejo: forgejo})
 		},
 	}
 	fs := cmd.Flags()
@@ -56,6 +60,8 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.Forge, "forge-port", ports.Forge, "GitHub emulator port (API and web pages)")
 	fs.IntVar(&ports.ForgeHook, "forge-hook-port", ports.ForgeHook, "the bridge's forge webhook receiver port")
 	fs.IntVar(&ports.GitLab, "gitlab-port", ports.GitLab, "GitLab emulator port (API and web pages)")
+	fs.BoolVar(&forgejo, "forgejo", false, "also start the real Gitea server (Forgejo's API) with a third bundle; its first build takes minutes")
+	fs.IntVar(&ports.Forgejo, "forgejo-port", ports.Forgejo, "Forgejo (Gitea) server port, with --forgejo")
 	tuning = addWorkerTuningFlags(cmd)
 	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
 	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow dev` (tests of the crash recovery)")
@@ -118,8 +124,12 @@ func newDevEnvCommand() *cobra.Command {
 			}
 			path = append(path, filepath.Dir(kubectl), filepath.Dir(temporal), assets)
 			out := cmd.OutOrStdout()
-			for _, kv := range [][2]string{{"KUBECONFIG", r.Kubeconfig}, {"TEMPORAL_ADDRESS", r.TemporalAddress},
-				{"TEMPORAL_NAMESPACE", r.Namespace}, {"TEMPORAL_UI", r.TemporalUI}, {"NUDGEFLOW_FORGE_URL", r.ForgeURL}} {
+			vars := [][2]string{{"KUBECONFIG", r.Kubeconfig}, {"TEMPORAL_ADDRESS", r.TemporalAddress},
+				{"TEMPORAL_NAMESPACE", r.Namespace}, {"TEMPORAL_UI", r.TemporalUI}, {"NUDGEFLOW_FORGE_URL", r.ForgeURL}}
+			if r.ForgejoURL != "" { // with --forgejo
+				vars = append(vars, [2]string{"NUDGEFLOW_FORGEJO_URL", r.ForgejoURL})
+			}
+			for _, kv := range vars {
 				fmt.Fprintf(out, "export %s=%s\n", kv[0], shellQuote(kv[1]))
 			}
 			fmt.Fprintf(out, "export PATH=%s:\"$PATH\"\n", shellQuote(strings.Join(path, ":")))
@@ -219,27 +229,37 @@ func newDevSnapshotCommand() *cobra.Command {
 }
 
 func newDevMergeCommand() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "merge PR",
-		Short: "Merge a pull request in the GitHub emulator as the demo's maintainer (PR: OWNER/REPO#N or its URL)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			owner, repo, n, err := devenv.ParsePR(args[0])
-			if err != nil {
-				return err
-			}
-			home, err := devenv.Home()
-			if err != nil {
-				return err
-			}
-			sha, err := devenv.MergeAsMaintainer(contextOf(cmd), home, owner, repo, n)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "merged %s/%s#%d: %s\n", owner, repo, n, sha)
-			return nil
-		},
+		Short: "Merge a pull (merge) request as the demo's person, on the GitHub or GitLab emulator or Forgejo (PR: OWNER/REPO#N or its URL)",
+		Long: `Merges PR on the forge of its repository, told from the Component whose
+repository it is as the worker tells it (the git-provider annotation, else the
+host): the GitHub emulator, the GitLab emulator, or with --forgejo the real
+Gitea server, through that forge's API as the demo's person.`,
+		Args: cobra.ExactArgs(1),
 	}
+	flags := devKubeFlags(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		ref, err := devenv.ParsePR(args[0])
+		if err != nil {
+			return err
+		}
+		c, ns, err := flags()
+		if err != nil {
+			return err
+		}
+		home, err := devenv.Home()
+		if err != nil {
+			return err
+		}
+		sha, err := devenv.MergeAsMaintainer(contextOf(cmd), home, c, ns, ref)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "merged %s: %s\n", ref, sha)
+		return nil
+	}
+	return cmd
 }
 
 func contextOf(cmd *cobra.Command) context.Context {

@@ -47,10 +47,11 @@ type Ports struct {
 	Forge      int // GitHub emulator: API and web pages
 	ForgeHook  int // the bridge's forge webhook receiver
 	GitLab     int // GitLab emulator: API and web pages
+	Forgejo    int // the real Gitea server (API and web UI), with Options.Forgejo
 }
 
 // DefaultPorts are the documented defaults.
-var DefaultPorts = Ports{APIServer: 16443, Temporal: 7233, TemporalUI: 8233, Forge: 8180, ForgeHook: 8181, GitLab: 8182}
+var DefaultPorts = Ports{APIServer: 16443, Temporal: 7233, TemporalUI: 8233, Forge: 8180, ForgeHook: 8181, GitLab: 8182, Forgejo: 8183}
 
 // Options configure Run.
 type Options struct {
@@ -68,7 +69,16 @@ type Options struct {
 	Worker nfworker.Tuning
 	// MaxConcurrentReconciles of the bridge's controllers (zero: bridge's default).
 	MaxConcurrentReconciles int
+	// Forgejo also starts the real Gitea server (the API Forgejo shares) on
+	// Ports.Forgejo with the third bundle. Opt-in: its first build costs about 770
+	// CPU-seconds and each start a migration and a web server.
+	Forgejo bool
 }
+
+// ForgejoPassword is the password of the Forgejo person (localenv.ForgejoHuman) who
+// merges and edits in the web UI: a local demo credential, printed in the banner,
+// that only ever signs in to the loopback server `nudgeflow dev --forgejo` starts.
+const ForgejoPassword = "nudgeflow-demo"
 
 // Bot is the commit identity of nudgeflow in the local world.
 var Bot = forge.Signature{Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.noreply.127.0.0.1"}
@@ -90,7 +100,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := recoverCrash(opts.Home, out); err != nil {
 		return err
 	}
-	if err := checkPorts(opts.Ports); err != nil {
+	if err := checkPorts(opts.Ports, opts.Forgejo); err != nil {
 		return err
 	}
 	// From here on running.json names this process, then its servers: a crash
@@ -106,7 +116,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	var stops []func() // run in reverse order
 	defer func() {
-		fmt.Fprintln(out, "stopping: worker, bridge, GitHub and GitLab emulators, Temporal, kube-apiserver and etcd")
+		parts := "worker, bridge, GitHub and GitLab emulators, Temporal, kube-apiserver and etcd"
+		if opts.Forgejo {
+			parts = "worker, bridge, GitHub and GitLab emulators, Forgejo (Gitea), Temporal, kube-apiserver and etcd"
+		}
+		fmt.Fprintln(out, "stopping: "+parts)
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
@@ -138,8 +152,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 		wg     sync.WaitGroup
 		cp     *localenv.ControlPlane
 		tmp    *localenv.Temporal
+		fj     *localenv.Forgejo
 		cpErr  error
 		tmpErr error
+		fjErr  error
 	)
 	// The servers get SIGKILL from the kernel when this process dies (Linux), so
 	// a crash cannot leave them running; each is started from a thread that
@@ -168,7 +184,28 @@ func Run(ctx context.Context, opts Options) (err error) {
 			})
 		})
 	}()
+	if opts.Forgejo {
+		fjLog, err := openLog("gitea.log")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "starting Forgejo (the real Gitea server; when it is not in the tool cache yet, hack/tools.sh builds it first from the Go module proxy: about 770 CPU-seconds, several minutes)…")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// StartForgejo starts the server from a long-lived thread itself, with
+			// the parent-death signal unless told otherwise.
+			fj, fjErr = localenv.StartForgejoWith(ctx, filepath.Join(opts.Home, dirForgejo), localenv.ForgejoOptions{
+				Port: opts.Ports.Forgejo, Log: fjLog, HumanPassword: ForgejoPassword, NoParentDeathSignal: opts.NoParentDeathSignal})
+			if fjErr != nil {
+				fjErr = fmt.Errorf("starting Forgejo (Gitea): %w", fjErr)
+			}
+		}()
+	}
 	wg.Wait()
+	if fj != nil {
+		stops = append(stops, func() { logStop("Forgejo", fj.Stop()) })
+	}
 	if cp != nil {
 		stops = append(stops, func() { logStop("kube-apiserver and etcd", cp.Stop()) })
 		run.TempDirs = cp.TempDirs()
@@ -182,7 +219,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
 		return err
 	}
-	if err := errors.Join(cpErr, tmpErr); err != nil {
+	if err := errors.Join(cpErr, tmpErr, fjErr); err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, logs)
 	}
 	fmt.Fprintf(out, "  kube-apiserver and Temporal answer (%s)\n", time.Since(began).Round(100*time.Millisecond))
@@ -282,7 +319,14 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	stops = append(stops, wk.Stop)
 
-	if err := seedCluster(ctx, kc, emu.URL(), gl.URL(), tok.Bot); err != nil {
+	seed := seedOptions{forgeURL: emu.URL(), gitlabURL: gl.URL(), botToken: tok.Bot}
+	if fj != nil {
+		if err := seedForgejo(fj); err != nil {
+			return err
+		}
+		seed.forgejoURL, seed.forgejoBotToken = fj.URL, fj.BotToken
+	}
+	if err := seedCluster(ctx, kc, seed); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(opts.Home, fileKubeconfig)
@@ -299,6 +343,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	run.GitLabURL = gl.URL()
+	if fj != nil {
+		run.ForgejoURL = fj.URL
+	}
 	run.Kubeconfig, run.APIServer, run.TemporalAddress, run.TemporalUI = kubeconfig, cp.Config.Host, tmp.Address, tmp.UIAddress
 	run.Namespace, run.ForgeURL, run.ForgeHookURL, run.Logs = tmp.Namespace, emu.URL(), hookURL, logs
 	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
@@ -311,13 +358,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 }
 
 func printReady(out io.Writer, r *Running, took time.Duration) {
+	forgejo := ""
+	if r.ForgejoURL != "" {
+		forgejo = fmt.Sprintf(`  Forgejo (Gitea)     %s   (the third bundle's pull requests; sign in as %q,
+                      password %q: a local demo credential of this loopback server only)
+`, r.ForgejoURL, localenv.ForgejoHuman, ForgejoPassword)
+	}
 	fmt.Fprintf(out, `
 nudgeflow dev is ready (started in %s)
 
   Temporal Web UI     %s/namespaces/%s/workflows
   GitHub emulator     %s   (repositories, pull requests, CI events)
   GitLab emulator     %s   (the second bundle's merge requests and pipelines)
-  kube-apiserver      %s
+%s  kube-apiserver      %s
   kubeconfig          %s   (context namespace: %s)
   Temporal frontend   %s   (namespace %s)
   logs                %s
@@ -329,18 +382,23 @@ Next, in another terminal:
   # then follow "Walkthrough" in README.md
 
 Ctrl-C stops everything; `+"`make run`"+` again resumes where it was.
-`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.GitLabURL, r.APIServer, r.Kubeconfig, DemoNamespace,
+`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.GitLabURL, forgejo, r.APIServer, r.Kubeconfig, DemoNamespace,
 		r.TemporalAddress, r.Namespace, r.Logs)
 }
 
 // checkPorts refuses to start when a port is taken, naming it and its flag.
-func checkPorts(p Ports) error {
-	for _, c := range []struct {
+func checkPorts(p Ports, forgejo bool) error {
+	type check struct {
 		port       int
 		what, flag string
-	}{{p.APIServer, "kube-apiserver", "--apiserver-port"}, {p.Temporal, "Temporal frontend", "--temporal-port"},
+	}
+	checks := []check{{p.APIServer, "kube-apiserver", "--apiserver-port"}, {p.Temporal, "Temporal frontend", "--temporal-port"},
 		{p.TemporalUI, "Temporal Web UI", "--ui-port"}, {p.Forge, "GitHub emulator", "--forge-port"},
-		{p.ForgeHook, "forge webhook receiver", "--forge-hook-port"}, {p.GitLab, "GitLab emulator", "--gitlab-port"}} {
+		{p.ForgeHook, "forge webhook receiver", "--forge-hook-port"}, {p.GitLab, "GitLab emulator", "--gitlab-port"}}
+	if forgejo {
+		checks = append(checks, check{p.Forgejo, "Forgejo (Gitea) server", "--forgejo-port"})
+	}
+	for _, c := range checks {
 		if c.port == 0 {
 			return fmt.Errorf("%s needs a port (%s)", c.what, c.flag)
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -12,7 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
@@ -20,6 +24,7 @@ import (
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 // The demo namespace: an operator, its three operands and the OLM bundle they all
@@ -48,6 +53,19 @@ const GitLabBundle = "operator-bundle-gitlab"
 
 // GitLabNudgers nudge GitLabBundle.
 var GitLabNudgers = []string{"gl-operand-a", "gl-operand-b"}
+
+// The third bundle lives on the real Gitea server that `nudgeflow dev --forgejo`
+// starts (repository demo/operator-bundle-forgejo, git-provider: forgejo), nudged by
+// its own two components. Without --forgejo none of it is seeded.
+const ForgejoBundle = "operator-bundle-forgejo"
+
+// ForgejoNudgers nudge ForgejoBundle.
+var ForgejoNudgers = []string{"fj-operand-a", "fj-operand-b"}
+
+// forgejoSecret holds the Gitea bot's token, narrowed to the bundle's repository:
+// the GitHub emulator's Secret names the same host (127.0.0.1, label values hold
+// no port) with another token, and the exact repository wins the lookup.
+const forgejoSecret = "forgejo-credentials"
 
 // ImageOf is a component's image repository (where its builds push).
 func ImageOf(component string) string { return imageRegistry + component }
@@ -118,6 +136,31 @@ func seedGitLab(gl *glemu.Server) {
 	})
 }
 
+// seedForgejo creates the third bundle's repository on the Gitea server unless it
+// exists (a resumed server keeps it).
+func seedForgejo(f *localenv.Forgejo) error {
+	var ae *localenv.APIError
+	err := f.API(http.MethodGet, "/repos/"+DemoNamespace+"/"+ForgejoBundle, f.AdminToken, nil, nil)
+	if err == nil {
+		return nil
+	}
+	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+		return fmt.Errorf("looking up %s/%s on Forgejo: %w", DemoNamespace, ForgejoBundle, err)
+	}
+	var csv strings.Builder
+	csv.WriteString(csvDescription)
+	for _, c := range ForgejoNudgers {
+		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ImageOf(c), DigestOf(DemoNamespace, c, 0))
+	}
+	if err := f.CreateRepo(DemoNamespace, ForgejoBundle, defaultBranch, map[string]string{
+		CSVPath:     csv.String(),
+		"README.md": "# operator bundle on Forgejo\n\nThe CSV lists the operands' images by digest.\n",
+	}); err != nil {
+		return fmt.Errorf("seeding Forgejo: %w", err)
+	}
+	return nil
+}
+
 // releasePlanAdmission admits the demo's releases in the managed namespace and maps
 // the operands to their distribution repositories.
 func releasePlanAdmission() *mirrorv1alpha1.ReleasePlanAdmission {
@@ -145,11 +188,20 @@ func releasePlanAdmission() *mirrorv1alpha1.ReleasePlanAdmission {
 	}
 }
 
+// seedOptions are the forges seedCluster points the demo at.
+type seedOptions struct {
+	forgeURL, gitlabURL, botToken string
+	// forgejoURL and forgejoBotToken are set with --forgejo only.
+	forgejoURL, forgejoBotToken string
+}
+
 // seedCluster creates what the demo namespace needs unless it exists: the forge
 // credentials, the Components, the ComponentGroup gating the operator and the
-// NudgeConfig.
-func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, gitlabURL, botToken string) error {
+// NudgeConfig. With Forgejo it also adds the third bundle, its nudgers, their
+// edges and the Gitea bot's Secret, also to a namespace seeded without them.
+func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) error {
 	ns := DemoNamespace
+	forgeURL, gitlabURL, botToken := o.forgeURL, o.gitlabURL, o.botToken
 	objs := []ctrlclient.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{
@@ -181,6 +233,21 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, gitlabUR
 		}
 		objs = append(objs, comp)
 	}
+	if o.forgejoURL != "" {
+		for _, c := range append([]string{ForgejoBundle}, ForgejoNudgers...) {
+			comp := &mirrorv1alpha1.Component{
+				ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns},
+				Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
+					Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
+			}
+			if c == ForgejoBundle {
+				// A loopback host does not say Forgejo: the annotation does.
+				comp.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: "forgejo"}
+				comp.Spec.Source.GitSource.URL = o.forgejoURL + "/" + ns + "/" + c
+			}
+			objs = append(objs, comp)
+		}
+	}
 	objs = append(objs, &mirrorv1beta2.ComponentGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: OperatorTests, Namespace: ns},
 		Spec:       mirrorv1beta2.ComponentGroupSpec{Components: []mirrorv1beta2.ComponentGroupMember{{Name: Operator}}},
@@ -196,14 +263,30 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, gitlabUR
 	for _, c := range GitLabNudgers {
 		nc.Spec.Nudges = append(nc.Spec.Nudges, konfluxv1alpha1.NudgeRelationship{From: c, To: GitLabBundle, Mode: konfluxv1alpha1.ModeImmediate})
 	}
+	var forgejoEdges []konfluxv1alpha1.NudgeRelationship
+	if o.forgejoURL != "" {
+		for _, c := range ForgejoNudgers {
+			forgejoEdges = append(forgejoEdges, konfluxv1alpha1.NudgeRelationship{From: c, To: ForgejoBundle, Mode: konfluxv1alpha1.ModeImmediate})
+		}
+		nc.Spec.Nudges = append(nc.Spec.Nudges, forgejoEdges...)
+	}
 	objs = append(objs, nc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ReleasesNamespace}}, releasePlanAdmission())
 	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("seeding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
 		}
 	}
+	if o.forgejoURL != "" {
+		if err := seedForgejoAccess(ctx, kube, nc.Name, forgejoEdges, o.forgejoBotToken); err != nil {
+			return err
+		}
+	}
 	// The bundles reference digest 0 of every nudger: that is what they last promoted.
-	for _, c := range append(slices.Clone(Nudgers), GitLabNudgers...) {
+	nudgers := append(slices.Clone(Nudgers), GitLabNudgers...)
+	if o.forgejoURL != "" {
+		nudgers = append(nudgers, ForgejoNudgers...)
+	}
+	for _, c := range nudgers {
 		var comp mirrorv1alpha1.Component
 		if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: c}, &comp); err != nil {
 			return fmt.Errorf("reading component %s: %w", c, err)
@@ -215,6 +298,43 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, forgeURL, gitlabUR
 		if err := kube.Status().Update(ctx, &comp); err != nil {
 			return fmt.Errorf("setting lastPromotedImage of %s: %w", c, err)
 		}
+	}
+	return nil
+}
+
+// seedForgejoAccess adds the Forgejo edges to a NudgeConfig seeded by a start
+// without --forgejo, and writes the Gitea bot's Secret: created, or updated when
+// the token changed (a server folder deleted and made anew).
+func seedForgejoAccess(ctx context.Context, kube ctrlclient.Client, ncName string, edges []konfluxv1alpha1.NudgeRelationship, botToken string) error {
+	ns := DemoNamespace
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var nc konfluxv1alpha1.NudgeConfig
+		if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: ncName}, &nc); err != nil {
+			return err
+		}
+		missing := false
+		for _, e := range edges {
+			if !slices.ContainsFunc(nc.Spec.Nudges, func(n konfluxv1alpha1.NudgeRelationship) bool { return n.From == e.From && n.To == e.To }) {
+				nc.Spec.Nudges, missing = append(nc.Spec.Nudges, e), true
+			}
+		}
+		if !missing {
+			return nil
+		}
+		return kube.Update(ctx, &nc)
+	})
+	if err != nil {
+		return fmt.Errorf("adding the Forgejo bundle's edges to NudgeConfig %s/%s: %w", ns, ncName, err)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: forgejoSecret, Namespace: ns}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, kube, sec, func() error {
+		sec.Labels = map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}
+		sec.Annotations = map[string]string{forge.AnnotationRepository: ns + "/" + ForgejoBundle}
+		sec.Type = corev1.SecretTypeBasicAuth
+		sec.Data = map[string][]byte{"username": []byte(localenv.ForgejoBot), "password": []byte(botToken)}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("writing Secret %s/%s: %w", ns, forgejoSecret, err)
 	}
 	return nil
 }

@@ -3,10 +3,12 @@ package devenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,10 +24,12 @@ import (
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/forge"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 // The simulator stands in for the Konflux services a local world lacks:
@@ -230,16 +234,36 @@ func buildNumber(name string) int {
 	return i
 }
 
-var prRef = regexp.MustCompile(`^(?:https?://[^/]+/)?([^/#\s]+)/([^/#\s]+)(?:/pull/|#)(\d+)$`)
+// PRRef names a pull (or merge) request as `nudgeflow dev merge` takes it.
+type PRRef struct {
+	// Base is scheme://host of a web URL ("" for OWNER/REPO#N).
+	Base        string
+	Owner, Repo string
+	Number      int
+}
 
-// ParsePR reads "owner/repo#N" or a pull request's web URL.
-func ParsePR(ref string) (owner, repo string, number int, err error) {
-	m := prRef.FindStringSubmatch(strings.TrimSpace(ref))
-	if m == nil {
-		return "", "", 0, fmt.Errorf("%q is not a pull request: give OWNER/REPO#N or its URL", ref)
+func (r PRRef) String() string { return fmt.Sprintf("%s/%s#%d", r.Owner, r.Repo, r.Number) }
+
+var (
+	// OWNER/REPO#N, or OWNER/REPO!N as GitLab writes a merge request.
+	prShortRef = regexp.MustCompile(`^([^#!\s]+)/([^/#!\s]+)[#!](\d+)$`)
+	// GitHub's /pull/N, Gitea's and Forgejo's /pulls/N, GitLab's /-/merge_requests/N
+	// (whose owner may hold subgroups).
+	prWebURL = regexp.MustCompile(`^(https?://[^/]+)/(.+)/([^/]+)/(?:pull|pulls|-/merge_requests)/(\d+)/?$`)
+)
+
+// ParsePR reads "owner/repo#N" or a pull (merge) request's web URL on any forge.
+func ParsePR(ref string) (PRRef, error) {
+	ref = strings.TrimSpace(ref)
+	if m := prWebURL.FindStringSubmatch(ref); m != nil {
+		n, _ := strconv.Atoi(m[4])
+		return PRRef{Base: m[1], Owner: m[2], Repo: m[3], Number: n}, nil
 	}
-	number, _ = strconv.Atoi(m[3])
-	return m[1], m[2], number, nil
+	if m := prShortRef.FindStringSubmatch(ref); m != nil {
+		n, _ := strconv.Atoi(m[3])
+		return PRRef{Owner: m[1], Repo: m[2], Number: n}, nil
+	}
+	return PRRef{}, fmt.Errorf("%q is not a pull request: give OWNER/REPO#N or its URL", ref)
 }
 
 // Merge merges a pull request in the emulator through GitHub's REST API, as the
@@ -271,8 +295,12 @@ func Merge(ctx context.Context, forgeURL, token, owner, repo string, number int)
 	return out.SHA, nil
 }
 
-// MergeAsMaintainer merges a pull request of the environment running in home.
-func MergeAsMaintainer(ctx context.Context, home, owner, repo string, number int) (string, error) {
+// MergeAsMaintainer merges a pull (merge) request of the environment running in
+// home as the demo's person, on whichever forge holds it. The forge is the one of
+// the Component whose repository it is, told as the worker tells it (the
+// git-provider annotation, else the host; GitHub when neither says); a repository
+// no Component names is on the GitHub emulator unless its URL says otherwise.
+func MergeAsMaintainer(ctx context.Context, home string, kube ctrlclient.Client, ns string, ref PRRef) (string, error) {
 	r, err := ReadRunning(home)
 	if err != nil {
 		return "", err
@@ -281,5 +309,150 @@ func MergeAsMaintainer(ctx context.Context, home, owner, repo string, number int
 	if err != nil {
 		return "", err
 	}
-	return Merge(ctx, r.ForgeURL, tok.Maintainer, owner, repo, number)
+	provider, base, err := forgeOf(ctx, kube, ns, r, ref)
+	if err != nil {
+		return "", err
+	}
+	switch provider {
+	case forge.ProviderGitLab:
+		return mergeGitLab(ctx, base, tok.Maintainer, ref)
+	case forge.ProviderForgejo:
+		users, err := localenv.ReadForgejoUsers(filepath.Join(home, dirForgejo))
+		if err != nil {
+			return "", fmt.Errorf("merging %s on Forgejo (is `nudgeflow dev --forgejo` running?): %w", ref, err)
+		}
+		return mergeForgejo(ctx, base, users[localenv.ForgejoHuman], ref)
+	default:
+		return Merge(ctx, base, tok.Maintainer, ref.Owner, ref.Repo, ref.Number)
+	}
+}
+
+// forgeOf finds the forge and its base URL of ref's repository.
+func forgeOf(ctx context.Context, kube ctrlclient.Client, ns string, r *Running, ref PRRef) (provider, base string, err error) {
+	var comps mirrorv1alpha1.ComponentList
+	if err := kube.List(ctx, &comps, ctrlclient.InNamespace(ns)); err != nil {
+		return "", "", fmt.Errorf("listing the Components of %s to find the forge of %s: %w", ns, ref, err)
+	}
+	for _, c := range comps.Items {
+		git := c.Spec.Source.GitSource
+		if git == nil {
+			continue
+		}
+		repo, err := forge.ParseRepoURL(git.URL)
+		if err != nil || repo.Owner != ref.Owner || repo.Name != ref.Repo {
+			continue
+		}
+		b := repo.Scheme + "://" + repo.Host
+		if ref.Base != "" && ref.Base != b {
+			continue
+		}
+		// The worker's rule (changegroupcr's repoOf): annotation, else host, else GitHub.
+		if provider = forge.ProviderOf(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], repo.Host); provider == "" {
+			provider = forge.ProviderGitHub
+		}
+		return provider, b, nil
+	}
+	switch {
+	case ref.Base == "" || ref.Base == r.ForgeURL:
+		return forge.ProviderGitHub, r.ForgeURL, nil
+	case ref.Base == r.GitLabURL:
+		return forge.ProviderGitLab, ref.Base, nil
+	case r.ForgejoURL != "" && ref.Base == r.ForgejoURL:
+		return forge.ProviderForgejo, ref.Base, nil
+	}
+	return "", "", fmt.Errorf("%s/%s is on %s, none of the forges of this environment", ref.Owner, ref.Repo, ref.Base)
+}
+
+// forgeCall sends one JSON request and decodes the answer's JSON into out; a
+// status of 300 or more is an *httpStatusError with the server's message.
+func forgeCall(ctx context.Context, method, u string, header http.Header, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = strings.NewReader(string(b))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return err
+	}
+	req.Header = header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Message any `json:"message"`
+		}
+		_ = json.Unmarshal(data, &e)
+		return &httpStatusError{status: resp.StatusCode, text: resp.Status, message: fmt.Sprint(e.Message)}
+	}
+	if out != nil && len(data) > 0 {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+type httpStatusError struct {
+	status        int
+	text, message string
+}
+
+func (e *httpStatusError) Error() string { return e.text + ": " + e.message }
+
+// mergeGitLab merges a merge request through GitLab's REST API (the emulator).
+func mergeGitLab(ctx context.Context, base, token string, ref PRRef) (string, error) {
+	var mr struct {
+		SHA            string `json:"sha"`
+		MergeCommitSHA string `json:"merge_commit_sha"`
+	}
+	u := fmt.Sprintf("%s/api/v4/projects/%s/merge_requests/%d/merge", strings.TrimSuffix(base, "/"),
+		url.PathEscape(ref.Owner+"/"+ref.Repo), ref.Number)
+	if err := forgeCall(ctx, http.MethodPut, u, http.Header{"Private-Token": {token}}, map[string]any{}, &mr); err != nil {
+		return "", fmt.Errorf("merging %s on GitLab: %w", ref, err)
+	}
+	if mr.MergeCommitSHA != "" {
+		return mr.MergeCommitSHA, nil
+	}
+	return mr.SHA, nil
+}
+
+// mergeForgejo merges a pull request through the Gitea/Forgejo API as the person.
+// The server checks a PR's mergeability in the background after each push and
+// answers 405 until it has: that is retried until a deadline (a work-in-progress
+// PR stays 405 and fails with the server's message).
+func mergeForgejo(ctx context.Context, base, token string, ref PRRef) (string, error) {
+	api := strings.TrimSuffix(base, "/") + fmt.Sprintf("/api/v1/repos/%s/%s/pulls/%d", url.PathEscape(ref.Owner), url.PathEscape(ref.Repo), ref.Number)
+	header := http.Header{"Authorization": {"token " + token}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := forgeCall(ctx, http.MethodPost, api+"/merge", header, map[string]any{"Do": "merge"}, nil)
+		if err == nil {
+			break
+		}
+		var se *httpStatusError
+		if !errors.As(err, &se) || se.status != http.StatusMethodNotAllowed || time.Now().After(deadline) {
+			return "", fmt.Errorf("merging %s on Forgejo: %w", ref, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("merging %s on Forgejo: %w (last answer: %v)", ref, context.Cause(ctx), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	var pr struct {
+		MergeCommitSHA string `json:"merge_commit_sha"`
+	}
+	if err := forgeCall(ctx, http.MethodGet, api, header, nil, &pr); err != nil {
+		return "", fmt.Errorf("reading %s on Forgejo after merging it: %w", ref, err)
+	}
+	return pr.MergeCommitSHA, nil
 }

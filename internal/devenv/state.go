@@ -43,6 +43,9 @@ const (
 	dirEtcd            = "etcd"
 	dirLogs            = "logs"
 	dirShims           = "bin" // the parent-death shims (localenv.HandleParentDeathExec)
+	// dirForgejo holds the Gitea server's state with --forgejo: app.ini, SQLite,
+	// repositories and the users' tokens (users.json, 0600).
+	dirForgejo = "forgejo"
 )
 
 // Running describes a started environment. `nudgeflow dev` writes it before it
@@ -52,7 +55,7 @@ const (
 type Running struct {
 	PID int `json:"pid"` // Owner.PID
 	// Owner is the `nudgeflow dev` process; Children the servers it started
-	// (kube-apiserver, etcd, temporal); TempDirs the folders envtest made outside the state.
+	// (kube-apiserver, etcd, temporal, gitea with --forgejo); TempDirs the folders envtest made outside the state.
 	Owner    Proc     `json:"owner"`
 	Children []Proc   `json:"children,omitempty"`
 	TempDirs []string `json:"tempDirs,omitempty"`
@@ -65,6 +68,7 @@ type Running struct {
 	ForgeURL        string `json:"forgeURL"`
 	ForgeHookURL    string `json:"forgeHookURL"`
 	GitLabURL       string `json:"gitlabURL,omitempty"`
+	ForgejoURL      string `json:"forgejoURL,omitempty"` // with --forgejo
 	Logs            string `json:"logs"`
 }
 

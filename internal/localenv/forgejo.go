@@ -45,6 +45,38 @@ type ForgejoOptions struct {
 	TreesPerPage int
 	// Log receives the server's output (dir/gitea.log when nil).
 	Log io.Writer
+	// Port is the server's fixed loopback port (a free one when zero): `nudgeflow
+	// dev` keeps the URLs in its Components valid from one start to the next.
+	Port int
+	// HumanPassword is ForgejoHuman's password, so a person can sign in to the web
+	// UI as that user (a random one when empty).
+	HumanPassword string
+	// NoParentDeathSignal lets the server outlive the thread that started it (tests
+	// of `nudgeflow dev`'s crash recovery, which must find it still running).
+	NoParentDeathSignal bool
+}
+
+// forgejoUsersFile, in the server's folder, keeps the users' access tokens (mode
+// 0600): a second start on the same folder reuses them instead of creating the
+// users again, which the server would refuse.
+const forgejoUsersFile = "users.json"
+
+// ForgejoUsers are the access tokens of the three users, by user name. They are
+// secrets: never logged.
+type ForgejoUsers map[string]string
+
+// ReadForgejoUsers reads the tokens a server started in dir stored.
+func ReadForgejoUsers(dir string) (ForgejoUsers, error) {
+	path := filepath.Join(dir, forgejoUsersFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the Forgejo users' tokens: %w", err)
+	}
+	var u ForgejoUsers
+	if err := json.Unmarshal(b, &u); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return u, nil
 }
 
 // Forgejo is a running Gitea server (the API Forgejo shares) with three users, their
@@ -68,6 +100,7 @@ type Forgejo struct {
 
 // StartForgejo starts a Gitea server with its state in dir (SQLite, repositories,
 // logs) on a free loopback port, install mode off, and waits until it answers.
+// A folder a previous start left is resumed: same secrets, same users and tokens.
 func StartForgejo(ctx context.Context, dir string) (*Forgejo, error) {
 	return StartForgejoWith(ctx, dir, ForgejoOptions{})
 }
@@ -81,20 +114,27 @@ func StartForgejoWith(ctx context.Context, dir string, opts ForgejoOptions) (*Fo
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	port := opts.Port
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	f := &Forgejo{URL: fmt.Sprintf("http://127.0.0.1:%d", port), dir: dir, done: make(chan struct{}),
 		hc: &http.Client{Timeout: 2 * time.Minute}} // a loaded test machine is slow
 	if err := os.MkdirAll(filepath.Join(dir, "custom"), 0o755); err != nil {
 		return nil, err
 	}
-	ini, err := forgejoINI(dir, filepath.Dir(bin), port, opts)
+	conf := filepath.Join(dir, "app.ini")
+	// A resumed server keeps its secrets: SECRET_KEY encrypts what the database
+	// stores encrypted.
+	ini, err := forgejoINI(dir, filepath.Dir(bin), port, opts, iniSecrets(conf))
 	if err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(dir, "app.ini")
+	// Tokens stored for a database that is gone name nobody.
+	_, dbErr := os.Stat(filepath.Join(dir, "data", "gitea.db"))
+	fresh := errors.Is(dbErr, os.ErrNotExist)
 	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
 		return nil, err
 	}
@@ -120,36 +160,16 @@ func StartForgejoWith(ctx context.Context, dir string, opts ForgejoOptions) (*Fo
 		return nil, err
 	}
 	f.BotEmail, f.HumanEmail = ForgejoBot+"@example.com", ForgejoHuman+"@example.com"
-	for _, u := range []struct {
-		name, email string
-		admin       bool
-		token       *string
-	}{
-		{ForgejoAdmin, ForgejoAdmin + "@example.com", true, &f.AdminToken},
-		{ForgejoBot, f.BotEmail, false, &f.BotToken},
-		{ForgejoHuman, f.HumanEmail, false, &f.HumanToken},
-	} {
-		args := []string{"admin", "user", "create", "--username", u.name, "--email", u.email,
-			"--password", randomHex(16), "--must-change-password=false",
-			"--access-token", "--access-token-name", "test", "--access-token-scopes", "all"}
-		if u.admin {
-			args = append(args, "--admin")
-		}
-		out, err := run(args...)
-		if err != nil {
-			return nil, err
-		}
-		m := tokenLine.FindStringSubmatch(out)
-		if m == nil {
-			return nil, fmt.Errorf("gitea admin user create %s printed no access token", u.name)
-		}
-		*u.token = m[1]
+	users, err := ensureForgejoUsers(dir, fresh, run, f, opts)
+	if err != nil {
+		return nil, err
 	}
+	f.AdminToken, f.BotToken, f.HumanToken = users[ForgejoAdmin], users[ForgejoBot], users[ForgejoHuman]
 
 	f.cmd = exec.Command(bin, "web", "--config", conf, "--work-path", dir)
 	f.cmd.Dir, f.cmd.Env = dir, forgejoEnv(dir)
 	f.cmd.Stdout, f.cmd.Stderr = log, log
-	f.cmd.SysProcAttr = forgejoProcAttr()
+	f.cmd.SysProcAttr = forgejoProcAttr(!opts.NoParentDeathSignal)
 	var startErr error
 	OnLongLivedThread(func() { startErr = f.cmd.Start() })
 	if startErr != nil {
@@ -182,6 +202,106 @@ func StartForgejoWith(ctx context.Context, dir string, opts ForgejoOptions) (*Fo
 	return f, nil
 }
 
+// ensureForgejoUsers makes the three users exist, each with an access token, and
+// stores the tokens in dir: a user with a stored token is left alone, one that
+// exists without one (a start that died between creating it and storing the file)
+// gets a new token, never a second account.
+func ensureForgejoUsers(dir string, fresh bool, run func(...string) (string, error), f *Forgejo, opts ForgejoOptions) (ForgejoUsers, error) {
+	users, err := ReadForgejoUsers(dir)
+	if err != nil || fresh {
+		users = ForgejoUsers{}
+	}
+	list, err := run("admin", "user", "list")
+	if err != nil {
+		return nil, err
+	}
+	existing := map[string]bool{}
+	for _, line := range strings.Split(list, "\n")[1:] { // ID Username Email ...
+		if fs := strings.Fields(line); len(fs) > 1 {
+			existing[fs[1]] = true
+		}
+	}
+	password := opts.HumanPassword
+	for _, u := range []struct {
+		name, email string
+		admin       bool
+	}{
+		{ForgejoAdmin, ForgejoAdmin + "@example.com", true},
+		{ForgejoBot, f.BotEmail, false},
+		{ForgejoHuman, f.HumanEmail, false},
+	} {
+		if users[u.name] != "" && existing[u.name] {
+			continue
+		}
+		if existing[u.name] {
+			out, err := run("admin", "user", "generate-access-token", "--username", u.name,
+				"--token-name", "nudgeflow-"+randomHex(4), "--scopes", "all", "--raw")
+			if err != nil {
+				return nil, err
+			}
+			// --raw prints the token alone, but the server may log on stdout first.
+			tok := rawToken.FindString(out)
+			if tok == "" {
+				return nil, fmt.Errorf("gitea admin user generate-access-token %s printed no token", u.name)
+			}
+			users[u.name] = tok
+			if u.name == ForgejoHuman && password != "" {
+				if _, err := run("admin", "user", "change-password", "--username", u.name, "--password", password,
+					"--must-change-password=false"); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		pw := randomHex(16)
+		if u.name == ForgejoHuman && password != "" {
+			pw = password
+		}
+		args := []string{"admin", "user", "create", "--username", u.name, "--email", u.email,
+			"--password", pw, "--must-change-password=false",
+			"--access-token", "--access-token-name", "test", "--access-token-scopes", "all"}
+		if u.admin {
+			args = append(args, "--admin")
+		}
+		out, err := run(args...)
+		if err != nil {
+			return nil, err
+		}
+		m := tokenLine.FindStringSubmatch(out)
+		if m == nil {
+			return nil, fmt.Errorf("gitea admin user create %s printed no access token", u.name)
+		}
+		users[u.name] = m[1]
+	}
+	b, err := json.Marshal(users)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the Forgejo users' tokens: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, forgejoUsersFile), b, 0o600); err != nil {
+		return nil, fmt.Errorf("storing the Forgejo users' tokens: %w", err)
+	}
+	return users, nil
+}
+
+// iniSecrets reads SECRET_KEY and INTERNAL_TOKEN from an app.ini a previous start
+// wrote (none when there is none).
+func iniSecrets(path string) map[string]string {
+	out := map[string]string{}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if k = strings.TrimSpace(k); ok && (k == "SECRET_KEY" || k == "INTERNAL_TOKEN") {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+var rawToken = regexp.MustCompile(`(?m)^[0-9a-f]{40}$`)
+
 var tokenLine = regexp.MustCompile(`Access token was successfully created\.\.\. ([0-9a-f]+)`)
 
 func forgejoEnv(dir string) []string {
@@ -210,7 +330,13 @@ func randomHex(n int) string {
 // forgejoINI is a minimal app.ini: install locked, SQLite, no SSH, no mail, no
 // indexers or cron, webhooks allowed to loopback receivers, and queues with one
 // worker so events leave in the order they were made.
-func forgejoINI(dir, static string, port int, opts ForgejoOptions) (string, error) {
+func forgejoINI(dir, static string, port int, opts ForgejoOptions, secrets map[string]string) (string, error) {
+	secret := func(k string, n int) string {
+		if v := secrets[k]; v != "" {
+			return v
+		}
+		return randomHex(n)
+	}
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("APP_NAME = nudgeflow test forge")
@@ -241,8 +367,8 @@ func forgejoINI(dir, static string, port int, opts ForgejoOptions) (string, erro
 	p("WORK_IN_PROGRESS_PREFIXES = WIP:,[WIP]")
 	p("[security]")
 	p("INSTALL_LOCK = true")
-	p("SECRET_KEY = %s", randomHex(32))
-	p("INTERNAL_TOKEN = %s", randomHex(48))
+	p("SECRET_KEY = %s", secret("SECRET_KEY", 32))
+	p("INTERNAL_TOKEN = %s", secret("INTERNAL_TOKEN", 48))
 	p("[oauth2]")
 	p("ENABLED = false")
 	p("[service]")

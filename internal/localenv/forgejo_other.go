@@ -4,5 +4,6 @@ package localenv
 
 import "syscall"
 
-// forgejoProcAttr: the server is its own process group (Stop kills the group).
-func forgejoProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// forgejoProcAttr: the server is its own process group (Stop kills the group); no
+// parent-death signal outside Linux.
+func forgejoProcAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

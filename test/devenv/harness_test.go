@@ -66,24 +66,24 @@ func buildBinary(t *testing.T, dir string) {
 	}
 }
 
-type ports struct{ apiserver, temporal, ui, forge, hook, gitlab int }
+type ports struct{ apiserver, temporal, ui, forge, hook, gitlab, forgejo int }
 
-// freePorts picks six free ports below the kernel's ephemeral range (32768 and up),
+// freePorts picks seven free ports below the kernel's ephemeral range (32768 and up),
 // so the control plane's own free-port choices (etcd's) cannot land on them between
 // the pick and the start.
 func freePorts(t *testing.T) ports {
 	t.Helper()
 	var p []int
-	for port := 20000 + rand.IntN(10000); len(p) < 6 && port < 32000; port++ {
+	for port := 20000 + rand.IntN(10000); len(p) < 7 && port < 32000; port++ {
 		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 			_ = l.Close()
 			p = append(p, port)
 		}
 	}
-	if len(p) < 6 {
-		t.Fatal("no six free ports between 20000 and 32000")
+	if len(p) < 7 {
+		t.Fatal("no seven free ports between 20000 and 32000")
 	}
-	return ports{p[0], p[1], p[2], p[3], p[4], p[5]}
+	return ports{p[0], p[1], p[2], p[3], p[4], p[5], p[6]}
 }
 
 // setUp builds bin/nudgeflow into a fresh folder and returns that folder, the
@@ -124,7 +124,7 @@ func devArgs(p ports, extra ...string) []string {
 	return append([]string{"dev",
 		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
 		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook),
-		"--gitlab-port", strconv.Itoa(p.gitlab)}, extra...)
+		"--gitlab-port", strconv.Itoa(p.gitlab), "--forgejo-port", strconv.Itoa(p.forgejo)}, extra...)
 }
 
 // startDev starts `nudgeflow dev` (with extra flags) and waits for its ready banner.

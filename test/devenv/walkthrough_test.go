@@ -308,6 +308,14 @@ func TestWalkthrough(t *testing.T) {
 			}
 			contains(t, out, "gitlab-bundle-update")
 		},
+		"gitlab-merge": func(out string) {
+			cg := e.group("gitlab-bundle-update")
+			if cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
+				t.Fatalf("gitlab-bundle-update phase %s, want Completed", cg.Status.Phase)
+			}
+			contains(t, out, "merged "+devenv.DemoNamespace+"/"+devenv.GitLabBundle+"#1")
+			e.pageAt(cg.Status.PullRequestURL, `id="mr-state">merged<`, `id="ci-count">1<`)
+		},
 		"validated": func(out string) {
 			if cg := e.group("bundle-hotfix"); cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
 				t.Fatalf("bundle-hotfix phase %s, want Completed", cg.Status.Phase)
@@ -322,6 +330,9 @@ func TestWalkthrough(t *testing.T) {
 	sh := startShell(t, dir, childEnv)
 	seen := map[string]bool{}
 	for _, st := range readmeSteps(t) {
+		if strings.HasPrefix(st.id, forgejoStep) {
+			continue // they need `nudgeflow dev --forgejo`: TestForgejoWalkthrough runs them
+		}
 		check, ok := checks[st.id]
 		if !ok {
 			t.Fatalf("README step %q has no check in this test", st.id)
@@ -348,7 +359,7 @@ func TestWalkthrough(t *testing.T) {
 	d2, took := startDev(t, dir, childEnv, e.p)
 	t.Logf("later start, resuming: ready after %s", took)
 	e.connect()
-	for _, name := range []string{"bundle-update", "bundle-hotfix"} {
+	for _, name := range []string{"bundle-update", "bundle-hotfix", "gitlab-bundle-update"} {
 		if cg := e.group(name); cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
 			t.Fatalf("after the restart %s is %s, want Completed", name, cg.Status.Phase)
 		}
