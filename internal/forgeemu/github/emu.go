@@ -370,10 +370,7 @@ func (s *Server) FileAt(owner, name, ref, path string) (string, bool) {
 }
 
 // Commit is a commit as tests see it.
-type Commit struct {
-	SHA, Message, AuthorEmail, CommitterEmail string
-	Parents                                   []string
-}
+type Commit = gitstore.Summary
 
 // CommitOf returns a commit by SHA.
 func (s *Server) CommitOf(owner, name, sha string) (Commit, bool) {
@@ -384,8 +381,7 @@ func (s *Server) CommitOf(owner, name, sha string) (Commit, bool) {
 		return Commit{}, false
 	}
 	c := r.Commits[sha]
-	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
-		Parents: append([]string(nil), c.Parents...)}, true
+	return c.Summary(), true
 }
 
 // Head returns the commit at the tip of branch.
@@ -400,8 +396,7 @@ func (s *Server) Head(owner, name, branch string) (Commit, bool) {
 	if c == nil {
 		return Commit{}, false
 	}
-	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
-		Parents: append([]string(nil), c.Parents...)}, true
+	return c.Summary(), true
 }
 
 // PR is a pull request as tests see it.
@@ -550,12 +545,10 @@ func (s *Server) HumanCommit(owner, name, branch string, author User, files map[
 	if r == nil {
 		return "", fmt.Errorf("no repository %s/%s", owner, name)
 	}
-	parent := r.Commits[r.Branches[branch]]
-	if parent == nil {
-		return "", fmt.Errorf("no branch %s", branch)
+	c, err := r.CommitFiles(&s.clock, branch, files, message, gitstore.Signature{Name: author.Name, Email: author.Email})
+	if err != nil {
+		return "", err
 	}
-	sig := gitstore.Signature{Name: author.Name, Email: author.Email}
-	c := r.NewCommit(&s.clock, r.WriteTree(parent.Tree, files), []string{parent.SHA}, message, sig, sig)
 	s.moveBranch(r, branch, c.SHA, author.Login)
 	return c.SHA, nil
 }

@@ -43,6 +43,18 @@ func (c *Commit) Title() string {
 	return t
 }
 
+// Summary is a commit as the emulators' tests read it.
+type Summary struct {
+	SHA, Message, AuthorEmail, CommitterEmail string
+	Parents                                   []string
+}
+
+// Summary copies what tests read of c.
+func (c *Commit) Summary() Summary {
+	return Summary{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
+		Parents: append([]string(nil), c.Parents...)}
+}
+
 // Repo is one repository's objects and branches. Its fields are exported so an
 // emulator can save and load it as JSON.
 type Repo struct {
@@ -212,6 +224,17 @@ func (r *Repo) NewCommit(clock *int64, tree string, parents []string, msg string
 	c := &Commit{SHA: hex.EncodeToString(h.Sum(nil)), Tree: tree, Parents: parents, Message: msg, Author: author, Committer: committer}
 	r.Commits[c.SHA] = c
 	return c
+}
+
+// CommitFiles stores a commit by sig of files (path -> content) on top of branch's
+// head, as a person's push does, and returns it; the caller moves the branch, so
+// that it can tell the forge's merge requests. It fails when there is no branch.
+func (r *Repo) CommitFiles(clock *int64, branch string, files map[string]string, msg string, sig Signature) (*Commit, error) {
+	parent := r.Commits[r.Branches[branch]]
+	if parent == nil {
+		return nil, fmt.Errorf("no branch %s", branch)
+	}
+	return r.NewCommit(clock, r.WriteTree(parent.Tree, files), []string{parent.SHA}, msg, sig, sig), nil
 }
 
 // Resolve reads a ref: a branch name or a commit SHA.
