@@ -66,22 +66,6 @@ func history(r *repo, sha string, stop map[string]bool, max int) []webCommit {
 	return out
 }
 
-// ancestors of sha, every parent followed.
-func ancestors(r *repo, sha string) map[string]bool {
-	seen := map[string]bool{}
-	stack := []string{sha}
-	for len(stack) > 0 {
-		c := r.Commits[stack[len(stack)-1]]
-		stack = stack[:len(stack)-1]
-		if c == nil || seen[c.SHA] {
-			continue
-		}
-		seen[c.SHA] = true
-		stack = append(stack, c.Parents...)
-	}
-	return seen
-}
-
 func (s *Server) webIndex(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	var repos []webRepo
@@ -149,7 +133,7 @@ func (s *Server) webPull(w http.ResponseWriter, r *http.Request) {
 			base = c.Parents[0]
 		}
 	}
-	pr.Commits = history(rp, p.HeadSHA, ancestors(rp, base), 20)
+	pr.Commits = history(rp, p.HeadSHA, rp.Ancestors(base), 20)
 	for _, c := range rp.comments[p.Number] {
 		pr.Comments = append(pr.Comments, c.Body)
 	}

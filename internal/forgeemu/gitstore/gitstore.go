@@ -264,35 +264,30 @@ func (r *Repo) IsAncestor(anc, sha string) bool {
 	return false
 }
 
-// MergeBase is the first ancestor of head (breadth first) that base reaches ("" if none).
-func (r *Repo) MergeBase(base, head string) string {
-	return MergeBase(base, head, func(sha string) ([]string, bool) {
-		c := r.Commits[sha]
-		if c == nil {
-			return nil, false
-		}
-		return c.Parents, true
-	})
-}
-
-// MergeBase is the first ancestor of head (breadth first) that base reaches, in
-// any commit store: parents reads a commit's parents (false: no such commit).
-func MergeBase(base, head string, parents func(sha string) ([]string, bool)) string {
-	reach := map[string]bool{}
-	for q := []string{base}; len(q) > 0; q = q[1:] {
-		if ps, ok := parents(q[0]); ok && !reach[q[0]] {
-			reach[q[0]] = true
-			q = append(q, ps...)
+// Ancestors is the set of sha and every commit it reaches through any parent
+// (commits missing from the store are left out).
+func (r *Repo) Ancestors(sha string) map[string]bool {
+	seen := map[string]bool{}
+	for q := []string{sha}; len(q) > 0; q = q[1:] {
+		if c := r.Commits[q[0]]; c != nil && !seen[q[0]] {
+			seen[q[0]] = true
+			q = append(q, c.Parents...)
 		}
 	}
+	return seen
+}
+
+// MergeBase is the first ancestor of head (breadth first) that base reaches ("" if none).
+func (r *Repo) MergeBase(base, head string) string {
+	reach := r.Ancestors(base)
 	seen := map[string]bool{}
 	for q := []string{head}; len(q) > 0; q = q[1:] {
 		if reach[q[0]] {
 			return q[0]
 		}
-		if ps, ok := parents(q[0]); ok && !seen[q[0]] {
+		if c := r.Commits[q[0]]; c != nil && !seen[q[0]] {
 			seen[q[0]] = true
-			q = append(q, ps...)
+			q = append(q, c.Parents...)
 		}
 	}
 	return ""

@@ -88,3 +88,26 @@ func TestWriteFileReadFile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAncestorsAndMergeBase(t *testing.T) {
+	var clock int64
+	sig := Signature{Name: "a"}
+	r := New("main", map[string]string{"x": "0"}, &clock, sig)
+	a := r.Branches["main"]
+	commit := func(parents ...string) string {
+		return r.NewCommit(&clock, r.Commits[a].Tree, parents, "c", sig, sig).SHA
+	}
+	b, c := commit(a), commit(a)
+	m := commit(b, c)
+	if got := r.Ancestors(m); len(got) != 4 || !got[a] || !got[b] || !got[c] || !got[m] {
+		t.Fatalf("ancestors of the merge: %v", got)
+	}
+	if got := r.Ancestors("missing"); len(got) != 0 {
+		t.Fatalf("ancestors of a missing commit: %v", got)
+	}
+	for _, tc := range []struct{ base, head, want string }{{b, c, a}, {m, c, c}, {c, m, c}, {a, "missing", ""}} {
+		if got := r.MergeBase(tc.base, tc.head); got != tc.want {
+			t.Errorf("MergeBase(%.7s, %.7s) = %.7s, want %.7s", tc.base, tc.head, got, tc.want)
+		}
+	}
+}
