@@ -31,7 +31,8 @@ func (r *repo) pullFiles(p *pull) []changedFile {
 			out = append(out, changedFile{c.Path, "removed"})
 		case c.OldSHA != c.NewSHA:
 			out = append(out, changedFile{c.Path, "modified"})
-			// A change of mode alone is not listed: GitHub's "changed" status is
+		default:
+			// A change of mode alone is left out: GitHub's "changed" status is
 			// not emulated.
 		}
 	}
