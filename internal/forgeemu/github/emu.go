@@ -11,20 +11,18 @@
 package github
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
 )
 
 // User is an account a token authenticates as; commits without an author get it.
@@ -276,40 +274,46 @@ func (s *Server) CIEvents() []CIEvent {
 	return append([]CIEvent(nil), s.ci...)
 }
 
-// ---- git objects ----
-
-type entry struct {
-	Path string
-	Mode string
-	SHA  string // blob SHA
-}
-
-type commit struct {
-	SHA       string
-	Tree      string
-	Parents   []string
-	Message   string
-	Author    signature
-	Committer signature
-}
-
-type signature struct {
-	Name  string `json:"name"`
-	Email string `json:"email"`
-	Date  string `json:"date"`
-}
+// ---- repositories ----
 
 type repo struct {
-	id            int64
-	owner, name   string
-	defaultBranch string
-	refs          map[string]string // "heads/main" -> commit SHA
-	blobs         map[string][]byte
-	trees         map[string][]entry // flat, sorted by path: every blob below the tree
-	commits       map[string]*commit
-	pulls         []*pull // index = number-1 of PRs; issues share numbers
-	nextNumber    int
-	comments      map[int][]*comment
+	id          int64
+	owner, name string
+	// Repo holds the objects, the default branch and the branches (refs/heads/*).
+	*gitstore.Repo
+	// otherRefs are the refs outside refs/heads ("tags/v1" -> SHA), which GitHub's
+	// git refs API creates too.
+	otherRefs  map[string]string
+	pulls      []*pull // index = number-1 of PRs; issues share numbers
+	nextNumber int
+	comments   map[int][]*comment
+}
+
+// newRepo wraps a store. GitHub reads a directory's tree by its SHA, so every
+// subtree is stored too.
+func newRepo(id int64, owner, name string, git *gitstore.Repo) *repo {
+	git.Init()
+	git.Subtrees = true
+	return &repo{id: id, owner: owner, name: name, Repo: git, otherRefs: map[string]string{}, comments: map[int][]*comment{}}
+}
+
+// ref reads a ref named as GitHub's API does, below refs/ ("heads/main", "tags/v1").
+func (r *repo) ref(name string) (string, bool) {
+	if branch, ok := strings.CutPrefix(name, "heads/"); ok {
+		sha, ok := r.Branches[branch]
+		return sha, ok
+	}
+	sha, ok := r.otherRefs[name]
+	return sha, ok
+}
+
+// setRef points a ref at sha; moveBranch also tells a branch's pull requests.
+func (r *repo) setRef(name, sha string) {
+	if branch, ok := strings.CutPrefix(name, "heads/"); ok {
+		r.Branches[branch] = sha
+	} else {
+		r.otherRefs[name] = sha
+	}
 }
 
 type pull struct {
@@ -334,76 +338,6 @@ type comment struct {
 	User string
 }
 
-func blobSHA(content []byte) string {
-	h := sha1.New()
-	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func treeSHA(entries []entry) string {
-	h := sha1.New()
-	for _, e := range entries {
-		fmt.Fprintf(h, "%s %s\t%s\n", e.Mode, e.SHA, e.Path)
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// putTree stores a flat tree and every subtree below it; returns its SHA.
-func (r *repo) putTree(entries []entry) string {
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
-	sha := treeSHA(entries)
-	if _, ok := r.trees[sha]; ok {
-		return sha
-	}
-	r.trees[sha] = entries
-	dirs := map[string][]entry{}
-	for _, e := range entries {
-		parts := strings.Split(e.Path, "/")
-		for i := 1; i < len(parts); i++ {
-			dir := strings.Join(parts[:i], "/")
-			dirs[dir] = append(dirs[dir], entry{Path: strings.Join(parts[i:], "/"), Mode: e.Mode, SHA: e.SHA})
-		}
-	}
-	for _, sub := range dirs {
-		r.putTree(sub)
-	}
-	return sha
-}
-
-// subtreeSHA is the SHA of directory dir inside a stored flat tree.
-func (r *repo) subtreeSHA(entries []entry, dir string) string {
-	var sub []entry
-	for _, e := range entries {
-		if rest, ok := strings.CutPrefix(e.Path, dir+"/"); ok {
-			sub = append(sub, entry{Path: rest, Mode: e.Mode, SHA: e.SHA})
-		}
-	}
-	sort.Slice(sub, func(i, j int) bool { return sub[i].Path < sub[j].Path })
-	return treeSHA(sub)
-}
-
-func (s *Server) newCommit(r *repo, tree string, parents []string, msg string, author, committer signature) *commit {
-	s.clock++
-	date := time.Unix(1700000000+s.clock, 0).UTC().Format(time.RFC3339)
-	if author.Date == "" {
-		author.Date = date
-	}
-	if committer.Date == "" {
-		committer.Date = date
-	}
-	h := sha1.New()
-	fmt.Fprintf(h, "tree %s\n", tree)
-	for _, p := range parents {
-		fmt.Fprintf(h, "parent %s\n", p)
-	}
-	fmt.Fprintf(h, "author %s <%s> %s\ncommitter %s <%s> %s\nclock %d\n\n%s",
-		author.Name, author.Email, author.Date, committer.Name, committer.Email, committer.Date, s.clock, msg)
-	c := &commit{SHA: hex.EncodeToString(h.Sum(nil)), Tree: tree, Parents: parents, Message: msg, Author: author, Committer: committer}
-	r.commits[c.SHA] = c
-	return c
-}
-
 // ---- test helpers ----
 
 // CreateRepo creates owner/name with one commit holding files on defaultBranch.
@@ -411,19 +345,11 @@ func (s *Server) CreateRepo(owner, name, defaultBranch string, files map[string]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID++
-	r := &repo{id: s.nextID, owner: owner, name: name, defaultBranch: defaultBranch,
-		refs: map[string]string{}, blobs: map[string][]byte{}, trees: map[string][]entry{},
-		commits: map[string]*commit{}, comments: map[int][]*comment{}}
-	var entries []entry
-	for p, c := range files {
-		sha := blobSHA([]byte(c))
-		r.blobs[sha] = []byte(c)
-		entries = append(entries, entry{Path: p, Mode: "100644", SHA: sha})
-	}
-	tree := r.putTree(entries)
-	sig := signature{Name: "Repo Owner", Email: "owner@example.com"}
-	c := s.newCommit(r, tree, nil, "Initial commit", sig, sig)
-	r.refs["heads/"+defaultBranch] = c.SHA
+	git := &gitstore.Repo{DefaultBranch: defaultBranch}
+	r := newRepo(s.nextID, owner, name, git)
+	sig := gitstore.Signature{Name: "Repo Owner", Email: "owner@example.com"}
+	c := r.NewCommit(&s.clock, r.WriteTree("", files), nil, "Initial commit", sig, sig)
+	r.Branches[defaultBranch] = c.SHA
 	s.repos[owner+"/"+name] = r
 }
 
@@ -435,39 +361,27 @@ func (s *Server) FileAt(owner, name, ref, path string) (string, bool) {
 	if r == nil {
 		return "", false
 	}
-	sha := r.refs["heads/"+ref]
-	if sha == "" {
-		sha = ref
-	}
-	c := r.commits[sha]
+	c := r.Resolve(ref)
 	if c == nil {
 		return "", false
 	}
-	for _, e := range r.trees[c.Tree] {
-		if e.Path == path {
-			return string(r.blobs[e.SHA]), true
-		}
-	}
-	return "", false
+	e, ok := r.Lookup(c.Tree, path)
+	return string(r.Blobs[e.SHA]), ok
 }
 
 // Commit is a commit as tests see it.
-type Commit struct {
-	SHA, Message, AuthorEmail, CommitterEmail string
-	Parents                                   []string
-}
+type Commit = gitstore.Summary
 
 // CommitOf returns a commit by SHA.
 func (s *Server) CommitOf(owner, name, sha string) (Commit, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.repos[owner+"/"+name]
-	if r == nil || r.commits[sha] == nil {
+	if r == nil || r.Commits[sha] == nil {
 		return Commit{}, false
 	}
-	c := r.commits[sha]
-	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
-		Parents: append([]string(nil), c.Parents...)}, true
+	c := r.Commits[sha]
+	return c.Summary(), true
 }
 
 // Head returns the commit at the tip of branch.
@@ -478,12 +392,11 @@ func (s *Server) Head(owner, name, branch string) (Commit, bool) {
 	if r == nil {
 		return Commit{}, false
 	}
-	c := r.commits[r.refs["heads/"+branch]]
+	c := r.Commits[r.Branches[branch]]
 	if c == nil {
 		return Commit{}, false
 	}
-	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
-		Parents: append([]string(nil), c.Parents...)}, true
+	return c.Summary(), true
 }
 
 // PR is a pull request as tests see it.
@@ -553,15 +466,15 @@ func (s *Server) MergePR(owner, name string, number int) error {
 	if err != nil {
 		return err
 	}
-	s.merge(r, p, signature{Name: "Maintainer", Email: "maintainer@example.com"})
+	s.merge(r, p, gitstore.Signature{Name: "Maintainer", Email: "maintainer@example.com"})
 	return nil
 }
 
 // merge merges an open PR as sig. Callers hold s.mu.
-func (s *Server) merge(r *repo, p *pull, sig signature) string {
-	head := r.commits[p.HeadSHA]
-	c := s.newCommit(r, head.Tree, []string{r.refs["heads/"+p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", p.Number), sig, sig)
-	r.refs["heads/"+p.Base] = c.SHA
+func (s *Server) merge(r *repo, p *pull, sig gitstore.Signature) string {
+	head := r.Commits[p.HeadSHA]
+	c := r.NewCommit(&s.clock, head.Tree, []string{r.Branches[p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", p.Number), sig, sig)
+	r.Branches[p.Base] = c.SHA
 	p.State, p.Merged, p.MergeSHA = "closed", true, c.SHA
 	s.event(r, p, "closed", sig.Name)
 	return c.SHA
@@ -615,8 +528,8 @@ func (s *Server) Retarget(owner, name string, number int, base string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := r.refs["heads/"+base]; !ok {
-		r.refs["heads/"+base] = r.refs["heads/"+r.defaultBranch]
+	if _, ok := r.Branches[base]; !ok {
+		r.Branches[base] = r.Branches[r.DefaultBranch]
 	}
 	p.Base = base
 	s.event(r, p, "edited", "maintainer")
@@ -632,25 +545,10 @@ func (s *Server) HumanCommit(owner, name, branch string, author User, files map[
 	if r == nil {
 		return "", fmt.Errorf("no repository %s/%s", owner, name)
 	}
-	parent := r.commits[r.refs["heads/"+branch]]
-	if parent == nil {
-		return "", fmt.Errorf("no branch %s", branch)
+	c, err := r.CommitFiles(&s.clock, branch, files, message, gitstore.Signature{Name: author.Name, Email: author.Email})
+	if err != nil {
+		return "", err
 	}
-	byPath := map[string]entry{}
-	for _, e := range r.trees[parent.Tree] {
-		byPath[e.Path] = e
-	}
-	for p, c := range files {
-		sha := blobSHA([]byte(c))
-		r.blobs[sha] = []byte(c)
-		byPath[p] = entry{Path: p, Mode: "100644", SHA: sha}
-	}
-	entries := make([]entry, 0, len(byPath))
-	for _, e := range byPath {
-		entries = append(entries, e)
-	}
-	sig := signature{Name: author.Name, Email: author.Email}
-	c := s.newCommit(r, r.putTree(entries), []string{parent.SHA}, message, sig, sig)
 	s.moveBranch(r, branch, c.SHA, author.Login)
 	return c.SHA, nil
 }
@@ -669,7 +567,7 @@ func (s *Server) openPull(owner, name string, number int) (*repo, *pull, error) 
 
 // moveBranch points a branch at sha and sends synchronize to its open PRs.
 func (s *Server) moveBranch(r *repo, branch, sha, sender string) {
-	r.refs["heads/"+branch] = sha
+	r.Branches[branch] = sha
 	for _, p := range r.pulls {
 		if p != nil && p.State == "open" && p.Head == branch && p.HeadSHA != sha {
 			p.HeadSHA = sha
@@ -694,7 +592,7 @@ func (s *Server) setDraft(r *repo, p *pull, draft bool, sender string) {
 func (s *Server) event(r *repo, p *pull, action, sender string) {
 	switch action {
 	case "opened", "synchronize", "reopened", "ready_for_review":
-		if c := r.commits[p.HeadSHA]; c != nil && !digestref.HasSkipMarker(c.Message) {
+		if c := r.Commits[p.HeadSHA]; c != nil && !digestref.HasSkipMarker(c.Message) {
 			s.ci = append(s.ci, CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
 		}
 	}
@@ -715,7 +613,7 @@ func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
 		"created_at": p.CreatedAt.Format(time.RFC3339),
 		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": r.owner + ":" + p.Head,
 			"repo": s.repoJSON(r)},
-		"base": map[string]any{"ref": p.Base, "sha": r.refs["heads/"+p.Base], "label": r.owner + ":" + p.Base,
+		"base": map[string]any{"ref": p.Base, "sha": r.Branches[p.Base], "label": r.owner + ":" + p.Base,
 			"repo": s.repoJSON(r)},
 	}
 }
@@ -723,7 +621,7 @@ func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
 func (s *Server) repoJSON(r *repo) map[string]any {
 	return map[string]any{
 		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": r.name,
-		"full_name": r.owner + "/" + r.name, "default_branch": r.defaultBranch, "private": false,
+		"full_name": r.owner + "/" + r.name, "default_branch": r.DefaultBranch, "private": false,
 		"owner":    map[string]any{"login": r.owner},
 		"html_url": s.srv.URL + "/" + r.owner + "/" + r.name,
 	}

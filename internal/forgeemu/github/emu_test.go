@@ -262,3 +262,35 @@ func TestWebhooks(t *testing.T) {
 		t.Fatal("no webhook")
 	}
 }
+
+// TestTreeOfADirectory reads a directory's tree by the SHA its parent lists, as a
+// client walking the tree without recursive does.
+func TestTreeOfADirectory(t *testing.T) {
+	_, gh, _ := setup(t)
+	ctx := context.Background()
+	sha := push(t, gh, "feature", "bump", true)
+	c, _, err := gh.Git.GetCommit(ctx, "org", "bundle", sha)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walk := c.GetTree().GetSHA()
+	for _, dir := range []string{"a", "b"} {
+		tree, _, err := gh.Git.GetTree(ctx, "org", "bundle", walk, false)
+		if err != nil {
+			t.Fatalf("tree above %s: %v", dir, err)
+		}
+		walk = ""
+		for _, e := range tree.Entries {
+			if e.GetPath() == dir && e.GetType() == "tree" {
+				walk = e.GetSHA()
+			}
+		}
+		if walk == "" {
+			t.Fatalf("no directory %s in %+v", dir, tree.Entries)
+		}
+	}
+	tree, _, err := gh.Git.GetTree(ctx, "org", "bundle", walk, false)
+	if err != nil || len(tree.Entries) != 1 || tree.Entries[0].GetPath() != "c.yaml" || tree.Entries[0].GetType() != "blob" {
+		t.Fatalf("tree of a/b: %v %+v", err, tree)
+	}
+}

@@ -3,9 +3,6 @@ package github
 import (
 	"fmt"
 	"net/http"
-	"sort"
-
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
 )
 
 // Changed files of a pull request, as GitHub's `GET /repos/{o}/{r}/pulls/{n}/files`
@@ -15,52 +12,30 @@ import (
 // at most 3000 files, like GitHub). A rename is not detected (GitHub's similarity
 // index is not emulated): it shows as a removal and an addition.
 
-// mergeBase is the first ancestor of head (breadth first) that base reaches.
-func (r *repo) mergeBase(base, head string) string {
-	return gitstore.MergeBase(base, head, func(sha string) ([]string, bool) {
-		c := r.commits[sha]
-		if c == nil {
-			return nil, false
-		}
-		return c.Parents, true
-	})
-}
-
 type changedFile struct{ path, status string }
 
 // pullFiles diffs the PR's head against its merge base. Callers hold s.mu.
 func (r *repo) pullFiles(p *pull) []changedFile {
-	base := r.refs["heads/"+p.Base]
+	base := r.Branches[p.Base]
 	if p.Merged {
-		if m := r.commits[p.MergeSHA]; m != nil && len(m.Parents) > 0 {
+		if m := r.Commits[p.MergeSHA]; m != nil && len(m.Parents) > 0 {
 			base = m.Parents[0]
 		}
 	}
-	blobs := func(sha string) map[string]string {
-		out := map[string]string{}
-		if c := r.commits[sha]; c != nil {
-			for _, e := range r.trees[c.Tree] {
-				out[e.Path] = e.SHA
-			}
-		}
-		return out
-	}
-	from, to := blobs(r.mergeBase(base, p.HeadSHA)), blobs(p.HeadSHA)
 	var out []changedFile
-	for path, sha := range to {
-		switch old, ok := from[path]; {
-		case !ok:
-			out = append(out, changedFile{path, "added"})
-		case old != sha:
-			out = append(out, changedFile{path, "modified"})
+	for _, c := range r.Diff(r.MergeBase(base, p.HeadSHA), p.HeadSHA) {
+		switch {
+		case c.Added:
+			out = append(out, changedFile{c.Path, "added"})
+		case c.Deleted:
+			out = append(out, changedFile{c.Path, "removed"})
+		case c.OldSHA != c.NewSHA:
+			out = append(out, changedFile{c.Path, "modified"})
+		default:
+			// A change of mode alone is left out: GitHub's "changed" status is
+			// not emulated.
 		}
 	}
-	for path := range from {
-		if _, ok := to[path]; !ok {
-			out = append(out, changedFile{path, "removed"})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	if len(out) > 3000 {
 		out = out[:3000]
 	}

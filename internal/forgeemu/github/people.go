@@ -16,16 +16,16 @@ func (s *Server) OpenPR(owner, name, branch, base string, author User, files map
 		s.mu.Unlock()
 		return 0, "", fmt.Errorf("no repository %s/%s", owner, name)
 	}
-	baseSHA, ok := r.refs["heads/"+base]
+	baseSHA, ok := r.Branches[base]
 	if !ok {
 		s.mu.Unlock()
 		return 0, "", fmt.Errorf("no branch %s in %s/%s", base, owner, name)
 	}
-	if _, exists := r.refs["heads/"+branch]; exists {
+	if _, exists := r.Branches[branch]; exists {
 		s.mu.Unlock()
 		return 0, "", fmt.Errorf("branch %s exists in %s/%s", branch, owner, name)
 	}
-	r.refs["heads/"+branch] = baseSHA
+	r.Branches[branch] = baseSHA
 	s.mu.Unlock()
 	sha, err := s.HumanCommit(owner, name, branch, author, files, title)
 	if err != nil {

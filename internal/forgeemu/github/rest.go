@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
 )
 
 func (s *Server) routes() http.Handler {
@@ -155,10 +157,10 @@ func (s *Server) getRepo(w http.ResponseWriter, r *http.Request, _ User) {
 	}
 }
 
-func (s *Server) refJSON(rp *repo, ref string) map[string]any {
+func (s *Server) refJSON(rp *repo, ref, sha string) map[string]any {
 	return map[string]any{"ref": "refs/" + ref, "node_id": "REF_" + ref,
 		"url":    s.APIURL() + "repos/" + rp.owner + "/" + rp.name + "/git/refs/" + ref,
-		"object": map[string]any{"type": "commit", "sha": rp.refs[ref]}}
+		"object": map[string]any{"type": "commit", "sha": sha}}
 }
 
 func (s *Server) getRef(w http.ResponseWriter, r *http.Request, _ User) {
@@ -167,11 +169,12 @@ func (s *Server) getRef(w http.ResponseWriter, r *http.Request, _ User) {
 		return
 	}
 	ref := r.PathValue("ref")
-	if _, ok := rp.refs[ref]; !ok {
+	sha, ok := rp.ref(ref)
+	if !ok {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	writeJSON(w, http.StatusOK, s.refJSON(rp, ref))
+	writeJSON(w, http.StatusOK, s.refJSON(rp, ref, sha))
 }
 
 func (s *Server) createRef(w http.ResponseWriter, r *http.Request, u User) {
@@ -188,16 +191,16 @@ func (s *Server) createRef(w http.ResponseWriter, r *http.Request, u User) {
 		unprocessable(w, "Reference name is invalid")
 		return
 	}
-	if rp.commits[in.SHA] == nil {
+	if rp.Commits[in.SHA] == nil {
 		unprocessable(w, "Object does not exist")
 		return
 	}
-	if _, exists := rp.refs[ref]; exists {
+	if _, exists := rp.ref(ref); exists {
 		unprocessable(w, "Reference already exists")
 		return
 	}
-	rp.refs[ref] = in.SHA
-	writeJSON(w, http.StatusCreated, s.refJSON(rp, ref))
+	rp.setRef(ref, in.SHA)
+	writeJSON(w, http.StatusCreated, s.refJSON(rp, ref, in.SHA))
 }
 
 func (s *Server) updateRef(w http.ResponseWriter, r *http.Request, u User) {
@@ -213,43 +216,25 @@ func (s *Server) updateRef(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	ref := r.PathValue("ref")
-	old, exists := rp.refs[ref]
+	old, exists := rp.ref(ref)
 	if !exists {
 		unprocessable(w, "Reference does not exist")
 		return
 	}
-	if rp.commits[in.SHA] == nil {
+	if rp.Commits[in.SHA] == nil {
 		unprocessable(w, "Object does not exist")
 		return
 	}
-	if !in.Force && !rp.isAncestor(old, in.SHA) {
+	if !in.Force && !rp.IsAncestor(old, in.SHA) {
 		unprocessable(w, "Update is not a fast forward")
 		return
 	}
 	if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
 		s.moveBranch(rp, branch, in.SHA, u.Login)
 	} else {
-		rp.refs[ref] = in.SHA
+		rp.setRef(ref, in.SHA)
 	}
-	writeJSON(w, http.StatusOK, s.refJSON(rp, ref))
-}
-
-func (rp *repo) isAncestor(anc, sha string) bool {
-	seen := map[string]bool{}
-	stack := []string{sha}
-	for len(stack) > 0 {
-		c := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if c == anc {
-			return true
-		}
-		if seen[c] || rp.commits[c] == nil {
-			continue
-		}
-		seen[c] = true
-		stack = append(stack, rp.commits[c].Parents...)
-	}
-	return false
+	writeJSON(w, http.StatusOK, s.refJSON(rp, ref, in.SHA))
 }
 
 func (s *Server) getTree(w http.ResponseWriter, r *http.Request, _ User) {
@@ -258,7 +243,7 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request, _ User) {
 		return
 	}
 	sha := r.PathValue("sha")
-	entries, ok := rp.trees[sha]
+	entries, ok := rp.Trees[sha]
 	if !ok {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
@@ -274,10 +259,10 @@ func (s *Server) getTree(w http.ResponseWriter, r *http.Request, _ User) {
 				continue
 			}
 			dirs[dir] = true
-			out = append(out, map[string]any{"path": dir, "mode": "040000", "type": "tree", "sha": rp.subtreeSHA(entries, dir)})
+			out = append(out, map[string]any{"path": dir, "mode": "040000", "type": "tree", "sha": gitstore.SubtreeSHA(entries, dir)})
 		}
 		if recursive || len(parts) == 1 {
-			out = append(out, map[string]any{"path": e.Path, "mode": e.Mode, "type": "blob", "sha": e.SHA, "size": len(rp.blobs[e.SHA])})
+			out = append(out, map[string]any{"path": e.Path, "mode": e.Mode, "type": "blob", "sha": e.SHA, "size": len(rp.Blobs[e.SHA])})
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sha": sha, "tree": out, "truncated": false})
@@ -301,17 +286,11 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request, _ User) {
 	if !decode(w, r, &in) {
 		return
 	}
-	byPath := map[string]entry{}
-	if in.BaseTree != "" {
-		base, ok := rp.trees[in.BaseTree]
-		if !ok {
-			unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "base_tree", "code": "invalid"})
-			return
-		}
-		for _, e := range base {
-			byPath[e.Path] = e
-		}
+	if _, ok := rp.Trees[in.BaseTree]; in.BaseTree != "" && !ok {
+		unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "base_tree", "code": "invalid"})
+		return
 	}
+	var edits []gitstore.Edit
 	for _, t := range in.Tree {
 		if t.Path == "" || strings.HasPrefix(t.Path, "/") || (t.Type != "" && t.Type != "blob") {
 			unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "path", "code": "invalid"})
@@ -323,26 +302,20 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request, _ User) {
 		}
 		switch {
 		case t.Content != nil:
-			sha := blobSHA([]byte(*t.Content))
-			rp.blobs[sha] = []byte(*t.Content)
-			byPath[t.Path] = entry{Path: t.Path, Mode: mode, SHA: sha}
+			edits = append(edits, gitstore.Edit{Path: t.Path, Mode: mode, SHA: rp.PutBlob([]byte(*t.Content))})
 		case t.SHA != nil:
-			if _, ok := rp.blobs[*t.SHA]; !ok {
+			if _, ok := rp.Blobs[*t.SHA]; !ok {
 				unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "sha", "code": "invalid"})
 				return
 			}
-			byPath[t.Path] = entry{Path: t.Path, Mode: mode, SHA: *t.SHA}
-		default:
-			delete(byPath, t.Path)
+			edits = append(edits, gitstore.Edit{Path: t.Path, Mode: mode, SHA: *t.SHA})
+		default: // GitHub deletes a path given neither sha nor content
+			edits = append(edits, gitstore.Edit{Path: t.Path, Delete: true})
 		}
 	}
-	entries := make([]entry, 0, len(byPath))
-	for _, e := range byPath {
-		entries = append(entries, e)
-	}
-	sha := rp.putTree(entries)
+	sha := rp.EditTree(in.BaseTree, edits)
 	var out []map[string]any
-	for _, e := range rp.trees[sha] {
+	for _, e := range rp.Trees[sha] {
 		out = append(out, map[string]any{"path": e.Path, "mode": e.Mode, "type": "blob", "sha": e.SHA})
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"sha": sha, "tree": out})
@@ -354,7 +327,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, _ User) {
 		return
 	}
 	sha := r.PathValue("sha")
-	b, ok := rp.blobs[sha]
+	b, ok := rp.Blobs[sha]
 	if !ok {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
@@ -389,12 +362,10 @@ func (s *Server) createBlob(w http.ResponseWriter, r *http.Request, _ User) {
 		unprocessable(w, "content is not valid UTF-8")
 		return
 	}
-	sha := blobSHA(b)
-	rp.blobs[sha] = b
-	writeJSON(w, http.StatusCreated, map[string]any{"sha": sha})
+	writeJSON(w, http.StatusCreated, map[string]any{"sha": rp.PutBlob(b)})
 }
 
-func (s *Server) commitJSON(rp *repo, c *commit) map[string]any {
+func (s *Server) commitJSON(rp *repo, c *gitstore.Commit) map[string]any {
 	parents := []map[string]any{}
 	for _, p := range c.Parents {
 		parents = append(parents, map[string]any{"sha": p})
@@ -409,7 +380,7 @@ func (s *Server) getCommit(w http.ResponseWriter, r *http.Request, _ User) {
 	if rp == nil {
 		return
 	}
-	c := rp.commits[r.PathValue("sha")]
+	c := rp.Commits[r.PathValue("sha")]
 	if c == nil {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
@@ -423,26 +394,26 @@ func (s *Server) createCommit(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	var in struct {
-		Message   string     `json:"message"`
-		Tree      string     `json:"tree"`
-		Parents   []string   `json:"parents"`
-		Author    *signature `json:"author"`
-		Committer *signature `json:"committer"`
+		Message   string              `json:"message"`
+		Tree      string              `json:"tree"`
+		Parents   []string            `json:"parents"`
+		Author    *gitstore.Signature `json:"author"`
+		Committer *gitstore.Signature `json:"committer"`
 	}
 	if !decode(w, r, &in) {
 		return
 	}
-	if _, ok := rp.trees[in.Tree]; !ok {
+	if _, ok := rp.Trees[in.Tree]; !ok {
 		unprocessable(w, "Tree SHA does not exist")
 		return
 	}
 	for _, p := range in.Parents {
-		if rp.commits[p] == nil {
+		if rp.Commits[p] == nil {
 			unprocessable(w, "Parent SHA does not exist or is not a commit object")
 			return
 		}
 	}
-	author := signature{Name: u.Name, Email: u.Email}
+	author := gitstore.Signature{Name: u.Name, Email: u.Email}
 	if in.Author != nil {
 		author = *in.Author
 	}
@@ -450,7 +421,7 @@ func (s *Server) createCommit(w http.ResponseWriter, r *http.Request, u User) {
 	if in.Committer != nil {
 		committer = *in.Committer
 	}
-	c := s.newCommit(rp, in.Tree, in.Parents, in.Message, author, committer)
+	c := rp.NewCommit(&s.clock, in.Tree, in.Parents, in.Message, author, committer)
 	writeJSON(w, http.StatusCreated, s.commitJSON(rp, c))
 }
 
@@ -515,8 +486,8 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request, u User) {
 		}
 		head = b
 	}
-	headSHA, okHead := rp.refs["heads/"+head]
-	baseSHA, okBase := rp.refs["heads/"+in.Base]
+	headSHA, okHead := rp.Branches[head]
+	baseSHA, okBase := rp.Branches[in.Base]
 	switch {
 	case in.Title == "":
 		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "title", "code": "missing_field"})
@@ -527,7 +498,7 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request, u User) {
 	case !okBase:
 		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "base", "code": "invalid"})
 		return
-	case headSHA == baseSHA || rp.isAncestor(headSHA, baseSHA):
+	case headSHA == baseSHA || rp.IsAncestor(headSHA, baseSHA):
 		unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom",
 			"message": fmt.Sprintf("No commits between %s and %s", in.Base, head)})
 		return
@@ -590,7 +561,7 @@ func (s *Server) editPull(w http.ResponseWriter, r *http.Request, u User) {
 		p.Body, edited = *in.Body, true
 	}
 	if in.Base != nil && *in.Base != p.Base {
-		if _, ok := rp.refs["heads/"+*in.Base]; !ok {
+		if _, ok := rp.Branches[*in.Base]; !ok {
 			unprocessable(w, "Validation Failed", map[string]any{"resource": "PullRequest", "field": "base", "code": "invalid"})
 			return
 		}
@@ -604,7 +575,7 @@ func (s *Server) editPull(w http.ResponseWriter, r *http.Request, u User) {
 		if p.State == "closed" {
 			s.event(rp, p, "closed", u.Login)
 		} else {
-			p.HeadSHA = rp.refs["heads/"+p.Head]
+			p.HeadSHA = rp.Branches[p.Head]
 			s.event(rp, p, "reopened", u.Login)
 		}
 	}

@@ -56,37 +56,21 @@ func prState(p *pull) string {
 // history walks first parents from sha, stopping at a commit in stop or after max.
 func history(r *repo, sha string, stop map[string]bool, max int) []webCommit {
 	var out []webCommit
-	for c := r.commits[sha]; c != nil && !stop[c.SHA] && len(out) < max; {
+	for c := r.Commits[sha]; c != nil && !stop[c.SHA] && len(out) < max; {
 		out = append(out, webCommit{SHA: c.SHA, Message: c.Message, Author: c.Author.Name + " <" + c.Author.Email + ">"})
 		if len(c.Parents) == 0 {
 			break
 		}
-		c = r.commits[c.Parents[0]]
+		c = r.Commits[c.Parents[0]]
 	}
 	return out
-}
-
-// ancestors of sha, every parent followed.
-func ancestors(r *repo, sha string) map[string]bool {
-	seen := map[string]bool{}
-	stack := []string{sha}
-	for len(stack) > 0 {
-		c := r.commits[stack[len(stack)-1]]
-		stack = stack[:len(stack)-1]
-		if c == nil || seen[c.SHA] {
-			continue
-		}
-		seen[c.SHA] = true
-		stack = append(stack, c.Parents...)
-	}
-	return seen
 }
 
 func (s *Server) webIndex(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	var repos []webRepo
 	for _, r := range s.repos {
-		wr := webRepo{Name: r.owner + "/" + r.name, DefaultBranch: r.defaultBranch}
+		wr := webRepo{Name: r.owner + "/" + r.name, DefaultBranch: r.DefaultBranch}
 		for _, p := range r.pulls {
 			if p != nil {
 				wr.PRs = append(wr.PRs, webPR{Number: p.Number, State: prState(p)})
@@ -111,10 +95,13 @@ func (s *Server) webRepo(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	wr := webRepo{Name: rp.owner + "/" + rp.name, DefaultBranch: rp.defaultBranch,
-		Commits: history(rp, rp.refs["heads/"+rp.defaultBranch], nil, 50)}
-	for ref := range rp.refs {
-		wr.Branches = append(wr.Branches, strings.TrimPrefix(ref, "heads/"))
+	wr := webRepo{Name: rp.owner + "/" + rp.name, DefaultBranch: rp.DefaultBranch,
+		Commits: history(rp, rp.Branches[rp.DefaultBranch], nil, 50)}
+	for branch := range rp.Branches {
+		wr.Branches = append(wr.Branches, branch)
+	}
+	for ref := range rp.otherRefs {
+		wr.Branches = append(wr.Branches, ref)
 	}
 	for i := len(rp.pulls) - 1; i >= 0; i-- {
 		if p := rp.pulls[i]; p != nil {
@@ -139,14 +126,14 @@ func (s *Server) webPull(w http.ResponseWriter, r *http.Request) {
 	name := rp.owner + "/" + rp.name
 	pr := webPR{Repo: name, Number: p.Number, Title: p.Title, State: prState(p), Head: p.Head, Base: p.Base,
 		HeadSHA: p.HeadSHA, Author: p.Author, Body: RenderMarkdown(p.Body), RawBody: p.Body}
-	base := rp.refs["heads/"+p.Base]
+	base := rp.Branches[p.Base]
 	if p.Merged {
 		// The merge commit's first parent is the base before the merge.
-		if c := rp.commits[base]; c != nil && len(c.Parents) > 0 {
+		if c := rp.Commits[base]; c != nil && len(c.Parents) > 0 {
 			base = c.Parents[0]
 		}
 	}
-	pr.Commits = history(rp, p.HeadSHA, ancestors(rp, base), 20)
+	pr.Commits = history(rp, p.HeadSHA, rp.Ancestors(base), 20)
 	for _, c := range rp.comments[p.Number] {
 		pr.Comments = append(pr.Comments, c.Body)
 	}

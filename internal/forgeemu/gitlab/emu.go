@@ -290,10 +290,7 @@ func (s *Server) FileAt(group, name, ref, path string) (string, bool) {
 }
 
 // Commit is a commit as tests see it.
-type Commit struct {
-	SHA, Message, AuthorEmail, CommitterEmail string
-	Parents                                   []string
-}
+type Commit = gitstore.Summary
 
 // Head returns the commit at the tip of branch.
 func (s *Server) Head(group, name, branch string) (Commit, bool) {
@@ -307,8 +304,7 @@ func (s *Server) Head(group, name, branch string) (Commit, bool) {
 	if c == nil {
 		return Commit{}, false
 	}
-	return Commit{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
-		Parents: append([]string(nil), c.Parents...)}, true
+	return c.Summary(), true
 }
 
 // MR is a merge request as tests see it.
@@ -458,12 +454,10 @@ func (s *Server) HumanCommit(group, name, branch string, author User, files map[
 	if p == nil {
 		return "", fmt.Errorf("no project %s/%s", group, name)
 	}
-	parent := p.Repo.Commits[p.Repo.Branches[branch]]
-	if parent == nil {
-		return "", fmt.Errorf("no branch %s", branch)
+	c, err := p.Repo.CommitFiles(&s.clock, branch, files, message, gitstore.Signature{Name: author.Name, Email: author.Email})
+	if err != nil {
+		return "", err
 	}
-	sig := gitstore.Signature{Name: author.Name, Email: author.Email}
-	c := p.Repo.NewCommit(&s.clock, p.Repo.WriteTree(parent.Tree, files), []string{parent.SHA}, message, sig, sig)
 	s.moveBranch(p, branch, c.SHA, author)
 	return c.SHA, nil
 }

@@ -2,16 +2,14 @@ package gitlab
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
 )
 
 const stateVersion = 1
@@ -47,37 +45,15 @@ func (s *Server) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".gitlab-emulator-*.json")
-	if err != nil {
-		return fmt.Errorf("saving the GitLab emulator's state: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("saving the GitLab emulator's state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("saving the GitLab emulator's state: %w", err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return gitstore.WriteFile(path, "the GitLab emulator's state", b)
 }
 
 // Load replaces the emulator's projects with those Save wrote; false (and no
 // change) when the file does not exist.
 func (s *Server) Load(path string) (bool, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("loading the GitLab emulator's state: %w", err)
-	}
 	var st savedState
-	if err := json.Unmarshal(b, &st); err != nil {
-		return false, fmt.Errorf("loading the GitLab emulator's state from %s: %w", path, err)
-	}
-	if st.Version != stateVersion {
-		return false, fmt.Errorf("loading the GitLab emulator's state from %s: version %d, want %d (delete the file to start afresh)", path, st.Version, stateVersion)
+	if ok, err := gitstore.ReadFile(path, "the GitLab emulator's state", stateVersion, &st); !ok || err != nil {
+		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

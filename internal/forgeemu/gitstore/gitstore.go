@@ -1,7 +1,7 @@
 // Package gitstore is the git object store the forge emulators share: blobs named by
 // git's blob hash, flat trees (every blob below a tree, sorted by path), commits with
-// a logical clock, and branches. It is not safe for concurrent use: each emulator
-// holds its own lock around it.
+// a logical clock, and branches; and the JSON file they persist it in. It is not
+// safe for concurrent use: each emulator holds its own lock around it.
 package gitstore
 
 import (
@@ -43,6 +43,18 @@ func (c *Commit) Title() string {
 	return t
 }
 
+// Summary is a commit as the emulators' tests read it.
+type Summary struct {
+	SHA, Message, AuthorEmail, CommitterEmail string
+	Parents                                   []string
+}
+
+// Summary copies what tests read of c.
+func (c *Commit) Summary() Summary {
+	return Summary{SHA: c.SHA, Message: c.Message, AuthorEmail: c.Author.Email, CommitterEmail: c.Committer.Email,
+		Parents: append([]string(nil), c.Parents...)}
+}
+
 // Repo is one repository's objects and branches. Its fields are exported so an
 // emulator can save and load it as JSON.
 type Repo struct {
@@ -51,6 +63,11 @@ type Repo struct {
 	Blobs         map[string][]byte  `json:"blobs"`
 	Trees         map[string][]Entry `json:"trees"`
 	Commits       map[string]*Commit `json:"commits"`
+	// Subtrees makes PutTree store, beside a tree, the tree of every directory
+	// below it, for a forge whose API reads a directory's tree by its SHA (GitHub's
+	// git/trees); GitLab lists trees by path and does not need them. It is not
+	// saved: the emulator sets it on every repository it creates or loads.
+	Subtrees bool `json:"-"`
 }
 
 // New returns a repository with one commit holding files on defaultBranch.
@@ -101,31 +118,80 @@ func (r *Repo) PutBlob(content []byte) string {
 	return sha
 }
 
-// PutTree stores a flat tree and returns its SHA.
+// PutTree stores a flat tree (and, with Subtrees, the tree of every directory
+// below it) and returns its SHA.
 func (r *Repo) PutTree(entries []Entry) string {
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
 	sha := treeSHA(entries)
-	if _, ok := r.Trees[sha]; !ok {
-		r.Trees[sha] = entries
+	if _, ok := r.Trees[sha]; ok {
+		return sha
+	}
+	r.Trees[sha] = entries
+	if r.Subtrees {
+		dirs := map[string][]Entry{}
+		for _, e := range entries {
+			parts := strings.Split(e.Path, "/")
+			for i := 1; i < len(parts); i++ {
+				dir := strings.Join(parts[:i], "/")
+				dirs[dir] = append(dirs[dir], Entry{Path: strings.Join(parts[i:], "/"), Mode: e.Mode, SHA: e.SHA})
+			}
+		}
+		for _, sub := range dirs {
+			r.PutTree(sub)
+		}
 	}
 	return sha
 }
 
-// WriteTree is base (a tree SHA, or "" for none) with files (path -> content)
-// written over it; a nil-content entry is not possible: deleting is Remove.
-func (r *Repo) WriteTree(base string, files map[string]string) string {
+// SubtreeSHA is the SHA of directory dir inside a flat tree: the SHA PutTree gives
+// the directory's own tree.
+func SubtreeSHA(entries []Entry, dir string) string {
+	var sub []Entry
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Path, dir+"/"); ok {
+			sub = append(sub, Entry{Path: rest, Mode: e.Mode, SHA: e.SHA})
+		}
+	}
+	sort.Slice(sub, func(i, j int) bool { return sub[i].Path < sub[j].Path })
+	return treeSHA(sub)
+}
+
+// Edit is one change to a tree: Path becomes the stored blob SHA with Mode, or
+// with Delete is removed.
+type Edit struct {
+	Path, Mode, SHA string
+	Delete          bool
+}
+
+// EditTree stores base (a tree SHA, or "" for none) with edits applied in order and
+// returns the new tree's SHA.
+func (r *Repo) EditTree(base string, edits []Edit) string {
 	byPath := map[string]Entry{}
 	for _, e := range r.Trees[base] {
 		byPath[e.Path] = e
 	}
-	for p, c := range files {
-		byPath[p] = Entry{Path: p, Mode: "100644", SHA: r.PutBlob([]byte(c))}
+	for _, ed := range edits {
+		if ed.Delete {
+			delete(byPath, ed.Path)
+		} else {
+			byPath[ed.Path] = Entry{Path: ed.Path, Mode: ed.Mode, SHA: ed.SHA}
+		}
 	}
 	entries := make([]Entry, 0, len(byPath))
 	for _, e := range byPath {
 		entries = append(entries, e)
 	}
 	return r.PutTree(entries)
+}
+
+// WriteTree is base (a tree SHA, or "" for none) with files (path -> content)
+// written over it as regular files; EditTree also deletes and sets modes.
+func (r *Repo) WriteTree(base string, files map[string]string) string {
+	edits := make([]Edit, 0, len(files))
+	for p, c := range files {
+		edits = append(edits, Edit{Path: p, Mode: "100644", SHA: r.PutBlob([]byte(c))})
+	}
+	return r.EditTree(base, edits)
 }
 
 // Lookup finds path in a tree.
@@ -160,6 +226,17 @@ func (r *Repo) NewCommit(clock *int64, tree string, parents []string, msg string
 	return c
 }
 
+// CommitFiles stores a commit by sig of files (path -> content) on top of branch's
+// head, as a person's push does, and returns it; the caller moves the branch, so
+// that it can tell the forge's merge requests. It fails when there is no branch.
+func (r *Repo) CommitFiles(clock *int64, branch string, files map[string]string, msg string, sig Signature) (*Commit, error) {
+	parent := r.Commits[r.Branches[branch]]
+	if parent == nil {
+		return nil, fmt.Errorf("no branch %s", branch)
+	}
+	return r.NewCommit(clock, r.WriteTree(parent.Tree, files), []string{parent.SHA}, msg, sig, sig), nil
+}
+
 // Resolve reads a ref: a branch name or a commit SHA.
 func (r *Repo) Resolve(ref string) *Commit {
 	if sha, ok := r.Branches[ref]; ok {
@@ -187,35 +264,30 @@ func (r *Repo) IsAncestor(anc, sha string) bool {
 	return false
 }
 
-// MergeBase is the first ancestor of head (breadth first) that base reaches ("" if none).
-func (r *Repo) MergeBase(base, head string) string {
-	return MergeBase(base, head, func(sha string) ([]string, bool) {
-		c := r.Commits[sha]
-		if c == nil {
-			return nil, false
-		}
-		return c.Parents, true
-	})
-}
-
-// MergeBase is the first ancestor of head (breadth first) that base reaches, in
-// any commit store: parents reads a commit's parents (false: no such commit).
-func MergeBase(base, head string, parents func(sha string) ([]string, bool)) string {
-	reach := map[string]bool{}
-	for q := []string{base}; len(q) > 0; q = q[1:] {
-		if ps, ok := parents(q[0]); ok && !reach[q[0]] {
-			reach[q[0]] = true
-			q = append(q, ps...)
+// Ancestors is the set of sha and every commit it reaches through any parent
+// (commits missing from the store are left out).
+func (r *Repo) Ancestors(sha string) map[string]bool {
+	seen := map[string]bool{}
+	for q := []string{sha}; len(q) > 0; q = q[1:] {
+		if c := r.Commits[q[0]]; c != nil && !seen[q[0]] {
+			seen[q[0]] = true
+			q = append(q, c.Parents...)
 		}
 	}
+	return seen
+}
+
+// MergeBase is the first ancestor of head (breadth first) that base reaches ("" if none).
+func (r *Repo) MergeBase(base, head string) string {
+	reach := r.Ancestors(base)
 	seen := map[string]bool{}
 	for q := []string{head}; len(q) > 0; q = q[1:] {
 		if reach[q[0]] {
 			return q[0]
 		}
-		if ps, ok := parents(q[0]); ok && !seen[q[0]] {
+		if c := r.Commits[q[0]]; c != nil && !seen[q[0]] {
 			seen[q[0]] = true
-			q = append(q, ps...)
+			q = append(q, c.Parents...)
 		}
 	}
 	return ""
@@ -225,7 +297,10 @@ func MergeBase(base, head string, parents func(sha string) ([]string, bool)) str
 type Change struct {
 	Path             string
 	OldMode, NewMode string
-	Added, Deleted   bool
+	// OldSHA and NewSHA are the blobs before and after ("" where there is none), so a
+	// forge can tell a change of content from a change of mode alone.
+	OldSHA, NewSHA string
+	Added, Deleted bool
 }
 
 // Diff lists the paths whose blob or mode differ from commit from to commit to,
@@ -246,14 +321,14 @@ func (r *Repo) Diff(from, to string) []Change {
 		old, ok := a[p]
 		switch {
 		case !ok:
-			out = append(out, Change{Path: p, OldMode: "0", NewMode: e.Mode, Added: true})
+			out = append(out, Change{Path: p, OldMode: "0", NewMode: e.Mode, NewSHA: e.SHA, Added: true})
 		case old.SHA != e.SHA || old.Mode != e.Mode:
-			out = append(out, Change{Path: p, OldMode: old.Mode, NewMode: e.Mode})
+			out = append(out, Change{Path: p, OldMode: old.Mode, NewMode: e.Mode, OldSHA: old.SHA, NewSHA: e.SHA})
 		}
 	}
 	for p, e := range a {
 		if _, ok := b[p]; !ok {
-			out = append(out, Change{Path: p, OldMode: e.Mode, NewMode: "0", Deleted: true})
+			out = append(out, Change{Path: p, OldMode: e.Mode, NewMode: "0", OldSHA: e.SHA, Deleted: true})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
