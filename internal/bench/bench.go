@@ -80,6 +80,10 @@ type Options struct {
 	Out, Log io.Writer
 	// KeepLogs keeps the servers', bridge's and worker's logs after a success.
 	KeepLogs bool
+	// ProfileDir, when set, receives a CPU profile and an allocation profile of this
+	// process (the bench's clients and the in-process bridge) per measure:
+	// cpu-<measure>.pprof and allocs-<measure>.pprof.
+	ProfileDir string
 }
 
 // Defaults are the sizes of issue 11: 1,000 groups, 1,000 builds, 10,000 open groups.
@@ -179,7 +183,15 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		began := time.Now()
 		s.progress("measure %s…", p)
-		if err := measures[p](ctx); err != nil {
+		stopProfile, err := startProfile(opts.ProfileDir, p)
+		if err != nil {
+			return err
+		}
+		err = measures[p](ctx)
+		if perr := stopProfile(); err == nil && perr != nil {
+			err = perr
+		}
+		if err != nil {
 			return fmt.Errorf("measure %s: %w", p, err)
 		}
 		s.progress("measure %s done in %s", p, time.Since(began).Round(time.Second))
