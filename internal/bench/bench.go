@@ -39,6 +39,7 @@ import (
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -268,8 +269,14 @@ func (s *stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.bridgeTC, err = client.Dial(client.Options{HostPort: s.tmp.Address, Namespace: s.tmp.Namespace,
-		Logger: sdklog.NewStructuredLogger(slogTo(sdkLog)), Interceptors: []interceptor.ClientInterceptor{s.counter}}); err != nil {
+	// The bridge's client is configured as `nudgeflow bridge` configures its own by
+	// default (temporalconn), as is the bench's, which sends the direct baseline.
+	bridgeOpts := client.Options{HostPort: s.tmp.Address, Namespace: s.tmp.Namespace,
+		Logger: sdklog.NewStructuredLogger(slogTo(sdkLog)), Interceptors: []interceptor.ClientInterceptor{s.counter}}
+	if err := temporalconn.Apply(&bridgeOpts, temporalconn.DefaultCompression); err != nil {
+		return err
+	}
+	if s.bridgeTC, err = client.Dial(bridgeOpts); err != nil {
 		return fmt.Errorf("temporal client of the bridge: %w", err)
 	}
 	s.stops = append(s.stops, s.bridgeTC.Close)
