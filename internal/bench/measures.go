@@ -156,24 +156,32 @@ wait:
 	if err := s.settle(ctx); err != nil {
 		return err
 	}
-	direct, err := s.directSignals(ctx, b, e, sources, max(int(reconciles), 1))
+	direct, err := s.directSignals(ctx, "bench-direct", b, e, sources, max(int(reconciles), 1), true)
 	if err != nil {
 		return err
 	}
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	sequential, err := s.directSignals(ctx, "bench-direct-seq", b, e, sources, max(int(reconciles), 1), false)
+	if err != nil {
+		return err
+	}
+	rate := float64(want) / took.Seconds()
 	s.result("bench bridge builds=%d edges=%d reconciles=%.0f signals=%d seconds=%.2f builds_per_s=%.1f signals_per_s=%.1f "+
-		"direct_signals_per_s=%.1f bridge_cpu_ms_per_signal=%.2f cpu_s=%s",
-		b, e, reconciles, want, took.Seconds(), float64(b)/took.Seconds(), float64(want)/took.Seconds(), direct,
+		"direct_signals_per_s=%.1f ratio=%.2f direct_sequential_signals_per_s=%.1f bridge_cpu_ms_per_signal=%.2f cpu_s=%s",
+		b, e, reconciles, want, took.Seconds(), float64(b)/took.Seconds(), rate, direct, rate/direct, sequential,
 		1000*(cpuAfter["bench+bridge"]-cpu0["bench+bridge"])/float64(want), cpuDelta(cpu0, cpuAfter))
 	return s.settle(ctx)
 }
 
-// directSignals sends what the bridge sent — the same SignalWithStart calls, a
-// build's edges one after the other, as many builds at once as the bridge has
-// reconcilers — straight from a Temporal client, without Kubernetes: what the
-// Temporal server itself allows on this machine, for comparison. The workflows
-// live under another (Kubernetes) namespace name.
-func (s *stack) directSignals(ctx context.Context, b, e, sources, concurrency int) (float64, error) {
-	const ns = "bench-direct"
+// directSignals sends what the bridge sent — the same SignalWithStart calls, as
+// many builds at once as the bridge has reconcilers, a build's edges at once as the
+// bridge sends them (concurrentEdges) or one after the other as it did before —
+// straight from a Temporal client configured as the bridge's, without Kubernetes:
+// what the Temporal server itself allows on this machine, for comparison. The
+// workflows live under another (Kubernetes) namespace name, ns.
+func (s *stack) directSignals(ctx context.Context, ns string, b, e, sources, concurrency int, concurrentEdges bool) (float64, error) {
 	o := builds.Options{Temporal: s.tc, TaskQueue: taskQueue}
 	began := time.Now()
 	err := parallel(ctx, b, concurrency, func(ctx context.Context, i int) error {
@@ -182,9 +190,15 @@ func (s *stack) directSignals(ctx context.Context, b, e, sources, concurrency in
 			BuildPipelineRun: fmt.Sprintf("%s-on-push-%d", from, n), BuildUID: fmt.Sprintf("direct-%d", i),
 			BuiltAt: time.Date(2026, 1, 1, 0, n, 0, 0, time.UTC)}
 		build.PullSpec = imageRegistry + from + "@" + build.Digest
-		for j := 0; j < e; j++ {
+		signal := func(ctx context.Context, j int) error {
 			edge := builds.Edge{From: from, To: fmt.Sprintf("dst-%d", j), Mode: konfluxv1alpha1.ModeValidated, GatingGroup: gatingGroup}
-			if err := builds.SignalValidated(ctx, o, ns, edge, validatednudge.SignalBuild, build); err != nil {
+			return builds.SignalValidated(ctx, o, ns, edge, validatednudge.SignalBuild, build)
+		}
+		if concurrentEdges {
+			return parallel(ctx, e, e, signal)
+		}
+		for j := 0; j < e; j++ {
+			if err := signal(ctx, j); err != nil {
 				return err
 			}
 		}
