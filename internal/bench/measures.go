@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -265,18 +266,12 @@ type probe struct {
 	before nativeHist
 }
 
-func (p *probe) arm() error {
-	var err error
-	p.before, err = gatherHist(p.metric, p.labels)
-	return err
+func (p *probe) arm(families []*dto.MetricFamily) {
+	p.before = histIn(families, p.metric, p.labels)
 }
 
-func (p *probe) read(what string) (time.Duration, error) {
-	after, err := gatherHist(p.metric, p.labels)
-	if err != nil {
-		return 0, err
-	}
-	d := after.minus(p.before)
+func (p *probe) read(families []*dto.MetricFamily, what string) (time.Duration, error) {
+	d := histIn(families, p.metric, p.labels).minus(p.before)
 	if d.total() != 1 {
 		return 0, fmt.Errorf("%s: %s observed %d admissions for one create (is the webhook registered?)", what, p.metric, d.total())
 	}
@@ -284,14 +279,21 @@ func (p *probe) read(what string) (time.Duration, error) {
 }
 
 // admit runs create once per namespace and sample, alternating between the
-// baseline and the groups namespace, and times each admission.
+// baseline and the groups namespace, and times each admission. The registry is
+// gathered once per admission, after it: that snapshot is the next admission's
+// "before" (the bench admits one object at a time). Gathering is not free — the
+// whole registry of the process, which is also the bridge's — and its garbage is
+// collected while the next admissions run: one gather per admission, not one per
+// probe before and after.
 func admit(n int, probes []*probe, create func(ns string, i int) (held bool, err error)) (base, grp series, err error) {
+	families, err := gatherAll()
+	if err != nil {
+		return base, grp, err
+	}
 	for i := 0; i < n; i++ {
 		for _, ns := range []string{nsBaseline, nsGroups} {
 			for _, p := range probes {
-				if err := p.arm(); err != nil {
-					return base, grp, err
-				}
+				p.arm(families)
 			}
 			began := time.Now()
 			held, err := create(ns, i)
@@ -304,8 +306,11 @@ func admit(n int, probes []*probe, create func(ns string, i int) (held bool, err
 				r = &grp
 			}
 			r.client, r.held = append(r.client, took), append(r.held, held)
+			if families, err = gatherAll(); err != nil {
+				return base, grp, err
+			}
 			for k, p := range probes {
-				d, err := p.read(fmt.Sprintf("sample %d in %s", i, ns))
+				d, err := p.read(families, fmt.Sprintf("sample %d in %s", i, ns))
 				if err != nil {
 					return base, grp, err
 				}
