@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -226,23 +227,41 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 		finishedAt = plr.Status.CompletionTime.Time
 	}
 	byIS := ISNudged(plr)
-	routed := map[string]bool{}
-	var errs []error
-	for _, e := range edges {
-		ok, err := r.nudge(ctx, plr.Namespace, e, b, finishedAt, byIS)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), err))
-			continue
-		}
-		if ok {
-			routed[e.To] = true
-		}
+	// The edges go to distinct workflows (a ValidatedNudge, Nudge or ChangeGroup per
+	// target), so their Temporal calls go out at once rather than one round trip
+	// after the other: a build's routing takes the slowest edge's time, not the sum.
+	ok := make([]bool, len(edges))
+	errs := make([]error, len(edges))
+	sem := make(chan struct{}, maxEdgesInFlight)
+	var wg sync.WaitGroup
+	for i, e := range edges {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ok[i], errs[i] = r.nudge(ctx, plr.Namespace, e, b, finishedAt, byIS)
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), errs[i])
+			}
+		}()
 	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
+	routed := map[string]bool{}
+	for i, e := range edges {
+		if ok[i] {
+			routed[e.To] = true
+		}
+	}
 	return routedValue(routed), nil
 }
+
+// maxEdgesInFlight bounds one build's concurrent Temporal calls; with
+// MaxConcurrentReconciles builds at once, the bridge has at most their product in
+// flight.
+const maxEdgesInFlight = 8
 
 // buildFrom describes a succeeded build PipelineRun for the nudge workflows.
 func buildFrom(plr *tektonv1.PipelineRun, imageURL, digest string) validatednudge.Build {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -37,18 +38,36 @@ type Interceptor struct {
 // +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-nudge,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=nudge-pipelinerun.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch
 
+// nudgeRun is what the interceptor reads of a PipelineRun. Decoding into it skips
+// the rest of the object (a nudge's spec embeds its whole pipeline) without
+// building a map of it, and the patch is written from what changes, not computed by
+// diffing two encodings of the whole object.
+type nudgeRun struct {
+	Metadata struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec isObject `json:"spec"`
+}
+
+// isObject records whether a JSON value is an object, without decoding it.
+type isObject bool
+
+func (o *isObject) UnmarshalJSON(b []byte) error {
+	*o = len(b) > 0 && b[0] == '{'
+	return nil
+}
+
 // Handle decides on one PipelineRun.
 func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("only creation is intercepted")
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+	var run nudgeRun
+	if err := json.Unmarshal(req.Object.Raw, &run); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding PipelineRun: %w", err))
 	}
-	meta, _ := obj["metadata"].(map[string]any)
-	labels := stringMap(meta["labels"])
-	annotations := stringMap(meta["annotations"])
+	labels, annotations := run.Metadata.Labels, run.Metadata.Annotations
 	if labels[konflux.LabelNudgeType] != konflux.NudgeTypeValue {
 		return admission.Allowed("not a nudge PipelineRun")
 	}
@@ -72,23 +91,44 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		pairs = append(pairs, t+"="+held[t])
 		groups[held[t]] = true
 	}
-	setAnnotation(obj, konflux.AnnotationHeldBy, strings.Join(pairs, ","))
-	setAnnotation(obj, konflux.AnnotationCancelReason, "cancelled by ChangeGroup "+strings.Join(sortedKeys(groups), ", "))
+	set := [][2]string{
+		{konflux.AnnotationHeldBy, strings.Join(pairs, ",")},
+		{konflux.AnnotationCancelReason, "cancelled by ChangeGroup " + strings.Join(sortedKeys(groups), ", ")},
+	}
 	if len(free) > 0 {
-		setAnnotation(obj, konflux.AnnotationRenudge, strings.Join(free, " "))
+		set = append(set, [2]string{konflux.AnnotationRenudge, strings.Join(free, " ")})
 	}
-	spec, _ := obj["spec"].(map[string]any)
-	if spec == nil {
-		spec = map[string]any{}
-		obj["spec"] = spec
-	}
-	spec["status"] = "Cancelled"
-	mutated, err := json.Marshal(obj)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, mutated)
+	return admission.Patched("", cancelPatch(annotations != nil, bool(run.Spec), set)...)
 }
+
+// cancelPatch is the JSON patch that sets the annotations and cancels the run
+// (spec.status Cancelled). "add" replaces a member that exists, so the patch holds
+// whatever the run carried before.
+func cancelPatch(hasAnnotations, hasSpec bool, annotations [][2]string) []jsonpatch.JsonPatchOperation {
+	ops := make([]jsonpatch.JsonPatchOperation, 0, len(annotations)+1)
+	if hasAnnotations {
+		for _, a := range annotations {
+			ops = append(ops, jsonpatch.NewOperation("add", "/metadata/annotations/"+escapePointer(a[0]), a[1]))
+		}
+	} else {
+		all := make(map[string]any, len(annotations))
+		for _, a := range annotations {
+			all[a[0]] = a[1]
+		}
+		ops = append(ops, jsonpatch.NewOperation("add", "/metadata/annotations", all))
+	}
+	if hasSpec {
+		ops = append(ops, jsonpatch.NewOperation("add", "/spec/status", "Cancelled"))
+	} else {
+		ops = append(ops, jsonpatch.NewOperation("add", "/spec", map[string]any{"status": "Cancelled"}))
+	}
+	return ops
+}
+
+// escapePointer escapes a key for a JSON pointer (RFC 6901): "~" and "/".
+func escapePointer(key string) string { return pointerEscaper.Replace(key) }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // classify maps each held target to its ChangeGroup and lists the targets no group
 // holds. A hand-back nudge is never held by the group that handed it back (its CR
@@ -109,27 +149,6 @@ func (i *Interceptor) classify(ctx context.Context, ns, source string, targets [
 		}
 	}
 	return held, free, nil
-}
-
-func stringMap(v any) map[string]string {
-	out := map[string]string{}
-	m, _ := v.(map[string]any)
-	for k, val := range m {
-		if s, ok := val.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
-}
-
-func setAnnotation(obj map[string]any, key, value string) {
-	meta, _ := obj["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	if ann == nil {
-		ann = map[string]any{}
-		meta["annotations"] = ann
-	}
-	ann[key] = value
 }
 
 func sortedKeys[V any](m map[string]V) []string {

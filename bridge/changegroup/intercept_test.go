@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,4 +60,51 @@ func TestHandBackNudgeIsNotHeldByTheGroupThatHandedItBack(t *testing.T) {
 		}
 	}
 	require.True(t, found, "held by the manual group: %+v", resp.Patches)
+}
+
+// The interceptor writes its JSON patch from what it changes. Applied to a nudge
+// PipelineRun with and without annotations (one of them already set) and with and
+// without a spec, it yields what the diff of the rewritten object did: the
+// annotations set, everything else kept, spec.status Cancelled.
+func TestCancelPatchSetsAnnotationsAndCancels(t *testing.T) {
+	set := [][2]string{{konflux.AnnotationHeldBy, "bundle=g"}, {konflux.AnnotationCancelReason, "cancelled by ChangeGroup g"}, {"a/b~c", "x"}}
+	for name, doc := range map[string]map[string]any{
+		"annotations and spec": {"metadata": map[string]any{"name": "r", "annotations": map[string]any{"keep": "me", konflux.AnnotationHeldBy: "old"}},
+			"spec": map[string]any{"pipelineRef": map[string]any{"name": "p"}, "status": "PipelineRunPending"}},
+		"no annotations": {"metadata": map[string]any{"name": "r"}, "spec": map[string]any{"pipelineRef": map[string]any{"name": "p"}}},
+		"no spec":        {"metadata": map[string]any{"name": "r", "annotations": map[string]any{}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := json.Marshal(doc)
+			require.NoError(t, err)
+			meta := doc["metadata"].(map[string]any)
+			_, hasAnn := meta["annotations"]
+			_, hasSpec := doc["spec"]
+			ops, err := json.Marshal(cancelPatch(hasAnn, hasSpec, set))
+			require.NoError(t, err)
+			p, err := jsonpatch.DecodePatch(ops)
+			require.NoError(t, err)
+			patched, err := p.Apply(raw)
+			require.NoError(t, err)
+
+			// The object as the interceptor meant it.
+			ann, _ := meta["annotations"].(map[string]any)
+			if ann == nil {
+				ann = map[string]any{}
+				meta["annotations"] = ann
+			}
+			for _, a := range set {
+				ann[a[0]] = a[1]
+			}
+			spec, _ := doc["spec"].(map[string]any)
+			if spec == nil {
+				spec = map[string]any{}
+				doc["spec"] = spec
+			}
+			spec["status"] = "Cancelled"
+			want, err := json.Marshal(doc)
+			require.NoError(t, err)
+			require.JSONEq(t, string(want), string(patched))
+		})
+	}
 }

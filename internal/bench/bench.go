@@ -40,6 +40,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -81,6 +82,10 @@ type Options struct {
 	Out, Log io.Writer
 	// KeepLogs keeps the servers', bridge's and worker's logs after a success.
 	KeepLogs bool
+	// ProfileDir, when set, receives a CPU profile and an allocation profile of this
+	// process (the bench's clients and the in-process bridge) per measure:
+	// cpu-<measure>.pprof and allocs-<measure>.pprof.
+	ProfileDir string
 }
 
 // Defaults are the sizes of issue 11: 1,000 groups, 1,000 builds, 10,000 open groups.
@@ -180,7 +185,15 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		began := time.Now()
 		s.progress("measure %s…", p)
-		if err := measures[p](ctx); err != nil {
+		stopProfile, err := startProfile(opts.ProfileDir, p)
+		if err != nil {
+			return err
+		}
+		err = measures[p](ctx)
+		if perr := stopProfile(); err == nil && perr != nil {
+			err = perr
+		}
+		if err != nil {
 			return fmt.Errorf("measure %s: %w", p, err)
 		}
 		s.progress("measure %s done in %s", p, time.Since(began).Round(time.Second))
@@ -257,8 +270,14 @@ func (s *stack) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.bridgeTC, err = client.Dial(client.Options{HostPort: s.tmp.Address, Namespace: s.tmp.Namespace,
-		Logger: sdklog.NewStructuredLogger(slogTo(sdkLog)), Interceptors: []interceptor.ClientInterceptor{s.counter}}); err != nil {
+	// The bridge's client is configured as `nudgeflow bridge` configures its own by
+	// default (temporalconn), as is the bench's, which sends the direct baseline.
+	bridgeOpts := client.Options{HostPort: s.tmp.Address, Namespace: s.tmp.Namespace,
+		Logger: sdklog.NewStructuredLogger(slogTo(sdkLog)), Interceptors: []interceptor.ClientInterceptor{s.counter}}
+	if err := temporalconn.Apply(&bridgeOpts, temporalconn.DefaultCompression); err != nil {
+		return err
+	}
+	if s.bridgeTC, err = client.Dial(bridgeOpts); err != nil {
 		return fmt.Errorf("temporal client of the bridge: %w", err)
 	}
 	s.stops = append(s.stops, s.bridgeTC.Close)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
@@ -25,6 +26,7 @@ type signalCounter struct {
 	seen   map[string]struct{}
 	want   int
 	done   chan struct{}
+	first  time.Time // when the first counted signal was acknowledged
 }
 
 func newSignalCounter() *signalCounter { return &signalCounter{seen: map[string]struct{}{}} }
@@ -34,8 +36,15 @@ func newSignalCounter() *signalCounter { return &signalCounter{seen: map[string]
 func (c *signalCounter) expect(prefix string, want int) <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.prefix, c.want, c.seen, c.done = prefix, want, map[string]struct{}{}, make(chan struct{})
+	c.prefix, c.want, c.seen, c.done, c.first = prefix, want, map[string]struct{}{}, make(chan struct{}), time.Time{}
 	return c.done
+}
+
+// firstAt is when the first signal counted since expect was acknowledged.
+func (c *signalCounter) firstAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first
 }
 
 func (c *signalCounter) count() int {
@@ -53,6 +62,9 @@ func (c *signalCounter) record(workflowID string, arg any) {
 	defer c.mu.Unlock()
 	if c.done == nil || !strings.HasPrefix(workflowID, c.prefix) {
 		return
+	}
+	if c.first.IsZero() {
+		c.first = time.Now()
 	}
 	c.seen[workflowID+"\x00"+b.BuildUID] = struct{}{}
 	if len(c.seen) == c.want {

@@ -123,25 +123,31 @@ func (n nativeHist) quantile(q float64) time.Duration {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// gatherHist reads one histogram series from controller-runtime's metrics registry
-// (where the bridge's manager registers its metrics): the series of metric name
-// whose labels include every pair of labels. A series not observed yet is empty.
-func gatherHist(name string, labels map[string]string) (nativeHist, error) {
+// gatherAll snapshots controller-runtime's metrics registry (where the bridge's
+// manager registers its metrics) once, for several histIn.
+func gatherAll() ([]*dto.MetricFamily, error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
-		return nativeHist{}, fmt.Errorf("gathering metrics: %w", err)
+		return nil, fmt.Errorf("gathering metrics: %w", err)
 	}
+	return families, nil
+}
+
+// histIn reads one histogram series from a snapshot of the registry: the series of
+// metric name whose labels include every pair of labels. A series not observed yet
+// is empty.
+func histIn(families []*dto.MetricFamily, name string, labels map[string]string) nativeHist {
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			if matches(m, labels) && m.GetHistogram() != nil {
-				return fromDTO(m.GetHistogram()), nil
+				return fromDTO(m.GetHistogram())
 			}
 		}
 	}
-	return nativeHist{counts: map[int]uint64{}}, nil
+	return nativeHist{counts: map[int]uint64{}}
 }
 
 // gatherGauge reads one gauge series of the registry; ok is false when absent.

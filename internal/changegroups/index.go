@@ -36,12 +36,19 @@ func RegisterIndexes(ctx context.Context, indexer ctrlclient.FieldIndexer) error
 // groupsOf lists the ChangeGroups of one nudged component. On a cache with
 // NudgedField that is an index lookup; a reader without it (the API server, a
 // test's client) lists the namespace instead.
+//
+// The groups are read-only: from an informer cache they are shallow copies of the
+// cached objects (UnsafeDisableDeepCopy), sharing their maps and slices with it. A
+// group's deep copy costs more than the rest of an admission (its status lists every
+// member and build), and a caller needs at most the one it picks: it deep-copies
+// that one (see FindHolding).
 func groupsOf(ctx context.Context, c ctrlclient.Reader, namespace, target string) ([]appstudiov1alpha1.ChangeGroup, error) {
 	var list appstudiov1alpha1.ChangeGroupList
-	err := c.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingFields{NudgedField: nudgedKey(namespace, target)})
+	err := c.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingFields{NudgedField: nudgedKey(namespace, target)},
+		ctrlclient.UnsafeDisableDeepCopy)
 	if err != nil && (apierrors.IsBadRequest(err) || strings.Contains(strings.ToLower(err.Error()), "index with name")) {
 		list = appstudiov1alpha1.ChangeGroupList{}
-		err = c.List(ctx, &list, ctrlclient.InNamespace(namespace))
+		err = c.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.UnsafeDisableDeepCopy)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing ChangeGroups of %s/%s: %w", namespace, target, err)
@@ -106,18 +113,23 @@ func (x *Index) Admitted(cg *appstudiov1alpha1.ChangeGroup) {
 }
 
 // Groups lists the groups of one nudged component: the cache's, plus those admitted
-// here that the cache does not have yet.
+// here that the cache does not have yet. They are read-only (see groupsOf).
 func (x *Index) Groups(ctx context.Context, namespace, target string) ([]appstudiov1alpha1.ChangeGroup, error) {
 	groups, err := groupsOf(ctx, x.Cache, namespace, target)
 	if err != nil {
 		return nil, err
 	}
-	cached := map[types.UID]bool{}
+	key := nudgedKey(namespace, target)
+	x.mu.Lock()
+	if len(x.admitted[key]) == 0 {
+		// The usual case: nothing admitted here that the cache may lack.
+		x.mu.Unlock()
+		return groups, nil
+	}
+	cached := make(map[types.UID]bool, len(groups))
 	for _, cg := range groups {
 		cached[cg.UID] = true
 	}
-	key := nudgedKey(namespace, target)
-	x.mu.Lock()
 	pending := x.admitted[key][:0]
 	for _, a := range x.admitted[key] {
 		if !cached[a.cg.UID] && x.now().Sub(a.at) <= admittedTTL {
@@ -175,5 +187,5 @@ func (x *Index) FindHolding(ctx context.Context, namespace, source, target strin
 	if err != nil {
 		return nil, err
 	}
-	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Collecting(cg) && Holds(cg, source, target) }), nil
+	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Collecting(cg) && Holds(cg, source, target) }).DeepCopy(), nil
 }

@@ -79,7 +79,7 @@ func FindHoldingAt(ctx context.Context, c ctrlclient.Reader, namespace, source, 
 	if err != nil {
 		return nil, err
 	}
-	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Holds(cg, source, target) && HeldAt(cg, at) }), nil
+	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Holds(cg, source, target) && HeldAt(cg, at) }).DeepCopy(), nil
 }
 
 func oldestOf(groups []appstudiov1alpha1.ChangeGroup, match func(*appstudiov1alpha1.ChangeGroup) bool) *appstudiov1alpha1.ChangeGroup {

@@ -67,5 +67,6 @@ Everything runs in a temporary folder; its logs are kept when a measure fails.`,
 	fs.StringVar(&phases, "only", "", "comma-separated measures to run: "+strings.Join(bench.Phases, ","))
 	fs.BoolVar(&quick, "quick", false, "small sizes (groups 20, samples 20, builds 40, worker-groups 40) for a smoke run; explicit flags still win")
 	fs.BoolVar(&opts.KeepLogs, "keep-logs", false, "keep the servers', bridge's and worker's logs")
+	fs.StringVar(&opts.ProfileDir, "profile-dir", "", "write a CPU and an allocation profile of this process (the bench and the in-process bridge) per measure into this folder (cpu-<measure>.pprof, allocs-<measure>.pprof)")
 	return cmd
 }

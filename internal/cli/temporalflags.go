@@ -10,6 +10,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
@@ -23,6 +24,8 @@ type temporalFlags struct {
 	security *temporalSecurity
 	// metrics, when set, receives the SDK's metrics (the bridge and the worker).
 	metrics client.MetricsHandler
+	// compression of the gRPC requests (temporalconn).
+	compression string
 }
 
 func addTemporalFlags(cmd *cobra.Command) *temporalFlags {
@@ -31,6 +34,8 @@ func addTemporalFlags(cmd *cobra.Command) *temporalFlags {
 	fs.StringVar(&f.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port ($TEMPORAL_ADDRESS)")
 	fs.StringVar(&f.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", localenv.DefaultNamespace), "Temporal namespace ($TEMPORAL_NAMESPACE)")
 	fs.StringVar(&f.taskQueue, "task-queue", nfworker.DefaultTaskQueue, "Temporal task queue of nudgeflow's worker")
+	fs.StringVar(&f.compression, "temporal-grpc-compression", temporalconn.DefaultCompression,
+		"compression of the gRPC requests to Temporal: none (CPU over bytes, for a frontend in or near the cluster) or gzip (the SDK's default, for a slow or metered link)")
 	f.security = addTemporalSecurityFlags(fs)
 	return f
 }
@@ -53,6 +58,9 @@ func (f *temporalFlags) dial(level slog.Level) (client.Client, error) {
 // and the metrics handler.
 func (f *temporalFlags) clientOptions() (client.Options, error) {
 	opts := client.Options{HostPort: f.address, Namespace: f.namespace, MetricsHandler: f.metrics}
+	if err := temporalconn.Apply(&opts, f.compression); err != nil {
+		return client.Options{}, err
+	}
 	if err := f.security.apply(&opts); err != nil {
 		return client.Options{}, fmt.Errorf("configuring the Temporal connection: %w", err)
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -228,8 +229,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	tc, err := client.Dial(client.Options{HostPort: tmp.Address, Namespace: tmp.Namespace,
-		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(workerLog, &slog.HandlerOptions{Level: slog.LevelInfo})))})
+	tcOpts := client.Options{HostPort: tmp.Address, Namespace: tmp.Namespace,
+		Logger: sdklog.NewStructuredLogger(slog.New(slog.NewJSONHandler(workerLog, &slog.HandlerOptions{Level: slog.LevelInfo})))}
+	if err := temporalconn.Apply(&tcOpts, temporalconn.DefaultCompression); err != nil {
+		return err
+	}
+	tc, err := client.Dial(tcOpts)
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal at %s: %w", tmp.Address, err)
 	}

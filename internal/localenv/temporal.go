@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
+	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 )
 
 // DefaultNamespace is the Temporal namespace nudgeflow uses unless told otherwise.
@@ -103,10 +104,15 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	return t, nil
 }
 
-// Dial returns a client for the dev server's namespace.
+// Dial returns a client for the dev server's namespace, with the connection settings
+// nudgeflow's commands use by default (temporalconn).
 // Its logger keeps warnings and errors only: the SDK's debug lines drown test output.
 func (t *Temporal) Dial() (client.Client, error) {
-	return client.Dial(client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: warnLogger()})
+	opts := client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: warnLogger()}
+	if err := temporalconn.Apply(&opts, temporalconn.DefaultCompression); err != nil {
+		return nil, err
+	}
+	return client.Dial(opts)
 }
 
 // warnLogger keeps the SDK's warnings and errors only.

@@ -73,7 +73,7 @@ func TestBenchQuickPrintsEveryMeasure(t *testing.T) {
 	require.Equal(t, 40.0, num("bridge", "builds"))
 	require.Equal(t, 160.0, num("bridge", "signals"), "builds × edges")
 	require.Equal(t, float64(bridge.DefaultMaxConcurrentReconciles), num("bridge", "reconciles"), "the builds controller runs the default concurrency")
-	positive("bridge", "seconds", "builds_per_s", "signals_per_s", "direct_signals_per_s")
+	positive("bridge", "seconds", "builds_per_s", "signals_per_s", "direct_signals_per_s", "direct_sequential_signals_per_s", "first_signal_s", "after_first_signals_per_s")
 	require.Regexp(t, regexp.MustCompile(`(^|,)temporal:`), lines["bridge"]["cpu_s"])
 
 	for _, m := range []string{"intercept", "changegroup-admission"} {
