@@ -134,7 +134,10 @@ func (s *scenario) waitFor(name, what string, timeout time.Duration, cond func(*
 
 func (s *scenario) waitPhase(name string, phase appstudiov1alpha1.ChangeGroupPhase) *appstudiov1alpha1.ChangeGroup {
 	s.t.Helper()
-	return s.waitFor(name, "phase "+string(phase), 60*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool {
+	// Two minutes: on the real Gitea server a phase can take several forge round
+	// trips of seconds each when the machine's cores are shared (a passing wait
+	// returns as soon as the phase is reached).
+	return s.waitFor(name, "phase "+string(phase), 2*time.Minute, func(cg *appstudiov1alpha1.ChangeGroup) bool {
 		return cg.Status.Phase == phase
 	})
 }
