@@ -562,7 +562,7 @@ func TestForgejoErrorsClassifiedWithoutToken(t *testing.T) {
 	}
 	// The real server's own refusal: a token it does not know.
 	bad := forge.Repo{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Owner: f.owner, Name: f.name}
-	c, err := fjforge.New(fjforge.Options{Repo: bad, Token: "0123456789abcdef0123456789abcdef01234567"})
+	c, err := fjforge.New(forge.ClientOptions{Repo: bad, Token: "0123456789abcdef0123456789abcdef01234567"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func TestForgejoErrorsClassifiedWithoutToken(t *testing.T) {
 func TestForgejoClientReadsTreesAcrossPages(t *testing.T) {
 	f := setupForgejo(t)
 	repo := forge.Repo{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Owner: f.owner, Name: f.name}
-	c, err := fjforge.New(fjforge.Options{Repo: repo, Token: f.srv.BotToken})
+	c, err := fjforge.New(forge.ClientOptions{Repo: repo, Token: f.srv.BotToken})
 	if err != nil {
 		t.Fatal(err)
 	}
