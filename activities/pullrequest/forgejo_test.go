@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,6 +25,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/faultproxy"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
@@ -83,7 +80,7 @@ var repoSeq atomic.Int64
 type fjFixture struct {
 	t     *testing.T
 	srv   *localenv.Forgejo
-	proxy *faultProxy
+	proxy *faultproxy.Proxy
 	env   *testsuite.TestActivityEnvironment
 	owner string
 	name  string
@@ -104,7 +101,12 @@ func setupForgejo(t *testing.T) *fjFixture {
 	if err := srv.WatchCI(f.owner, f.name); err != nil {
 		t.Fatal(err)
 	}
-	f.proxy = newFaultProxy(t, srv.URL)
+	proxy, err := faultproxy.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	f.proxy = proxy
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "scm", Namespace: "tenant",
 			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
@@ -607,114 +609,4 @@ func TestForgejoClientReadsTreesAcrossPages(t *testing.T) {
 	if c.Writes() != 0 {
 		t.Fatalf("reads wrote %d times", c.Writes())
 	}
-}
-
-// ---- a fault-injecting proxy in front of the real server ----
-
-type faultProxy struct {
-	URL string
-
-	mu          sync.Mutex
-	writes      int
-	fails       []fail
-	failWriteAt int
-	failStatus  int
-	failApplied bool
-	hook        *requestHook
-}
-
-// requestHook runs fn before the nth request that match accepts is forwarded.
-type requestHook struct {
-	nth   int
-	match func(*http.Request) bool
-	fn    func()
-}
-
-type fail struct{ status, retryAfter int }
-
-func newFaultProxy(t *testing.T, target string) *faultProxy {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		if len(p.fails) > 0 && strings.HasPrefix(r.URL.Path, "/api/") {
-			f := p.fails[0]
-			p.fails = p.fails[1:]
-			p.mu.Unlock()
-			if f.retryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
-				w.Header().Set("X-RateLimit-Remaining", "0")
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.status)
-			_, _ = io.WriteString(w, `{"message":"injected failure"}`)
-			return
-		}
-		write := r.Method != http.MethodGet && r.Method != http.MethodHead
-		var failNow, applied bool
-		var status int
-		var before func()
-		if write {
-			p.writes++
-			if p.failWriteAt > 0 && p.writes == p.failWriteAt {
-				failNow, status, applied = true, p.failStatus, p.failApplied
-				p.failWriteAt = 0
-			}
-		}
-		if h := p.hook; h != nil && h.match(r) {
-			if h.nth--; h.nth == 0 {
-				before, p.hook = h.fn, nil
-			}
-		}
-		p.mu.Unlock()
-		if before != nil {
-			before()
-		}
-		if failNow {
-			if applied {
-				rp.ServeHTTP(httptest.NewRecorder(), r) // the server applies it; the answer is lost
-			}
-			w.WriteHeader(status)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	p.URL = srv.URL
-	return p
-}
-
-// FailNext fails the next n API requests with status (and Retry-After seconds).
-func (p *faultProxy) FailNext(n, status, retryAfter int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for range n {
-		p.fails = append(p.fails, fail{status, retryAfter})
-	}
-}
-
-// FailWrite lets `after` more writes through, then fails the next one with status;
-// with applied, the server still receives and applies it (a lost answer).
-func (p *faultProxy) FailWrite(after, status int, applied bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.failWriteAt, p.failStatus, p.failApplied = p.writes+after+1, status, applied
-}
-
-// BeforeRequest runs fn once, before the nth request that match accepts is forwarded.
-func (p *faultProxy) BeforeRequest(nth int, match func(*http.Request) bool, fn func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.hook = &requestHook{nth: nth, match: match, fn: fn}
-}
-
-// Writes counts the write requests that reached the proxy.
-func (p *faultProxy) Writes() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.writes
 }
