@@ -16,11 +16,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
@@ -78,10 +73,9 @@ func removeStaleServers(base string) {
 var repoSeq atomic.Int64
 
 type fjFixture struct {
-	t     *testing.T
+	activityRunner
 	srv   *localenv.Forgejo
 	proxy *faultproxy.Proxy
-	env   *testsuite.TestActivityEnvironment
 	owner string
 	name  string
 }
@@ -89,13 +83,8 @@ type fjFixture struct {
 func setupForgejo(t *testing.T) *fjFixture {
 	t.Helper()
 	srv := forgejoServer(t)
-	f := &fjFixture{t: t, srv: srv, owner: "acme", name: fmt.Sprintf("bundle-%d", repoSeq.Add(1))}
-	if err := srv.CreateRepo(f.owner, f.name, "main", map[string]string{
-		"bundle/manifests/csv.yaml": "image: quay.io/org/op@" + old["op"] + "\nrelated: quay.io/org/operand-a:v1@" + old["a"] +
-			"\nother: quay.io/org/operand-b@" + old["b"] + "\n",
-		"Dockerfile": "FROM quay.io/org/op@" + old["op"] + "\n",
-		"README.md":  "quay.io/org/op@" + old["op"] + "\n",
-	}); err != nil {
+	f := &fjFixture{srv: srv, owner: "acme", name: fmt.Sprintf("bundle-%d", repoSeq.Add(1))}
+	if err := srv.CreateRepo(f.owner, f.name, "main", bundleFiles()); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.WatchCI(f.owner, f.name); err != nil {
@@ -107,16 +96,8 @@ func setupForgejo(t *testing.T) *fjFixture {
 	}
 	t.Cleanup(proxy.Close)
 	f.proxy = proxy
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "scm", Namespace: "tenant",
-			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
-		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{"username": []byte(localenv.ForgejoBot), "password": []byte(srv.BotToken)},
-	}
-	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
-	var ts testsuite.WorkflowTestSuite
-	f.env = ts.NewTestActivityEnvironment()
-	pr.New(k8s, pr.Config{Bot: forge.Signature{Name: "nudgeflow", Email: srv.BotEmail}}).Register(f.env)
+	f.activityRunner = newActivityRunner(t, pr.Config{Bot: forge.Signature{Name: "nudgeflow", Email: srv.BotEmail}},
+		scmSecret{"scm", localenv.ForgejoBot, srv.BotToken})
 	return f
 }
 
@@ -124,24 +105,6 @@ func setupForgejo(t *testing.T) *fjFixture {
 // fixture's repository, through the fault proxy.
 func (f *fjFixture) request(mode pr.Mode, ready ...string) pr.SyncRequest {
 	return newRequest(pr.Repo{Provider: "forgejo", URL: f.proxy.URL + "/" + f.owner + "/" + f.name, Namespace: "tenant"}, mode, ready...)
-}
-
-func (f *fjFixture) sync(req pr.SyncRequest) pr.Observed {
-	f.t.Helper()
-	o, err := f.trySync(req)
-	if err != nil {
-		f.t.Fatalf("sync: %v", err)
-	}
-	return o
-}
-
-func (f *fjFixture) trySync(req pr.SyncRequest) (pr.Observed, error) {
-	v, err := f.env.ExecuteActivity(pr.SyncActivity, req)
-	var o pr.Observed
-	if err == nil {
-		err = v.Get(&o)
-	}
-	return o, err
 }
 
 func (f *fjFixture) csv() string {
@@ -491,10 +454,8 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.merge(o.PR.Number)
-	v, err := f.env.ExecuteActivity(pr.ObserveActivity, pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
-	var obs pr.Observed
-	if err != nil || v.Get(&obs) != nil || obs.State != pr.PRMerged {
-		t.Fatalf("observe merged: %+v %v", obs, err)
+	if obs := f.observe(pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR}); obs.State != pr.PRMerged {
+		t.Fatalf("observe merged: %+v", obs)
 	}
 	req.Known = o.PR
 	if o2 := f.sync(req); o2.State != pr.PRMerged || o2.Writes != 0 {
@@ -506,9 +467,8 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 	o = g.sync(req)
 	closeReq := pr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "ChangeGroup cg1 was cancelled."}
 	for range 2 {
-		v, err = g.env.ExecuteActivity(pr.CloseActivity, closeReq)
-		if err != nil || v.Get(&obs) != nil || obs.State != pr.PRClosed {
-			t.Fatalf("close: %+v %v", obs, err)
+		if obs := g.close(closeReq); obs.State != pr.PRClosed {
+			t.Fatalf("close: %+v", obs)
 		}
 	}
 	if cs := g.comments(o.PR.Number); len(cs) != 1 || !strings.Contains(cs[0], "cancelled") {
@@ -529,40 +489,9 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 
 func TestForgejoErrorsClassifiedWithoutToken(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(pr.ModeHold, "operator")
-	var ae *temporal.ApplicationError
-	f.proxy.FailNext(1, http.StatusTooManyRequests, 42)
-	_, err := f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.NextRetryDelay() != 42*time.Second {
-		t.Fatalf("429: %v (%T)", err, err)
-	}
-	f.proxy.FailNext(1, http.StatusForbidden, 5)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.NextRetryDelay() != 5*time.Second {
-		t.Fatalf("403 with Retry-After: %v", err)
-	}
-	f.proxy.FailNext(1, http.StatusUnprocessableEntity, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != "Forgejo422" {
-		t.Fatalf("422: %v", err)
-	}
-	f.proxy.FailNext(1, http.StatusBadGateway, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() {
-		t.Fatalf("502: %v", err)
-	}
-	f.proxy.FailNext(1, http.StatusUnauthorized, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.Type() != "Unauthorized" {
-		t.Fatalf("401: %v", err)
-	}
-	o := f.sync(req)
-	for _, s := range []string{err.Error(), strings.Join([]string{o.PR.URL, o.HumanEditReason, o.HeadSHA}, " ")} {
-		if strings.Contains(s, f.srv.BotToken) {
-			t.Fatal("token leaked")
-		}
-	}
+	f.checkErrorsClassified(f.request(pr.ModeHold, "operator"), f.proxy.FailNext, "Forgejo422", f.srv.BotToken)
 	// The real server's own refusal: a token it does not know.
+	var ae *temporal.ApplicationError
 	bad := forge.Repo{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Owner: f.owner, Name: f.name}
 	c, err := fjforge.New(forge.ClientOptions{Repo: bad, Token: "0123456789abcdef0123456789abcdef01234567"})
 	if err != nil {
@@ -570,11 +499,6 @@ func TestForgejoErrorsClassifiedWithoutToken(t *testing.T) {
 	}
 	if _, err := c.DefaultBranch(context.Background()); !errors.As(err, &ae) || ae.Type() != "Unauthorized" || strings.Contains(err.Error(), "0123456789abcdef") {
 		t.Fatalf("unknown token: %v", err)
-	}
-	noCreds := req
-	noCreds.Repo.Namespace = "elsewhere"
-	if _, err := f.trySync(noCreds); !errors.As(err, &ae) || ae.Type() != "NoCredentials" || strings.Contains(err.Error(), f.srv.BotToken) {
-		t.Fatalf("no credentials: %v", err)
 	}
 }
 
