@@ -147,7 +147,7 @@ func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := glforge.New(ctx, glforge.Options{Repo: repo, Token: ba.Password, Bot: a.cfg.Bot, Transport: a.cfg.Transport})
+	f, err := glforge.New(ctx, forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.cfg.Bot, Transport: a.cfg.Transport})
 	if err != nil {
 		return nil, []string{ba.Password}, err
 	}
@@ -161,7 +161,7 @@ func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	}
 	if ok {
 		activity.GetLogger(ctx).Debug("using basic-auth credentials", "repo", repo.FullName(), "secret", ba.Secret)
-		f, err := ghforge.New(ghforge.Options{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(repo, ba), Transport: a.cfg.Transport})
+		f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(repo, ba), Transport: a.cfg.Transport})
 		return f, []string{ba.Password}, err
 	}
 	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)
@@ -178,7 +178,7 @@ func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	if a.cfg.Bot.Email != "" {
 		bot = a.cfg.Bot
 	}
-	f, err := ghforge.New(ghforge.Options{Repo: repo, Token: token, Bot: bot, Transport: a.cfg.Transport})
+	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: token, Bot: bot, Transport: a.cfg.Transport})
 	return f, []string{token, string(app.PrivateKey)}, err
 }
 

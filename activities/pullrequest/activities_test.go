@@ -1,18 +1,10 @@
 package pullrequest_test
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
@@ -30,9 +22,8 @@ var (
 func digest(c string) string { return "sha256:" + strings.Repeat(c, 64) }
 
 type fixture struct {
-	t   *testing.T
+	activityRunner
 	emu *githubemu.Server
-	env *testsuite.TestActivityEnvironment
 }
 
 func setup(t *testing.T) *fixture {
@@ -40,23 +31,8 @@ func setup(t *testing.T) *fixture {
 	emu := githubemu.New()
 	t.Cleanup(emu.Close)
 	emu.AddToken(token, githubemu.User{Login: "nudgeflow[bot]", Name: bot.Name, Email: bot.Email})
-	emu.CreateRepo("org", "bundle", "main", map[string]string{
-		"bundle/manifests/csv.yaml": "image: quay.io/org/op@" + old["op"] + "\nrelated: quay.io/org/operand-a:v1@" + old["a"] +
-			"\nother: quay.io/org/operand-b@" + old["b"] + "\n",
-		"Dockerfile": "FROM quay.io/org/op@" + old["op"] + "\n",
-		"README.md":  "quay.io/org/op@" + old["op"] + "\n",
-	})
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "scm", Namespace: "tenant",
-			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
-		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{"username": []byte("nudgeflow"), "password": []byte(token)},
-	}
-	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestActivityEnvironment()
-	pr.New(k8s, pr.Config{Bot: bot}).Register(env)
-	return &fixture{t: t, emu: emu, env: env}
+	emu.CreateRepo("org", "bundle", "main", bundleFiles())
+	return &fixture{activityRunner: newActivityRunner(t, pr.Config{Bot: bot}, scmSecret{"scm", "nudgeflow", token}), emu: emu}
 }
 
 func (f *fixture) request(mode pr.Mode, ready ...string) pr.SyncRequest {
@@ -84,24 +60,6 @@ func newRequest(repo pr.Repo, mode pr.Mode, ready ...string) pr.SyncRequest {
 		Branch: "konflux/changegroup/cg1", Namespace: "tenant", ChangeGroup: "cg1", NudgedComponent: "bundle",
 		ChangeGroupURL: "https://konflux.example/cg1", Rows: rows, Mode: mode,
 	}
-}
-
-func (f *fixture) sync(req pr.SyncRequest) pr.Observed {
-	f.t.Helper()
-	o, err := f.trySync(req)
-	if err != nil {
-		f.t.Fatalf("sync: %v", err)
-	}
-	return o
-}
-
-func (f *fixture) trySync(req pr.SyncRequest) (pr.Observed, error) {
-	v, err := f.env.ExecuteActivity(pr.SyncActivity, req)
-	var o pr.Observed
-	if err == nil {
-		err = v.Get(&o)
-	}
-	return o, err
 }
 
 func (f *fixture) csv() string {
@@ -303,10 +261,8 @@ func TestClosedAndMergedObserved(t *testing.T) {
 	if err := f.emu.MergePR("org", "bundle", o.PR.Number); err != nil {
 		t.Fatal(err)
 	}
-	v, err := f.env.ExecuteActivity(pr.ObserveActivity, pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
-	var obs pr.Observed
-	if err != nil || v.Get(&obs) != nil || obs.State != pr.PRMerged {
-		t.Fatalf("observe merged: %+v %v", obs, err)
+	if obs := f.observe(pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR}); obs.State != pr.PRMerged {
+		t.Fatalf("observe merged: %+v", obs)
 	}
 	req.Known = o.PR
 	if o2 := f.sync(req); o2.State != pr.PRMerged || o2.Writes != 0 {
@@ -318,9 +274,8 @@ func TestClosedAndMergedObserved(t *testing.T) {
 	o = g.sync(req)
 	closeReq := pr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "ChangeGroup cg1 was cancelled."}
 	for range 2 {
-		v, err = g.env.ExecuteActivity(pr.CloseActivity, closeReq)
-		if err != nil || v.Get(&obs) != nil || obs.State != pr.PRClosed {
-			t.Fatalf("close: %+v %v", obs, err)
+		if obs := g.close(closeReq); obs.State != pr.PRClosed {
+			t.Fatalf("close: %+v", obs)
 		}
 	}
 	if cs := g.emu.Comments("org", "bundle", o.PR.Number); len(cs) != 1 || !strings.Contains(cs[0], "cancelled") {
@@ -330,37 +285,5 @@ func TestClosedAndMergedObserved(t *testing.T) {
 
 func TestErrorsClassifiedWithoutToken(t *testing.T) {
 	f := setup(t)
-	req := f.request(pr.ModeHold, "operator")
-	f.emu.FailNext(1, http.StatusTooManyRequests, 42)
-	_, err := f.trySync(req)
-	var ae *temporal.ApplicationError
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.NextRetryDelay() != 42*time.Second {
-		t.Fatalf("429: %v (%T)", err, err)
-	}
-	f.emu.FailNext(1, http.StatusForbidden, 5)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.NextRetryDelay() != 5*time.Second {
-		t.Fatalf("secondary: %v", err)
-	}
-	f.emu.FailNext(1, http.StatusUnprocessableEntity, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != "GitHub422" {
-		t.Fatalf("422: %v", err)
-	}
-	f.emu.FailNext(1, http.StatusBadGateway, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() {
-		t.Fatalf("502: %v", err)
-	}
-	o := f.sync(req)
-	for _, s := range []string{err.Error(), strings.Join([]string{o.PR.URL, o.HumanEditReason, o.HeadSHA}, " ")} {
-		if strings.Contains(s, token) {
-			t.Fatal("token leaked")
-		}
-	}
-	bad := req
-	bad.Repo.Namespace = "elsewhere"
-	if _, err := f.trySync(bad); !errors.As(err, &ae) || ae.Type() != "NoCredentials" || strings.Contains(err.Error(), token) {
-		t.Fatalf("no credentials: %v", err)
-	}
+	f.checkErrorsClassified(f.request(pr.ModeHold, "operator"), f.emu.FailNext, "GitHub422", token)
 }

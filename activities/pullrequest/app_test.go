@@ -7,11 +7,8 @@ import (
 	"encoding/pem"
 	"testing"
 
-	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
@@ -36,10 +33,7 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: forge.DefaultAppSecret.Name, Namespace: forge.DefaultAppSecret.Namespace},
 		Data:       map[string][]byte{forge.KeyAppID: []byte("4242"), forge.KeyAppPrivateKey: keyPEM},
 	}
-	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(appSecret).Build()
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestActivityEnvironment()
-	pr.New(k8s, pr.Config{}).Register(env)
+	env := newActivityEnv(t, pr.Config{}, appSecret).env
 
 	req := pr.SyncRequest{
 		Repo:   pr.Repo{Provider: "github", URL: emu.URL() + "/org/bundle", Namespace: "tenant"},

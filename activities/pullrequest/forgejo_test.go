@@ -4,11 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,15 +16,11 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/faultproxy"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
@@ -81,10 +73,9 @@ func removeStaleServers(base string) {
 var repoSeq atomic.Int64
 
 type fjFixture struct {
-	t     *testing.T
+	activityRunner
 	srv   *localenv.Forgejo
-	proxy *faultProxy
-	env   *testsuite.TestActivityEnvironment
+	proxy *faultproxy.Proxy
 	owner string
 	name  string
 }
@@ -92,29 +83,21 @@ type fjFixture struct {
 func setupForgejo(t *testing.T) *fjFixture {
 	t.Helper()
 	srv := forgejoServer(t)
-	f := &fjFixture{t: t, srv: srv, owner: "acme", name: fmt.Sprintf("bundle-%d", repoSeq.Add(1))}
-	if err := srv.CreateRepo(f.owner, f.name, "main", map[string]string{
-		"bundle/manifests/csv.yaml": "image: quay.io/org/op@" + old["op"] + "\nrelated: quay.io/org/operand-a:v1@" + old["a"] +
-			"\nother: quay.io/org/operand-b@" + old["b"] + "\n",
-		"Dockerfile": "FROM quay.io/org/op@" + old["op"] + "\n",
-		"README.md":  "quay.io/org/op@" + old["op"] + "\n",
-	}); err != nil {
+	f := &fjFixture{srv: srv, owner: "acme", name: fmt.Sprintf("bundle-%d", repoSeq.Add(1))}
+	if err := srv.CreateRepo(f.owner, f.name, "main", bundleFiles()); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.WatchCI(f.owner, f.name); err != nil {
 		t.Fatal(err)
 	}
-	f.proxy = newFaultProxy(t, srv.URL)
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "scm", Namespace: "tenant",
-			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
-		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{"username": []byte(localenv.ForgejoBot), "password": []byte(srv.BotToken)},
+	proxy, err := faultproxy.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
 	}
-	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
-	var ts testsuite.WorkflowTestSuite
-	f.env = ts.NewTestActivityEnvironment()
-	pr.New(k8s, pr.Config{Bot: forge.Signature{Name: "nudgeflow", Email: srv.BotEmail}}).Register(f.env)
+	t.Cleanup(proxy.Close)
+	f.proxy = proxy
+	f.activityRunner = newActivityRunner(t, pr.Config{Bot: forge.Signature{Name: "nudgeflow", Email: srv.BotEmail}},
+		scmSecret{"scm", localenv.ForgejoBot, srv.BotToken})
 	return f
 }
 
@@ -122,24 +105,6 @@ func setupForgejo(t *testing.T) *fjFixture {
 // fixture's repository, through the fault proxy.
 func (f *fjFixture) request(mode pr.Mode, ready ...string) pr.SyncRequest {
 	return newRequest(pr.Repo{Provider: "forgejo", URL: f.proxy.URL + "/" + f.owner + "/" + f.name, Namespace: "tenant"}, mode, ready...)
-}
-
-func (f *fjFixture) sync(req pr.SyncRequest) pr.Observed {
-	f.t.Helper()
-	o, err := f.trySync(req)
-	if err != nil {
-		f.t.Fatalf("sync: %v", err)
-	}
-	return o
-}
-
-func (f *fjFixture) trySync(req pr.SyncRequest) (pr.Observed, error) {
-	v, err := f.env.ExecuteActivity(pr.SyncActivity, req)
-	var o pr.Observed
-	if err == nil {
-		err = v.Get(&o)
-	}
-	return o, err
 }
 
 func (f *fjFixture) csv() string {
@@ -489,10 +454,8 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.merge(o.PR.Number)
-	v, err := f.env.ExecuteActivity(pr.ObserveActivity, pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
-	var obs pr.Observed
-	if err != nil || v.Get(&obs) != nil || obs.State != pr.PRMerged {
-		t.Fatalf("observe merged: %+v %v", obs, err)
+	if obs := f.observe(pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR}); obs.State != pr.PRMerged {
+		t.Fatalf("observe merged: %+v", obs)
 	}
 	req.Known = o.PR
 	if o2 := f.sync(req); o2.State != pr.PRMerged || o2.Writes != 0 {
@@ -504,9 +467,8 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 	o = g.sync(req)
 	closeReq := pr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "ChangeGroup cg1 was cancelled."}
 	for range 2 {
-		v, err = g.env.ExecuteActivity(pr.CloseActivity, closeReq)
-		if err != nil || v.Get(&obs) != nil || obs.State != pr.PRClosed {
-			t.Fatalf("close: %+v %v", obs, err)
+		if obs := g.close(closeReq); obs.State != pr.PRClosed {
+			t.Fatalf("close: %+v", obs)
 		}
 	}
 	if cs := g.comments(o.PR.Number); len(cs) != 1 || !strings.Contains(cs[0], "cancelled") {
@@ -527,59 +489,23 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 
 func TestForgejoErrorsClassifiedWithoutToken(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(pr.ModeHold, "operator")
-	var ae *temporal.ApplicationError
-	f.proxy.FailNext(1, http.StatusTooManyRequests, 42)
-	_, err := f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.NextRetryDelay() != 42*time.Second {
-		t.Fatalf("429: %v (%T)", err, err)
-	}
-	f.proxy.FailNext(1, http.StatusForbidden, 5)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.NextRetryDelay() != 5*time.Second {
-		t.Fatalf("403 with Retry-After: %v", err)
-	}
-	f.proxy.FailNext(1, http.StatusUnprocessableEntity, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || !ae.NonRetryable() || ae.Type() != "Forgejo422" {
-		t.Fatalf("422: %v", err)
-	}
-	f.proxy.FailNext(1, http.StatusBadGateway, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() {
-		t.Fatalf("502: %v", err)
-	}
-	f.proxy.FailNext(1, http.StatusUnauthorized, 0)
-	_, err = f.trySync(req)
-	if !errors.As(err, &ae) || ae.NonRetryable() || ae.Type() != "Unauthorized" {
-		t.Fatalf("401: %v", err)
-	}
-	o := f.sync(req)
-	for _, s := range []string{err.Error(), strings.Join([]string{o.PR.URL, o.HumanEditReason, o.HeadSHA}, " ")} {
-		if strings.Contains(s, f.srv.BotToken) {
-			t.Fatal("token leaked")
-		}
-	}
+	f.checkErrorsClassified(f.request(pr.ModeHold, "operator"), f.proxy.FailNext, "Forgejo422", f.srv.BotToken)
 	// The real server's own refusal: a token it does not know.
+	var ae *temporal.ApplicationError
 	bad := forge.Repo{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Owner: f.owner, Name: f.name}
-	c, err := fjforge.New(fjforge.Options{Repo: bad, Token: "0123456789abcdef0123456789abcdef01234567"})
+	c, err := fjforge.New(forge.ClientOptions{Repo: bad, Token: "0123456789abcdef0123456789abcdef01234567"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.DefaultBranch(context.Background()); !errors.As(err, &ae) || ae.Type() != "Unauthorized" || strings.Contains(err.Error(), "0123456789abcdef") {
 		t.Fatalf("unknown token: %v", err)
 	}
-	noCreds := req
-	noCreds.Repo.Namespace = "elsewhere"
-	if _, err := f.trySync(noCreds); !errors.As(err, &ae) || ae.Type() != "NoCredentials" || strings.Contains(err.Error(), f.srv.BotToken) {
-		t.Fatalf("no credentials: %v", err)
-	}
 }
 
 func TestForgejoClientReadsTreesAcrossPages(t *testing.T) {
 	f := setupForgejo(t)
 	repo := forge.Repo{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Owner: f.owner, Name: f.name}
-	c, err := fjforge.New(fjforge.Options{Repo: repo, Token: f.srv.BotToken})
+	c, err := fjforge.New(forge.ClientOptions{Repo: repo, Token: f.srv.BotToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,114 +533,4 @@ func TestForgejoClientReadsTreesAcrossPages(t *testing.T) {
 	if c.Writes() != 0 {
 		t.Fatalf("reads wrote %d times", c.Writes())
 	}
-}
-
-// ---- a fault-injecting proxy in front of the real server ----
-
-type faultProxy struct {
-	URL string
-
-	mu          sync.Mutex
-	writes      int
-	fails       []fail
-	failWriteAt int
-	failStatus  int
-	failApplied bool
-	hook        *requestHook
-}
-
-// requestHook runs fn before the nth request that match accepts is forwarded.
-type requestHook struct {
-	nth   int
-	match func(*http.Request) bool
-	fn    func()
-}
-
-type fail struct{ status, retryAfter int }
-
-func newFaultProxy(t *testing.T, target string) *faultProxy {
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		if len(p.fails) > 0 && strings.HasPrefix(r.URL.Path, "/api/") {
-			f := p.fails[0]
-			p.fails = p.fails[1:]
-			p.mu.Unlock()
-			if f.retryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
-				w.Header().Set("X-RateLimit-Remaining", "0")
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(f.status)
-			_, _ = io.WriteString(w, `{"message":"injected failure"}`)
-			return
-		}
-		write := r.Method != http.MethodGet && r.Method != http.MethodHead
-		var failNow, applied bool
-		var status int
-		var before func()
-		if write {
-			p.writes++
-			if p.failWriteAt > 0 && p.writes == p.failWriteAt {
-				failNow, status, applied = true, p.failStatus, p.failApplied
-				p.failWriteAt = 0
-			}
-		}
-		if h := p.hook; h != nil && h.match(r) {
-			if h.nth--; h.nth == 0 {
-				before, p.hook = h.fn, nil
-			}
-		}
-		p.mu.Unlock()
-		if before != nil {
-			before()
-		}
-		if failNow {
-			if applied {
-				rp.ServeHTTP(httptest.NewRecorder(), r) // the server applies it; the answer is lost
-			}
-			w.WriteHeader(status)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	p.URL = srv.URL
-	return p
-}
-
-// FailNext fails the next n API requests with status (and Retry-After seconds).
-func (p *faultProxy) FailNext(n, status, retryAfter int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for range n {
-		p.fails = append(p.fails, fail{status, retryAfter})
-	}
-}
-
-// FailWrite lets `after` more writes through, then fails the next one with status;
-// with applied, the server still receives and applies it (a lost answer).
-func (p *faultProxy) FailWrite(after, status int, applied bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.failWriteAt, p.failStatus, p.failApplied = p.writes+after+1, status, applied
-}
-
-// BeforeRequest runs fn once, before the nth request that match accepts is forwarded.
-func (p *faultProxy) BeforeRequest(nth int, match func(*http.Request) bool, fn func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.hook = &requestHook{nth: nth, match: match, fn: fn}
-}
-
-// Writes counts the write requests that reached the proxy.
-func (p *faultProxy) Writes() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.writes
 }

@@ -6,55 +6,32 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/testsuite"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 )
 
 const glToken = "glpat-Sup3rSecretProjectToken"
 
 type glFixture struct {
-	*fixture
+	activityRunner
 	gl *glemu.Server
 }
 
-// setupGitLab is the fixture's bundle on the GitLab emulator, in a subgroup, with a
-// Konflux SCM basic-auth Secret holding a project access token.
+// setupGitLab is the bundle on the GitLab emulator, in a subgroup, with a Konflux
+// SCM basic-auth Secret holding a project access token, and no configured bot: the
+// token's user commits.
 func setupGitLab(t *testing.T) *glFixture {
 	t.Helper()
 	e := glemu.New()
 	t.Cleanup(e.Close)
 	e.AddToken(glToken, glemu.User{Username: "project_7_bot", Name: bot.Name, Email: bot.Email})
-	e.CreateProject("org/team", "bundle", "main", map[string]string{
-		"bundle/manifests/csv.yaml": "image: quay.io/org/op@" + old["op"] + "\nrelated: quay.io/org/operand-a:v1@" + old["a"] +
-			"\nother: quay.io/org/operand-b@" + old["b"] + "\n",
-		"README.md": "quay.io/org/op@" + old["op"] + "\n",
-	})
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "gitlab", Namespace: "tenant",
-			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
-		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{"username": []byte("oauth2"), "password": []byte(glToken)},
-	}
-	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(secret).Build()
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestActivityEnvironment()
-	pr.New(k8s, pr.Config{}).Register(env) // no configured bot: the token's user
-	gh := githubemu.New()                  // request() names its URL; nothing is sent to it
-	t.Cleanup(gh.Close)
-	return &glFixture{fixture: &fixture{t: t, env: env, emu: gh}, gl: e}
+	e.CreateProject("org/team", "bundle", "main", bundleFiles())
+	return &glFixture{activityRunner: newActivityRunner(t, pr.Config{}, scmSecret{"gitlab", "oauth2", glToken}), gl: e}
 }
 
 func (f *glFixture) req(mode pr.Mode, known pr.PRRef, ready ...string) pr.SyncRequest {
-	r := f.request(mode, ready...)
-	r.Repo = pr.Repo{Provider: "GitLab", URL: f.gl.URL() + "/org/team/bundle", Namespace: "tenant"}
+	r := newRequest(pr.Repo{Provider: "GitLab", URL: f.gl.URL() + "/org/team/bundle", Namespace: "tenant"}, mode, ready...)
 	r.Known = known
 	return r
 }
@@ -119,11 +96,7 @@ func TestGitLabPersonLiftsDraftOrCommits(t *testing.T) {
 	if !o.HumanEdits || len(f.gl.Notes("org/team", "bundle", o.PR.Number)) != 1 {
 		t.Fatalf("a person's commit stops pushes with one note: %+v notes %q", o, f.gl.Notes("org/team", "bundle", o.PR.Number))
 	}
-	v, err := f.env.ExecuteActivity(pr.CloseActivity, pr.CloseRequest{Repo: f.req(pr.ModeHold, o.PR).Repo, Known: o.PR, Comment: "cancelled"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = v.Get(&o)
+	o = f.close(pr.CloseRequest{Repo: f.req(pr.ModeHold, o.PR).Repo, Known: o.PR, Comment: "cancelled"})
 	if mr, _ = f.gl.MR("org/team", "bundle", o.PR.Number); mr.State != "closed" || o.State != pr.PRClosed {
 		t.Fatalf("closed: %+v %+v", o, mr)
 	}

@@ -3,20 +3,16 @@ package changegroup_test
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/faultproxy"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
@@ -203,7 +199,7 @@ type forgejoForge struct {
 	dir    string
 	once   sync.Once
 	srv    *localenv.Forgejo
-	faults *forgejoFaults
+	faults *faultproxy.Proxy
 	err    error
 }
 
@@ -212,7 +208,7 @@ func (g *forgejoForge) server() *localenv.Forgejo {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a cold tool build included
 		defer cancel()
 		if g.srv, g.err = localenv.StartForgejo(ctx, g.dir); g.err == nil {
-			g.faults = newForgejoFaults(g.srv.URL)
+			g.faults, g.err = faultproxy.New(g.srv.URL)
 		}
 	})
 	if g.err != nil {
@@ -223,8 +219,10 @@ func (g *forgejoForge) server() *localenv.Forgejo {
 
 // stop stops the server if a test started it.
 func (g *forgejoForge) stop() {
-	if g.srv != nil {
+	if g.faults != nil {
 		g.faults.Close()
+	}
+	if g.srv != nil {
 		_ = g.srv.Stop()
 	}
 }
@@ -363,67 +361,3 @@ func (g *forgejoForge) FailNextFor(owner string, n, status, retryAfter int) {
 	g.server()
 	g.faults.FailNextFor(forgejoOrg(owner), n, status, retryAfter)
 }
-
-// forgejoFaults is a reverse proxy in front of the server. Gitea and Forgejo have no
-// API rate limiter of their own (Gitea v1.26's routers and services never answer
-// 429): on a real deployment a 429 comes from the proxy in front, with Retry-After.
-// FailNextFor answers so for the next n API requests about an owner's repositories,
-// with Gitea's own error body ({"message", "url"}) and content type.
-type forgejoFaults struct {
-	URL  string
-	root string
-	srv  *httptest.Server
-
-	mu    sync.Mutex
-	fails map[string][]forgejoFault // by owner
-}
-
-type forgejoFault struct{ status, retryAfter int }
-
-func newForgejoFaults(target string) *forgejoFaults {
-	u, err := url.Parse(target)
-	must(err)
-	p := &forgejoFaults{root: target, fails: map[string][]forgejoFault{}}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f, ok := p.take(r.URL.Path); ok {
-			if f.retryAfter > 0 {
-				w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
-			}
-			w.Header().Set("Content-Type", "application/json;charset=utf-8")
-			w.WriteHeader(f.status)
-			_ = json.NewEncoder(w).Encode(map[string]string{"message": http.StatusText(f.status), "url": p.root + "/api/swagger"})
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	p.URL = p.srv.URL
-	return p
-}
-
-// take consumes the next failure of the repository owner a request names.
-func (p *forgejoFaults) take(path string) (forgejoFault, bool) {
-	rest, ok := strings.CutPrefix(path, "/api/v1/repos/")
-	if !ok {
-		return forgejoFault{}, false
-	}
-	owner, _, _ := strings.Cut(rest, "/")
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	q := p.fails[strings.ToLower(owner)]
-	if len(q) == 0 {
-		return forgejoFault{}, false
-	}
-	p.fails[strings.ToLower(owner)] = q[1:]
-	return q[0], true
-}
-
-func (p *forgejoFaults) FailNextFor(owner string, n, status, retryAfter int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for range n {
-		p.fails[strings.ToLower(owner)] = append(p.fails[strings.ToLower(owner)], forgejoFault{status, retryAfter})
-	}
-}
-
-func (p *forgejoFaults) Close() { p.srv.Close() }

@@ -25,7 +25,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -46,20 +45,11 @@ var draftPrefixes = []string{"WIP:", "[WIP]", "Draft:", "[Draft]"}
 // is the same https://<host>/api/v1/).
 func APIBase(repo forge.Repo) string { return repo.Scheme + "://" + repo.Host + "/api/v1" }
 
-// Options configure a Client.
-type Options struct {
-	Repo  forge.Repo
-	Token string
-	// Bot is the identity commits are made as.
-	Bot forge.Signature
-	// Transport is the base round tripper (http.DefaultTransport when nil).
-	Transport http.RoundTripper
-	// Timeout bounds each HTTP request (50s when zero: the contents API clones the
-	// repository and runs the push hooks server-side, which is slower than a GitHub
-	// write, and one request must stay under the sync activity's one-minute
-	// heartbeat timeout).
-	Timeout time.Duration
-}
+// DefaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero: the contents
+// API clones the repository and runs the push hooks server-side, which is slower than
+// a GitHub write, and one request must stay under the sync activity's one-minute
+// heartbeat timeout.
+const DefaultTimeout = 50 * time.Second
 
 // Client is a forge.Forge for one Forgejo or Gitea repository.
 type Client struct {
@@ -67,25 +57,17 @@ type Client struct {
 	bot  forge.Signature
 	api  *gitea.Client
 	hc   *http.Client
-	tr   *transport
+	tr   *forge.Transport
 }
 
 var _ forge.Forge = (*Client)(nil)
 
 // New returns a Client authenticating with a token (an access token of the bot user).
-func New(o Options) (*Client, error) {
-	if o.Token == "" {
-		return nil, errors.New("forgejo: no token")
+func New(o forge.ClientOptions) (*Client, error) {
+	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, func(r *http.Request) { r.Header.Set("Authorization", "token "+o.Token) })
+	if err != nil {
+		return nil, fmt.Errorf("forgejo: %w", err)
 	}
-	base := o.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if o.Timeout == 0 {
-		o.Timeout = 50 * time.Second
-	}
-	tr := &transport{base: base, token: o.Token}
-	hc := &http.Client{Transport: tr, Timeout: o.Timeout}
 	// No version probe: every call used here exists on Gitea >= 1.24 and Forgejo >= 7.
 	api, err := gitea.NewClient(o.Repo.Scheme+"://"+o.Repo.Host, gitea.SetHTTPClient(hc), gitea.SetGiteaVersion(""))
 	if err != nil {
@@ -94,33 +76,8 @@ func New(o Options) (*Client, error) {
 	return &Client{repo: o.Repo, bot: o.Bot, api: api, hc: hc, tr: tr}, nil
 }
 
-// transport adds the token and counts writes. The token goes in a header only, so no
-// URL (and no error quoting one) ever holds it.
-type transport struct {
-	base  http.RoundTripper
-	token string
-
-	mu     sync.Mutex
-	writes int
-}
-
-func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "token "+t.token)
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		t.mu.Lock()
-		t.writes++
-		t.mu.Unlock()
-	}
-	return t.base.RoundTrip(r)
-}
-
 // Writes counts write requests (POST, PATCH, PUT, DELETE).
-func (c *Client) Writes() int {
-	c.tr.mu.Lock()
-	defer c.tr.mu.Unlock()
-	return c.tr.writes
-}
+func (c *Client) Writes() int { return c.tr.Writes() }
 
 // Bot is the commit identity.
 func (c *Client) Bot() forge.Signature { return c.bot }

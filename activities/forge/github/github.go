@@ -32,43 +32,32 @@ func Endpoints(repo forge.Repo) (rest, graphql string) {
 	return base + "/api/v3/", base + "/api/graphql"
 }
 
-// Options configure a Client.
-type Options struct {
-	Repo  forge.Repo
-	Token string
-	// Bot is the identity commits are made as.
-	Bot forge.Signature
-	// Transport is the base round tripper (http.DefaultTransport when nil).
-	Transport http.RoundTripper
-	// Timeout bounds each HTTP request (30s when zero).
-	Timeout time.Duration
-}
+// DefaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
 
 // Client is a forge.Forge for one GitHub repository.
 type Client struct {
-	repo forge.Repo
-	bot  forge.Signature
-	rest *gh.Client
-	gql  *githubv4.Client
-	tr   *transport
+	repo  forge.Repo
+	bot   forge.Signature
+	rest  *gh.Client
+	gql   *githubv4.Client
+	tr    *forge.Transport
+	fails *failRecorder
 }
 
 var _ forge.Forge = (*Client)(nil)
 
 // New returns a Client authenticating with a token.
-func New(o Options) (*Client, error) {
-	if o.Token == "" {
-		return nil, errors.New("github: no token")
+func New(o forge.ClientOptions) (*Client, error) {
+	fails := &failRecorder{base: o.Transport}
+	if fails.base == nil {
+		fails.base = http.DefaultTransport
 	}
-	base := o.Transport
-	if base == nil {
-		base = http.DefaultTransport
+	o.Transport = fails
+	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+o.Token) })
+	if err != nil {
+		return nil, fmt.Errorf("github: %w", err)
 	}
-	if o.Timeout == 0 {
-		o.Timeout = 30 * time.Second
-	}
-	tr := &transport{base: base, token: o.Token}
-	hc := &http.Client{Transport: tr, Timeout: o.Timeout}
 	rest, gql := Endpoints(o.Repo)
 	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(hc), gh.WithDisableRateLimitCheck()}
 	if o.Repo.Host != "github.com" {
@@ -78,7 +67,7 @@ func New(o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github client for %s: %w", o.Repo.Host, err)
 	}
-	return &Client{repo: o.Repo, bot: o.Bot, rest: c, gql: githubv4.NewEnterpriseClient(gql, hc), tr: tr}, nil
+	return &Client{repo: o.Repo, bot: o.Bot, rest: c, gql: githubv4.NewEnterpriseClient(gql, hc), tr: tr, fails: fails}, nil
 }
 
 // AppToken mints an installation token of a GitHub App scoped to the one repository
@@ -93,7 +82,7 @@ func AppToken(ctx context.Context, repo forge.Repo, app forge.App, base http.Rou
 		return "", forge.Signature{}, errors.New("github app: private key is not a valid RSA PEM key")
 	}
 	rest, _ := Endpoints(repo)
-	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(&http.Client{Transport: atr, Timeout: 30 * time.Second}), gh.WithDisableRateLimitCheck()}
+	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(&http.Client{Transport: atr, Timeout: DefaultTimeout}), gh.WithDisableRateLimitCheck()}
 	if repo.Host != "github.com" {
 		opts = append(opts, gh.WithEnterpriseURLs(rest, rest))
 	}
@@ -113,7 +102,7 @@ func AppToken(ctx context.Context, repo forge.Repo, app forge.App, base http.Rou
 	if err != nil {
 		return "", forge.Signature{}, classify("creating an installation token", err, resp, nil)
 	}
-	wc, err := New(Options{Repo: repo, Token: wide.GetToken(), Transport: base})
+	wc, err := New(forge.ClientOptions{Repo: repo, Token: wide.GetToken(), Transport: base})
 	if err != nil {
 		return "", forge.Signature{}, err
 	}
@@ -130,25 +119,16 @@ func AppToken(ctx context.Context, repo forge.Repo, app forge.App, base http.Rou
 	return scoped.GetToken(), bot, nil
 }
 
-// transport adds the token, counts writes and remembers the last failed response's
-// status and headers (GraphQL errors carry no response).
-type transport struct {
-	base  http.RoundTripper
-	token string
+// failRecorder remembers the last failed response's status and headers: GraphQL
+// errors carry no response, and classifying a rate limit needs them.
+type failRecorder struct {
+	base http.RoundTripper
 
 	mu       sync.Mutex
-	writes   int
 	lastFail *http.Response
 }
 
-func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		t.mu.Lock()
-		t.writes++
-		t.mu.Unlock()
-	}
+func (t *failRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
 	if err == nil && resp.StatusCode >= 300 {
 		t.mu.Lock()
@@ -158,7 +138,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func (t *transport) takeFail() *http.Response {
+func (t *failRecorder) takeFail() *http.Response {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.lastFail
@@ -167,11 +147,7 @@ func (t *transport) takeFail() *http.Response {
 }
 
 // Writes counts write requests (POST, PATCH, PUT, DELETE), GraphQL mutations included.
-func (c *Client) Writes() int {
-	c.tr.mu.Lock()
-	defer c.tr.mu.Unlock()
-	return c.tr.writes
-}
+func (c *Client) Writes() int { return c.tr.Writes() }
 
 // Bot is the commit identity.
 func (c *Client) Bot() forge.Signature { return c.bot }
@@ -420,7 +396,7 @@ func (c *Client) EditPR(ctx context.Context, number int, body *string, open *boo
 // description lost its skip marker, and it costs one request.
 func (c *Client) MarkReady(ctx context.Context, pr forge.PR, body *string) error {
 	ready := githubv4.MarkPullRequestReadyForReviewInput{PullRequestID: githubv4.ID(pr.NodeID)}
-	c.tr.takeFail()
+	c.fails.takeFail()
 	var err error
 	if body == nil {
 		var m struct {
@@ -442,7 +418,7 @@ func (c *Client) MarkReady(ctx context.Context, pr forge.PR, body *string) error
 		err = c.gql.Mutate(ctx, &m, ready, map[string]any{"update": update})
 	}
 	if err != nil {
-		return classify(fmt.Sprintf("marking PR #%d ready for review", pr.Number), err, nil, c.tr.takeFail())
+		return classify(fmt.Sprintf("marking PR #%d ready for review", pr.Number), err, nil, c.fails.takeFail())
 	}
 	return nil
 }

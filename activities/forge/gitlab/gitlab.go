@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -46,17 +45,8 @@ func ReadyTitle(title string) string {
 // Endpoint is the API root of a host: <scheme>://<host>/api/v4/.
 func Endpoint(repo forge.Repo) string { return repo.Scheme + "://" + repo.Host + "/api/v4/" }
 
-// Options configure a Client.
-type Options struct {
-	Repo  forge.Repo
-	Token string
-	// Bot is the identity commits are made as; empty: the token's user (GET /user).
-	Bot forge.Signature
-	// Transport is the base round tripper (http.DefaultTransport when nil).
-	Transport http.RoundTripper
-	// Timeout bounds each HTTP request (30s when zero).
-	Timeout time.Duration
-}
+// DefaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
 
 // Client is a forge.Forge for one GitLab project.
 type Client struct {
@@ -64,25 +54,20 @@ type Client struct {
 	pid  string // "group/project": the client library escapes it (group%2Fproject)
 	bot  forge.Signature
 	api  *gl.Client
-	tr   *transport
+	tr   *forge.Transport
 }
 
 var _ forge.Forge = (*Client)(nil)
 
-// New returns a Client authenticating with a personal, project or group access token.
-func New(ctx context.Context, o Options) (*Client, error) {
-	if o.Token == "" {
-		return nil, errors.New("gitlab: no token")
+// New returns a Client authenticating with a personal, project or group access
+// token; an empty o.Bot is the token's user (GET /user).
+func New(ctx context.Context, o forge.ClientOptions) (*Client, error) {
+	// The token travels in PRIVATE-TOKEN, set by the library: nothing to authorize here.
+	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, nil)
+	if err != nil {
+		return nil, fmt.Errorf("gitlab: %w", err)
 	}
-	base := o.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if o.Timeout == 0 {
-		o.Timeout = 30 * time.Second
-	}
-	tr := &transport{base: base}
-	api, err := gl.NewClient(o.Token, gl.WithBaseURL(Endpoint(o.Repo)), gl.WithHTTPClient(&http.Client{Transport: tr, Timeout: o.Timeout}),
+	api, err := gl.NewClient(o.Token, gl.WithBaseURL(Endpoint(o.Repo)), gl.WithHTTPClient(hc),
 		// Retries are Temporal's (with the server's delay), never the library's.
 		gl.WithoutRetries())
 	if err != nil {
@@ -103,28 +88,8 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	return c, nil
 }
 
-// transport counts writes. The token travels in PRIVATE-TOKEN, set by the library.
-type transport struct {
-	base   http.RoundTripper
-	mu     sync.Mutex
-	writes int
-}
-
-func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		t.mu.Lock()
-		t.writes++
-		t.mu.Unlock()
-	}
-	return t.base.RoundTrip(r)
-}
-
 // Writes counts write requests (POST, PUT, DELETE).
-func (c *Client) Writes() int {
-	c.tr.mu.Lock()
-	defer c.tr.mu.Unlock()
-	return c.tr.writes
-}
+func (c *Client) Writes() int { return c.tr.Writes() }
 
 // Bot is the commit identity.
 func (c *Client) Bot() forge.Signature { return c.bot }

@@ -29,7 +29,7 @@ func setup(t *testing.T, files map[string]string) (*emu.Server, *glforge.Client)
 	repo, err := forge.ParseRepoURL(e.URL() + "/group/sub/bundle")
 	require.NoError(t, err)
 	require.Equal(t, "group/sub", repo.Owner, "subgroups are part of the namespace")
-	c, err := glforge.New(context.Background(), glforge.Options{Repo: repo, Token: token})
+	c, err := glforge.New(context.Background(), forge.ClientOptions{Repo: repo, Token: token})
 	require.NoError(t, err)
 	require.Equal(t, bot, c.Bot(), "the bot identity is the token's user")
 	return e, c

@@ -1,0 +1,148 @@
+package pullrequest_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+)
+
+// The forges' fixtures (GitHub emulator, GitLab emulator, real Forgejo server)
+// share the nudged repository's content and the activity environment; only the
+// forge, its credentials and the configured bot differ.
+
+// bundleFiles is the nudged bundle repository: the CSV references the operator and
+// both operands, the Dockerfile the operator, and README.md is outside fileMatch.
+func bundleFiles() map[string]string {
+	return map[string]string{
+		"bundle/manifests/csv.yaml": "image: quay.io/org/op@" + old["op"] + "\nrelated: quay.io/org/operand-a:v1@" + old["a"] +
+			"\nother: quay.io/org/operand-b@" + old["b"] + "\n",
+		"Dockerfile": "FROM quay.io/org/op@" + old["op"] + "\n",
+		"README.md":  "quay.io/org/op@" + old["op"] + "\n",
+	}
+}
+
+// scmSecret is a forge's Konflux SCM basic-auth Secret in namespace tenant, for the
+// loopback host every test forge listens on.
+type scmSecret struct{ name, username, token string }
+
+// activityRunner runs the pull request activities in a test activity environment.
+type activityRunner struct {
+	t   *testing.T
+	env *testsuite.TestActivityEnvironment
+}
+
+// newActivityRunner registers the activities configured with cfg, reading their
+// credentials from a Kubernetes that holds only s.
+func newActivityRunner(t *testing.T, cfg pr.Config, s scmSecret) activityRunner {
+	t.Helper()
+	return newActivityEnv(t, cfg, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "tenant",
+			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte(s.username), "password": []byte(s.token)},
+	})
+}
+
+// newActivityEnv registers the activities configured with cfg, with a Kubernetes
+// that holds objs.
+func newActivityEnv(t *testing.T, cfg pr.Config, objs ...client.Object) activityRunner {
+	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	pr.New(k8s, cfg).Register(env)
+	return activityRunner{t: t, env: env}
+}
+
+func (a activityRunner) sync(req pr.SyncRequest) pr.Observed {
+	a.t.Helper()
+	o, err := a.trySync(req)
+	if err != nil {
+		a.t.Fatalf("sync: %v", err)
+	}
+	return o
+}
+
+func (a activityRunner) trySync(req pr.SyncRequest) (pr.Observed, error) {
+	v, err := a.env.ExecuteActivity(pr.SyncActivity, req)
+	var o pr.Observed
+	if err == nil {
+		err = v.Get(&o)
+	}
+	return o, err
+}
+
+// observe runs the observe activity, failing the test on an error.
+func (a activityRunner) observe(req pr.ObserveRequest) pr.Observed {
+	a.t.Helper()
+	return a.run("observe", pr.ObserveActivity, req)
+}
+
+// close runs the close activity, failing the test on an error.
+func (a activityRunner) close(req pr.CloseRequest) pr.Observed {
+	a.t.Helper()
+	return a.run("close", pr.CloseActivity, req)
+}
+
+func (a activityRunner) run(name string, activity, req any) pr.Observed {
+	a.t.Helper()
+	v, err := a.env.ExecuteActivity(activity, req)
+	var o pr.Observed
+	if err == nil {
+		err = v.Get(&o)
+	}
+	if err != nil {
+		a.t.Fatalf("%s: %v", name, err)
+	}
+	return o
+}
+
+// checkErrorsClassified checks what every forge client owes the workflow: failNext
+// makes the forge (or the proxy in front of it) answer the next n API requests with
+// status and Retry-After seconds, and each sync fails with a Temporal error the
+// retry policy reads right (typ422 is the forge's type for a 422); neither errors
+// nor results name token; a namespace without credentials is NoCredentials.
+func (a activityRunner) checkErrorsClassified(req pr.SyncRequest, failNext func(n, status, retryAfter int), typ422, token string) {
+	a.t.Helper()
+	var ae *temporal.ApplicationError
+	var err error
+	for _, c := range []struct {
+		name               string
+		status, retryAfter int
+		ok                 func() bool
+	}{
+		{"429", http.StatusTooManyRequests, 42, func() bool { return !ae.NonRetryable() && ae.NextRetryDelay() == 42*time.Second }},
+		{"403 with Retry-After", http.StatusForbidden, 5, func() bool { return !ae.NonRetryable() && ae.NextRetryDelay() == 5*time.Second }},
+		{"422", http.StatusUnprocessableEntity, 0, func() bool { return ae.NonRetryable() && ae.Type() == typ422 }},
+		{"502", http.StatusBadGateway, 0, func() bool { return !ae.NonRetryable() }},
+		{"401", http.StatusUnauthorized, 0, func() bool { return !ae.NonRetryable() && ae.Type() == "Unauthorized" }},
+	} {
+		failNext(1, c.status, c.retryAfter)
+		if _, err = a.trySync(req); !errors.As(err, &ae) || !c.ok() {
+			a.t.Fatalf("%s: %v (%T)", c.name, err, err)
+		}
+	}
+	o := a.sync(req)
+	for _, s := range []string{err.Error(), strings.Join([]string{o.PR.URL, o.HumanEditReason, o.HeadSHA}, " ")} {
+		if strings.Contains(s, token) {
+			a.t.Fatal("token leaked")
+		}
+	}
+	noCreds := req
+	noCreds.Repo.Namespace = "elsewhere"
+	if _, err := a.trySync(noCreds); !errors.As(err, &ae) || ae.Type() != "NoCredentials" || strings.Contains(err.Error(), token) {
+		a.t.Fatalf("no credentials: %v", err)
+	}
+}
