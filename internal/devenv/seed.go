@@ -195,6 +195,25 @@ type seedOptions struct {
 	forgejoURL, forgejoBotToken string
 }
 
+// bundleOn are the Components of a bundle on another forge (provider at bundleURL)
+// and its nudgers, whose sources are at nudgersURL.
+func bundleOn(ns, bundle string, nudgers []string, provider, bundleURL, nudgersURL string) []ctrlclient.Object {
+	var objs []ctrlclient.Object
+	for _, c := range append([]string{bundle}, nudgers...) {
+		comp := &mirrorv1alpha1.Component{
+			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns},
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
+				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: nudgersURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
+		}
+		if c == bundle {
+			comp.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: provider}
+			comp.Spec.Source.GitSource.URL = bundleURL + "/" + ns + "/" + c
+		}
+		objs = append(objs, comp)
+	}
+	return objs
+}
+
 // seedCluster creates what the demo namespace needs unless it exists: the forge
 // credentials, the Components, the ComponentGroup gating the operator and the
 // NudgeConfig. With Forgejo it also adds the third bundle, its nudgers, their
@@ -220,33 +239,12 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 					URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
 		})
 	}
-	for _, c := range append([]string{GitLabBundle}, GitLabNudgers...) {
-		comp := &mirrorv1alpha1.Component{
-			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns},
-			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
-				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
-		}
-		if c == GitLabBundle {
-			// The GitLab emulator's host does not say GitLab: the annotation does.
-			comp.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: "gitlab"}
-			comp.Spec.Source.GitSource.URL = gitlabURL + "/" + ns + "/" + c
-		}
-		objs = append(objs, comp)
-	}
+	// The GitLab emulator's and the Gitea server's loopback hosts do not say which
+	// forge they are: the bundles' annotations do. Their nudgers' sources are on the
+	// GitHub emulator, as the first bundle's.
+	objs = append(objs, bundleOn(ns, GitLabBundle, GitLabNudgers, "gitlab", gitlabURL, forgeURL)...)
 	if o.forgejoURL != "" {
-		for _, c := range append([]string{ForgejoBundle}, ForgejoNudgers...) {
-			comp := &mirrorv1alpha1.Component{
-				ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns},
-				Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
-					Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
-			}
-			if c == ForgejoBundle {
-				// A loopback host does not say Forgejo: the annotation does.
-				comp.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: "forgejo"}
-				comp.Spec.Source.GitSource.URL = o.forgejoURL + "/" + ns + "/" + c
-			}
-			objs = append(objs, comp)
-		}
+		objs = append(objs, bundleOn(ns, ForgejoBundle, ForgejoNudgers, "forgejo", o.forgejoURL, forgeURL)...)
 	}
 	objs = append(objs, &mirrorv1beta2.ComponentGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: OperatorTests, Namespace: ns},
