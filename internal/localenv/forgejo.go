@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 )
 
 // Gitea is the real Forgejo/Gitea API server of the test world: the Gitea binary that
@@ -747,18 +749,7 @@ func (w *ciWatcher) receive(rw http.ResponseWriter, r *http.Request) {
 	if typ != "pull_request" && typ != "pull_request_sync" {
 		return
 	}
-	var ev struct {
-		Action      string `json:"action"`
-		Number      int    `json:"number"`
-		PullRequest struct {
-			Head struct {
-				SHA string `json:"sha"`
-			} `json:"head"`
-		} `json:"pull_request"`
-		Repository struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-	}
+	var ev forgehook.PullRequestPayload
 	if json.Unmarshal(data, &ev) != nil {
 		return
 	}
