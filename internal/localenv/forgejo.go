@@ -559,6 +559,20 @@ func (f *Forgejo) Comments(owner, name string, number int) ([]string, error) {
 	return out, nil
 }
 
+// AddSystemWebhook registers a system webhook (every repository's pull request
+// events, signed with secret) to url: how a bridge's forge webhook receiver hears
+// of repositories a test creates later.
+func (f *Forgejo) AddSystemWebhook(url, secret string) error {
+	if err := f.API(http.MethodPost, "/admin/hooks", f.AdminToken, map[string]any{
+		"type": "gitea", "active": true, "events": []string{"pull_request"},
+		"config": map[string]string{"url": url, "content_type": "json", "secret": secret, "is_system_webhook": "true"},
+	}, nil); err != nil {
+		// The secret stays out of the error: the API error carries the server's message only.
+		return fmt.Errorf("registering the system webhook to %s: %w", url, err)
+	}
+	return nil
+}
+
 // ---- CI builds, counted from the server's webhooks ----
 
 // ForgejoCIEvent is one webhook delivery that starts a Pipelines as Code build.

@@ -205,6 +205,9 @@ type forgejoForge struct {
 	srv    *localenv.Forgejo
 	faults *forgejoFaults
 	err    error
+	// hookURL is the bridge's forge webhook receiver, registered as the server's
+	// system webhook so that every repository's PR events reach the groups.
+	hookURL string
 }
 
 func (g *forgejoForge) server() *localenv.Forgejo {
@@ -213,6 +216,7 @@ func (g *forgejoForge) server() *localenv.Forgejo {
 		defer cancel()
 		if g.srv, g.err = localenv.StartForgejo(ctx, g.dir); g.err == nil {
 			g.faults = newForgejoFaults(g.srv.URL)
+			g.err = g.srv.AddSystemWebhook(g.hookURL, webhookSecret)
 		}
 	})
 	if g.err != nil {
