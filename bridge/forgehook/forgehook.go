@@ -1,5 +1,6 @@
 // Package forgehook receives forge webhooks on one endpoint: GitHub's (verified by
-// X-Hub-Signature-256) and GitLab's (verified by X-Gitlab-Token), and turns pull
+// X-Hub-Signature-256), GitLab's (verified by X-Gitlab-Token) and Forgejo's or
+// Gitea's (verified by X-Forgejo-Signature or X-Gitea-Signature), and turns pull
 // request and merge request events into Sink calls. The secret is never logged.
 package forgehook
 
@@ -14,12 +15,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 )
 
-// Event is a pull request (GitHub) or merge request (GitLab) event as nudgeflow
-// needs it.
+// Event is a pull request (GitHub, Forgejo) or merge request (GitLab) event as
+// nudgeflow needs it.
 type Event struct {
-	// Provider is "github" or "gitlab".
+	// Provider is "github", "gitlab" or "forgejo" (Forgejo and Gitea alike).
 	Provider   string
 	DeliveryID string
 	Action     string
@@ -88,33 +91,43 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveGitLab(w, r, body, secret, log)
 		return
 	}
-	if !Valid(secret, body, r.Header.Get("X-Hub-Signature-256")) {
-		log.Warn("webhook signature mismatch", "delivery", r.Header.Get("X-GitHub-Delivery"))
+	// Gitea and Forgejo also send GitHub's headers (X-GitHub-Event,
+	// X-Hub-Signature-256) so that GitHub receivers work; their own headers are
+	// checked first, so such a delivery is Forgejo's and its draft read from the title.
+	var d delivery
+	if ev := forgejoHeader(r, "Event"); ev != "" {
+		// Forgejo's signature is the hex HMAC-SHA256 of the body without GitHub's
+		// "sha256=" (services/webhook/deliver.go).
+		d = delivery{provider: "forgejo", id: forgejoHeader(r, "Delivery"), event: ev,
+			signed: validHex(secret, body, forgejoHeader(r, "Signature"))}
+	} else {
+		d = delivery{provider: "github", id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event"),
+			signed: Valid(secret, body, r.Header.Get("X-Hub-Signature-256"))}
+	}
+	h.servePullRequest(w, r, body, d, log)
+}
+
+// delivery is what a GitHub-style delivery's headers say, read by its provider's rules.
+type delivery struct {
+	provider, id, event string
+	signed              bool
+}
+
+// servePullRequest handles a GitHub or Forgejo delivery: only pull_request events
+// reach the sink (on Forgejo the family: label, assignment and synchronize events
+// are pull_request too, with their own actions). A merge is the action closed with
+// merged set on both.
+func (h *Handler) servePullRequest(w http.ResponseWriter, r *http.Request, body []byte, d delivery, log *slog.Logger) {
+	if !d.signed {
+		log.Warn("webhook signature mismatch", "provider", d.provider, "delivery", d.id)
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
-	if r.Header.Get("X-GitHub-Event") != "pull_request" {
+	if d.event != "pull_request" {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	var p struct {
-		Action      string `json:"action"`
-		Number      int    `json:"number"`
-		PullRequest struct {
-			Number  int    `json:"number"`
-			HTMLURL string `json:"html_url"`
-			State   string `json:"state"`
-			Draft   bool   `json:"draft"`
-			Merged  bool   `json:"merged"`
-			Head    struct {
-				Ref string `json:"ref"`
-				SHA string `json:"sha"`
-			} `json:"head"`
-		} `json:"pull_request"`
-		Repository struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-	}
+	var p PullRequestPayload
 	if err := json.Unmarshal(body, &p); err != nil || p.Action == "" || p.Repository.FullName == "" {
 		http.Error(w, "malformed pull_request payload", http.StatusBadRequest)
 		return
@@ -123,10 +136,48 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if n == 0 {
 		n = p.PullRequest.Number
 	}
-	e := Event{Provider: "github", DeliveryID: r.Header.Get("X-GitHub-Delivery"), Action: p.Action, URL: p.PullRequest.HTMLURL, RepoFullName: p.Repository.FullName,
+	e := Event{Provider: d.provider, DeliveryID: d.id, Action: p.Action, URL: p.PullRequest.HTMLURL, RepoFullName: p.Repository.FullName,
 		Number: n, HeadRef: p.PullRequest.Head.Ref, HeadSHA: p.PullRequest.Head.SHA, Merged: p.PullRequest.Merged,
 		Draft: p.PullRequest.Draft, State: p.PullRequest.State}
+	if d.provider == "forgejo" {
+		// The server sets draft by its own WORK_IN_PROGRESS_PREFIXES; the title check
+		// adds the prefixes the Forgejo forge client counts as drafts, so that the
+		// webhook and a poll of the same PR agree.
+		e.Draft = e.Draft || forgejo.IsDraftTitle(p.PullRequest.Title)
+	}
 	h.deliver(w, r, e, log)
+}
+
+// PullRequestPayload is a pull_request event's payload as far as nudgeflow reads
+// it: GitHub's, which Gitea and Forgejo copy for these fields
+// (modules/structs.PullRequestPayload).
+type PullRequestPayload struct {
+	Action      string `json:"action"`
+	Number      int    `json:"number"`
+	PullRequest struct {
+		Number  int    `json:"number"`
+		HTMLURL string `json:"html_url"`
+		Title   string `json:"title"`
+		State   string `json:"state"`
+		Draft   bool   `json:"draft"`
+		Merged  bool   `json:"merged"`
+		Head    struct {
+			Ref string `json:"ref"`
+			SHA string `json:"sha"`
+		} `json:"head"`
+	} `json:"pull_request"`
+	Repository struct {
+		FullName string `json:"full_name"`
+	} `json:"repository"`
+}
+
+// forgejoHeader reads X-Forgejo-<name>, or X-Gitea-<name> (which Forgejo sends too
+// and Gitea alone).
+func forgejoHeader(r *http.Request, name string) string {
+	if v := r.Header.Get("X-Forgejo-" + name); v != "" {
+		return v
+	}
+	return r.Header.Get("X-Gitea-" + name)
 }
 
 func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, e Event, log *slog.Logger) {
@@ -196,10 +247,16 @@ func ValidToken(secret []byte, token string) bool {
 // Valid reports whether header is GitHub's sha256 HMAC of body (constant-time).
 func Valid(secret, body []byte, header string) bool {
 	got, ok := strings.CutPrefix(header, "sha256=")
-	if !ok {
+	return ok && validHex(secret, body, got)
+}
+
+// validHex reports whether sigHex is the hex sha256 HMAC of body (constant-time),
+// Forgejo's signature header as it is and GitHub's after its prefix.
+func validHex(secret, body []byte, sigHex string) bool {
+	if sigHex == "" {
 		return false
 	}
-	sig, err := hex.DecodeString(got)
+	sig, err := hex.DecodeString(sigHex)
 	if err != nil {
 		return false
 	}

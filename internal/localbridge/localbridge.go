@@ -39,8 +39,8 @@ type Forge interface {
 
 // ForgeHook configures the bridge's forge webhook receiver.
 type ForgeHook struct {
-	// Secret is the webhooks' secret: GitHub signs deliveries with it, GitLab sends
-	// it as X-Gitlab-Token; the one receiver checks either.
+	// Secret is the webhooks' secret: GitHub, Gitea and Forgejo sign deliveries with
+	// it, GitLab sends it as X-Gitlab-Token; the one receiver checks each.
 	Secret string
 	// Addr is where the receiver listens; empty is a free loopback port (tests, so
 	// that packages run side by side).

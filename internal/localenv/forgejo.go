@@ -23,6 +23,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 )
 
 // Gitea is the real Forgejo/Gitea API server of the test world: the Gitea binary that
@@ -683,6 +685,20 @@ func (f *Forgejo) Comments(owner, name string, number int) ([]string, error) {
 	return out, nil
 }
 
+// AddSystemWebhook registers a system webhook (every repository's pull request
+// events, signed with secret) to url: how a bridge's forge webhook receiver hears
+// of repositories a test creates later.
+func (f *Forgejo) AddSystemWebhook(url, secret string) error {
+	if err := f.API(http.MethodPost, "/admin/hooks", f.AdminToken, map[string]any{
+		"type": "gitea", "active": true, "events": []string{"pull_request"},
+		"config": map[string]string{"url": url, "content_type": "json", "secret": secret, "is_system_webhook": "true"},
+	}, nil); err != nil {
+		// The secret stays out of the error: the API error carries the server's message only.
+		return fmt.Errorf("registering the system webhook to %s: %w", url, err)
+	}
+	return nil
+}
+
 // ---- CI builds, counted from the server's webhooks ----
 
 // ForgejoCIEvent is one webhook delivery that starts a Pipelines as Code build.
@@ -873,18 +889,7 @@ func (w *ciWatcher) receive(rw http.ResponseWriter, r *http.Request) {
 	if typ != "pull_request" && typ != "pull_request_sync" {
 		return
 	}
-	var ev struct {
-		Action      string `json:"action"`
-		Number      int    `json:"number"`
-		PullRequest struct {
-			Head struct {
-				SHA string `json:"sha"`
-			} `json:"head"`
-		} `json:"pull_request"`
-		Repository struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-	}
+	var ev forgehook.PullRequestPayload
 	if json.Unmarshal(data, &ev) != nil {
 		return
 	}

@@ -201,6 +201,9 @@ type forgejoForge struct {
 	srv    *localenv.Forgejo
 	faults *faultproxy.Proxy
 	err    error
+	// hookURL is the bridge's forge webhook receiver, registered as the server's
+	// system webhook so that every repository's PR events reach the groups.
+	hookURL string
 }
 
 func (g *forgejoForge) server() *localenv.Forgejo {
@@ -208,7 +211,9 @@ func (g *forgejoForge) server() *localenv.Forgejo {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a cold tool build included
 		defer cancel()
 		if g.srv, g.err = localenv.StartForgejo(ctx, g.dir); g.err == nil {
-			g.faults, g.err = faultproxy.New(g.srv.URL)
+			if g.faults, g.err = faultproxy.New(g.srv.URL); g.err == nil {
+				g.err = g.srv.AddSystemWebhook(g.hookURL, webhookSecret)
+			}
 		}
 	})
 	if g.err != nil {

@@ -77,7 +77,7 @@ func startStack(w *world.World) (func(), error) {
 	}
 	// The Gitea server's bot is named like the emulators' (the SCM Secret's username,
 	// localenv.ForgejoBot); its token is the server's own.
-	fj := &forgejoForge{dir: filepath.Join(w.LogDir, "forgejo")}
+	fj := &forgejoForge{dir: filepath.Join(w.LogDir, "forgejo"), hookURL: b.ForgeHookURL}
 	shared = stack{emu: emu, forges: []forgeHarness{githubForge{emu}, gitlabForge{gl}, fj}, forgejo: fj, worker: wk}
 	return func() {
 		wk.Stop()
