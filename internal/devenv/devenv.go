@@ -302,7 +302,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Manager: bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
 		Deps: bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings},
-		// One receiver for both forges: X-Gitlab-Token is the secret.
+		// One receiver for every forge: GitHub and Gitea sign with the secret,
+		// GitLab sends it as X-Gitlab-Token.
 		ForgeHook: &localbridge.ForgeHook{Secret: tok.WebhookSecret, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.ForgeHook)),
 			Forges: []localbridge.Forge{emu, gl}},
 	})
@@ -311,6 +312,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	stops = append(stops, func() { logStop("bridge", b.Stop()) })
 	hookURL := b.ForgeHookURL
+	if fj != nil {
+		// The Gitea server tells the bridge of every pull request event at once (the
+		// workflow's poll stays the fallback); a resumed server keeps its hook.
+		if err := fj.AddSystemWebhook(hookURL, tok.WebhookSecret); err != nil {
+			return err
+		}
+	}
 
 	// The worker, with ReleasePlanAdmissions read through a cache as in a cluster.
 	wkc, err := kube.WithReleaseCache(ctx, cp.Config, kc)

@@ -689,6 +689,19 @@ func (f *Forgejo) Comments(owner, name string, number int) ([]string, error) {
 // events, signed with secret) to url: how a bridge's forge webhook receiver hears
 // of repositories a test creates later.
 func (f *Forgejo) AddSystemWebhook(url, secret string) error {
+	// A resumed server (`nudgeflow dev --forgejo` started again) has it already:
+	// a second one would deliver every event twice.
+	var hooks []struct {
+		Config map[string]string `json:"config"`
+	}
+	if err := f.API(http.MethodGet, "/admin/hooks?type=system&limit=50", f.AdminToken, nil, &hooks); err != nil {
+		return fmt.Errorf("listing the system webhooks: %w", err)
+	}
+	for _, h := range hooks {
+		if h.Config["url"] == url {
+			return nil
+		}
+	}
 	if err := f.API(http.MethodPost, "/admin/hooks", f.AdminToken, map[string]any{
 		"type": "gitea", "active": true, "events": []string{"pull_request"},
 		"config": map[string]string{"url": url, "content_type": "json", "secret": secret, "is_system_webhook": "true"},

@@ -221,7 +221,7 @@ func TestForgejoWalkthrough(t *testing.T) {
 	d2, took := startDev(t, dir, childEnv, p, "--forgejo", "--no-parent-death-signal")
 	t.Logf("later start with --forgejo, resuming: ready after %s", took)
 	e.connect()
-	checkForgejoResumed(t, e, g, usersBefore)
+	checkForgejoResumed(t, e, g, usersBefore, p.hook)
 
 	// kill -9: the Gitea server, started without the parent-death signal, outlives
 	// it; the next start stops it, says so, and resumes.
@@ -244,15 +244,26 @@ func TestForgejoWalkthrough(t *testing.T) {
 		t.Fatalf("%s of the crashed run still runs after the next start", giteaProc)
 	}
 	e.connect()
-	checkForgejoResumed(t, e, g, usersBefore)
+	checkForgejoResumed(t, e, g, usersBefore, p.hook)
 	d3.interrupt(t)
 }
 
 // checkForgejoResumed checks a restarted `nudgeflow dev --forgejo`: the group is
 // still Completed with its one merged PR, the server has its three users (with the
-// tokens stored before) and one repository.
-func checkForgejoResumed(t *testing.T, e *env, g giteaAPI, usersBefore string) {
+// tokens stored before), one repository and one system webhook, to the bridge's
+// receiver on hookPort.
+func checkForgejoResumed(t *testing.T, e *env, g giteaAPI, usersBefore string, hookPort int) {
 	t.Helper()
+	var hooks []struct {
+		Config map[string]string `json:"config"`
+		Events []string          `json:"events"`
+	}
+	if err := g.get("admin/hooks?type=system", &hooks); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("http://127.0.0.1:%d/", hookPort); len(hooks) != 1 || hooks[0].Config["url"] != want {
+		t.Fatalf("after the restart want one system webhook to %s, got %+v", want, hooks)
+	}
 	if cg := e.group("forgejo-bundle-update"); cg.Status.Phase != appstudiov1alpha1.PhaseCompleted {
 		t.Fatalf("after the restart forgejo-bundle-update is %s, want Completed", cg.Status.Phase)
 	}
