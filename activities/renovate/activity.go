@@ -455,7 +455,7 @@ type RunStatus struct {
 }
 
 // RunStatus.Reason of a run a ChangeGroup held at admission: the group took its
-// build, or it did not (it ended in between) and the run counts as failed.
+// build, or it did not (it ended in between): the run failed, but the build was never tried.
 const (
 	ReasonHeldByChangeGroup = "HeldByChangeGroup"
 	ReasonHeldReturned      = "HeldAndReturned"

@@ -52,8 +52,8 @@ const (
 	// ChangeGroup held at admission says where its build went, so the Nudge workflow
 	// that launched the run can tell: HeldOutcomeDeliveredPrefix+<group> (the group
 	// collects it: the nudge is done, in the group's pull request) or
-	// HeldOutcomeReturned (no group took it: the run counts as failed and the nudge
-	// tries again). Until the bridge writes it, the run has not ended for the workflow.
+	// HeldOutcomeReturned (no group took it: the nudge tries again, without using up
+	// an attempt). Until the bridge writes it, the run has not ended for the workflow.
 	AnnotationHeldOutcome = "nudgeflow.konflux-ci.dev/held-outcome"
 	// AnnotationCancelReason says why nudgeflow cancelled the PipelineRun.
 	AnnotationCancelReason = "nudgeflow.konflux-ci.dev/cancel-reason"

@@ -48,7 +48,8 @@ const (
 )
 
 // versionHeldRunEnds guards the end of a nudge whose Renovate run a ChangeGroup
-// held: before it, such a run counted as a failed attempt and was launched again.
+// held, and the extra attempt for a run a group held and returned: before it, such
+// runs counted as failed attempts.
 const versionHeldRunEnds = "held-run-ends"
 
 // Defaults for Request's tuning fields.
@@ -206,6 +207,10 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 	}
 
 	backoff := req.RetryBackoff
+	// returned counts runs a ChangeGroup held and then did not take (it ended in
+	// between): the build was never tried, so they do not use up an attempt, up to
+	// MaxAttempts of them (a bound, should groups keep holding and ending).
+	returned := 0
 	for attempt := 1; ; attempt++ {
 		name := renovate.RunName(wfID, attempt)
 		st.Attempt = attempt
@@ -240,7 +245,11 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			record(attempt, ReasonSucceeded, msg, name, false)
 			return result(PhaseSucceeded, msg), nil
 		}
-		if attempt >= req.MaxAttempts {
+		if status.Reason == renovate.ReasonHeldReturned && returned < req.MaxAttempts &&
+			workflow.GetVersion(ctx, versionHeldRunEnds, workflow.DefaultVersion, 1) == 1 {
+			returned++
+		}
+		if attempt >= req.MaxAttempts+returned {
 			msg := fmt.Sprintf("Renovate run %s failed (%s: %s); giving up after %d attempts", name, status.Reason, status.Message, attempt)
 			record(attempt, ReasonFailed, msg, name, true)
 			res := result(PhaseFailed, msg)

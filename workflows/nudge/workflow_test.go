@@ -168,11 +168,13 @@ func TestRunHeldByChangeGroupEndsTheNudge(t *testing.T) {
 	require.Equal(t, []string{ReasonHeld}, rec.reasons)
 }
 
-// A held run whose build no group took (the group ended in between) counts as a
-// failed attempt: the nudge launches again, so the build is still nudged.
+// A held run whose build no group took (the group ended in between) was never
+// tried: the nudge launches again, even when it was its last attempt, so the
+// build is still nudged.
 func TestRunHeldAndReturnedIsTriedAgain(t *testing.T) {
 	env, _, rec, launched := setup(t)
 	req := request()
+	req.MaxAttempts = 1
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Reason: renovate.ReasonHeldReturned})
