@@ -23,12 +23,16 @@ const (
 // slow or metered link (--temporal-grpc-compression=gzip).
 const DefaultCompression = CompressionNone
 
-// Compression is the SDK's setting for a --temporal-grpc-compression value.
+// Compression is the SDK's setting for a --temporal-grpc-compression value (empty:
+// DefaultCompression, as the flag's default).
 func Compression(name string) (client.GrpcCompression, error) {
+	if name == "" {
+		name = DefaultCompression
+	}
 	switch name {
 	case CompressionNone:
 		return &client.GrpcCompressionNone{}, nil
-	case CompressionGzip, "":
+	case CompressionGzip:
 		return &client.GrpcCompressionGzip{}, nil
 	}
 	return nil, fmt.Errorf("gRPC compression %q: want %q or %q", name, CompressionNone, CompressionGzip)
