@@ -118,3 +118,11 @@ func TestUnknownProviderIsRefused(t *testing.T) {
 		t.Fatalf("want an error without the token, got %v", err)
 	}
 }
+
+// The GitLab client owes the workflow what the GitHub and Forgejo ones do: rate
+// limits wait as told, a 422 is final, a 5xx retries, a 401 is Unauthorized, a
+// namespace without credentials is NoCredentials, and the token is never shown.
+func TestGitLabErrorsAreClassifiedWithoutTheToken(t *testing.T) {
+	f := setupGitLab(t)
+	f.checkErrorsClassified(f.req(pr.ModeHold, pr.PRRef{}, "operator"), f.gl.FailNext, "GitLab422", glToken)
+}

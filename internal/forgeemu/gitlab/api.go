@@ -95,6 +95,11 @@ func token(r *http.Request) string {
 // with RateLimit-* and Retry-After.
 func (s *Server) writeFailure(w http.ResponseWriter, f failure) {
 	if f.status != http.StatusTooManyRequests {
+		if f.retryAfter > 0 {
+			// GitLab itself throttles with 429 only; a proxy in front of it may
+			// answer another status with Retry-After.
+			w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+		}
 		writeMessage(w, f.status, fmt.Sprintf("%d %s", f.status, http.StatusText(f.status)))
 		return
 	}
