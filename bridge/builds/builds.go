@@ -156,7 +156,8 @@ type BuildReconciler struct {
 	// Client reads builds, Components, NudgeConfigs and ChangeGroups, and patches the
 	// builds' finalizer and acknowledgement.
 	Client ctrlclient.Client
-	// APIReader re-reads a build after a write conflict, past the cache (nil: Client).
+	// APIReader reads past the cache: a build after a write conflict, and the edges
+	// of a held build the cache says has none (nil: Client only).
 	APIReader ctrlclient.Reader
 	Options   Options
 }
@@ -180,6 +181,14 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	edges, err := r.edges(ctx, plr.Namespace, plr.Labels[LabelComponent])
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(edges) == 0 && Holds(&plr) && r.APIReader != nil {
+		// The hold webhook read the edges live when it held this build; the cache
+		// may not hold that NudgeConfig (or Component) yet. "no-edges" lets the build
+		// go for good, so it is decided on a live read, never on a lagging cache.
+		if edges, err = edgesOf(ctx, r.APIReader, plr.Namespace, plr.Labels[LabelComponent]); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if len(edges) == 0 && !Holds(&plr) {
 		// Not nudgeflow's: a build of a component without edges is never held or

@@ -1,0 +1,60 @@
+package builds
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+)
+
+// The hold webhook read the edges live when it held the build; the reconciler's
+// cache may not have them yet (a NudgeConfig or build-nudges-ref written a moment
+// before the build). "no-edges" would let the build go for good, so the reconciler
+// reads the edges live before it concludes that: the build is nudged.
+func TestHeldBuildIsRoutedOnLiveEdgesWhenTheCacheLags(t *testing.T) {
+	build := pushBuild("a")
+	build.Finalizers = []string{konflux.FinalizerBuildRouting}
+	build.UID = "build-uid"
+	build.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	build.Status.Results = []tektonv1.PipelineRunResult{
+		{Name: ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/a:rev1")},
+		{Name: ResultImageDigest, Value: *tektonv1.NewStructuredValues("sha256:1111")},
+	}
+	stale := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(build,
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}},
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}},
+	).Build()
+	live := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"},
+			Spec: mirrorv1alpha1.ComponentSpec{BuildNudgesRef: []string{"b"}}},
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}},
+	).Build()
+	tc := mocks.NewClient(t)
+	tc.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
+		return o.ID == nudge.WorkflowID("ns", "build-uid", "b")
+	}), nudge.WorkflowName, mock.Anything).Return(nil, nil).Once()
+
+	r := &BuildReconciler{Client: stale, APIReader: live, Options: Options{Temporal: tc, TaskQueue: "q", Executor: ExecutorAll}}
+	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(build)})
+	require.NoError(t, err)
+
+	var got tektonv1.PipelineRun
+	require.NoError(t, stale.Get(context.Background(), ctrlclient.ObjectKeyFromObject(build), &got))
+	require.Equal(t, "b", got.Annotations[konflux.AnnotationNudgeRouted], "routed along the live edge, not no-edges")
+	require.Empty(t, got.Finalizers, "released once routed")
+}
