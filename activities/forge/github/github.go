@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -506,7 +505,7 @@ func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) e
 		if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("%s: network: %s", op, safeNetMessage(err))
 		}
-		text := fmt.Sprintf("%s: %s", op, truncate(err.Error()))
+		text := fmt.Sprintf("%s: %s", op, forge.Truncate(err.Error()))
 		if strings.Contains(strings.ToLower(err.Error()), "rate limit") {
 			// GraphQL's own limit (type RATE_LIMITED) comes as HTTP 200 without headers:
 			// wait a minute, as GitHub advises for limits without a reset time.
@@ -517,50 +516,26 @@ func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) e
 	}
 	text := fmt.Sprintf("%s: GitHub answered %d", op, status)
 	if msg != "" {
-		text += ": " + truncate(msg)
+		text += ": " + forge.Truncate(msg)
 	}
-	typ := "GitHub" + strconv.Itoa(status)
-	if delay, limited := rateLimitDelay(status, header, rl != nil || ab != nil); limited {
+	if rl != nil || ab != nil {
+		// go-github recognised a primary or secondary limit: wait as for a 429, even
+		// when GitHub sent neither Retry-After nor X-RateLimit-Remaining.
+		delay, _ := forge.RateLimitDelay(http.StatusTooManyRequests, header, rateLimitHeaders)
 		return temporal.NewApplicationErrorWithOptions(text, "GitHubRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: delay})
 	}
-	if status >= 500 {
-		return temporal.NewApplicationError(text, typ)
-	}
-	if status == http.StatusUnauthorized {
-		// Typically a token rotated under a running group: retried (the workflow bounds
-		// how long), with the reason in the group's status.
-		return temporal.NewApplicationError(text+" (the forge rejected nudgeflow's credentials; check the SCM Secret or GitHub App)", "Unauthorized")
-	}
-	return temporal.NewNonRetryableApplicationError(text, typ, nil)
+	// A 401 is typically a token rotated under a running group: retried (the
+	// workflow bounds how long), with the reason in the group's status.
+	return forge.StatusError("GitHub", text, status, header, rateLimitHeaders,
+		"(the forge rejected nudgeflow's credentials; check the SCM Secret or GitHub App)")
 }
 
-// rateLimitDelay reports whether a response is a rate limit and how long to wait.
-func rateLimitDelay(status int, h http.Header, known bool) (time.Duration, bool) {
-	limited := known || status == http.StatusTooManyRequests ||
-		(status == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"))
-	if !limited {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if r, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-		if d := time.Until(time.Unix(r, 0)); d > 0 {
-			return d.Round(time.Second) + time.Second, true
-		}
-	}
-	return time.Minute, true
-}
-
-func truncate(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "…"
-	}
-	return s
-}
+// rateLimitHeaders: GitHub's primary limit sends X-RateLimit-Remaining 0 and
+// X-RateLimit-Reset (Unix seconds); secondary limits send Retry-After.
+var rateLimitHeaders = forge.RateLimitHeaders{Remaining: "X-RateLimit-Remaining", Reset: "X-RateLimit-Reset"}
 
 // safeNetMessage keeps the error's text (URLs and transport errors carry no headers).
-func safeNetMessage(err error) string { return truncate(err.Error()) }
+func safeNetMessage(err error) string { return forge.Truncate(err.Error()) }
 
 // mergeCommit is the PR's merge commit once merged (GitHub also fills
 // merge_commit_sha with a test merge while the PR is open: ignored then).
