@@ -74,11 +74,12 @@ type ManagerOptions struct {
 }
 
 // DefaultMaxConcurrentReconciles: a reconcile spends its time waiting on Temporal
-// (a SignalWithStart per nudge edge, sent one after the other), not on CPU (about
-// half a millisecond of the bridge's CPU per signal), so one worker per controller
-// leaves Temporal idle between round trips. Eight keep a Temporal server busy: in
-// `nudgeflow bench` 32 sent no more signals per second than 8 (README
-// "Performance"); more would only queue a resync's burst at a shared frontend.
+// (a SignalWithStart per nudge edge, a build's edges at once) and on its
+// acknowledgement patch, not on CPU (under a millisecond of the bridge's CPU per
+// signal), so one worker per controller leaves Temporal idle between round trips.
+// Eight keep a Temporal server busy: in `nudgeflow bench` on 2 cores, 16 sent
+// between 0.8 and 1.3 times what 8 sent, 32 no more (README "Performance"); the
+// flag raises it for a frontend far away, where each round trip is long.
 const DefaultMaxConcurrentReconciles = 8
 
 // NewManager builds the manager with nudgeflow's scheme and webhook server.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -117,7 +118,7 @@ func (s *stack) benchBridge(ctx context.Context) error {
 	want := b * e
 	done := s.counter.expect(validatednudge.WorkflowID(nsBridge, "", "")[:len("validated-nudge/"+nsBridge+"/")], want)
 	s.progress("bridge starting with %d builds waiting: %d signals expected", b, want)
-	cpu0 := cpuSeconds(s.worker.pid())
+	cpu0, busy0 := cpuSeconds(s.worker.pid()), machineBusy()
 	began := time.Now()
 	if err := s.startBridge(ctx); err != nil {
 		return err
@@ -140,7 +141,7 @@ wait:
 	}
 	took := time.Since(began)
 	startup := s.counter.firstAt().Sub(began)
-	cpuAfter := cpuSeconds(s.worker.pid())
+	bridgeCPU := cpuUse{before: cpu0, after: cpuSeconds(s.worker.pid()), busyCores: (machineBusy() - busy0) / took.Seconds()}
 	reconciles, _ := gatherGauge("controller_runtime_max_concurrent_reconciles", map[string]string{"controller": "nudge-builds"})
 
 	// Cross-check in Temporal itself: one ValidatedNudge workflow per edge.
@@ -160,7 +161,11 @@ wait:
 	if err := s.settle(ctx); err != nil {
 		return err
 	}
-	direct, err := s.directSignals(ctx, "bench-direct", b, e, sources, max(int(reconciles), 1), true)
+	var direct float64
+	directCPU, err := measureCPU(s.worker.pid(), func() (err error) {
+		direct, err = s.directSignals(ctx, "bench-direct", b, e, sources, max(int(reconciles), 1), true)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -172,12 +177,17 @@ wait:
 		return err
 	}
 	rate := float64(want) / took.Seconds()
+	perSignal := func(u cpuUse, names ...string) float64 { return 1000 * u.of(names...) / float64(want) }
 	s.result("bench bridge builds=%d edges=%d reconciles=%.0f signals=%d seconds=%.2f builds_per_s=%.1f signals_per_s=%.1f "+
 		"direct_signals_per_s=%.1f ratio=%.2f direct_sequential_signals_per_s=%.1f first_signal_s=%.2f after_first_signals_per_s=%.1f "+
-		"bridge_cpu_ms_per_signal=%.2f cpu_s=%s",
+		"bridge_cpu_ms_per_signal=%.2f temporal_cpu_ms_per_signal=%.2f kube_cpu_ms_per_build=%.2f busy_cores=%.2f "+
+		"direct_client_cpu_ms_per_signal=%.2f direct_temporal_cpu_ms_per_signal=%.2f direct_busy_cores=%.2f cores=%d cpu_s=%s direct_cpu_s=%s",
 		b, e, reconciles, want, took.Seconds(), float64(b)/took.Seconds(), rate, direct, rate/direct, sequential,
 		startup.Seconds(), float64(want-1)/(took-startup).Seconds(),
-		1000*(cpuAfter["bench+bridge"]-cpu0["bench+bridge"])/float64(want), cpuDelta(cpu0, cpuAfter))
+		perSignal(bridgeCPU, "bench+bridge"), perSignal(bridgeCPU, "temporal"),
+		1000*bridgeCPU.of("kube-apiserver", "etcd")/float64(b), bridgeCPU.busyCores,
+		perSignal(directCPU, "bench+bridge"), perSignal(directCPU, "temporal"), directCPU.busyCores, runtime.NumCPU(),
+		bridgeCPU, directCPU)
 	return s.settle(ctx)
 }
 

@@ -197,6 +197,59 @@ func cpuSeconds(workerPID int) map[string]float64 {
 	return out
 }
 
+// machineBusy is the CPU time (seconds, all CPUs) the whole machine spent busy so
+// far: everything in /proc/stat's first line but idle and iowait. Over an interval
+// it tells whether a measure was bound by the CPUs, whoever used them.
+func machineBusy() float64 {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0
+	}
+	busy := 0.0
+	for i, f := range fields[1:] {
+		// user nice system idle iowait irq softirq steal (guest time is in user already)
+		if i == 3 || i == 4 || i >= 8 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f, 64)
+		busy += v
+	}
+	return busy / clockTicks
+}
+
+// cpuUse is what one interval of a measure cost: each process's CPU seconds and
+// the machine's busy cores.
+type cpuUse struct {
+	before, after map[string]float64
+	busyCores     float64
+}
+
+// measureCPU runs fn and returns what it cost in CPU.
+func measureCPU(workerPID int, fn func() error) (cpuUse, error) {
+	before, busy0, began := cpuSeconds(workerPID), machineBusy(), time.Now()
+	err := fn()
+	u := cpuUse{before: before, after: cpuSeconds(workerPID)}
+	if d := time.Since(began).Seconds(); d > 0 {
+		u.busyCores = (machineBusy() - busy0) / d
+	}
+	return u, err
+}
+
+func (u cpuUse) of(names ...string) float64 {
+	total := 0.0
+	for _, n := range names {
+		total += u.after[n] - u.before[n]
+	}
+	return total
+}
+
+func (u cpuUse) String() string { return cpuDelta(u.before, u.after) }
+
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux).
 const clockTicks = 100
 

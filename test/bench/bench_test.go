@@ -74,7 +74,11 @@ func TestBenchQuickPrintsEveryMeasure(t *testing.T) {
 	require.Equal(t, 160.0, num("bridge", "signals"), "builds × edges")
 	require.Equal(t, float64(bridge.DefaultMaxConcurrentReconciles), num("bridge", "reconciles"), "the builds controller runs the default concurrency")
 	positive("bridge", "seconds", "builds_per_s", "signals_per_s", "direct_signals_per_s", "direct_sequential_signals_per_s", "first_signal_s", "after_first_signals_per_s")
+	// Where the CPU went, in the bridge's run and the direct one: the Temporal
+	// server worked in both, and the machine was busy.
+	positive("bridge", "temporal_cpu_ms_per_signal", "direct_temporal_cpu_ms_per_signal", "busy_cores", "direct_busy_cores", "cores")
 	require.Regexp(t, regexp.MustCompile(`(^|,)temporal:`), lines["bridge"]["cpu_s"])
+	require.Regexp(t, regexp.MustCompile(`(^|,)temporal:`), lines["bridge"]["direct_cpu_s"])
 
 	for _, m := range []string{"intercept", "changegroup-admission"} {
 		require.Equal(t, 20.0, num(m, "groups"), m)
