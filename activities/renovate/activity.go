@@ -452,6 +452,10 @@ type RunStatus struct {
 	// HeldBy is the ChangeGroup that held the run at admission and collects its
 	// build: the nudge goes on in that group's pull request.
 	HeldBy string `json:"heldBy,omitempty"`
+	// Cancelled: someone other than nudgeflow cancelled or stopped the run (a
+	// person with tkn or the console, spec.status), and no ChangeGroup held it.
+	// The nudge ends there; it is not a failure to retry.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // RunStatus.Reason of a run a ChangeGroup held at admission: the group took its
@@ -483,8 +487,22 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 	}
 	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
 		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
+		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
 	}
 	return s
+}
+
+// cancelledByRequest: the run ended because its spec.status asked it to stop
+// (Cancelled, CancelledRunFinally, StoppedRunFinally; nudgeflow only writes that on
+// the runs a ChangeGroup holds, which carry AnnotationHeldBy), or Tekton says it was
+// cancelled. A timeout or a failed task is not a cancel.
+func cancelledByRequest(plr *tektonv1.PipelineRun, reason string) bool {
+	switch plr.Spec.Status {
+	case tektonv1.PipelineRunSpecStatusCancelled, tektonv1.PipelineRunSpecStatusCancelledRunFinally,
+		tektonv1.PipelineRunSpecStatusStoppedRunFinally:
+		return true
+	}
+	return reason == tektonv1.PipelineRunReasonCancelled.String()
 }
 
 // RenovateRunStatus is the polling fallback for the bridge's run-finished signal.

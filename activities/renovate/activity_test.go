@@ -257,4 +257,38 @@ func TestStatusOfHeldRun(t *testing.T) {
 	s = StatusOf(cancelled(nil))
 	require.True(t, s.Done, "a run nobody held ends with its condition")
 	require.Equal(t, "Cancelled", s.Reason)
+	require.True(t, s.Cancelled, "someone else cancelled it")
+	require.False(t, StatusOf(cancelled(held)).Cancelled, "a held run is the group's, not a person's cancel")
+}
+
+// A run ends cancelled when its spec.status asked it to stop (a person with tkn or
+// the console) or Tekton's reason says so; a failure or a timeout is not a cancel,
+// and neither is a success.
+func TestStatusOfCancelledRun(t *testing.T) {
+	run := func(specStatus tektonv1.PipelineRunSpecStatus, ok corev1.ConditionStatus, reason string) RunStatus {
+		plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: tektonv1.PipelineRunSpec{Status: specStatus}}
+		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: ok, Reason: reason})
+		return StatusOf(plr)
+	}
+	for _, tc := range []struct {
+		name       string
+		specStatus tektonv1.PipelineRunSpecStatus
+		ok         corev1.ConditionStatus
+		reason     string
+		cancelled  bool
+	}{
+		{"cancelled", tektonv1.PipelineRunSpecStatusCancelled, corev1.ConditionFalse, "Cancelled", true},
+		{"cancelled, finally ran", tektonv1.PipelineRunSpecStatusCancelledRunFinally, corev1.ConditionFalse, "Cancelled", true},
+		{"stopped, finally ran and failed", tektonv1.PipelineRunSpecStatusStoppedRunFinally, corev1.ConditionFalse, "Failed", true},
+		{"Tekton's reason only", "", corev1.ConditionFalse, "Cancelled", true},
+		{"failed", "", corev1.ConditionFalse, "Failed", false},
+		{"timed out", "", corev1.ConditionFalse, "PipelineRunTimeout", false},
+		{"succeeded", tektonv1.PipelineRunSpecStatusStoppedRunFinally, corev1.ConditionTrue, "Succeeded", false},
+	} {
+		s := run(tc.specStatus, tc.ok, tc.reason)
+		require.True(t, s.Done, tc.name)
+		require.Equal(t, tc.cancelled, s.Cancelled, tc.name)
+	}
+	pending := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusCancelled}}
+	require.False(t, StatusOf(pending).Done, "asked to stop, not stopped yet: the run has not ended")
 }

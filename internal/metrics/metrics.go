@@ -56,10 +56,10 @@ const (
 	CIBuildsSaved = "nudgeflow_changegroup_ci_builds_saved"
 	// Nudges counts nudges by mode (immediate, validated, handback) and outcome
 	// (the reason recorded on the Component: NudgeSucceeded, NudgeRunFailed, NudgeFailed,
-	// NudgeHeldByChangeGroup).
+	// NudgeHeldByChangeGroup, NudgeCancelled).
 	Nudges = "nudgeflow_nudges"
 	// RenovateRuns counts ended Renovate PipelineRuns by outcome (succeeded, failed, gone, held:
-	// a ChangeGroup held the run and took its build).
+	// a ChangeGroup held the run and took its build, cancelled: someone cancelled it).
 	RenovateRuns = "nudgeflow_renovate_runs"
 )
 
@@ -83,6 +83,7 @@ const (
 	RunFailed    = "failed"
 	RunGone      = "gone"
 	RunHeld      = "held"
+	RunCancelled = "cancelled"
 )
 
 // Declared lists every nudgeflow_* series name as Prometheus shows it: what a

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -129,6 +130,38 @@ func TestRenovateFailsTwiceThenSucceeds(t *testing.T) {
 		require.Equal(t, renovate.RunName(wfID, i+1), r.Name, "deterministic name per attempt")
 	}
 	require.Equal(t, corev1.EventTypeWarning, f.events("bundle")[0].Type)
+	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name(), wfID)
+}
+
+// A person cancels the Renovate run (spec.status Cancelled, as `tkn pipelinerun
+// cancel` and the console write it) and Tekton ends it as Cancelled: the nudge ends
+// Cancelled after that one run with a Warning Event, and launches nothing again.
+func TestPersonCancelledRunEndsTheNudge(t *testing.T) {
+	f := newFixture(t)
+	f.component("operand", "", nil, "bundle")
+	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.credentials("github.com")
+	b := f.build("operand", 1, nil)
+
+	run := f.waitRuns(1)[0]
+	patch := ctrlclient.MergeFrom(run.DeepCopy())
+	run.Spec.Status = tektonv1.PipelineRunSpecStatusCancelled
+	require.NoError(t, f.w.Kube.Patch(f.ctx, &run, patch), "the person's cancel")
+	require.NoError(t, world.SetStatus(f.ctx, f.w.Kube, &run, func() {
+		run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse,
+			Reason: tektonv1.PipelineRunReasonCancelled.String(), Message: "PipelineRun \"" + run.Name + "\" was cancelled"})
+	}))
+
+	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
+	var res nudge.Result
+	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
+	require.Equal(t, nudge.PhaseCancelled, res.Phase)
+	require.Equal(t, 1, res.Attempts)
+	require.Len(t, f.renovateRuns(), 1, "the workflow ended: no run launched after the cancel")
+	evs := f.events("bundle")
+	require.Equal(t, []string{nudge.ReasonCancelled}, reasons(evs))
+	require.Equal(t, corev1.EventTypeWarning, evs[0].Type)
+	require.Contains(t, evs[0].Message, "not retried")
 	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name(), wfID)
 }
 

@@ -37,6 +37,8 @@ const (
 	// PhaseHeldByChangeGroup: a ChangeGroup held the Renovate run at admission and
 	// collects the build into its pull request; this nudge is done.
 	PhaseHeldByChangeGroup = "HeldByChangeGroup"
+	// PhaseCancelled: someone cancelled the Renovate run; the nudge stops there.
+	PhaseCancelled = "Cancelled"
 )
 
 // Event reasons on the nudged Component, one per attempt's outcome.
@@ -45,12 +47,18 @@ const (
 	ReasonRunFailed = "NudgeRunFailed"
 	ReasonFailed    = "NudgeFailed"
 	ReasonHeld      = "NudgeHeldByChangeGroup"
+	ReasonCancelled = "NudgeCancelled"
 )
 
 // versionHeldRunEnds guards the end of a nudge whose Renovate run a ChangeGroup
 // held, and the extra attempt for a run a group held and returned: before it, such
 // runs counted as failed attempts.
 const versionHeldRunEnds = "held-run-ends"
+
+// versionCancelledRunEnds guards the end of a nudge whose Renovate run someone
+// cancelled: before it, a cancelled run counted as a failed attempt and was
+// launched again after the backoff, so a person had to cancel every attempt.
+const versionCancelledRunEnds = "cancelled-run-ends"
 
 // Defaults for Request's tuning fields.
 const (
@@ -240,6 +248,15 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			record(attempt, ReasonHeld, msg, name, false)
 			return result(PhaseHeldByChangeGroup, msg), nil
 		}
+		if status.Cancelled && workflow.GetVersion(ctx, versionCancelledRunEnds, workflow.DefaultVersion, 1) == 1 {
+			// A person's stop is an answer, not a failure: retrying would undo it.
+			// Nothing waits on this build: the next build of the nudging component
+			// nudges again (a Warning, so the undelivered digest is seen).
+			msg := fmt.Sprintf("Renovate run %s was cancelled (%s: %s) before it nudged %s to %s@%s; a cancelled run is not retried: the next build of %s nudges %s again",
+				name, status.Reason, status.Message, req.Nudged, req.Nudging, req.Digest, req.Nudging, req.Nudged)
+			record(attempt, ReasonCancelled, msg, name, true)
+			return result(PhaseCancelled, msg), nil
+		}
 		if status.Succeeded {
 			msg := fmt.Sprintf("Renovate run %s nudged %s to %s@%s (attempt %d)", name, req.Nudged, req.Nudging, req.Digest, attempt)
 			record(attempt, ReasonSucceeded, msg, name, false)
@@ -301,6 +318,8 @@ func runOutcome(s renovate.RunStatus) string {
 		return metrics.RunGone
 	case s.HeldBy != "":
 		return metrics.RunHeld
+	case s.Cancelled:
+		return metrics.RunCancelled
 	}
 	return metrics.RunFailed
 }

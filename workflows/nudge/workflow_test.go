@@ -22,7 +22,10 @@ func request() Request {
 		BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid"}}
 }
 
-type recorder struct{ reasons []string }
+type recorder struct {
+	reasons  []string
+	outcomes []renovate.Outcome
+}
 
 func setup(t *testing.T) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
 	return setupWithMetrics(t, nil)
@@ -46,6 +49,7 @@ func setupWithMetrics(t *testing.T, m client.MetricsHandler) (*testsuite.TestWor
 	}).Maybe()
 	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
 		rec.reasons = append(rec.reasons, o.Reason)
+		rec.outcomes = append(rec.outcomes, o)
 		return nil
 	}).Maybe()
 	t.Cleanup(func() { env.AssertExpectations(t) })
@@ -149,18 +153,7 @@ func TestEarlySignalIsKept(t *testing.T) {
 // ends there, one run, not a failure, and nothing is launched again.
 func TestRunHeldByChangeGroupEndsTheNudge(t *testing.T) {
 	env, _, rec, launched := setup(t)
-	req := request()
-	req.PollInterval = 24 * time.Hour
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true,
-			HeldBy: "bundle-update", Reason: renovate.ReasonHeldByChangeGroup})
-	}, time.Minute)
-	env.ExecuteWorkflow(Workflow, req)
-
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
+	res := endFirstRun(t, env, renovate.RunStatus{HeldBy: "bundle-update", Reason: renovate.ReasonHeldByChangeGroup})
 	require.Equal(t, PhaseHeldByChangeGroup, res.Phase)
 	require.Contains(t, res.Reason, "bundle-update")
 	require.Equal(t, 1, res.Attempts)
@@ -190,4 +183,38 @@ func TestRunHeldAndReturnedIsTriedAgain(t *testing.T) {
 	require.Equal(t, PhaseSucceeded, res.Phase)
 	require.Len(t, *launched, 2)
 	require.Equal(t, []string{ReasonRunFailed, ReasonSucceeded}, rec.reasons)
+}
+
+// Someone cancelled the Renovate run: the nudge ends Cancelled after that one run,
+// with a Warning Event saying the digest was not nudged, and is not launched again
+// (before, the cancel counted as a failed attempt and the run came back).
+func TestCancelledRunEndsTheNudge(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	outcomes := &rec.outcomes
+	res := endFirstRun(t, env, renovate.RunStatus{Cancelled: true, Reason: "Cancelled", Message: "PipelineRun was cancelled"})
+	require.Equal(t, PhaseCancelled, res.Phase)
+	require.Equal(t, 1, res.Attempts)
+	require.Len(t, *launched, 1, "no second run")
+	require.Len(t, *outcomes, 1)
+	o := (*outcomes)[0]
+	require.Equal(t, ReasonCancelled, o.Reason)
+	require.True(t, o.Warning, "the digest was not nudged: a Warning")
+	require.Contains(t, o.Message, "sha256:1111")
+	require.Contains(t, o.Message, "not retried")
+}
+
+// endFirstRun runs the nudge whose first Renovate run ends with status (signalled
+// a minute in, never polled) and returns its result once it completed without error.
+func endFirstRun(t *testing.T, env *testsuite.TestWorkflowEnvironment, status renovate.RunStatus) Result {
+	t.Helper()
+	req := request()
+	req.PollInterval = 24 * time.Hour
+	status.Name, status.Done = renovate.RunName(testID, 1), true
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRunFinished, status) }, time.Minute)
+	env.ExecuteWorkflow(Workflow, req)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	return res
 }
