@@ -64,7 +64,7 @@ func requireRejections(t *testing.T, c ctrlclient.Client, cases []rejection) {
 // TestAdmissionOnCreate shows each rule rejecting exactly what breaks it, with the
 // message a person reads, and the same namespace accepting the corrected config.
 func TestAdmissionOnCreate(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	ctx := context.Background()
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"a", "b", "c", "d"}, nil)
@@ -123,7 +123,7 @@ func TestAdmissionOnCreate(t *testing.T) {
 // TestAdmissionOnUpdate: only the edges an update adds must name existing components;
 // an edge that went stale after it was stored never blocks an unrelated edit.
 func TestAdmissionOnUpdate(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	ctx := context.Background()
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"a", "b", "c", "d"}, nil)
@@ -175,7 +175,7 @@ func TestAdmissionOnUpdate(t *testing.T) {
 // TestGatingGroupWarning: a validated edge through a ComponentGroup that does not exist
 // yet is admitted with a warning; once the group exists, no warning.
 func TestGatingGroupWarning(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	ctx := context.Background()
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"a", "b", "c"}, nil)
@@ -205,7 +205,7 @@ spec:
 // TestMaxItems: 5000 edges between real Components are admitted (the webhook lists
 // Components once, whatever the edge count); 5001 are rejected by the schema.
 func TestMaxItems(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	ctx := context.Background()
 	ns := w.Namespace(t)
 	// 50 sources x 100 targets = 5000 edges over 150 components.
@@ -248,7 +248,7 @@ func TestMaxItems(t *testing.T) {
 // TestWebhookSkipsSystemNamespaces: the namespaceSelector keeps kube-system out of the
 // webhook's reach (the bridge must never be needed to write there); CEL still applies.
 func TestWebhookSkipsSystemNamespaces(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	ctx := context.Background()
 	nc := nudgeConfig("kube-system", edge("a", "b"), edge("b", "a"))
 	require.NoError(t, w.Kube.Create(ctx, nc), "a cycle between unknown components is not checked in kube-system")

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 func batched(ns string, policies ...konfluxv1alpha1.BatchingPolicy) *konfluxv1alpha1.NudgeConfig {
@@ -25,7 +26,7 @@ func minutes(n int) *metav1.Duration {
 // compatible; CEL rejects what one entry shows wrong, the webhook what needs the
 // graph, each with a message that says how to fix it.
 func TestBatchingAdmission(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	ctx := context.Background()
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"a", "b", "bundle", "app"}, nil)

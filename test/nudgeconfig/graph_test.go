@@ -7,12 +7,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 // TestGraphExport renders a namespace's NudgeConfig with a stale reference in the
 // three formats, exactly.
 func TestGraphExport(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	cfg := w.Kubeconfig(t)
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"api", "ui", "bundle", "gone"}, nil)

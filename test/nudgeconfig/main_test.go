@@ -10,12 +10,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,64 +21,35 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
+	"github.com/nudgeflow/nudgeflow/test/world/worldbridge"
 )
 
 func TestMain(m *testing.M) {
 	os.Exit(world.Main(m, world.Options{
 		WithoutTemporal:  true,
 		WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks", "nudgeconfig.yaml")},
+		Start:            startBridge,
 	}))
 }
 
-var (
-	bridgeOnce sync.Once
-	bridgeErr  error
-)
-
-// startBridge starts, once per test binary, a bridge manager in this process serving
-// the NudgeConfig webhook where envtest registered it, and running the controller. It
-// returns once the webhook answers and the caches are synced.
-func startBridge(t *testing.T) *world.World {
-	t.Helper()
-	w := world.Get(t)
-	bridgeOnce.Do(func() {
-		logFile, err := os.Create(filepath.Join(w.LogDir, "bridge.log"))
-		if err != nil {
-			bridgeErr = err
-			return
+// startBridge starts, for the package, a bridge in this process with only the
+// NudgeConfig feature: its webhook, served where the API server sends it, and its
+// stale-reference controller. The returned stop ends it before the servers go.
+func startBridge(w *world.World) (func(), error) {
+	b, err := worldbridge.Start(w, worldbridge.Options{Bridge: localbridge.Options{
+		Setup: func(mgr ctrl.Manager) (*bridge.Bridge, error) { return nil, nudgeconfig.Setup(mgr) },
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		if err := b.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "bridge manager: %v\n", err)
 		}
-		ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(logFile, prefix, args) }, funcr.Options{Verbosity: 1}))
-		host, port, certDir := w.WebhookServer()
-		mgr, err := bridge.NewManager(w.Config(), bridge.ManagerOptions{WebhookHost: host, WebhookPort: port, WebhookCertDir: certDir})
-		if err != nil {
-			bridgeErr = err
-			return
-		}
-		if bridgeErr = nudgeconfig.Setup(mgr); bridgeErr != nil {
-			return
-		}
-		// The manager lives as long as the test binary: the world is torn down after m.Run.
-		go func() {
-			if err := mgr.Start(context.Background()); err != nil {
-				fmt.Fprintln(logFile, "manager stopped:", err)
-			}
-		}()
-		started := mgr.GetWebhookServer().StartedChecker()
-		if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true,
-			func(context.Context) (bool, error) { return started(nil) == nil, nil }); err != nil {
-			bridgeErr = fmt.Errorf("webhook server did not start within 30s: %w", err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			bridgeErr = fmt.Errorf("bridge caches did not sync within 30s")
-		}
-	})
-	require.NoError(t, bridgeErr, "starting the bridge")
-	return w
+	}, nil
 }
 
 // warnings collects the API server's warning headers of one client.

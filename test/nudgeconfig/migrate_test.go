@@ -66,11 +66,11 @@ func tenant() (names []string, refs map[string][]string) {
 	return names, refs
 }
 
-// tenantNamespace starts the bridge and creates the 20-Component tenant in a fresh
-// namespace; it returns the world, a kubeconfig for the CLI and the namespace.
+// tenantNamespace creates the 20-Component tenant in a fresh namespace; it returns
+// the world, a kubeconfig for the CLI and the namespace.
 func tenantNamespace(t *testing.T) (w *world.World, cfg, ns string, names []string, refs map[string][]string) {
 	t.Helper()
-	w = startBridge(t)
+	w = world.Get(t)
 	cfg = w.Kubeconfig(t)
 	ns = w.Namespace(t)
 	names, refs = tenant()
@@ -159,7 +159,7 @@ func TestMigrate(t *testing.T) {
 // TestMigrateReportsCycles: a cycle in build-nudges-ref is reported with its path and
 // that namespace is not migrated; other namespaces (-A) still are.
 func TestMigrateReportsCycles(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	cfg := w.Kubeconfig(t)
 	loop := w.Namespace(t)
 	createComponents(t, w, loop, []string{"x", "y", "z", "fine"}, map[string][]string{"x": {"y"}, "y": {"z"}, "z": {"x"}, "fine": {"x"}})

@@ -36,7 +36,7 @@ func waitValid(t *testing.T, w *world.World, ns, reason, message string) konflux
 // TestStaleReferences: deleting a Component turns Valid to StaleReferences naming it,
 // without touching the entries; re-creating it turns Valid back.
 func TestStaleReferences(t *testing.T) {
-	w := startBridge(t)
+	w := world.Get(t)
 	ctx := context.Background()
 	ns := w.Namespace(t)
 	createComponents(t, w, ns, []string{"component-a", "component-b", "component-x", "unrelated"}, nil)
