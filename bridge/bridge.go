@@ -23,6 +23,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
+	ibatching "github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	changegroupwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
@@ -120,9 +121,12 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err := nudgeconfig.Setup(mgr); err != nil {
 		return nil, err
 	}
-	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup}
+	// One opener for both ways a build reaches a batch (its own routing and another
+	// service's held nudge): its per-target lock makes them open one group.
+	batches := &ibatching.Opener{Kube: mgr.GetClient(), Live: mgr.GetAPIReader()}
+	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup, Batches: batches}
 	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor),
-		ChangeGroups: groups.Starter(mgr.GetClient())}
+		ChangeGroups: groups.Starter(mgr.GetClient()), Batches: batches}
 	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package changegroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -41,6 +43,9 @@ type HeldReconciler struct {
 	Starter   *Starter
 	Recorder  record.EventRecorder
 	Renudger  Renudger
+	// Batches opens or finds the automatic ChangeGroup of a batched target, for
+	// the targets the interceptor held for a batch (nil: those are nudged again).
+	Batches *batching.Opener
 }
 
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;patch
@@ -52,8 +57,13 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Kube.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
+	if plr.Annotations[konflux.AnnotationHeldForBatch] != "" {
+		if err := r.decideBatches(ctx, &plr); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	held := ParseHeldBy(plr.Annotations[konflux.AnnotationHeldBy])
-	if len(held) == 0 {
+	if len(held) == 0 && plr.Annotations[konflux.AnnotationRenudge] == "" {
 		return ctrl.Result{}, nil
 	}
 	source := plr.Annotations[konflux.AnnotationNudging]
@@ -102,6 +112,53 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.Renudger.Renudge(ctx, &plr, renudge)
+}
+
+// decideBatches turns each target held for a batch into a decision written on the
+// run before anything is delivered: target=<group> in AnnotationHeldBy (the batch
+// that takes the build, opened when none is open) or the target in
+// AnnotationRenudge (no longer batched: nudged normally). From then on the run is
+// an ordinary held run, so a resync delivers to that same group, which deduplicates,
+// and never opens a second batch for a build the first one already took.
+func (r *HeldReconciler) decideBatches(ctx context.Context, plr *tektonv1.PipelineRun) error {
+	source := plr.Annotations[konflux.AnnotationNudging]
+	held := ParseHeldBy(plr.Annotations[konflux.AnnotationHeldBy])
+	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
+	for _, target := range strings.Fields(plr.Annotations[konflux.AnnotationHeldForBatch]) {
+		if held[target] != "" || slices.Contains(renudge, target) {
+			continue
+		}
+		var cg *appstudiov1alpha1.ChangeGroup
+		if r.Batches != nil {
+			var err error
+			if cg, err = r.Batches.HolderFor(ctx, plr.Namespace, source, target, ""); err != nil {
+				return fmt.Errorf("finding the batch of %s for %s's nudge %s: %w", target, source, plr.Name, err)
+			}
+		}
+		if cg == nil {
+			renudge = append(renudge, target)
+			continue
+		}
+		held[target] = cg.Name
+	}
+	pairs := make([]string, 0, len(held))
+	for _, t := range sortedKeys(held) {
+		pairs = append(pairs, t+"="+held[t])
+	}
+	patch := ctrlclient.MergeFromWithOptions(plr.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
+	delete(plr.Annotations, konflux.AnnotationHeldForBatch)
+	if len(pairs) > 0 {
+		plr.Annotations[konflux.AnnotationHeldBy] = strings.Join(pairs, ",")
+	}
+	if len(renudge) > 0 {
+		plr.Annotations[konflux.AnnotationRenudge] = strings.Join(renudge, " ")
+	}
+	if err := r.Kube.Patch(ctx, plr, patch); err != nil {
+		return fmt.Errorf("recording the batches that take %s's nudge %s: %w", source, plr.Name, err)
+	}
+	log.FromContext(ctx).Info("nudge held for a batch given to its automatic ChangeGroup", "pipelineRun", plr.Name,
+		"heldBy", plr.Annotations[konflux.AnnotationHeldBy], "renudge", plr.Annotations[konflux.AnnotationRenudge])
+	return nil
 }
 
 // writeHeldOutcome tells the Nudge workflow that launched plr where its build went
@@ -171,7 +228,8 @@ func repoOf(image string) string {
 // SetupWithManager watches PipelineRuns nudgeflow cancelled.
 func (r *HeldReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	heldOnly := predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
-		return o.GetAnnotations()[konflux.AnnotationHeldBy] != ""
+		a := o.GetAnnotations()
+		return a[konflux.AnnotationHeldBy] != "" || a[konflux.AnnotationHeldForBatch] != ""
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(heldOnly)).

@@ -10,9 +10,13 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
@@ -33,6 +37,45 @@ type Interceptor struct {
 	// holds already because the validating webhook told the Index (see
 	// changegroups.Index).
 	Index *changegroups.Index
+	// Batches tells which edges NudgeConfig batches (nil: none). Another service's
+	// nudge of a batched target that no group holds yet is cancelled too: its build
+	// opens the batch (HeldReconciler), rather than being nudged alone while the
+	// batch opens for the next one. This is what batches immediate edges under the
+	// exclusive executor, where integration-service, not nudgeflow, runs them.
+	Batches BatchedEdges
+}
+
+// BatchedEdges answers whether NudgeConfig batches an edge's target.
+type BatchedEdges interface {
+	Batched(ctx context.Context, namespace, source, target string) (bool, error)
+}
+
+// NudgeConfigBatches reads the namespace's NudgeConfig (from the informer cache):
+// an immediate edge source -> target whose target has a batching policy. A
+// validated edge is never another service's to run, and a NudgeConfig written a
+// moment ago and not cached yet batches from its next nudge: this one runs
+// unbatched, nothing is lost.
+type NudgeConfigBatches struct{ Reader ctrlclient.Reader }
+
+// Batched implements BatchedEdges.
+func (b NudgeConfigBatches) Batched(ctx context.Context, namespace, source, target string) (bool, error) {
+	var nc konfluxv1alpha1.NudgeConfig
+	err := b.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
+	}
+	if nc.Spec.BatchingFor(target) == nil {
+		return false, nil
+	}
+	for _, n := range nc.Spec.Nudges {
+		if n.From == source && n.To == target && n.Mode == konfluxv1alpha1.ModeImmediate {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-nudge,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=nudge-pipelinerun.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -76,25 +119,36 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if source == "" || len(targets) == 0 {
 		return admission.Allowed("nudge PipelineRun without source or targets")
 	}
-	held, free, err := i.classify(ctx, req.Namespace, source, targets, annotations[konflux.AnnotationHandedBackBy])
+	// nudgeflow's own Renovate runs are never held for a batch: the bridge offered
+	// their build to the batch before it started the Nudge (or the batch handed
+	// it back), so they are normal nudging.
+	own := annotations[konflux.AnnotationWorkflowID] != ""
+	held, batched, free, err := i.classify(ctx, req.Namespace, source, targets, annotations[konflux.AnnotationHandedBackBy], own)
 	if err != nil {
 		// Failing open keeps today's behaviour; the error is logged for operators.
 		log.FromContext(ctx).Error(err, "cannot tell whether the nudge is held; letting it run", "namespace", req.Namespace, "source", source)
 		return admission.Allowed("ChangeGroups could not be read")
 	}
-	if len(held) == 0 {
+	if len(held) == 0 && len(batched) == 0 {
 		return admission.Allowed("no active ChangeGroup holds this nudge")
 	}
-	pairs := make([]string, 0, len(held))
-	groups := map[string]bool{}
-	for _, t := range sortedKeys(held) {
-		pairs = append(pairs, t+"="+held[t])
-		groups[held[t]] = true
+	var set [][2]string
+	var why []string
+	if len(held) > 0 {
+		pairs := make([]string, 0, len(held))
+		groups := map[string]bool{}
+		for _, t := range sortedKeys(held) {
+			pairs = append(pairs, t+"="+held[t])
+			groups[held[t]] = true
+		}
+		set = append(set, [2]string{konflux.AnnotationHeldBy, strings.Join(pairs, ",")})
+		why = append(why, "ChangeGroup "+strings.Join(sortedKeys(groups), ", "))
 	}
-	set := [][2]string{
-		{konflux.AnnotationHeldBy, strings.Join(pairs, ",")},
-		{konflux.AnnotationCancelReason, "cancelled by ChangeGroup " + strings.Join(sortedKeys(groups), ", ")},
+	if len(batched) > 0 {
+		set = append(set, [2]string{konflux.AnnotationHeldForBatch, strings.Join(batched, " ")})
+		why = append(why, "the batch of "+strings.Join(batched, ", ")+" (NudgeConfig batching)")
 	}
+	set = append(set, [2]string{konflux.AnnotationCancelReason, "cancelled by " + strings.Join(why, " and ")})
 	if len(free) > 0 {
 		set = append(set, [2]string{konflux.AnnotationRenudge, strings.Join(free, " ")})
 	}
@@ -130,25 +184,35 @@ func escapePointer(key string) string { return pointerEscaper.Replace(key) }
 
 var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
-// classify maps each held target to its ChangeGroup and lists the targets no group
-// holds. A hand-back nudge is never held by the group that handed it back (its CR
+// classify maps each held target to its ChangeGroup, lists the targets no group
+// holds yet but NudgeConfig batches (never for nudgeflow's own runs, own), and the
+// rest. A hand-back nudge is never held by the group that handed it back (its CR
 // may still say it collects while it ends): that would return the build to a group
 // that has let it go.
-func (i *Interceptor) classify(ctx context.Context, ns, source string, targets []string, handedBackBy string) (map[string]string, []string, error) {
-	held := map[string]string{}
-	var free []string
+func (i *Interceptor) classify(ctx context.Context, ns, source string, targets []string, handedBackBy string, own bool) (held map[string]string, batched, free []string, err error) {
+	held = map[string]string{}
 	for _, t := range targets {
 		cg, err := i.Index.FindHolding(ctx, ns, source, t)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if cg != nil && (handedBackBy == "" || cg.Name != handedBackBy) {
 			held[t] = cg.Name
-		} else {
-			free = append(free, t)
+			continue
 		}
+		if !own && i.Batches != nil {
+			ok, err := i.Batches.Batched(ctx, ns, source, t)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if ok {
+				batched = append(batched, t)
+				continue
+			}
+		}
+		free = append(free, t)
 	}
-	return held, free, nil
+	return held, batched, free, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -107,4 +108,72 @@ func TestCancelPatchSetsAnnotationsAndCancels(t *testing.T) {
 			require.JSONEq(t, string(want), string(patched))
 		})
 	}
+}
+
+// Another service's nudge of a target that NudgeConfig batches, with no group
+// open yet, is cancelled and held for the batch (the held-nudge reconciler opens
+// it); a validated edge, an unbatched target and nudgeflow's own Renovate run are
+// not; a target a group already holds stays the group's.
+func TestNudgeOfABatchedTargetIsHeldForTheBatch(t *testing.T) {
+	nc := &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: konfluxv1alpha1.NudgeConfigName, Namespace: "ns"},
+		Spec: konfluxv1alpha1.NudgeConfigSpec{
+			Nudges: []konfluxv1alpha1.NudgeRelationship{
+				{From: "a", To: "bundle", Mode: konfluxv1alpha1.ModeImmediate},
+				{From: "a", To: "other", Mode: konfluxv1alpha1.ModeImmediate},
+				{From: "v", To: "bundle", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "gate"},
+			},
+			Batching: []konfluxv1alpha1.BatchingPolicy{{Target: "bundle"}},
+		}}
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(nc).Build()
+	i := &Interceptor{Index: &changegroups.Index{Cache: c}, Batches: NudgeConfigBatches{Reader: c}}
+	decide := func(source, targets string, extra map[string]string) map[string]string {
+		t.Helper()
+		ann := map[string]string{konflux.AnnotationNudging: source, konflux.AnnotationNudged: targets}
+		for k, v := range extra {
+			ann[k] = v
+		}
+		doc := map[string]any{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+			"metadata": map[string]any{"name": "nudge-x", "namespace": "ns", "labels": map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue}, "annotations": ann},
+			"spec":     map[string]any{}}
+		raw, err := json.Marshal(doc)
+		require.NoError(t, err)
+		resp := i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: raw}}})
+		require.True(t, resp.Allowed)
+		if len(resp.Patches) == 0 {
+			return nil
+		}
+		ops, err := json.Marshal(resp.Patches)
+		require.NoError(t, err)
+		p, err := jsonpatch.DecodePatch(ops)
+		require.NoError(t, err)
+		patched, err := p.Apply(raw)
+		require.NoError(t, err)
+		var out struct {
+			Metadata struct{ Annotations map[string]string } `json:"metadata"`
+			Spec     struct{ Status string }                 `json:"spec"`
+		}
+		require.NoError(t, json.Unmarshal(patched, &out))
+		require.Equal(t, "Cancelled", out.Spec.Status)
+		return out.Metadata.Annotations
+	}
+
+	got := decide("a", "bundle other", nil)
+	require.Equal(t, "bundle", got[konflux.AnnotationHeldForBatch], "the batched target waits for its batch")
+	require.Equal(t, "other", got[konflux.AnnotationRenudge], "the other target is nudged by nudgeflow")
+	require.Empty(t, got[konflux.AnnotationHeldBy])
+	require.Contains(t, got[konflux.AnnotationCancelReason], "batch of bundle")
+
+	require.Nil(t, decide("a", "other", nil), "an unbatched target runs")
+	require.Nil(t, decide("v", "bundle", nil), "a validated edge is never another service's")
+	require.Nil(t, decide("a", "bundle", map[string]string{konflux.AnnotationWorkflowID: "nudge/ns/uid/bundle"}),
+		"nudgeflow's own run: the batch had its chance before the Nudge started")
+
+	open := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-batch-x", Namespace: "ns",
+		Labels: map[string]string{changegroups.LabelAutomatic: "true"}},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "a"}}}}
+	require.NoError(t, c.Create(context.Background(), open))
+	got = decide("a", "bundle", nil)
+	require.Equal(t, "bundle=bundle-batch-x", got[konflux.AnnotationHeldBy], "an open batch holds it as any group")
+	require.Empty(t, got[konflux.AnnotationHeldForBatch])
 }

@@ -14,6 +14,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -25,6 +26,10 @@ type Options struct {
 	Settings  cgwf.Settings
 	// Renudger nudges targets no group collects any more; optional.
 	Renudger Renudger
+	// Batches opens the automatic ChangeGroups of batched targets for the nudges of
+	// other services held for a batch (nil: one on the manager's client and API
+	// reader; share the builds bridge's, so one process opens one batch per target).
+	Batches *batching.Opener
 }
 
 // Starter is how this feature starts and signals group workflows; kube (may be
@@ -68,8 +73,12 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup reconciler: %w", err)
 	}
+	if opts.Batches == nil {
+		opts.Batches = &batching.Opener{Kube: mgr.GetClient(), Live: mgr.GetAPIReader()}
+	}
 	if err := (&HeldReconciler{
 		Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Starter: starter, Recorder: recorder, Renudger: opts.Renudger,
+		Batches: opts.Batches,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the held-nudge reconciler: %w", err)
 	}
@@ -83,7 +92,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 		WithValidator(timedValidator{WebhookChangeGroup, &Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}}).Complete(); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: timedHandler{WebhookIntercept, &Interceptor{Index: index}}})
+	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: timedHandler{WebhookIntercept, &Interceptor{Index: index, Batches: NudgeConfigBatches{Reader: mgr.GetClient()}}}})
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prKeyField,
 		func(o ctrlclient.Object) []string {
 			if k := PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {

@@ -55,6 +55,13 @@ const (
 	// HeldOutcomeReturned (no group took it: the nudge tries again, without using up
 	// an attempt). Until the bridge writes it, the run has not ended for the workflow.
 	AnnotationHeldOutcome = "nudgeflow.konflux-ci.dev/held-outcome"
+	// AnnotationHeldForBatch on another service's nudge PipelineRun lists the
+	// targets nudgeflow cancelled it for because NudgeConfig batches them: the
+	// held-nudge reconciler gives the build to the target's automatic ChangeGroup
+	// (opening it) and moves each target to AnnotationHeldBy, or to
+	// AnnotationRenudge when the target is no longer batched, so a resync never
+	// opens a second batch for the same build.
+	AnnotationHeldForBatch = "nudgeflow.konflux-ci.dev/held-for-batch"
 	// AnnotationCancelReason says why nudgeflow cancelled the PipelineRun.
 	AnnotationCancelReason = "nudgeflow.konflux-ci.dev/cancel-reason"
 	// AnnotationRenudge lists targets of a cancelled PipelineRun that no ChangeGroup

@@ -20,6 +20,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	bridgebatching "github.com/nudgeflow/nudgeflow/bridge/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -367,4 +368,55 @@ func TestBatchOfADeletedNudgeConfigHandsItsBuildsBack(t *testing.T) {
 	})
 	require.Zero(t, s.f.CIBuilds(s.ns, "bundle"))
 	require.Equal(t, digestOf("operand-a", 1), statusOf(&auto, "operand-a").NewBuild)
+}
+
+// Under --executor exclusive integration-service, not nudgeflow, runs immediate
+// edges, so the first build of a batched target reaches nudgeflow only as
+// integration-service's nudge PipelineRun, with no batch open yet. Here the builds
+// carry no Pipelines as Code event type, so this suite's bridge (executor all)
+// leaves them alone as the exclusive one leaves immediate edges: only the nudge
+// runs bring them in. Each is cancelled at admission and held for the batch; the
+// held-nudge reconciler opens the automatic group, records it on the run
+// (held-by), and the group collects both builds into one PR, released once.
+func TestOtherServicesNudgesOfABatchedTargetOpenTheBatch(t *testing.T) {
+	members := []string{"operand-a", "operand-b"}
+	s := newScenario(t, members...)
+	nc := s.batchConfig(konfluxv1alpha1.ModeImmediate, konfluxv1alpha1.BatchingPolicy{Window: dur(time.Hour), Release: konfluxv1alpha1.ReleaseAll})
+	ctx := context.Background()
+	var nudges []*tektonv1.PipelineRun
+	for i, c := range members {
+		build := s.buildRunWith(c, digestOf(c, 1), time.Now().Add(time.Duration(i)*time.Second), nil)
+		plr := s.nudge(c, []string{"bundle"}, build.Name)
+		require.Equal(t, tektonv1.PipelineRunSpecStatusCancelled, string(plr.Spec.Status), "cancelled at admission: the target is batched")
+		nudges = append(nudges, plr)
+	}
+	groups := s.waitGroups("one automatic group, released with 2/2", 90*time.Second, func(gs []appstudiov1alpha1.ChangeGroup) bool {
+		return len(gs) == 1 && gs[0].Status.Phase == appstudiov1alpha1.PhaseReady && gs[0].Status.Ready == "2/2"
+	})
+	cg := &groups[0]
+	s.explainOnFailure(cg.Name)
+	s.requireAutomatic(cg, nc)
+	for _, plr := range nudges {
+		world.Eventually(t, 30*time.Second, "the nudge run records the batch that took its build", func() (bool, error) {
+			var got tektonv1.PipelineRun
+			if err := s.w.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &got); err != nil {
+				return false, err
+			}
+			a := got.Annotations
+			if a[konflux.AnnotationHeldBy] == "bundle="+cg.Name && a[konflux.AnnotationHeldForBatch] == "" && a[konflux.AnnotationRenudge] == "" {
+				return true, nil
+			}
+			return false, fmt.Errorf("annotations %v", a)
+		})
+	}
+	prs := s.f.PRs(s.ns, "bundle")
+	require.Len(t, prs, 1, "one PR for both builds")
+	got := s.csvDigests(prs[0].Head)
+	for _, c := range members {
+		require.Equal(t, digestOf(c, 1), got[c])
+	}
+	require.Equal(t, 1, s.f.CIBuilds(s.ns, "bundle"), "exactly one CI build")
+	require.Empty(t, s.renovateRuns(), "no build was nudged on its own")
+	require.NoError(t, s.f.Merge(s.ns, "bundle", prs[0].Number))
+	s.waitPhase(cg.Name, appstudiov1alpha1.PhaseCompleted)
 }

@@ -153,13 +153,20 @@ func (s *scenario) build(component, digest string, completedAt time.Time) *tekto
 // buildRun creates a succeeded push build PipelineRun with its results.
 func (s *scenario) buildRun(component, digest string, completedAt time.Time) *tektonv1.PipelineRun {
 	s.t.Helper()
+	return s.buildRunWith(component, digest, completedAt, map[string]string{konflux.AnnotationEventType: "push"})
+}
+
+// buildRunWith creates a succeeded build PipelineRun with its results and these
+// annotations (without a Pipelines as Code event type the bridge never routes it).
+func (s *scenario) buildRunWith(component, digest string, completedAt time.Time, annotations map[string]string) *tektonv1.PipelineRun {
+	s.t.Helper()
 	ctx := context.Background()
 	s.builds++
 	buildName := fmt.Sprintf("%s-on-push-%d", component, s.builds)
 	build := &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{Name: buildName, Namespace: s.ns,
 			Labels:      map[string]string{konflux.LabelComponent: component, konflux.LabelPipelineType: "build"},
-			Annotations: map[string]string{konflux.AnnotationEventType: "push"}},
+			Annotations: annotations},
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
 	require.NoError(s.t, s.w.Kube.Create(ctx, build))
