@@ -12,11 +12,7 @@ import (
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
@@ -182,22 +178,8 @@ func PRBuild(ctx context.Context, kube ctrlclient.Client, forgeURL, token, ns, c
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)
 	}
-	now := metav1.Now()
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
-			return err
-		}
-		plr.Status.StartTime, plr.Status.CompletionTime = &now, &now
-		plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded",
-			Message: "simulated by nudgeflow dev build --pr"}}
-		plr.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(res.ImageURL)},
-			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(res.Digest)},
-		}
-		return kube.Status().Update(ctx, plr)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("marking build PipelineRun %s/%s succeeded: %w", ns, res.Build, err)
+	if err := markBuildSucceeded(ctx, kube, plr, res.ImageURL, res.Digest, "simulated by nudgeflow dev build --pr", metav1.Now()); err != nil {
+		return nil, err
 	}
 	return res, nil
 }

@@ -86,25 +86,8 @@ func BuildAt(ctx context.Context, kube ctrlclient.Client, ns, component, sha str
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)
 	}
-	// The bridge may write the build's metadata meanwhile (it holds push builds of
-	// components with edges until it has routed them): re-read and write again on a
-	// conflict, as Tekton does.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
-			return err
-		}
-		plr.Status.StartTime = &now
-		plr.Status.CompletionTime = &now
-		plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded",
-			Message: "simulated by nudgeflow dev build"}}
-		plr.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(res.ImageURL)},
-			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(res.Digest)},
-		}
-		return kube.Status().Update(ctx, plr)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("marking build PipelineRun %s/%s succeeded: %w", ns, res.Build, err)
+	if err := markBuildSucceeded(ctx, kube, plr, res.ImageURL, res.Digest, "simulated by nudgeflow dev build", now); err != nil {
+		return nil, err
 	}
 	targets, err := buildServiceTargets(ctx, kube, &comp)
 	if err != nil || len(targets) == 0 {
@@ -126,6 +109,32 @@ func BuildAt(ctx context.Context, kube ctrlclient.Client, ns, component, sha str
 	}
 	res.Nudge = nudge.Name
 	return res, nil
+}
+
+// markBuildSucceeded writes the status of a simulated build that succeeded at at:
+// started and completed then, the Succeeded condition with message, and the
+// IMAGE_URL and IMAGE_DIGEST results.
+func markBuildSucceeded(ctx context.Context, kube ctrlclient.Client, plr *tektonv1.PipelineRun, imageURL, digest, message string, at metav1.Time) error {
+	// The bridge may write the build's metadata meanwhile (it holds push builds of
+	// components with edges until it has routed them): re-read and write again on a
+	// conflict, as Tekton does.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
+			return err
+		}
+		plr.Status.StartTime, plr.Status.CompletionTime = &at, &at
+		plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded",
+			Message: message}}
+		plr.Status.Results = []tektonv1.PipelineRunResult{
+			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageURL)},
+			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
+		}
+		return kube.Status().Update(ctx, plr)
+	})
+	if err != nil {
+		return fmt.Errorf("marking build PipelineRun %s/%s succeeded: %w", plr.Namespace, plr.Name, err)
+	}
+	return nil
 }
 
 // buildServiceTargets are the components build-service would nudge after a build:

@@ -1,13 +1,17 @@
 package localenv
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
+	"strings"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -39,9 +43,26 @@ type TemporalOptions struct {
 	DieWithParentDir string
 }
 
+// temporalStopWait bounds Stop's wait for the dev server to exit after SIGINT.
+// The SDK's DevServer.Stop sends SIGINT and waits for the process with no
+// deadline: a server that hangs on its way out would hang `nudgeflow dev`'s
+// shutdown and the test worlds' cleanup with it. start-dev exits within a second
+// or two; 30 s leaves a loaded machine plenty.
+const temporalStopWait = 30 * time.Second
+
+// temporalKillWait bounds the wait for the SDK to see the server gone after Stop
+// has killed it.
+const temporalKillWait = 5 * time.Second
+
+// devServer is what Stop needs of testsuite.DevServer (a fake in tests).
+type devServer interface{ Stop() error }
+
 // Temporal is a running dev server.
 type Temporal struct {
-	server    *testsuite.DevServer
+	server devServer
+	// proc is the server's process, nil when it could not be found: the SDK keeps
+	// its exec.Cmd to itself.
+	proc      *os.Process
 	Address   string
 	Namespace string
 	UIAddress string
@@ -97,11 +118,38 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 		dso.UIPort = strconv.Itoa(opts.UIPort)
 		t.UIAddress = fmt.Sprintf("http://127.0.0.1:%d", opts.UIPort)
 	}
-	t.server, err = testsuite.StartDevServer(ctx, dso)
-	if err != nil {
+	if t.server, err = testsuite.StartDevServer(ctx, dso); err != nil {
 		return nil, fmt.Errorf("starting temporal dev server on %s: %w", address, err)
 	}
+	if pid := childWithPort(opts.Port); pid != 0 {
+		// On Linux FindProcess holds a pidfd: a kill cannot reach a process that
+		// takes the pid later. The server is this process's child and only the SDK's
+		// Stop reaps it, so until then the pid is the server's.
+		t.proc, _ = os.FindProcess(pid)
+	}
 	return t, nil
+}
+
+// childWithPort is the pid of this process's child started with "--port port" (as
+// the SDK starts the dev server), 0 when there is none or no /proc to read.
+func childWithPort(port int) int {
+	entries, _ := os.ReadDir("/proc")
+	self, want := strconv.Itoa(os.Getpid()), []byte("\x00--port\x00"+strconv.Itoa(port)+"\x00")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !bytes.Contains(cmdline, want) {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err == nil && strings.Contains(string(status), "\nPPid:\t"+self+"\n") {
+			return pid
+		}
+	}
+	return 0
 }
 
 // Dial returns a client for the dev server's namespace, with the connection settings
@@ -120,8 +168,43 @@ func warnLogger() sdklog.Logger {
 	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
-// Stop stops the server.
-func (t *Temporal) Stop() error { return t.server.Stop() }
+// Stop stops the server: SIGINT, then, when it still runs temporalStopWait later,
+// SIGKILL if its pid is known. It gives up waiting in the end rather than hang.
+func (t *Temporal) Stop() error { return t.stop(temporalStopWait, temporalKillWait) }
+
+func (t *Temporal) stop(wait, killWait time.Duration) error {
+	if t.proc != nil {
+		defer t.proc.Release()
+	}
+	done := make(chan error, 1) // the SDK's Stop may never return: its goroutine must not block on us
+	go func() { done <- t.server.Stop() }()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("stopping temporal dev server on %s: %w", t.Address, err)
+		}
+		return nil
+	case <-timer.C:
+	}
+	if t.proc == nil {
+		return fmt.Errorf("temporal dev server on %s (pid unknown) still running %s after SIGINT: stopped waiting, it may still run", t.Address, wait)
+	}
+	how := "killed it"
+	if err := t.proc.Kill(); errors.Is(err, os.ErrProcessDone) {
+		how = "it exited as it was being killed"
+	} else if err != nil {
+		return fmt.Errorf("temporal dev server on %s (pid %d) still running %s after SIGINT; killing it: %w", t.Address, t.proc.Pid, wait, err)
+	}
+	select {
+	case <-done:
+		return fmt.Errorf("temporal dev server on %s (pid %d) still running %s after SIGINT: %s", t.Address, t.proc.Pid, wait, how)
+	case <-time.After(killWait):
+		return fmt.Errorf("temporal dev server on %s (pid %d) still running %s after SIGINT and %s after SIGKILL: stopped waiting",
+			t.Address, t.proc.Pid, wait, killWait)
+	}
+}
 
 // FreePort asks the kernel for a free TCP port on the loopback address.
 func FreePort() (int, error) {
