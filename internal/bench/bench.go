@@ -248,11 +248,20 @@ func (s *stack) start(ctx context.Context) error {
 		})
 	}()
 	wg.Wait()
+	// A server that will not stop is reported, not silently left behind.
 	if s.cp != nil {
-		s.stops = append(s.stops, func() { _ = s.cp.Stop() })
+		s.stops = append(s.stops, func() {
+			if err := s.cp.Stop(); err != nil {
+				s.progress("stopping kube-apiserver and etcd: %v", err)
+			}
+		})
 	}
 	if s.tmp != nil {
-		s.stops = append(s.stops, func() { _ = s.tmp.Stop() })
+		s.stops = append(s.stops, func() {
+			if err := s.tmp.Stop(); err != nil {
+				s.progress("stopping Temporal: %v", err)
+			}
+		})
 	}
 	if err := errors.Join(cpErr, tErr); err != nil {
 		return err
