@@ -22,6 +22,7 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
+	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -57,9 +58,15 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Kube.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
+	if decided(&plr) {
+		return ctrl.Result{}, nil
+	}
 	if plr.Annotations[konflux.AnnotationHeldForBatch] != "" {
 		if err := r.decideBatches(ctx, &plr); err != nil {
 			return ctrl.Result{}, err
+		}
+		if decided(&plr) {
+			return ctrl.Result{}, nil
 		}
 	}
 	held := ParseHeldBy(plr.Annotations[konflux.AnnotationHeldBy])
@@ -74,44 +81,130 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
 	var delivered []string
+	tookBy := map[string]string{}
 	for _, target := range sortedKeys(held) {
-		var cg appstudiov1alpha1.ChangeGroup
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: held[target]}, &cg)
-		if apierrors.IsNotFound(err) {
-			renudge = append(renudge, target)
-			continue
-		}
-		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("reading ChangeGroup %s: %w", held[target], err)
-		}
-		// The workflow decides, not the CR status: a group whose workflow has not
-		// started yet is started with the build; one that has ended holds nothing.
-		took, err := r.Starter.Deliver(ctx, &cg, built)
+		group, err := r.deliver(ctx, &plr, held[target], source, target, built)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if !took {
+		if group == "" {
 			renudge = append(renudge, target)
 			continue
 		}
-		delivered = append(delivered, cg.Name)
-		log.FromContext(ctx).Info("build handed to ChangeGroup", "changeGroup", cg.Name, "component", source, "digest", built.Digest)
+		delivered = append(delivered, group)
+		tookBy[target] = group
+		log.FromContext(ctx).Info("build handed to ChangeGroup", "changeGroup", group, "component", source, "digest", built.Digest)
 	}
 	if plr.Annotations[konflux.AnnotationWorkflowID] != "" {
 		// nudgeflow's own Renovate run: its Nudge workflow waits for this verdict,
 		// and tries again itself when no group took the build.
 		return ctrl.Result{}, r.writeHeldOutcome(ctx, &plr, delivered, renudge)
 	}
-	if len(renudge) == 0 {
-		return ctrl.Result{}, nil
-	}
 	sort.Strings(renudge)
-	if r.Renudger == nil {
-		r.Recorder.Event(&plr, corev1.EventTypeWarning, "NudgeNotDelivered",
-			fmt.Sprintf("no ChangeGroup collects %s's build for %s any more; nudge them again (for example re-run the build)", source, strings.Join(renudge, ", ")))
-		return ctrl.Result{}, nil
+	if len(renudge) > 0 {
+		if r.Renudger == nil {
+			r.Recorder.Event(&plr, corev1.EventTypeWarning, "NudgeNotDelivered",
+				fmt.Sprintf("no ChangeGroup collects %s's build for %s any more; nudge them again (for example re-run the build)", source, strings.Join(renudge, ", ")))
+		} else if err := r.Renudger.Renudge(ctx, &plr, renudge); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	return ctrl.Result{}, r.Renudger.Renudge(ctx, &plr, renudge)
+	return ctrl.Result{}, r.settle(ctx, &plr, tookBy, renudge)
+}
+
+// decided: nothing is left to do for the run. Another service's run is settled
+// once each target went to a group or was nudged again (AnnotationHeldSettled);
+// nudgeflow's own run once its Nudge was told (AnnotationHeldOutcome). Deciding
+// again later could only go wrong: a group past retention no longer remembers the
+// build it took, and the build would be nudged a second time.
+func decided(plr *tektonv1.PipelineRun) bool {
+	a := plr.Annotations
+	if a[konflux.AnnotationWorkflowID] != "" {
+		return a[konflux.AnnotationHeldOutcome] != ""
+	}
+	return a[konflux.AnnotationHeldSettled] != ""
+}
+
+// deliver gives the build to the group that held target and returns the group that
+// took it, "" when none did (nudge it again). A batch that ended without it passes
+// it to the target's next batch (opened when none is open), as a late build is,
+// rather than letting it go out on its own.
+func (r *HeldReconciler) deliver(ctx context.Context, plr *tektonv1.PipelineRun, group, source, target string, built cgwf.ComponentBuilt) (string, error) {
+	var cg appstudiov1alpha1.ChangeGroup
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: group}, &cg)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("reading ChangeGroup %s: %w", group, err)
+	}
+	if err == nil {
+		// The workflow decides, not the CR status: a group whose workflow has not
+		// started yet is started with the build; one that has ended holds nothing.
+		took, err := r.Starter.Deliver(ctx, &cg, built)
+		if err != nil || took {
+			return group, err
+		}
+		if !changegroups.IsAutomatic(&cg) {
+			return "", nil
+		}
+	} else if plr.Annotations[konflux.AnnotationWorkflowID] != "" {
+		return "", nil
+	}
+	if r.Batches == nil {
+		return "", nil
+	}
+	next, err := r.batchFor(ctx, plr.Namespace, source, target, group)
+	if err != nil || next == nil {
+		return "", err
+	}
+	took, err := r.Starter.Deliver(ctx, next, built)
+	if err != nil || !took {
+		return "", err
+	}
+	return next.Name, nil
+}
+
+// batchFor is the batch that takes source's build for target now, except the
+// group named except: nil when the live NudgeConfig no longer has the immediate
+// edge or no longer batches the target (then the build is nudged normally; a
+// validated edge must not reach a PR untested).
+func (r *HeldReconciler) batchFor(ctx context.Context, namespace, source, target, except string) (*appstudiov1alpha1.ChangeGroup, error) {
+	batched, err := NudgeConfigBatches{Reader: r.apiReader()}.BatchedTargets(ctx, namespace, source, []string{target})
+	if err != nil || !batched[target] {
+		return nil, err
+	}
+	cg, err := r.Batches.HolderFor(ctx, namespace, source, target, except)
+	if err != nil {
+		return nil, fmt.Errorf("finding the batch of %s for %s's build: %w", target, source, err)
+	}
+	return cg, nil
+}
+
+func (r *HeldReconciler) apiReader() ctrlclient.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Kube
+}
+
+// settle writes on another service's run that its targets are done with
+// (AnnotationHeldSettled): each given to a group or nudged again.
+func (r *HeldReconciler) settle(ctx context.Context, plr *tektonv1.PipelineRun, tookBy map[string]string, renudged []string) error {
+	var parts []string
+	if len(tookBy) > 0 {
+		pairs := make([]string, 0, len(tookBy))
+		for _, t := range sortedKeys(tookBy) {
+			pairs = append(pairs, t+"="+tookBy[t])
+		}
+		parts = append(parts, "delivered="+strings.Join(pairs, ","))
+	}
+	if len(renudged) > 0 {
+		parts = append(parts, "renudged="+strings.Join(renudged, ","))
+	}
+	patch := ctrlclient.MergeFrom(plr.DeepCopy())
+	plr.Annotations[konflux.AnnotationHeldSettled] = strings.Join(parts, " ")
+	if err := r.Kube.Patch(ctx, plr, patch); err != nil {
+		return fmt.Errorf("recording that %s's held nudges are settled: %w", plr.Name, err)
+	}
+	return nil
 }
 
 // decideBatches turns each target held for a batch into a decision written on the
@@ -121,18 +214,27 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // an ordinary held run, so a resync delivers to that same group, which deduplicates,
 // and never opens a second batch for a build the first one already took.
 func (r *HeldReconciler) decideBatches(ctx context.Context, plr *tektonv1.PipelineRun) error {
+	// The cached copy may predate this reconciler's own decision: deciding on it
+	// again could open a second batch. Decide on what the API server has.
+	if err := r.apiReader().Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
+		return ctrlclient.IgnoreNotFound(err)
+	}
+	pending := strings.Fields(plr.Annotations[konflux.AnnotationHeldForBatch])
+	if len(pending) == 0 {
+		return nil
+	}
 	source := plr.Annotations[konflux.AnnotationNudging]
 	held := ParseHeldBy(plr.Annotations[konflux.AnnotationHeldBy])
 	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
-	for _, target := range strings.Fields(plr.Annotations[konflux.AnnotationHeldForBatch]) {
+	for _, target := range pending {
 		if held[target] != "" || slices.Contains(renudge, target) {
 			continue
 		}
 		var cg *appstudiov1alpha1.ChangeGroup
 		if r.Batches != nil {
 			var err error
-			if cg, err = r.Batches.HolderFor(ctx, plr.Namespace, source, target, ""); err != nil {
-				return fmt.Errorf("finding the batch of %s for %s's nudge %s: %w", target, source, plr.Name, err)
+			if cg, err = r.batchFor(ctx, plr.Namespace, source, target, ""); err != nil {
+				return fmt.Errorf("deciding the batch of %s for %s's nudge %s: %w", target, source, plr.Name, err)
 			}
 		}
 		if cg == nil {
@@ -225,12 +327,16 @@ func repoOf(image string) string {
 	return image
 }
 
+// heldOnly passes the PipelineRuns nudgeflow cancelled: held for a group or a
+// batch, or with targets to nudge again (all a run may carry once its batches are
+// decided), so a restart finds every run not yet settled.
+var heldOnly = predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+	a := o.GetAnnotations()
+	return a[konflux.AnnotationHeldBy] != "" || a[konflux.AnnotationHeldForBatch] != "" || a[konflux.AnnotationRenudge] != ""
+})
+
 // SetupWithManager watches PipelineRuns nudgeflow cancelled.
 func (r *HeldReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	heldOnly := predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
-		a := o.GetAnnotations()
-		return a[konflux.AnnotationHeldBy] != "" || a[konflux.AnnotationHeldForBatch] != ""
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(heldOnly)).
 		Named("held-nudge").

@@ -8,9 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -33,6 +36,7 @@ func TestHeldForBatchIsDecidedOnceOnTheRun(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(nc, plr).Build()
 	r := &HeldReconciler{Kube: c, Batches: &batching.Opener{Kube: c, Live: c}}
 	ctx := context.Background()
+	stale := plr.DeepCopy() // as the cache may still hand it out after the decision
 
 	require.NoError(t, r.decideBatches(ctx, plr))
 	var got tektonv1.PipelineRun
@@ -45,7 +49,59 @@ func TestHeldForBatchIsDecidedOnceOnTheRun(t *testing.T) {
 
 	// Held for a batch again (a restore from backup): the recorded group stands.
 	got.Annotations[konflux.AnnotationHeldForBatch] = "bundle"
+	require.NoError(t, c.Update(ctx, &got))
 	require.NoError(t, r.decideBatches(ctx, &got))
 	require.Equal(t, held["bundle"], ParseHeldBy(got.Annotations[konflux.AnnotationHeldBy])["bundle"])
 	require.Equal(t, "third other", got.Annotations[konflux.AnnotationRenudge])
+	var groups appstudiov1alpha1.ChangeGroupList
+	require.NoError(t, c.List(ctx, &groups))
+	require.Len(t, groups.Items, 1, "one batch opened, whatever the passes")
+
+	// A stale copy of the run (as the cache may hand it out) still shows it held
+	// for a batch, and the batch no longer collects (released): the decision is
+	// taken on the API server's copy, not again, so no second batch opens.
+	cg := groups.Items[0]
+	cg.Status.Phase = appstudiov1alpha1.PhaseReady
+	require.NoError(t, c.Update(ctx, &cg)) // the fake has no status subresource: Update writes it
+	require.NoError(t, r.decideBatches(ctx, stale))
+	require.NoError(t, c.List(ctx, &groups))
+	require.Len(t, groups.Items, 1, "no second batch from a stale copy")
+}
+
+type renudges struct{ calls [][]string }
+
+func (r *renudges) Renudge(_ context.Context, _ *tektonv1.PipelineRun, targets []string) error {
+	r.calls = append(r.calls, targets)
+	return nil
+}
+
+// A held run whose targets all went back to normal nudging is still reconciled
+// (a restart must not forget it), nudges them once, and is then settled: a later
+// resync nudges nothing again, long after any group or workflow that could tell.
+func TestHeldRunIsSettledOnce(t *testing.T) {
+	build := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "a-on-push-1", Namespace: "ns"}}
+	build.Status.Results = []tektonv1.PipelineRunResult{
+		{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/a:tag")},
+		{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues("sha256:1")},
+	}
+	plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "nudge-x", Namespace: "ns", Annotations: map[string]string{
+		konflux.AnnotationNudging: "a", konflux.AnnotationNudged: "bundle", konflux.AnnotationNudgingPLR: build.Name,
+		konflux.AnnotationRenudge: "bundle"}}}
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(build, plr).Build()
+	rn := &renudges{}
+	r := &HeldReconciler{Kube: c, APIReader: c, Renudger: rn}
+	require.True(t, heldOnly.Generic(event.GenericEvent{Object: plr}), "a run with only targets to nudge again is watched")
+
+	ctx := context.Background()
+	req := ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(plr)}
+	_, err := r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{"bundle"}}, rn.calls)
+	var got tektonv1.PipelineRun
+	require.NoError(t, c.Get(ctx, req.NamespacedName, &got))
+	require.Equal(t, "renudged=bundle", got.Annotations[konflux.AnnotationHeldSettled])
+
+	_, err = r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	require.Len(t, rn.calls, 1, "settled: nothing is nudged again")
 }

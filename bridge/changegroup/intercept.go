@@ -45,9 +45,9 @@ type Interceptor struct {
 	Batches BatchedEdges
 }
 
-// BatchedEdges answers whether NudgeConfig batches an edge's target.
+// BatchedEdges answers which of source's targets NudgeConfig batches.
 type BatchedEdges interface {
-	Batched(ctx context.Context, namespace, source, target string) (bool, error)
+	BatchedTargets(ctx context.Context, namespace, source string, targets []string) (map[string]bool, error)
 }
 
 // NudgeConfigBatches reads the namespace's NudgeConfig (from the informer cache):
@@ -57,25 +57,29 @@ type BatchedEdges interface {
 // unbatched, nothing is lost.
 type NudgeConfigBatches struct{ Reader ctrlclient.Reader }
 
-// Batched implements BatchedEdges.
-func (b NudgeConfigBatches) Batched(ctx context.Context, namespace, source, target string) (bool, error) {
+// BatchedTargets implements BatchedEdges, reading the NudgeConfig once.
+func (b NudgeConfigBatches) BatchedTargets(ctx context.Context, namespace, source string, targets []string) (map[string]bool, error) {
 	var nc konfluxv1alpha1.NudgeConfig
 	err := b.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
+		return nil, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
 	}
-	if nc.Spec.BatchingFor(target) == nil {
-		return false, nil
-	}
-	for _, n := range nc.Spec.Nudges {
-		if n.From == source && n.To == target && n.Mode == konfluxv1alpha1.ModeImmediate {
-			return true, nil
+	batched := map[string]bool{}
+	for _, t := range targets {
+		if nc.Spec.BatchingFor(t) == nil {
+			continue
+		}
+		for _, n := range nc.Spec.Nudges {
+			if n.From == source && n.To == t && n.EffectiveMode() == konfluxv1alpha1.ModeImmediate {
+				batched[t] = true
+				break
+			}
 		}
 	}
-	return false, nil
+	return batched, nil
 }
 
 // +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-nudge,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=nudge-pipelinerun.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -191,6 +195,7 @@ var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 // that has let it go.
 func (i *Interceptor) classify(ctx context.Context, ns, source string, targets []string, handedBackBy string, own bool) (held map[string]string, batched, free []string, err error) {
 	held = map[string]string{}
+	var rest []string
 	for _, t := range targets {
 		cg, err := i.Index.FindHolding(ctx, ns, source, t)
 		if err != nil {
@@ -198,19 +203,24 @@ func (i *Interceptor) classify(ctx context.Context, ns, source string, targets [
 		}
 		if cg != nil && (handedBackBy == "" || cg.Name != handedBackBy) {
 			held[t] = cg.Name
-			continue
+		} else {
+			rest = append(rest, t)
 		}
-		if !own && i.Batches != nil {
-			ok, err := i.Batches.Batched(ctx, ns, source, t)
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			if ok {
-				batched = append(batched, t)
-				continue
-			}
+	}
+	var isBatched map[string]bool
+	if !own && i.Batches != nil && len(rest) > 0 {
+		if isBatched, err = i.Batches.BatchedTargets(ctx, ns, source, rest); err != nil {
+			// The groups' holds stand; only batching is skipped for this nudge
+			// (its targets run unbatched, as when nudgeflow is down).
+			log.FromContext(ctx).Error(err, "cannot tell whether the nudge's targets are batched; not holding it for a batch", "namespace", ns, "source", source)
 		}
-		free = append(free, t)
+	}
+	for _, t := range rest {
+		if isBatched[t] {
+			batched = append(batched, t)
+		} else {
+			free = append(free, t)
+		}
 	}
 	return held, batched, free, nil
 }

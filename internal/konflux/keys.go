@@ -62,6 +62,12 @@ const (
 	// AnnotationRenudge when the target is no longer batched, so a resync never
 	// opens a second batch for the same build.
 	AnnotationHeldForBatch = "nudgeflow.konflux-ci.dev/held-for-batch"
+	// AnnotationHeldSettled on another service's nudge PipelineRun that nudgeflow
+	// held says that every target was given to a group or nudged again:
+	// "delivered=<target>=<group>,... renudged=<target> ...". From then on the run
+	// is never looked at again, so a resync or a restart long after its group ended
+	// (or its workflow passed retention) cannot nudge the old build a second time.
+	AnnotationHeldSettled = "nudgeflow.konflux-ci.dev/held-settled"
 	// AnnotationCancelReason says why nudgeflow cancelled the PipelineRun.
 	AnnotationCancelReason = "nudgeflow.konflux-ci.dev/cancel-reason"
 	// AnnotationRenudge lists targets of a cancelled PipelineRun that no ChangeGroup
