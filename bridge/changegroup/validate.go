@@ -160,6 +160,25 @@ func members(cg *appstudiov1alpha1.ChangeGroup) []string {
 	return names
 }
 
+// stillCollecting reads a cached group past the cache: gone, being deleted or
+// ended means it no longer competes. A group admitted here a moment ago is not
+// second-guessed (it may not be stored yet; the Index already read it live when
+// it could): two racing creates must not both pass.
+func (v *Validator) stillCollecting(ctx context.Context, other *appstudiov1alpha1.ChangeGroup) (bool, error) {
+	if v.APIReader == nil || v.Index.Admitting(other) {
+		return true, nil
+	}
+	var live appstudiov1alpha1.ChangeGroup
+	err := v.APIReader.Get(ctx, ctrlclient.ObjectKeyFromObject(other), &live)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("checking ChangeGroup %q: %w", other.Name, err)
+	}
+	return changegroups.Collecting(&live), nil
+}
+
 func (v *Validator) validate(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup) error {
 	mine := members(cg)
 	if slices.Contains(mine, cg.Spec.NudgedComponent) {
@@ -188,6 +207,18 @@ func (v *Validator) validate(ctx context.Context, cg *appstudiov1alpha1.ChangeGr
 				if slices.Contains(theirs, m) {
 					overlap = append(overlap, m)
 				}
+			}
+		}
+		if len(overlap) > 0 {
+			// Refusing on the cache alone would refuse a group a person creates right
+			// after the last one completed or was deleted (the cache lags by a
+			// moment): a refusal is confirmed on the API server's copy.
+			live, err := v.stillCollecting(ctx, other)
+			if err != nil {
+				return err
+			}
+			if !live {
+				continue
 			}
 		}
 		if len(overlap) > 0 && changegroups.IsAutomatic(cg) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -96,4 +97,40 @@ func TestManualOutranksAutomaticAtAdmission(t *testing.T) {
 
 	_, err = v.ValidateCreate(ctx, group("manual-2", false, "a"))
 	require.ErrorContains(t, err, `ChangeGroup "manual" is already active for bundle and collects a`, "manual groups still exclude each other")
+}
+
+// The cache may still show a group active a moment after it completed or was
+// deleted: a person's new group for the same members is admitted then, because a
+// refusal is confirmed on the API server's copy; a group still collecting there is
+// refused as before.
+func TestRefusalIsConfirmedPastTheCache(t *testing.T) {
+	old := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g2", Namespace: "ns", UID: "uid-g2"},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "a"}}}}
+	cached := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(old,
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: "ns"}},
+		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}).Build()
+	completed := old.DeepCopy()
+	completed.Status.Phase = appstudiov1alpha1.PhaseCompleted
+	for _, tc := range []struct {
+		name  string
+		live  []ctrlclient.Object
+		admit bool
+	}{
+		{"completed on the API server", []ctrlclient.Object{completed}, true},
+		{"deleted on the API server", nil, true},
+		{"still collecting", []ctrlclient.Object{old.DeepCopy()}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			live := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(tc.live...).Build()
+			v := &Validator{Index: &changegroups.Index{Cache: cached}, Cache: cached, APIReader: live}
+			g3 := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g3", Namespace: "ns", UID: "uid-g3"},
+				Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "a"}}}}
+			_, err := v.ValidateCreate(context.Background(), g3)
+			if tc.admit {
+				require.NoError(t, err)
+			} else {
+				require.ErrorContains(t, err, `ChangeGroup "g2" is already active for bundle`)
+			}
+		})
+	}
 }

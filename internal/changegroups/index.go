@@ -112,6 +112,19 @@ func (x *Index) Admitted(cg *appstudiov1alpha1.ChangeGroup) {
 	x.admitted[key] = append(x.admitted[key], admittedGroup{cg: cg.DeepCopy(), at: x.now()})
 }
 
+// Admitting reports whether cg is a group admitted here within admittedTTL: it may
+// not be stored yet, so a read past the cache cannot tell whether it competes.
+func (x *Index) Admitting(cg *appstudiov1alpha1.ChangeGroup) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, a := range x.admitted[nudgedKey(cg.Namespace, cg.Spec.NudgedComponent)] {
+		if a.cg.UID == cg.UID && x.now().Sub(a.at) <= admittedTTL {
+			return true
+		}
+	}
+	return false
+}
+
 // Groups lists the groups of one nudged component: the cache's, plus those admitted
 // here that the cache does not have yet. They are read-only (see groupsOf).
 func (x *Index) Groups(ctx context.Context, namespace, target string) ([]appstudiov1alpha1.ChangeGroup, error) {
