@@ -38,6 +38,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
 // Ports are where the parts listen on 127.0.0.1.
@@ -83,6 +84,10 @@ const ForgejoPassword = "nudgeflow-demo"
 
 // Bot is the commit identity of nudgeflow in the local world.
 var Bot = forge.Signature{Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.noreply.127.0.0.1"}
+
+// devPRGroupPoll is how often the demo's PR groups read their originating PRs and
+// look for push builds.
+const devPRGroupPoll = 10 * time.Second
 
 // Run starts everything, prints the ready banner and blocks until ctx ends, then
 // stops everything in order. State under opts.Home survives for the next Run.
@@ -301,7 +306,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Config: cp.Config,
 		Manager: bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
-		Deps: bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings},
+		Deps: bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings,
+			// A PR group learns of a push build by reading again (nothing signals it):
+			// the demo's push build comes a second after the merge, so it reads every
+			// 10 s, as the demo's ChangeGroups poll, not every 5 min.
+			PRGroup: prgroupwf.Settings{PollInterval: devPRGroupPoll}},
 		// One receiver for every forge: GitHub and Gitea sign with the secret,
 		// GitLab sends it as X-Gitlab-Token.
 		ForgeHook: &localbridge.ForgeHook{Secret: tok.WebhookSecret, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.ForgeHook)),
