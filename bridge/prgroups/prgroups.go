@@ -16,9 +16,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +37,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
@@ -75,7 +78,75 @@ func Setup(mgr ctrl.Manager, opts Options) (*Router, error) {
 		Complete(&BuildReconciler{Client: c, Options: opts}); err != nil {
 		return nil, fmt.Errorf("setting up the PR group build reconciler: %w", err)
 	}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("prgroup-push-builds").
+		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
+			plr, ok := o.(*tektonv1.PipelineRun)
+			return ok && builds.IsPushBuild(plr) && plr.IsDone()
+		}))).
+		Complete(&PushBuildReconciler{Client: c, Temporal: opts.Temporal}); err != nil {
+		return nil, fmt.Errorf("setting up the PR group push-build reconciler: %w", err)
+	}
 	return &Router{Client: c, Temporal: opts.Temporal}, nil
+}
+
+// PushBuildReconciler wakes the PR groups that wait for push builds when one
+// succeeds: nothing else tells a group, which otherwise finds it at its next poll
+// (PollInterval, 5 minutes by default). It signals an origin event to the running
+// groups of the build's component's targets in the namespace that wait for push
+// builds (Temporal visibility); each reads its origins again and takes the build
+// if it is the one it waits for. A group that had not seen the merge yet finds the
+// build when it does. Builds finished longer ago than the default poll interval
+// wake nobody: every group has polled since (a resync or a restart is silent).
+type PushBuildReconciler struct {
+	Client   ctrlclient.Reader
+	Temporal client.Client
+}
+
+// Reconcile handles one push build PipelineRun.
+func (r *PushBuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var plr tektonv1.PipelineRun
+	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	if !builds.IsPushBuild(&plr) || !renovate.StatusOf(&plr).Succeeded {
+		return ctrl.Result{}, nil
+	}
+	if done := plr.Status.CompletionTime; done != nil && time.Since(done.Time) > prgroup.DefaultPollInterval {
+		return ctrl.Result{}, nil
+	}
+	edges, _, err := edgesOf(ctx, r.Client, plr.Namespace, plr.Labels[builds.LabelComponent])
+	if err != nil || len(edges) == 0 {
+		return ctrl.Result{}, err
+	}
+	targets := make([]string, 0, len(edges))
+	for _, e := range edges {
+		targets = append(targets, "'"+e.To+"'")
+	}
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s = '%s' AND %s = '%s' AND %s IN (%s)",
+		prgroup.WorkflowName, searchattr.KubeNamespace.GetName(), plr.Namespace, searchattr.Phase.GetName(), prgroup.PhaseWaiting,
+		searchattr.NudgedComponent.GetName(), strings.Join(targets, ", "))
+	var errs []error
+	var token []byte
+	for {
+		resp, err := r.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing the PR groups waiting for %s's push build: %w", plr.Labels[builds.LabelComponent], err)
+		}
+		for _, wf := range resp.GetExecutions() {
+			ev := prgroup.OriginEvent{Action: "push-build", DeliveryID: string(plr.UID)}
+			err := r.Temporal.SignalWorkflow(ctx, wf.GetExecution().GetWorkflowId(), "", prgroup.SignalOriginEvent, ev)
+			var notFound *serviceerror.NotFound
+			if err != nil && !errors.As(err, &notFound) {
+				errs = append(errs, fmt.Errorf("waking %s: %w", wf.GetExecution().GetWorkflowId(), err))
+				continue
+			}
+			log.FromContext(ctx).Info("push build woke its PR group", "build", plr.Name, "workflowID", wf.GetExecution().GetWorkflowId())
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
 func get(m map[string]string, k string) string { return strings.TrimSpace(m[k]) }

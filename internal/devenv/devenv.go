@@ -307,9 +307,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Manager: bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
 		Deps: bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings,
-			// A PR group learns of a push build by reading again (nothing signals it):
-			// the demo's push build comes a second after the merge, so it reads every
-			// 10 s, as the demo's ChangeGroups poll, not every 5 min.
+			// The demo's PR groups poll every 10 s, as its ChangeGroups do: a missed
+			// wake-up (a push build a second after the merge) costs seconds, not 5 min.
 			PRGroup: prgroupwf.Settings{PollInterval: devPRGroupPoll}},
 		// One receiver for every forge: GitHub and Gitea sign with the secret,
 		// GitLab sends it as X-Gitlab-Token.

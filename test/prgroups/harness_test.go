@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/converter"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
@@ -120,8 +121,30 @@ func (s *scenario) prBuild(component, repo, branch string, number int, sha, dige
 }
 
 // pushBuild is the push build of component for a commit on main.
-func (s *scenario) pushBuild(component, sha, digest string) {
-	s.build(component, map[string]string{konflux.AnnotationEventType: "push", prgroups.KeySHA: sha}, digest)
+func (s *scenario) pushBuild(component, sha, digest string) *tektonv1.PipelineRun {
+	return s.build(component, map[string]string{konflux.AnnotationEventType: "push", prgroups.KeySHA: sha}, digest)
+}
+
+// originEvents lists the origin events signalled to the group's latest run.
+func (s *scenario) originEvents(group, target string) []prgroupwf.OriginEvent {
+	s.t.Helper()
+	id := prgroupwf.WorkflowID(s.ns, group, target)
+	it := s.w.TemporalClient.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	var out []prgroupwf.OriginEvent
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(s.t, err, "reading the history of %s", id)
+		a := e.GetWorkflowExecutionSignaledEventAttributes()
+		if a.GetSignalName() != prgroupwf.SignalOriginEvent {
+			continue
+		}
+		for _, p := range a.GetInput().GetPayloads() {
+			var ev prgroupwf.OriginEvent
+			require.NoError(s.t, converter.GetDefaultDataConverter().FromPayload(p, &ev))
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // targetPR waits for the newest PR on branch in repo matching cond.

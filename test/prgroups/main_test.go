@@ -38,9 +38,9 @@ var (
 	emu   *githubemu.Server
 )
 
-// settings: a short poll so a lost webhook costs seconds; the webhooks are the
-// normal path.
-var settings = prgroupwf.Settings{PollInterval: 2 * time.Second}
+// settings: an hour's poll, so the scenarios show that the forge's webhooks and
+// the push builds' wake-ups are what moves a PR group, not its poll.
+var settings = prgroupwf.Settings{PollInterval: time.Hour}
 
 func TestMain(m *testing.M) {
 	os.Exit(world.Main(m, world.Options{

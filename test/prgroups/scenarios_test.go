@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"fmt"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -43,11 +44,21 @@ func TestCommonParentImage(t *testing.T) {
 	require.Equal(t, prgroupwf.PhaseDraft, s.query(branch, "child").Phase)
 	s.noPushPathNudges()
 
-	// The parent PR merges; PaC builds the merge commit on push.
+	// The parent PR merges; the group sees it (the forge's webhook) and waits for
+	// the push build, which PaC builds from the merge commit minutes later. Its
+	// success wakes the group (the poll is an hour here): the draft lifts at once.
 	require.NoError(t, emu.MergePR(s.ns, "parent", n))
+	world.Eventually(t, 30*time.Second, "the group waits for the push build", func() (bool, error) {
+		if p := s.query(branch, "child").Phase; p != prgroupwf.PhaseWaiting {
+			return false, fmt.Errorf("phase %s", p)
+		}
+		return true, nil
+	})
 	pushDigest := digestOf("parent-push-1")
-	s.pushBuild("parent", emu.MergeSHA(s.ns, "parent", n), pushDigest)
+	push := s.pushBuild("parent", emu.MergeSHA(s.ns, "parent", n), pushDigest)
 	pr = s.targetPR("child", target, "ready for review", ready)
+	require.Contains(t, s.originEvents(branch, "child"), prgroupwf.OriginEvent{Action: "push-build", DeliveryID: string(push.UID)},
+		"the push build woke the group")
 	require.Contains(t, s.fileAt("child", pr, "Dockerfile"), imageOf("parent")+"@"+pushDigest)
 	contains(t, pr.Body, "safe to merge", "push build")
 
