@@ -65,9 +65,6 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if err := r.decideBatches(ctx, &plr); err != nil {
 			return ctrl.Result{}, err
 		}
-		if decided(&plr) {
-			return ctrl.Result{}, nil
-		}
 	}
 	held := ParseHeldBy(plr.Annotations[konflux.AnnotationHeldBy])
 	if len(held) == 0 && plr.Annotations[konflux.AnnotationRenudge] == "" {
@@ -80,7 +77,6 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 	}
 	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
-	var delivered []string
 	tookBy := map[string]string{}
 	for _, target := range sortedKeys(held) {
 		group, err := r.deliver(ctx, &plr, held[target], source, target, built)
@@ -91,14 +87,13 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			renudge = append(renudge, target)
 			continue
 		}
-		delivered = append(delivered, group)
 		tookBy[target] = group
 		log.FromContext(ctx).Info("build handed to ChangeGroup", "changeGroup", group, "component", source, "digest", built.Digest)
 	}
 	if plr.Annotations[konflux.AnnotationWorkflowID] != "" {
 		// nudgeflow's own Renovate run: its Nudge workflow waits for this verdict,
 		// and tries again itself when no group took the build.
-		return ctrl.Result{}, r.writeHeldOutcome(ctx, &plr, delivered, renudge)
+		return ctrl.Result{}, r.writeHeldOutcome(ctx, &plr, tookBy, renudge)
 	}
 	sort.Strings(renudge)
 	if len(renudge) > 0 {
@@ -148,9 +143,6 @@ func (r *HeldReconciler) deliver(ctx context.Context, plr *tektonv1.PipelineRun,
 	} else if plr.Annotations[konflux.AnnotationWorkflowID] != "" {
 		return "", nil
 	}
-	if r.Batches == nil {
-		return "", nil
-	}
 	next, err := r.batchFor(ctx, plr.Namespace, source, target, group)
 	if err != nil || next == nil {
 		return "", err
@@ -167,11 +159,14 @@ func (r *HeldReconciler) deliver(ctx context.Context, plr *tektonv1.PipelineRun,
 // edge or no longer batches the target (then the build is nudged normally; a
 // validated edge must not reach a PR untested).
 func (r *HeldReconciler) batchFor(ctx context.Context, namespace, source, target, except string) (*appstudiov1alpha1.ChangeGroup, error) {
-	batched, err := NudgeConfigBatches{Reader: r.apiReader()}.BatchedTargets(ctx, namespace, source, []string{target})
-	if err != nil || !batched[target] {
+	if r.Batches == nil {
+		return nil, nil
+	}
+	nc, err := nudgeConfigOf(ctx, r.apiReader(), namespace)
+	if err != nil || nc == nil || !batchesEdge(nc, source, target) {
 		return nil, err
 	}
-	cg, err := r.Batches.HolderFor(ctx, namespace, source, target, except)
+	cg, err := r.Batches.HolderExcept(ctx, nc, source, target, except)
 	if err != nil {
 		return nil, fmt.Errorf("finding the batch of %s for %s's build: %w", target, source, err)
 	}
@@ -190,11 +185,7 @@ func (r *HeldReconciler) apiReader() ctrlclient.Reader {
 func (r *HeldReconciler) settle(ctx context.Context, plr *tektonv1.PipelineRun, tookBy map[string]string, renudged []string) error {
 	var parts []string
 	if len(tookBy) > 0 {
-		pairs := make([]string, 0, len(tookBy))
-		for _, t := range sortedKeys(tookBy) {
-			pairs = append(pairs, t+"="+tookBy[t])
-		}
-		parts = append(parts, "delivered="+strings.Join(pairs, ","))
+		parts = append(parts, "delivered="+FormatHeldBy(tookBy))
 	}
 	if len(renudged) > 0 {
 		parts = append(parts, "renudged="+strings.Join(renudged, ","))
@@ -230,12 +221,9 @@ func (r *HeldReconciler) decideBatches(ctx context.Context, plr *tektonv1.Pipeli
 		if held[target] != "" || slices.Contains(renudge, target) {
 			continue
 		}
-		var cg *appstudiov1alpha1.ChangeGroup
-		if r.Batches != nil {
-			var err error
-			if cg, err = r.batchFor(ctx, plr.Namespace, source, target, ""); err != nil {
-				return fmt.Errorf("deciding the batch of %s for %s's nudge %s: %w", target, source, plr.Name, err)
-			}
+		cg, err := r.batchFor(ctx, plr.Namespace, source, target, "")
+		if err != nil {
+			return fmt.Errorf("deciding the batch of %s for %s's nudge %s: %w", target, source, plr.Name, err)
 		}
 		if cg == nil {
 			renudge = append(renudge, target)
@@ -243,14 +231,10 @@ func (r *HeldReconciler) decideBatches(ctx context.Context, plr *tektonv1.Pipeli
 		}
 		held[target] = cg.Name
 	}
-	pairs := make([]string, 0, len(held))
-	for _, t := range sortedKeys(held) {
-		pairs = append(pairs, t+"="+held[t])
-	}
 	patch := ctrlclient.MergeFromWithOptions(plr.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
 	delete(plr.Annotations, konflux.AnnotationHeldForBatch)
-	if len(pairs) > 0 {
-		plr.Annotations[konflux.AnnotationHeldBy] = strings.Join(pairs, ",")
+	if len(held) > 0 {
+		plr.Annotations[konflux.AnnotationHeldBy] = FormatHeldBy(held)
 	}
 	if len(renudge) > 0 {
 		plr.Annotations[konflux.AnnotationRenudge] = strings.Join(renudge, " ")
@@ -266,9 +250,13 @@ func (r *HeldReconciler) decideBatches(ctx context.Context, plr *tektonv1.Pipeli
 // writeHeldOutcome tells the Nudge workflow that launched plr where its build went
 // (konflux.AnnotationHeldOutcome). Its run nudges one target: delivered when a group
 // took it, returned otherwise.
-func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.PipelineRun, delivered, returned []string) error {
+func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.PipelineRun, tookBy map[string]string, returned []string) error {
 	outcome := konflux.HeldOutcomeReturned
-	if len(returned) == 0 && len(delivered) > 0 {
+	if len(returned) == 0 && len(tookBy) > 0 {
+		delivered := make([]string, 0, len(tookBy))
+		for _, t := range sortedKeys(tookBy) {
+			delivered = append(delivered, tookBy[t])
+		}
 		outcome = konflux.HeldOutcomeDeliveredPrefix + strings.Join(delivered, ",")
 	}
 	if plr.Annotations[konflux.AnnotationHeldOutcome] == outcome {

@@ -59,27 +59,41 @@ type NudgeConfigBatches struct{ Reader ctrlclient.Reader }
 
 // BatchedTargets implements BatchedEdges, reading the NudgeConfig once.
 func (b NudgeConfigBatches) BatchedTargets(ctx context.Context, namespace, source string, targets []string) (map[string]bool, error) {
+	nc, err := nudgeConfigOf(ctx, b.Reader, namespace)
+	if err != nil || nc == nil {
+		return nil, err
+	}
+	batched := map[string]bool{}
+	for _, t := range targets {
+		batched[t] = batchesEdge(nc, source, t)
+	}
+	return batched, nil
+}
+
+// nudgeConfigOf reads the namespace's NudgeConfig; nil when it has none.
+func nudgeConfigOf(ctx context.Context, r ctrlclient.Reader, namespace string) (*konfluxv1alpha1.NudgeConfig, error) {
 	var nc konfluxv1alpha1.NudgeConfig
-	err := b.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
 	}
-	batched := map[string]bool{}
-	for _, t := range targets {
-		if nc.Spec.BatchingFor(t) == nil {
-			continue
-		}
-		for _, n := range nc.Spec.Nudges {
-			if n.From == source && n.To == t && n.EffectiveMode() == konfluxv1alpha1.ModeImmediate {
-				batched[t] = true
-				break
-			}
+	return &nc, nil
+}
+
+// batchesEdge: nc has the immediate edge source -> target and batches target.
+func batchesEdge(nc *konfluxv1alpha1.NudgeConfig, source, target string) bool {
+	if nc.Spec.BatchingFor(target) == nil {
+		return false
+	}
+	for _, n := range nc.Spec.Nudges {
+		if n.From == source && n.To == target && n.EffectiveMode() == konfluxv1alpha1.ModeImmediate {
+			return true
 		}
 	}
-	return batched, nil
+	return false
 }
 
 // +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-nudge,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=nudge-pipelinerun.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5
@@ -139,13 +153,11 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	var set [][2]string
 	var why []string
 	if len(held) > 0 {
-		pairs := make([]string, 0, len(held))
 		groups := map[string]bool{}
-		for _, t := range sortedKeys(held) {
-			pairs = append(pairs, t+"="+held[t])
-			groups[held[t]] = true
+		for _, g := range held {
+			groups[g] = true
 		}
-		set = append(set, [2]string{konflux.AnnotationHeldBy, strings.Join(pairs, ",")})
+		set = append(set, [2]string{konflux.AnnotationHeldBy, FormatHeldBy(held)})
 		why = append(why, "ChangeGroup "+strings.Join(sortedKeys(groups), ", "))
 	}
 	if len(batched) > 0 {
@@ -232,6 +244,15 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// FormatHeldBy writes the held-by annotation: target=ChangeGroup pairs, by target.
+func FormatHeldBy(held map[string]string) string {
+	pairs := make([]string, 0, len(held))
+	for _, t := range sortedKeys(held) {
+		pairs = append(pairs, t+"="+held[t])
+	}
+	return strings.Join(pairs, ",")
 }
 
 // ParseHeldBy reads the held-by annotation back: target -> ChangeGroup.
