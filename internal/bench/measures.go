@@ -118,30 +118,32 @@ func (s *stack) benchBridge(ctx context.Context) error {
 	want := b * e
 	done := s.counter.expect(validatednudge.WorkflowID(nsBridge, "", "")[:len("validated-nudge/"+nsBridge+"/")], want)
 	s.progress("bridge starting with %d builds waiting: %d signals expected", b, want)
-	cpu0, busy0 := cpuSeconds(s.worker.pid()), machineBusy()
 	began := time.Now()
-	if err := s.startBridge(ctx); err != nil {
-		return err
-	}
-	deadline := time.After(10*time.Minute + time.Duration(want)*10*time.Millisecond)
-	tick := time.NewTicker(10 * time.Second)
-	defer tick.Stop()
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case <-tick.C:
-			s.progress("%d of %d signals", s.counter.count(), want)
-		case <-deadline:
-			return fmt.Errorf("only %d of %d signals reached Temporal", s.counter.count(), want)
-		case <-ctx.Done():
-			return context.Cause(ctx)
+	bridgeCPU, err := measureCPU(s.worker.pid(), func() error {
+		if err := s.startBridge(ctx); err != nil {
+			return err
 		}
+		deadline := time.After(10*time.Minute + time.Duration(want)*10*time.Millisecond)
+		tick := time.NewTicker(10 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return nil
+			case <-tick.C:
+				s.progress("%d of %d signals", s.counter.count(), want)
+			case <-deadline:
+				return fmt.Errorf("only %d of %d signals reached Temporal", s.counter.count(), want)
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+	})
+	if err != nil {
+		return err
 	}
 	took := time.Since(began)
 	startup := s.counter.firstAt().Sub(began)
-	bridgeCPU := cpuUse{before: cpu0, after: cpuSeconds(s.worker.pid()), busyCores: (machineBusy() - busy0) / took.Seconds()}
 	reconciles, _ := gatherGauge("controller_runtime_max_concurrent_reconciles", map[string]string{"controller": "nudge-builds"})
 
 	// Cross-check in Temporal itself: one ValidatedNudge workflow per edge.
