@@ -83,7 +83,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Router, error) {
 			plr, ok := o.(*tektonv1.PipelineRun)
 			return ok && builds.IsPushBuild(plr) && plr.IsDone()
 		}))).
-		Complete(&PushBuildReconciler{Client: c, Temporal: opts.Temporal}); err != nil {
+		Complete(&PushBuildReconciler{Client: c, Temporal: opts.Temporal, Poll: opts.Settings.PollInterval}); err != nil {
 		return nil, fmt.Errorf("setting up the PR group push-build reconciler: %w", err)
 	}
 	return &Router{Client: c, Temporal: opts.Temporal}, nil
@@ -95,11 +95,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Router, error) {
 // groups of the build's component's targets in the namespace that wait for push
 // builds (Temporal visibility); each reads its origins again and takes the build
 // if it is the one it waits for. A group that had not seen the merge yet finds the
-// build when it does. Builds finished longer ago than the default poll interval
+// build when it does. Builds finished longer ago than the groups' poll interval
 // wake nobody: every group has polled since (a resync or a restart is silent).
 type PushBuildReconciler struct {
 	Client   ctrlclient.Reader
 	Temporal client.Client
+	// Poll is the PR groups' poll interval (zero: prgroup.DefaultPollInterval).
+	Poll time.Duration
 }
 
 // Reconcile handles one push build PipelineRun.
@@ -111,7 +113,11 @@ func (r *PushBuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !builds.IsPushBuild(&plr) || !renovate.StatusOf(&plr).Succeeded {
 		return ctrl.Result{}, nil
 	}
-	if done := plr.Status.CompletionTime; done != nil && time.Since(done.Time) > prgroup.DefaultPollInterval {
+	poll := r.Poll
+	if poll <= 0 {
+		poll = prgroup.DefaultPollInterval
+	}
+	if done := plr.Status.CompletionTime; done != nil && time.Since(done.Time) > poll {
 		return ctrl.Result{}, nil
 	}
 	edges, _, err := edgesOf(ctx, r.Client, plr.Namespace, plr.Labels[builds.LabelComponent])
