@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/client"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,8 +36,11 @@ type Deps struct {
 	Temporal client.Client
 	// TaskQueue is where the worker listens.
 	TaskQueue string
-	// Executor decides which nudge edges nudgeflow executes (see issue 5).
-	Executor string
+	// NudgingPeers names the Konflux services that nudge beside nudgeflow
+	// (builds.ParsePeers): their edges are left to them. "auto" detects them from
+	// what the API server serves (the CLI's default); "" is "none", nudgeflow alone
+	// (the dev stack and the test worlds).
+	NudgingPeers string
 	// ChangeGroup tunes ChangeGroup workflows started by the bridge.
 	ChangeGroup changegroupwf.Settings
 	// PRGroup tunes the PRGroup workflows (ADR 29 PR groups) started by the bridge.
@@ -118,14 +122,18 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 
 // Setup registers every feature's reconcilers and webhooks with the manager.
 func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
-	if err := nudgeconfig.Setup(mgr); err != nil {
+	peers, err := ResolvePeers(mgr.GetRESTMapper(), deps.NudgingPeers)
+	if err != nil {
+		return nil, err
+	}
+	if err := nudgeconfig.Setup(mgr, peers); err != nil {
 		return nil, err
 	}
 	// One opener for both ways a build reaches a batch (its own routing and another
 	// service's held nudge): its per-target lock makes them open one group.
 	batches := &ibatching.Opener{Kube: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup, Batches: batches}
-	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Executor: builds.Executor(deps.Executor),
+	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Peers: peers,
 		ChangeGroups: groups.Starter(mgr.GetClient()), Batches: batches}
 	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
@@ -148,4 +156,21 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	}
 	router.Also = append(router.Also, prs)
 	return &Bridge{PREvents: router}, nil
+}
+
+// ResolvePeers reads a --nudging-peers value, detecting the peers for "auto".
+func ResolvePeers(mapper meta.RESTMapper, value string) (builds.Peers, error) {
+	if value == "" {
+		return builds.Peers{}, nil
+	}
+	peers, auto, err := builds.ParsePeers(value)
+	if err != nil || !auto {
+		return peers, err
+	}
+	if peers, err = builds.DetectPeers(mapper); err != nil {
+		return builds.Peers{}, fmt.Errorf("detecting the Konflux services that nudge (--nudging-peers=auto): %w", err)
+	}
+	ctrl.Log.WithName("bridge").Info("detected the Konflux services that nudge beside nudgeflow; their edges are theirs",
+		"nudgingPeers", peers.String())
+	return peers, nil
 }

@@ -57,6 +57,7 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 var errNotStarted = errors.New("the ChangeGroup's workflow has not started yet")
 
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;create;patch
 
 // Route gives the build to the group that takes it now. It never starts a group's

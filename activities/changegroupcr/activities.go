@@ -24,14 +24,15 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 
 // Activities reads and writes the cluster for the ChangeGroup workflow.
@@ -134,17 +135,17 @@ func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved,
 // nudgersOf lists the components that nudge target: NudgeConfig edges when the
 // namespace has one, else build-nudges-ref (ADR 67's migration rule).
 func (a *Activities) nudgersOf(ctx context.Context, ns, target string) ([]string, error) {
-	var nc konfluxv1alpha1.NudgeConfig
-	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
+	nc, err := nudgeconfigs.Get(ctx, a.Kube, ns)
+	err = nudgeconfigs.IgnoreBatchingError(err)
 	var names []string
 	switch {
-	case err == nil:
+	case err == nil && nc != nil:
 		for _, e := range nc.Spec.Nudges {
 			if e.To == target && !slices.Contains(names, e.From) {
 				names = append(names, e.From)
 			}
 		}
-	case apierrors.IsNotFound(err):
+	case err == nil:
 		var list mirrorv1alpha1.ComponentList
 		if err := a.Kube.List(ctx, &list, ctrlclient.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("listing components in %s: %w", ns, err)

@@ -19,7 +19,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -34,7 +33,9 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
 // Event reasons on an automatic ChangeGroup.
@@ -54,6 +55,7 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile handles one ChangeGroup.
@@ -73,12 +75,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // checkOwner deletes an automatic group whose NudgeConfig is gone.
 func (r *Reconciler) checkOwner(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup) error {
-	var nc konfluxv1alpha1.NudgeConfig
-	err := r.Live.Get(ctx, types.NamespacedName{Namespace: cg.Namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
-	if err != nil && !apierrors.IsNotFound(err) {
+	nc, err := nudgeconfigs.Get(ctx, r.Live, cg.Namespace)
+	if err = nudgeconfigs.IgnoreBatchingError(err); err != nil {
 		return fmt.Errorf("reading the NudgeConfig that owns ChangeGroup %s/%s: %w", cg.Namespace, cg.Name, err)
 	}
-	if err == nil && ownedBy(cg, &nc) {
+	if nc != nil && ownedBy(cg, nc) {
 		return nil
 	}
 	r.Recorder.Event(cg, corev1.EventTypeNormal, ReasonOwnerGone,
@@ -166,12 +167,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return out
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("changegroup-batching").
-		For(&appstudiov1alpha1.ChangeGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&konfluxv1alpha1.NudgeConfig{}, toAutomatic, builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(event.CreateEvent) bool { return false },
-			UpdateFunc:  func(event.UpdateEvent) bool { return false },
-			GenericFunc: func(event.GenericEvent) bool { return false },
-		})).
-		Complete(r)
+	deletes := builder.WithPredicates(predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	})
+	b := ctrl.NewControllerManagedBy(mgr).Named("changegroup-batching").
+		For(&appstudiov1alpha1.ChangeGroup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	// Either kind may own automatic groups; a manager cannot watch a kind the API
+	// server does not serve.
+	shipped, own, err := nudgeconfigs.Served(mgr.GetRESTMapper())
+	if err != nil {
+		return err
+	}
+	if own {
+		b = b.Watches(&konfluxv1alpha1.NudgeConfig{}, toAutomatic, deletes)
+	}
+	if shipped {
+		b = b.Watches(&mirrorv1beta2.NudgeConfig{}, toAutomatic, deletes)
+	}
+	return b.Complete(r)
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
@@ -65,7 +66,9 @@ const (
 type Options struct {
 	Temporal  client.Client
 	TaskQueue string
-	Executor  Executor
+	// Peers are the Konflux services that nudge beside nudgeflow: the edges they
+	// run are theirs (Peers.RunnerOf).
+	Peers Peers
 	// Tuning goes into every Nudge the bridge starts (zero: the workflow defaults).
 	Tuning validatednudge.Tuning
 	// ChangeGroups starts and signals ChangeGroup workflows (nil: one on Temporal
@@ -89,15 +92,11 @@ func (o Options) changeGroups() *cgbridge.Starter {
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components;snapshots;changegroups,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=create;patch
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 
 // Setup registers the build, Renovate-run and Snapshot reconcilers and the webhook
 // that holds push builds at creation.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	x, err := ParseExecutor(string(opts.Executor))
-	if err != nil {
-		return err
-	}
-	opts.Executor = x
 	c := mgr.GetClient()
 	if opts.Batches == nil {
 		opts.Batches = &batching.Opener{Kube: c, Live: mgr.GetAPIReader()}
@@ -123,7 +122,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		For(&mirrorv1alpha1.Snapshot{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			s, ok := o.(*mirrorv1alpha1.Snapshot)
 			_, done := TestVerdict(s)
-			return ok && s.Spec.ComponentGroup != "" && done
+			return ok && (s.Spec.ComponentGroup != "" || s.Spec.Application != "") && done
 		}))).
 		Complete(&SnapshotReconciler{Client: c, Options: opts}); err != nil {
 		return fmt.Errorf("setting up the Snapshot reconciler: %w", err)
@@ -323,35 +322,33 @@ func (r *BuildReconciler) edges(ctx context.Context, namespace, component string
 	return edgesOf(ctx, r.Client, namespace, component)
 }
 
-// edgesOf reads the nudge edges of component (EdgesFrom).
+// edgesOf reads the nudge edges of component (EdgesFrom). The Component is read
+// even when a NudgeConfig exists: its build-nudges-ref says which edges
+// build-service runs too.
 func edgesOf(ctx context.Context, c ctrlclient.Reader, namespace, component string) ([]Edge, error) {
 	nc, err := getNudgeConfig(ctx, c, namespace)
 	if err != nil {
 		return nil, err
 	}
-	var comp *mirrorv1alpha1.Component
-	if nc == nil {
-		comp = &mirrorv1alpha1.Component{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
+	comp := &mirrorv1alpha1.Component{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {
+		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
 		}
+		if nc == nil {
+			return nil, nil
+		}
+		comp = nil
 	}
 	return EdgesFrom(nc, comp, component), nil
 }
 
+// getNudgeConfig reads the namespace's NudgeConfig of either kind. A batching
+// annotation that cannot be read only turns batching off (the NudgeConfig
+// controller reports it): the edges still route.
 func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) (*konfluxv1alpha1.NudgeConfig, error) {
-	var nc konfluxv1alpha1.NudgeConfig
-	err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading NudgeConfig %s/%s: %w", namespace, konfluxv1alpha1.NudgeConfigName, err)
-	}
-	return &nc, nil
+	nc, err := nudgeconfigs.Get(ctx, c, namespace)
+	return nc, nudgeconfigs.IgnoreBatchingError(err)
 }
 
 // nudge routes one build along one edge and reports whether the edge's target was
@@ -373,14 +370,14 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 		}
 		logger.Info("the ChangeGroup that held this edge ended without the build; nudging it normally", "changeGroup", cg.Name)
 	}
-	if e.Mode == konfluxv1alpha1.ModeImmediate && r.Options.Executor.Executes(e) {
+	if e.Mode == konfluxv1alpha1.ModeImmediate && r.Options.Peers.Executes(e) {
 		held, err := r.batch(ctx, namespace, e, b)
 		if err != nil || held {
 			return held, err
 		}
 	}
-	if !r.Options.Executor.Executes(e) {
-		logger.V(1).Info("edge executed by another Konflux service", "source", e.Source, "mode", e.Mode)
+	if runner := r.Options.Peers.RunnerOf(e); runner != RunnerNudgeflow {
+		logger.V(1).Info("edge nudged by another Konflux service", "nudgedBy", runner, "source", e.Source, "mode", e.Mode)
 		return false, nil
 	}
 	if e.Mode == konfluxv1alpha1.ModeValidated {
@@ -407,7 +404,7 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 // batching activity). It reports false when the target is not batched, or the
 // group ended without taking the build: then the edge is nudged normally.
 func (r *BuildReconciler) batch(ctx context.Context, namespace string, e Edge, b validatednudge.Build) (bool, error) {
-	if e.Source != SourceNudgeConfig || r.Options.Batches == nil {
+	if !e.Source.FromNudgeConfig() || r.Options.Batches == nil {
 		return false, nil
 	}
 	nc, err := getNudgeConfig(ctx, r.Client, namespace)
@@ -501,47 +498,4 @@ func TestVerdict(s *mirrorv1alpha1.Snapshot) (passed, finished bool) {
 		}
 	}
 	return false, false
-}
-
-// SnapshotReconciler signals the ValidatedNudge workflows gated by a Snapshot's group.
-type SnapshotReconciler struct {
-	Client  ctrlclient.Reader
-	Options Options
-}
-
-// Reconcile handles one Snapshot.
-func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var s mirrorv1alpha1.Snapshot
-	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
-		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
-	}
-	passed, finished := TestVerdict(&s)
-	if !finished || s.Spec.ComponentGroup == "" {
-		return ctrl.Result{}, nil
-	}
-	nc, err := getNudgeConfig(ctx, r.Client, s.Namespace)
-	if err != nil || nc == nil {
-		return ctrl.Result{}, err
-	}
-	var errs []error
-	for _, n := range nc.Spec.Nudges {
-		if n.EffectiveMode() != konfluxv1alpha1.ModeValidated || (n.GatingGroup != "" && n.GatingGroup != s.Spec.ComponentGroup) {
-			continue
-		}
-		var images []string
-		for _, c := range s.Spec.Components {
-			if c.Name == n.From && c.ContainerImage != "" {
-				images = append(images, c.ContainerImage)
-			}
-		}
-		if len(images) == 0 {
-			continue
-		}
-		e := Edge{From: n.From, To: n.To, Mode: konfluxv1alpha1.ModeValidated, GatingGroup: n.GatingGroup, Source: SourceNudgeConfig}
-		res := validatednudge.SnapshotResult{Snapshot: s.Name, ComponentGroup: s.Spec.ComponentGroup, Images: images, Passed: passed}
-		if err := SignalValidated(ctx, r.Options, s.Namespace, e, validatednudge.SignalSnapshotTested, res); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return ctrl.Result{}, errors.Join(errs...)
 }

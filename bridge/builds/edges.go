@@ -2,51 +2,136 @@ package builds
 
 import (
 	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
-// Executor says which nudge edges nudgeflow executes.
+// Peers are the Konflux services that nudge on the cluster beside nudgeflow. The
+// division of labour follows what each of them does (reference §1, §6.4):
 //
-// Konflux runs some edges itself: build-service nudges `build-nudges-ref` edges in
-// namespaces WITHOUT a NudgeConfig; integration-service nudges `immediate` NudgeConfig
-// edges in namespaces WITH one and ignores `validated` edges. So:
+//	edge                                             | build-service | integration-service | nudgeflow
+//	-------------------------------------------------|---------------|---------------------|----------
+//	shipped NudgeConfig (appstudio v1beta2), immediate | stands down   | runs it             | only without integration-service
+//	shipped NudgeConfig, validated                   | stands down   | ignores it          | runs it
+//	nudgeflow's NudgeConfig (konflux-ci.dev), validated | —          | —                   | runs it
+//	nudgeflow's NudgeConfig, immediate, ALSO in the  | runs it       | —                   | only without build-service
+//	  source's build-nudges-ref                      |               |                     |
+//	nudgeflow's NudgeConfig, immediate, only there   | —             | —                   | runs it
+//	build-nudges-ref (no NudgeConfig)                | runs it       | —                   | only without build-service
+//	any edge held by a ChangeGroup or a batch        | its nudge PipelineRun is cancelled at admission; the group collects the build
 //
-//	edge                                   | who else runs it     | all | exclusive
-//	---------------------------------------|----------------------|-----|----------
-//	NudgeConfig, mode immediate            | integration-service  | yes | no
-//	NudgeConfig, mode validated            | nobody               | yes | yes
-//	build-nudges-ref (no NudgeConfig)      | build-service        | yes | no
-//	any edge held by an active ChangeGroup | nobody knows groups  | signal the group (both)
-//
-// `all` is for clusters where nudgeflow replaces both services' nudging;
-// `exclusive` for clusters where they still run: no edge is ever nudged twice.
-type Executor string
+// So every build is nudged exactly once per edge, whoever is installed.
+// build-service reads only the shipped kind (it stands down where one named
+// nudge-config exists) and integration-service reads only the shipped kind.
+type Peers struct {
+	BuildService       bool `json:"buildService"`
+	IntegrationService bool `json:"integrationService"`
+}
+
+// Runner names who nudges an edge.
+type Runner string
 
 const (
-	ExecutorAll       Executor = "all"
-	ExecutorExclusive Executor = "exclusive"
+	RunnerNudgeflow          Runner = "nudgeflow"
+	RunnerBuildService       Runner = "build-service"
+	RunnerIntegrationService Runner = "integration-service"
 )
 
-// ParseExecutor accepts "", "all" (the default) and "exclusive".
-func ParseExecutor(s string) (Executor, error) {
-	switch Executor(s) {
-	case "", ExecutorAll:
-		return ExecutorAll, nil
-	case ExecutorExclusive:
-		return ExecutorExclusive, nil
+// PeersAuto is the --nudging-peers value that detects the peers (DetectPeers).
+const PeersAuto = "auto"
+
+// ParsePeers reads --nudging-peers: "auto", "none", or a comma-separated list of
+// build-service and integration-service. auto is returned for "auto" and "".
+func ParsePeers(s string) (p Peers, auto bool, err error) {
+	switch strings.TrimSpace(s) {
+	case "", PeersAuto:
+		return Peers{}, true, nil
+	case "none":
+		return Peers{}, false, nil
 	}
-	return "", fmt.Errorf("executor %q: want %q or %q", s, ExecutorAll, ExecutorExclusive)
+	for _, name := range strings.Split(s, ",") {
+		switch Runner(strings.TrimSpace(name)) {
+		case RunnerBuildService:
+			p.BuildService = true
+		case RunnerIntegrationService:
+			p.IntegrationService = true
+		default:
+			return Peers{}, false, fmt.Errorf("nudging peers %q: want auto, none, or a comma-separated list of %s and %s",
+				s, RunnerBuildService, RunnerIntegrationService)
+		}
+	}
+	return p, false, nil
+}
+
+// PeersFromExecutor maps the deprecated --executor values: "all" is no peers,
+// "exclusive" is both services.
+func PeersFromExecutor(x string) (Peers, error) {
+	switch x {
+	case "all":
+		return Peers{}, nil
+	case "exclusive":
+		return Peers{BuildService: true, IntegrationService: true}, nil
+	}
+	return Peers{}, fmt.Errorf("executor %q: want all or exclusive (deprecated: use --nudging-peers)", x)
+}
+
+// String is the --nudging-peers value of p.
+func (p Peers) String() string {
+	var names []string
+	if p.BuildService {
+		names = append(names, string(RunnerBuildService))
+	}
+	if p.IntegrationService {
+		names = append(names, string(RunnerIntegrationService))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ",")
+}
+
+// DetectPeers reads what the API server serves: integration-service runs nudges
+// where its NudgeConfig kind (appstudio.redhat.com/v1beta2) is served, and
+// build-service where Components (appstudio.redhat.com/v1alpha1, the kind whose
+// build-nudges-ref it reads) are. A cluster serving Components without
+// build-service is a test world: say --nudging-peers=none there.
+func DetectPeers(mapper meta.RESTMapper) (Peers, error) {
+	shipped, _, err := nudgeconfigs.Served(mapper)
+	if err != nil {
+		return Peers{}, err
+	}
+	gvk := mirrorv1alpha1.GroupVersion.WithKind("Component")
+	_, err = mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return Peers{IntegrationService: shipped}, nil
+	case err != nil:
+		return Peers{}, fmt.Errorf("asking the API server whether it serves %s: %w", gvk, err)
+	}
+	return Peers{BuildService: true, IntegrationService: shipped}, nil
 }
 
 // EdgeSource says where an edge is declared.
 type EdgeSource string
 
 const (
-	SourceNudgeConfig    EdgeSource = "NudgeConfig"
-	SourceBuildNudgesRef EdgeSource = "build-nudges-ref"
+	// SourceNudgeConfig: nudgeflow's own NudgeConfig (konflux-ci.dev/v1alpha1).
+	SourceNudgeConfig EdgeSource = "NudgeConfig"
+	// SourceShippedNudgeConfig: integration-service's (appstudio.redhat.com/v1beta2).
+	SourceShippedNudgeConfig EdgeSource = "NudgeConfig.appstudio.redhat.com"
+	SourceBuildNudgesRef     EdgeSource = "build-nudges-ref"
 )
+
+// FromNudgeConfig: the edge comes from a NudgeConfig of either kind.
+func (s EdgeSource) FromNudgeConfig() bool {
+	return s == SourceNudgeConfig || s == SourceShippedNudgeConfig
+}
 
 // Edge is one nudge relationship from a built component.
 type Edge struct {
@@ -54,36 +139,58 @@ type Edge struct {
 	Mode        konfluxv1alpha1.NudgeMode
 	GatingGroup string
 	Source      EdgeSource
+	// InBuildNudgesRef: the source component's build-nudges-ref names the target
+	// too, so build-service nudges it wherever it does not stand down.
+	InBuildNudgesRef bool
 }
 
 // EdgesFrom lists the edges of component: the NudgeConfig's when one exists (it
 // replaces build-nudges-ref entirely), else the component's build-nudges-ref as
-// immediate edges.
+// immediate edges. comp may be nil (the component does not exist or was not read).
 func EdgesFrom(nc *konfluxv1alpha1.NudgeConfig, comp *mirrorv1alpha1.Component, component string) []Edge {
+	var refs []string
+	if comp != nil {
+		refs = comp.Spec.BuildNudgesRef
+	}
 	var out []Edge
 	if nc != nil {
+		source := SourceNudgeConfig
+		if nudgeconfigs.IsShipped(nc) {
+			source = SourceShippedNudgeConfig
+		}
 		for _, n := range nc.Spec.Nudges {
 			if n.From == component {
-				out = append(out, Edge{From: n.From, To: n.To, Mode: n.EffectiveMode(), GatingGroup: n.GatingGroup, Source: SourceNudgeConfig})
+				out = append(out, Edge{From: n.From, To: n.To, Mode: n.EffectiveMode(), GatingGroup: n.GatingGroup,
+					Source: source, InBuildNudgesRef: slices.Contains(refs, n.To)})
 			}
 		}
 		return out
 	}
-	if comp == nil {
-		return nil
-	}
-	for _, to := range comp.Spec.BuildNudgesRef {
+	for _, to := range refs {
 		if to != "" && to != component {
-			out = append(out, Edge{From: component, To: to, Mode: konfluxv1alpha1.ModeImmediate, Source: SourceBuildNudgesRef})
+			out = append(out, Edge{From: component, To: to, Mode: konfluxv1alpha1.ModeImmediate, Source: SourceBuildNudgesRef, InBuildNudgesRef: true})
 		}
 	}
 	return out
 }
 
-// Executes reports whether nudgeflow runs e's nudge under executor (see Executor).
-func (x Executor) Executes(e Edge) bool {
-	if x != ExecutorExclusive {
-		return true
+// RunnerOf says who nudges e beside these peers (see Peers).
+func (p Peers) RunnerOf(e Edge) Runner {
+	if e.Mode == konfluxv1alpha1.ModeValidated {
+		return RunnerNudgeflow
 	}
-	return e.Source == SourceNudgeConfig && e.Mode == konfluxv1alpha1.ModeValidated
+	switch e.Source {
+	case SourceShippedNudgeConfig:
+		if p.IntegrationService {
+			return RunnerIntegrationService
+		}
+	case SourceNudgeConfig, SourceBuildNudgesRef:
+		if p.BuildService && e.InBuildNudgesRef {
+			return RunnerBuildService
+		}
+	}
+	return RunnerNudgeflow
 }
+
+// Executes reports whether nudgeflow runs e's nudge itself.
+func (p Peers) Executes(e Edge) bool { return p.RunnerOf(e) == RunnerNudgeflow }

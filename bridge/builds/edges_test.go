@@ -9,35 +9,86 @@ import (
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
-// The executor matrix: exclusive runs only what no other Konflux service runs.
-func TestExecutorMatrix(t *testing.T) {
-	nc := &konfluxv1alpha1.NudgeConfig{Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
-		{From: "a", To: "b"}, {From: "a", To: "c", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g"}, {From: "x", To: "y"},
+// The division of labour: every edge has exactly one runner, whoever is installed.
+func TestPeersMatrix(t *testing.T) {
+	own := &konfluxv1alpha1.NudgeConfig{Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
+		{From: "a", To: "b"}, {From: "a", To: "c", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g"}, {From: "a", To: "d"}, {From: "x", To: "y"},
 	}}}
+	shipped := own.DeepCopy()
+	shipped.SetGroupVersionKind(nudgeconfigs.Shipped)
 	comp := &mirrorv1alpha1.Component{Spec: mirrorv1alpha1.ComponentSpec{BuildNudgesRef: []string{"b", "a", ""}}}
 
-	withNC := EdgesFrom(nc, comp, "a")
+	withOwn := EdgesFrom(own, comp, "a")
 	require.Equal(t, []Edge{
-		{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceNudgeConfig},
+		{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceNudgeConfig, InBuildNudgesRef: true},
 		{From: "a", To: "c", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g", Source: SourceNudgeConfig},
-	}, withNC, "a NudgeConfig replaces build-nudges-ref; mode defaults to immediate")
+		{From: "a", To: "d", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceNudgeConfig},
+	}, withOwn, "a NudgeConfig replaces build-nudges-ref; mode defaults to immediate")
+	withShipped := EdgesFrom(shipped, comp, "a")
+	require.Equal(t, SourceShippedNudgeConfig, withShipped[0].Source)
 	withoutNC := EdgesFrom(nil, comp, "a")
-	require.Equal(t, []Edge{{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceBuildNudgesRef}}, withoutNC)
+	require.Equal(t, []Edge{{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceBuildNudgesRef, InBuildNudgesRef: true}}, withoutNC)
+	require.Nil(t, EdgesFrom(nil, nil, "a"))
 
-	require.True(t, ExecutorAll.Executes(withNC[0]))
-	require.True(t, ExecutorAll.Executes(withNC[1]))
-	require.True(t, ExecutorAll.Executes(withoutNC[0]))
-	require.False(t, ExecutorExclusive.Executes(withNC[0]), "integration-service runs immediate NudgeConfig edges")
-	require.True(t, ExecutorExclusive.Executes(withNC[1]), "nobody else runs validated edges")
-	require.False(t, ExecutorExclusive.Executes(withoutNC[0]), "build-service runs build-nudges-ref edges")
+	alone, bs, is, both := Peers{}, Peers{BuildService: true}, Peers{IntegrationService: true}, Peers{BuildService: true, IntegrationService: true}
+	for _, c := range []struct {
+		name  string
+		edge  Edge
+		peers Peers
+		want  Runner
+	}{
+		{"alone runs build-nudges-ref", withoutNC[0], alone, RunnerNudgeflow},
+		{"build-service runs build-nudges-ref", withoutNC[0], bs, RunnerBuildService},
+		{"build-service runs build-nudges-ref beside integration-service", withoutNC[0], both, RunnerBuildService},
+		{"own kind, immediate, also in build-nudges-ref: build-service", withOwn[0], bs, RunnerBuildService},
+		{"own kind, immediate, also in build-nudges-ref, alone", withOwn[0], alone, RunnerNudgeflow},
+		{"own kind, immediate, only there: nobody else reads it", withOwn[2], both, RunnerNudgeflow},
+		{"integration-service never reads nudgeflow's kind", withOwn[2], is, RunnerNudgeflow},
+		{"own kind, validated", withOwn[1], both, RunnerNudgeflow},
+		{"shipped kind, immediate: integration-service", withShipped[0], is, RunnerIntegrationService},
+		{"shipped kind, immediate: build-service stands down for it", withShipped[0], both, RunnerIntegrationService},
+		{"shipped kind, immediate, no integration-service (build-service stands down)", withShipped[2], bs, RunnerNudgeflow},
+		{"shipped kind, validated: integration-service ignores it", withShipped[1], both, RunnerNudgeflow},
+	} {
+		require.Equal(t, c.want, c.peers.RunnerOf(c.edge), c.name)
+		require.Equal(t, c.want == RunnerNudgeflow, c.peers.Executes(c.edge), c.name)
+	}
+}
 
-	_, err := ParseExecutor("sometimes")
-	require.Error(t, err)
-	x, err := ParseExecutor("")
+func TestParsePeers(t *testing.T) {
+	for in, want := range map[string]Peers{
+		"none":                               {},
+		"build-service":                      {BuildService: true},
+		"integration-service":                {IntegrationService: true},
+		"build-service, integration-service": {BuildService: true, IntegrationService: true},
+		"integration-service,build-service":  {BuildService: true, IntegrationService: true},
+	} {
+		p, auto, err := ParsePeers(in)
+		require.NoError(t, err, in)
+		require.False(t, auto, in)
+		require.Equal(t, want, p, in)
+		back, _, err := ParsePeers(p.String())
+		require.NoError(t, err)
+		require.Equal(t, p, back, "String is a --nudging-peers value")
+	}
+	for _, in := range []string{"", "auto"} {
+		_, auto, err := ParsePeers(in)
+		require.NoError(t, err)
+		require.True(t, auto, in)
+	}
+	_, _, err := ParsePeers("tekton")
+	require.ErrorContains(t, err, "want auto, none, or a comma-separated list")
+	p, err := PeersFromExecutor("exclusive")
 	require.NoError(t, err)
-	require.Equal(t, ExecutorAll, x)
+	require.Equal(t, Peers{BuildService: true, IntegrationService: true}, p)
+	p, err = PeersFromExecutor("all")
+	require.NoError(t, err)
+	require.Equal(t, Peers{}, p)
+	_, err = PeersFromExecutor("sometimes")
+	require.Error(t, err)
 }
 
 func TestIsPushBuild(t *testing.T) {

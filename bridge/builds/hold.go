@@ -39,6 +39,7 @@ type Holder struct {
 // +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-build,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=build-routing.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 
 // Handle decides on one PipelineRun.
 func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Response {

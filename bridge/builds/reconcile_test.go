@@ -49,7 +49,7 @@ func TestHeldBuildIsRoutedOnLiveEdgesWhenTheCacheLags(t *testing.T) {
 		return o.ID == nudge.WorkflowID("ns", "build-uid", "b")
 	}), nudge.WorkflowName, mock.Anything).Return(nil, nil).Once()
 
-	r := &BuildReconciler{Client: stale, APIReader: live, Options: Options{Temporal: tc, TaskQueue: "q", Executor: ExecutorAll}}
+	r := &BuildReconciler{Client: stale, APIReader: live, Options: Options{Temporal: tc, TaskQueue: "q"}}
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(build)})
 	require.NoError(t, err)
 

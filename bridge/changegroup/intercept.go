@@ -10,8 +10,6 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -19,6 +17,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
 // InterceptPath serves the mutating webhook on nudge PipelineRun creation.
@@ -70,17 +69,12 @@ func (b NudgeConfigBatches) BatchedTargets(ctx context.Context, namespace, sourc
 	return batched, nil
 }
 
-// nudgeConfigOf reads the namespace's NudgeConfig; nil when it has none.
+// nudgeConfigOf reads the namespace's NudgeConfig of either kind; nil when it has
+// none. A batching annotation that cannot be read means no batching (the
+// NudgeConfig controller reports it).
 func nudgeConfigOf(ctx context.Context, r ctrlclient.Reader, namespace string) (*konfluxv1alpha1.NudgeConfig, error) {
-	var nc konfluxv1alpha1.NudgeConfig
-	err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
-	}
-	return &nc, nil
+	nc, err := nudgeconfigs.Get(ctx, r, namespace)
+	return nc, nudgeconfigs.IgnoreBatchingError(err)
 }
 
 // batchesEdge: nc has the immediate edge source -> target and batches target.

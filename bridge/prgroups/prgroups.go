@@ -32,11 +32,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
-	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
@@ -66,6 +66,7 @@ type Options struct {
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 
 // Setup registers the pull-request build reconciler and returns the forge event sink.
 func Setup(mgr ctrl.Manager, opts Options) (*Router, error) {
@@ -263,12 +264,9 @@ func Signal(ctx context.Context, o Options, namespace, group, target string, b p
 // edgesOf are the component's nudge edges (NudgeConfig, else build-nudges-ref) and
 // the Component (nil when it does not exist).
 func edgesOf(ctx context.Context, c ctrlclient.Reader, namespace, component string) ([]builds.Edge, *mirrorv1alpha1.Component, error) {
-	var nc konfluxv1alpha1.NudgeConfig
-	ncp := &nc
-	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc); apierrors.IsNotFound(err) {
-		ncp = nil
-	} else if err != nil {
-		return nil, nil, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
+	ncp, err := nudgeconfigs.Get(ctx, c, namespace)
+	if err = nudgeconfigs.IgnoreBatchingError(err); err != nil {
+		return nil, nil, err
 	}
 	comp := &mirrorv1alpha1.Component{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); apierrors.IsNotFound(err) {

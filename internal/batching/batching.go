@@ -16,15 +16,14 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
 // Opener answers "which group takes this build now" for one nudge edge, opening
@@ -105,15 +104,11 @@ func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConf
 // HolderFor is HolderExcept with the namespace's NudgeConfig read live; nil (nudge
 // normally) when the namespace has none.
 func (o *Opener) HolderFor(ctx context.Context, namespace, source, target, except string) (*appstudiov1alpha1.ChangeGroup, error) {
-	var nc konfluxv1alpha1.NudgeConfig
-	err := o.Live.Get(ctx, types.NamespacedName{Namespace: namespace, Name: konfluxv1alpha1.NudgeConfigName}, &nc)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	nc, err := nudgeconfigs.Get(ctx, o.Live, namespace)
+	if err = nudgeconfigs.IgnoreBatchingError(err); err != nil || nc == nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the NudgeConfig of %s: %w", namespace, err)
-	}
-	return o.HolderExcept(ctx, &nc, source, target, except)
+	return o.HolderExcept(ctx, nc, source, target, except)
 }
 
 func (o *Opener) groups(ctx context.Context, namespace, target, except string) ([]appstudiov1alpha1.ChangeGroup, error) {
@@ -188,7 +183,7 @@ func NewGroup(nc *konfluxv1alpha1.NudgeConfig, p *konfluxv1alpha1.BatchingPolicy
 			Namespace:    nc.Namespace,
 			Labels:       map[string]string{changegroups.LabelAutomatic: "true", changegroups.LabelBatchTarget: p.Target},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: konfluxv1alpha1.GroupVersion.String(), Kind: "NudgeConfig", Name: nc.Name, UID: nc.UID,
+				APIVersion: nudgeconfigs.APIOf(nc), Kind: "NudgeConfig", Name: nc.Name, UID: nc.UID,
 				BlockOwnerDeletion: ptr.To(false),
 			}},
 		},

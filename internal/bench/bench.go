@@ -354,7 +354,7 @@ func (s *stack) startBridge(ctx context.Context) error {
 			WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 			MaxConcurrentReconciles: s.opts.MaxConcurrentReconciles, SkipControllerNameValidation: skipNames,
 		},
-		Deps: bridge.Deps{Temporal: s.bridgeTC, TaskQueue: taskQueue, Executor: "all", ChangeGroup: benchSettings},
+		Deps: bridge.Deps{Temporal: s.bridgeTC, TaskQueue: taskQueue, ChangeGroup: benchSettings},
 	})
 	if err != nil {
 		return err

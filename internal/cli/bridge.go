@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -29,7 +30,7 @@ func newBridgeCommand() *cobra.Command {
 	kf.addRateFlags(cmd)
 	tf := addTemporalFlags(cmd)
 	var opts bridge.ManagerOptions
-	var executor, forgeAddr, secretFile string
+	var peers, executor, forgeAddr, secretFile string
 	var settings cgwf.Settings
 	fs := cmd.Flags()
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the admission webhooks")
@@ -38,7 +39,9 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "keep one active bridge when several run")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
-	fs.StringVar(&executor, "executor", "all", "which nudge edges nudgeflow executes: all, or exclusive (only what no other Konflux service executes)")
+	fs.StringVar(&peers, "nudging-peers", builds.PeersAuto, "the Konflux services that nudge beside nudgeflow, whose edges nudgeflow leaves to them: auto (detected from the CRDs the cluster serves), none, or a comma-separated list of build-service and integration-service")
+	fs.StringVar(&executor, "executor", "", "deprecated: use --nudging-peers (all is none, exclusive is build-service,integration-service)")
+	_ = fs.MarkDeprecated("executor", "use --nudging-peers")
 	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", ":8181", "address of the forge (GitHub) webhook receiver; empty disables it")
 	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
 	fs.DurationVar(&settings.Debounce, "changegroup-debounce", cgwf.DefaultDebounce, "quiet time before a ChangeGroup pushes collected builds")
@@ -61,7 +64,17 @@ func newBridgeCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		b, err := bridge.Setup(mgr, bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, Executor: executor, ChangeGroup: settings})
+		if executor != "" {
+			if cmd.Flags().Changed("nudging-peers") {
+				return fmt.Errorf("--executor and --nudging-peers both given: keep --nudging-peers")
+			}
+			p, err := builds.PeersFromExecutor(executor)
+			if err != nil {
+				return err
+			}
+			peers = p.String()
+		}
+		b, err := bridge.Setup(mgr, bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings})
 		if err != nil {
 			return err
 		}

@@ -1,15 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
 )
 
@@ -28,13 +28,16 @@ and dashed in Mermaid and DOT, "missing": true and "stale": true in JSON.`,
 			if err != nil {
 				return err
 			}
-			var nc konfluxv1alpha1.NudgeConfig
-			key := ctrlclient.ObjectKey{Namespace: ns, Name: konfluxv1alpha1.NudgeConfigName}
-			if err := c.Get(cmd.Context(), key, &nc); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("namespace %s has no NudgeConfig (nudgeflow migrate -n %s creates one from build-nudges-ref)", ns, ns)
+			nc, err := nudgeconfigs.Get(cmd.Context(), c, ns)
+			if err != nil {
+				var batching *nudgeconfigs.BatchingError
+				if !errors.As(err, &batching) {
+					return err
 				}
-				return fmt.Errorf("reading NudgeConfig %s: %w", key, err)
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", err)
+			}
+			if nc == nil {
+				return fmt.Errorf("namespace %s has no NudgeConfig (nudgeflow migrate -n %s creates one from build-nudges-ref)", ns, ns)
 			}
 			var comps mirrorv1alpha1.ComponentList
 			if err := c.List(cmd.Context(), &comps, ctrlclient.InNamespace(ns)); err != nil {

@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nudgeflow/nudgeflow/internal/migrate"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
 func newMigrateCommand() *cobra.Command {
-	var outputDir, gitopsDir string
+	var outputDir, gitopsDir, to string
 	var dryRun bool
 	var kf *kubeFlags
 	cmd := &cobra.Command{
@@ -24,7 +25,11 @@ and left out.
 
 Without --output-dir the NudgeConfig is written to the cluster with server-side apply
 (field manager nudgeflow-migrate); a run that adds nothing writes nothing. Components
-on the cluster are not changed: build-service stops nudging once a NudgeConfig exists.
+on the cluster are not changed. build-service stops nudging a namespace once
+integration-service's NudgeConfig (appstudio.redhat.com/v1beta2) exists there; beside
+nudgeflow's own kind it goes on nudging what build-nudges-ref names, and the bridge
+leaves those edges to it (--nudging-peers) until the field is removed, for which
+--gitops-dir writes the Components without it.
 
 With --output-dir DIR nothing is written to the cluster; DIR/<namespace>/ receives
 nudgeconfig.yaml and, for each file under --gitops-dir holding a Component of that
@@ -32,20 +37,30 @@ namespace with build-nudges-ref, a patched copy without the field (component-*.y
 plus MIGRATION.txt naming the file each copy replaces. The folder applies as is:
   kubectl apply -n <namespace> -f DIR/<namespace>
 
+--to chooses the kind written: konflux-ci.dev/v1alpha1 (nudgeflow's own) or
+appstudio.redhat.com/v1beta2 (integration-service's, the kind build-service stands
+down for). The default, auto, keeps the kind a namespace already has, and otherwise
+writes nudgeflow's kind where the cluster serves it, else integration-service's.
+Converting to the other kind keeps every edge, mode, gating group, label, annotation
+and batching policy (an annotation on integration-service's kind; it holds at most
+256 edges, and a larger NudgeConfig is refused, not cut). The old object stays until
+you delete it; while both exist, integration-service's is the one read.
+
 --dry-run prints the plan and writes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runMigrate(cmd, kf, outputDir, gitopsDir, dryRun)
+			return runMigrate(cmd, kf, outputDir, gitopsDir, to, dryRun)
 		},
 	}
 	kf = addKubeFlags(cmd, true)
 	cmd.Flags().StringVar(&outputDir, "output-dir", "", "write manifests for GitOps into this folder instead of applying")
 	cmd.Flags().StringVar(&gitopsDir, "gitops-dir", "", "with --output-dir: the GitOps checkout whose Component manifests to patch")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would change, write nothing")
+	cmd.Flags().StringVar(&to, "to", "auto", "the NudgeConfig kind to write: auto, konflux-ci.dev/v1alpha1 or appstudio.redhat.com/v1beta2")
 	return cmd
 }
 
-func runMigrate(cmd *cobra.Command, kf *kubeFlags, outputDir, gitopsDir string, dryRun bool) error {
+func runMigrate(cmd *cobra.Command, kf *kubeFlags, outputDir, gitopsDir, to string, dryRun bool) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
 	if gitopsDir != "" && outputDir == "" {
@@ -59,8 +74,26 @@ func runMigrate(cmd *cobra.Command, kf *kubeFlags, outputDir, gitopsDir string, 
 	if err != nil {
 		return err
 	}
+	fallback := nudgeconfigs.Own.GroupVersion().String()
+	if to == "auto" {
+		if _, own, err := nudgeconfigs.Served(c.RESTMapper()); err != nil {
+			return err
+		} else if !own {
+			fallback = nudgeconfigs.Shipped.GroupVersion().String()
+		}
+	}
 	var failed []string
 	for _, p := range plans {
+		target := to
+		if to == "auto" {
+			target = p.Source
+			if !p.Exists {
+				target = fallback
+			}
+		}
+		if err := p.To(target); err != nil {
+			return err
+		}
 		p.Report(out)
 		if !p.Applicable() {
 			failed = append(failed, p.Namespace)
@@ -72,15 +105,15 @@ func runMigrate(cmd *cobra.Command, kf *kubeFlags, outputDir, gitopsDir string, 
 				return err
 			}
 		case !p.Changes():
-			fmt.Fprintf(out, "  unchanged: every build-nudges-ref edge is already in the NudgeConfig\n")
+			fmt.Fprintf(out, "  unchanged: every build-nudges-ref edge is already in the NudgeConfig (%s)\n", p.Target)
 		case dryRun:
-			fmt.Fprintf(out, "  dry run: would apply NudgeConfig %s/nudge-config with %d nudge(s)\n", p.Namespace, len(p.Nudges))
+			fmt.Fprintf(out, "  dry run: would apply NudgeConfig %s/nudge-config (%s) with %d nudge(s)\n", p.Namespace, p.Target, len(p.Nudges))
 		default:
 			if _, err := migrate.Apply(ctx, c, p); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "  applied NudgeConfig %s/nudge-config with %d nudge(s) (server-side apply, field manager %s)\n",
-				p.Namespace, len(p.Nudges), migrate.FieldManager)
+			fmt.Fprintf(out, "  applied NudgeConfig %s/nudge-config (%s) with %d nudge(s) (server-side apply, field manager %s)\n",
+				p.Namespace, p.Target, len(p.Nudges), migrate.FieldManager)
 		}
 	}
 	if len(failed) > 0 {

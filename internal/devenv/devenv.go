@@ -306,7 +306,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Config: cp.Config,
 		Manager: bridge.ManagerOptions{WebhookHost: wio.LocalServingHost, WebhookPort: wio.LocalServingPort, WebhookCertDir: wio.LocalServingCertDir,
 			MaxConcurrentReconciles: opts.MaxConcurrentReconciles},
-		Deps: bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, Executor: "all", ChangeGroup: opts.Settings,
+		Deps: bridge.Deps{Temporal: tc, TaskQueue: nfworker.DefaultTaskQueue, ChangeGroup: opts.Settings,
 			// The demo's PR groups poll every 10 s, as its ChangeGroups do: a missed
 			// wake-up (a push build a second after the merge) costs seconds, not 5 min.
 			PRGroup: prgroupwf.Settings{PollInterval: devPRGroupPoll}},

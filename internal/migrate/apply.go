@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
 // Load reads the Components and NudgeConfigs of one namespace, or of all when ns is
@@ -21,21 +25,17 @@ func Load(ctx context.Context, c client.Reader, ns string) ([]*Plan, error) {
 	if err := c.List(ctx, &comps, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing Components: %w", err)
 	}
-	var configs konfluxv1alpha1.NudgeConfigList
-	if err := c.List(ctx, &configs, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing NudgeConfigs: %w", err)
-	}
 	byNS := map[string][]mirrorv1alpha1.Component{}
 	for _, comp := range comps.Items {
 		byNS[comp.Namespace] = append(byNS[comp.Namespace], comp)
 	}
-	existing := map[string]*konfluxv1alpha1.NudgeConfig{}
-	for i := range configs.Items {
-		if nc := &configs.Items[i]; nc.Name == konfluxv1alpha1.NudgeConfigName {
-			existing[nc.Namespace] = nc
-			if byNS[nc.Namespace] == nil {
-				byNS[nc.Namespace] = []mirrorv1alpha1.Component{}
-			}
+	existing, err := listNudgeConfigs(ctx, c, ns)
+	if err != nil {
+		return nil, err
+	}
+	for n := range existing {
+		if byNS[n] == nil {
+			byNS[n] = []mirrorv1alpha1.Component{}
 		}
 	}
 	if ns != "" && byNS[ns] == nil {
@@ -51,6 +51,38 @@ func Load(ctx context.Context, c client.Reader, ns string) ([]*Plan, error) {
 		plans = append(plans, Build(n, byNS[n], existing[n]))
 	}
 	return plans, nil
+}
+
+// listNudgeConfigs reads the NudgeConfigs of both kinds (a kind the cluster does
+// not serve has none), by namespace; where a namespace has both, integration-service's
+// is the one in effect, as nudgeconfigs.Get reads it.
+func listNudgeConfigs(ctx context.Context, c client.Reader, ns string) (map[string]*konfluxv1alpha1.NudgeConfig, error) {
+	out := map[string]*konfluxv1alpha1.NudgeConfig{}
+	var own konfluxv1alpha1.NudgeConfigList
+	if err := c.List(ctx, &own, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing NudgeConfigs (%s): %w", nudgeconfigs.Own.GroupVersion(), err)
+	}
+	for i := range own.Items {
+		if nc := &own.Items[i]; nc.Name == nudgeconfigs.Name {
+			nc.SetGroupVersionKind(nudgeconfigs.Own)
+			out[nc.Namespace] = nc
+		}
+	}
+	var shipped mirrorv1beta2.NudgeConfigList
+	if err := c.List(ctx, &shipped, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing NudgeConfigs (%s): %w", nudgeconfigs.Shipped.GroupVersion(), err)
+	}
+	for i := range shipped.Items {
+		if s := &shipped.Items[i]; s.Name == nudgeconfigs.Name {
+			nc, err := nudgeconfigs.FromShipped(s)
+			if err != nil {
+				// Converting would drop the policies it cannot read: refuse instead.
+				return nil, fmt.Errorf("fix the annotation first: %w", err)
+			}
+			out[nc.Namespace] = nc
+		}
+	}
+	return out, nil
 }
 
 // ErrNotApplicable is returned for a plan with graph problems.
@@ -83,15 +115,35 @@ func Apply(ctx context.Context, c client.Client, p *Plan) (applied bool, err err
 // Manifest is the plan's NudgeConfig as an object to apply. withTarget adds the
 // namespace and the resourceVersion precondition; without them it is the manifest a
 // GitOps repository holds (its namespace comes from where it is synced).
+//
+// The manifest is of p.Target's kind. Converted to another kind it carries the
+// existing NudgeConfig's labels, annotations and batching policies; written as the
+// same kind it holds only spec.nudges (server-side apply leaves the rest as it is).
 func Manifest(p *Plan, withTarget bool) (*unstructured.Unstructured, error) {
 	nc := &konfluxv1alpha1.NudgeConfig{Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: p.Nudges}}
-	nc.SetGroupVersionKind(konfluxv1alpha1.GroupVersion.WithKind("NudgeConfig"))
+	if p.Converts() {
+		nc.Labels, nc.Annotations, nc.Spec.Batching = maps.Clone(p.Labels), maps.Clone(p.Annotations), p.Batching
+	}
+	nc.SetGroupVersionKind(nudgeconfigs.Own)
 	nc.Name = konfluxv1alpha1.NudgeConfigName
 	if withTarget {
 		nc.Namespace = p.Namespace
-		nc.ResourceVersion = p.ResourceVersion
+		if !p.Converts() {
+			nc.ResourceVersion = p.ResourceVersion
+		}
 	}
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(nc)
+	var target runtime.Object = nc
+	if p.Target == nudgeconfigs.Shipped.GroupVersion().String() {
+		shipped, err := nudgeconfigs.ToShipped(nc)
+		if err != nil {
+			return nil, err
+		}
+		shipped.ResourceVersion = nc.ResourceVersion
+		target = shipped
+	} else if p.Converts() {
+		delete(nc.Annotations, nudgeconfigs.AnnotationBatching)
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(target)
 	if err != nil {
 		return nil, fmt.Errorf("converting the NudgeConfig of %s: %w", p.Namespace, err)
 	}

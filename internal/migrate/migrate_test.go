@@ -8,9 +8,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
 func comp(name string, refs ...string) mirrorv1alpha1.Component {
@@ -128,4 +131,64 @@ metadata:
   name: a
 data: {k: v}
 `, string(changes[0].Content))
+}
+
+// build-nudges-ref becomes either kind with the same edges, and a NudgeConfig of
+// one kind becomes the other with every edge, mode, gating group and batching
+// policy; converting back gives the original.
+func TestMigrateBetweenKinds(t *testing.T) {
+	comps := []mirrorv1alpha1.Component{comp("a", "bundle"), comp("b", "bundle"), comp("bundle")}
+	p := Build("ns", comps, nil)
+	require.NoError(t, p.To("appstudio.redhat.com/v1beta2"))
+	require.False(t, p.Converts(), "nothing exists yet: a new NudgeConfig, no conversion")
+	u, err := Manifest(p, true)
+	require.NoError(t, err)
+	require.Equal(t, "appstudio.redhat.com/v1beta2", u.GetAPIVersion())
+	shipped := &mirrorv1beta2.NudgeConfig{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, shipped))
+	viaShipped, err := nudgeconfigs.FromShipped(shipped)
+	require.NoError(t, err)
+	require.Equal(t, p.Nudges, viaShipped.Spec.Nudges)
+	require.Error(t, p.To("v1"), "only the two kinds")
+
+	existing := &konfluxv1alpha1.NudgeConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: nudgeconfigs.Name, Namespace: "ns", ResourceVersion: "7", Annotations: map[string]string{"owner": "team-x"}},
+		Spec: konfluxv1alpha1.NudgeConfigSpec{
+			Nudges: []konfluxv1alpha1.NudgeRelationship{
+				imm("a", "bundle"),
+				{From: "b", To: "gated", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g"},
+				{From: "b", To: "ungated", Mode: konfluxv1alpha1.ModeValidated},
+			},
+			Batching: []konfluxv1alpha1.BatchingPolicy{{Target: "bundle", Release: konfluxv1alpha1.ReleaseAll}},
+		},
+	}
+	existing.SetGroupVersionKind(nudgeconfigs.Own)
+	toShipped := Build("ns", []mirrorv1alpha1.Component{comp("a"), comp("b"), comp("bundle"), comp("gated"), comp("ungated")}, existing)
+	require.NoError(t, toShipped.To("appstudio.redhat.com/v1beta2"))
+	require.True(t, toShipped.Converts())
+	require.True(t, toShipped.Changes(), "a conversion writes even when no edge is added")
+	u, err = Manifest(toShipped, true)
+	require.NoError(t, err)
+	require.Empty(t, u.GetResourceVersion(), "the precondition is the old object's, not the new one's")
+	shipped = &mirrorv1beta2.NudgeConfig{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, shipped))
+	read, err := nudgeconfigs.FromShipped(shipped)
+	require.NoError(t, err)
+	require.Equal(t, existing.Spec, read.Spec)
+	require.Equal(t, "team-x", shipped.Annotations["owner"])
+
+	var out bytes.Buffer
+	toShipped.Report(&out)
+	require.Contains(t, out.String(), "converting the NudgeConfig from konflux-ci.dev/v1alpha1 to appstudio.redhat.com/v1beta2: 3 nudge(s), 1 batching polic(ies)")
+
+	read.ResourceVersion = "9"
+	back := Build("ns", nil, read)
+	require.NoError(t, back.To("konflux-ci.dev/v1alpha1"))
+	u, err = Manifest(back, false)
+	require.NoError(t, err)
+	own := &konfluxv1alpha1.NudgeConfig{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, own))
+	require.Equal(t, existing.Spec, own.Spec)
+	require.Equal(t, existing.Annotations, own.Annotations, "the batching annotation is the field again")
+	require.Equal(t, "team-x", read.Annotations["owner"], "converting does not change the plan's source")
 }

@@ -1,5 +1,8 @@
 // Package migrate turns the build-nudges-ref fields of a namespace's Components (ADR 29)
-// into its NudgeConfig (ADR 67). Planning is pure; applying and the GitOps output live
+// into its NudgeConfig (ADR 67), of either kind (nudgeflow's konflux-ci.dev/v1alpha1
+// or integration-service's appstudio.redhat.com/v1beta2), and converts a NudgeConfig
+// from one kind to the other without losing an edge, mode, gating group or batching
+// policy. Planning is pure; applying and the GitOps output live
 // beside it. A migrated graph is judged by internal/nudgegraph, the code the admission
 // webhook runs, so a plan that passes here is one the API server accepts.
 package migrate
@@ -12,6 +15,7 @@ import (
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
 )
 
@@ -43,23 +47,50 @@ type Plan struct {
 	// ResourceVersion of the existing NudgeConfig: applying is conditional on it, so an
 	// edit made between reading and writing is never overwritten.
 	ResourceVersion string
+	// Batching are the existing NudgeConfig's batching policies, carried into the
+	// target kind (a field of nudgeflow's, an annotation of integration-service's).
+	Batching []konfluxv1alpha1.BatchingPolicy
+	// Labels and Annotations of the existing NudgeConfig, carried on conversion.
+	Labels, Annotations map[string]string
+	// Source is the API of the existing NudgeConfig ("" when none); Target the API
+	// the plan writes (Source by default, else nudgeflow's own).
+	Source, Target string
+}
+
+// Converts is true when the plan writes the NudgeConfig as another kind than the
+// one that exists.
+func (p *Plan) Converts() bool { return p.Exists && p.Source != p.Target }
+
+// To makes the plan write the NudgeConfig as api (nudgeconfigs.Own or
+// nudgeconfigs.Shipped, as group/version).
+func (p *Plan) To(api string) error {
+	switch api {
+	case nudgeconfigs.Own.GroupVersion().String(), nudgeconfigs.Shipped.GroupVersion().String():
+		p.Target = api
+		return nil
+	}
+	return fmt.Errorf("NudgeConfig API %q: want %s or %s", api, nudgeconfigs.Own.GroupVersion(), nudgeconfigs.Shipped.GroupVersion())
 }
 
 // Applicable is true when the plan has no graph problems.
 func (p *Plan) Applicable() bool { return len(p.Problems) == 0 }
 
 // Changes is true when applying would write something.
-func (p *Plan) Changes() bool { return len(p.Added) > 0 }
+func (p *Plan) Changes() bool { return len(p.Added) > 0 || p.Converts() }
 
 // Build plans one namespace from its Components and its NudgeConfig (nil when none).
 // Components and references are visited in name order so the plan is reproducible.
 func Build(ns string, components []mirrorv1alpha1.Component, existing *konfluxv1alpha1.NudgeConfig) *Plan {
-	p := &Plan{Namespace: ns}
+	p := &Plan{Namespace: ns, Target: nudgeconfigs.Own.GroupVersion().String()}
 	if existing != nil {
 		p.Exists = true
 		p.ResourceVersion = existing.ResourceVersion
 		p.Nudges = slices.Clone(existing.Spec.Nudges)
 		p.Kept = len(existing.Spec.Nudges)
+		p.Batching = slices.Clone(existing.Spec.Batching)
+		p.Labels, p.Annotations = existing.Labels, existing.Annotations
+		p.Source = nudgeconfigs.APIOf(existing)
+		p.Target = p.Source
 	}
 	names := make(map[string]bool, len(components))
 	for _, c := range components {
@@ -103,6 +134,10 @@ func (p *Plan) Report(w io.Writer) {
 	}
 	for _, pr := range p.Problems {
 		fmt.Fprintf(w, "  x %s\n", pr.Message)
+	}
+	if p.Converts() {
+		fmt.Fprintf(w, "  converting the NudgeConfig from %s to %s: %d nudge(s), %d batching polic(ies); the %s one is left in place: delete it once the %s one is applied (while both exist, %s is read)\n",
+			p.Source, p.Target, len(p.Nudges), len(p.Batching), p.Source, p.Target, nudgeconfigs.Shipped.GroupVersion())
 	}
 	if !p.Applicable() {
 		fmt.Fprintf(w, "  namespace %s NOT migrated: fix build-nudges-ref (or the NudgeConfig) and run again\n", p.Namespace)

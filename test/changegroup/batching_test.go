@@ -370,10 +370,10 @@ func TestBatchOfADeletedNudgeConfigHandsItsBuildsBack(t *testing.T) {
 	require.Equal(t, digestOf("operand-a", 1), statusOf(&auto, "operand-a").NewBuild)
 }
 
-// Under --executor exclusive integration-service, not nudgeflow, runs immediate
+// Beside integration-service (--nudging-peers) integration-service, not nudgeflow, runs immediate
 // edges, so the first build of a batched target reaches nudgeflow only as
 // integration-service's nudge PipelineRun, with no batch open yet. Here the builds
-// carry no Pipelines as Code event type, so this suite's bridge (executor all)
+// carry no Pipelines as Code event type, so this suite's bridge (no nudging peers)
 // leaves them alone as the exclusive one leaves immediate edges: only the nudge
 // runs bring them in. Each is cancelled at admission and held for the batch; the
 // held-nudge reconciler opens the automatic group, records it on the run

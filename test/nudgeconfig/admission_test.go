@@ -85,11 +85,6 @@ func TestAdmissionOnCreate(t *testing.T) {
 			want: `NudgeConfig.konflux-ci.dev "nudge-config" is invalid: spec.nudges[1]: Invalid value: "object": component c cannot nudge itself (from and to are equal)`,
 		},
 		{
-			name: "validated without gatingGroup (CEL)",
-			nc:   nudgeConfig(ns, konfluxv1alpha1.NudgeRelationship{From: "a", To: "b", Mode: konfluxv1alpha1.ModeValidated}),
-			want: `NudgeConfig.konflux-ci.dev "nudge-config" is invalid: spec.nudges[0]: Invalid value: "object": nudge a -> b has mode validated and needs a gatingGroup: the ComponentGroup whose Snapshot must pass`,
-		},
-		{
 			name: "duplicate pair (webhook)",
 			nc:   nudgeConfig(ns, edge("a", "b"), edge("a", "c"), konfluxv1alpha1.NudgeRelationship{From: "a", To: "b", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g"}),
 			want: webhookDenied + `spec.nudges[2]: Forbidden: duplicate nudge a -> b at entries 0 and 2`,
@@ -200,6 +195,18 @@ spec:
 	})
 	require.NoError(t, err)
 	require.Len(t, got.all(), before, "no warning for an existing group, none repeated for the old edge")
+}
+
+// TestValidatedWithoutGatingGroup: as in integration-service's NudgeConfig, a
+// validated edge may name no gating group (any Snapshot holding the build gates
+// it); admission takes it without a warning.
+func TestValidatedWithoutGatingGroup(t *testing.T) {
+	w := world.Get(t)
+	ns := w.Namespace(t)
+	createComponents(t, w, ns, []string{"a", "b"}, nil)
+	c, got := clientWithWarnings(t, w)
+	require.NoError(t, c.Create(context.Background(), nudgeConfig(ns, konfluxv1alpha1.NudgeRelationship{From: "a", To: "b", Mode: konfluxv1alpha1.ModeValidated})))
+	require.Empty(t, got.all())
 }
 
 // TestMaxItems: 5000 edges between real Components are admitted (the webhook lists

@@ -19,6 +19,7 @@ import (
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localbridge"
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 // stale-reference controller. The returned stop ends it before the servers go.
 func startBridge(w *world.World) (func(), error) {
 	b, err := worldbridge.Start(w, worldbridge.Options{Bridge: localbridge.Options{
-		Setup: func(mgr ctrl.Manager) (*bridge.Bridge, error) { return nil, nudgeconfig.Setup(mgr) },
+		Setup: func(mgr ctrl.Manager) (*bridge.Bridge, error) { return nil, nudgeconfig.Setup(mgr, builds.Peers{}) },
 	}})
 	if err != nil {
 		return nil, err

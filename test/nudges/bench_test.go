@@ -37,7 +37,7 @@ func BenchmarkBridgeBuildToSignals(b *testing.B) {
 	for i := range plrs {
 		plrs[i] = f.build("operand", i+1, hidden)
 	}
-	r := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning}}
+	r := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Tuning: tuning}}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		_, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(plrs[i])})

@@ -38,6 +38,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localbridge"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/test/world/worldbridge"
@@ -52,7 +53,7 @@ const (
 	// worker, so the real registration may add "ChangeGroup" without a clash.
 	standInQueue = "changegroup-stand-in"
 	// labelNotForManager hides a build from the running bridge, for tests that
-	// deliver builds themselves (other executor settings, the benchmark).
+	// deliver builds themselves (other nudging peers, the benchmark).
 	labelNotForManager = "nudgeflow-test/not-for-manager"
 	token              = "glpat-secret-token-value"
 	waitFor            = 90 * time.Second
@@ -87,7 +88,7 @@ var tuning = validatednudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, Po
 func start(t testing.TB) *world.World { return world.Get(t) }
 
 // startStack runs, for the package, the real worker (every workflow and activity)
-// and a bridge manager with the builds feature (executor "all") serving its
+// and a bridge manager with the builds feature (no nudging peers) serving its
 // admission webhook where the API server sends it. The returned stop ends them
 // before the servers go.
 func startStack(w *world.World) (func(), error) {
@@ -134,7 +135,7 @@ func startStack(w *world.World) (func(), error) {
 			})
 		},
 		Setup: func(mgr ctrl.Manager) (*bridge.Bridge, error) {
-			return nil, builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning})
+			return nil, builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Tuning: tuning})
 		},
 		ReadyTimeout: waitFor,
 	}})
@@ -207,6 +208,15 @@ func (f *fixture) nudgeConfig(edges ...konfluxv1alpha1.NudgeRelationship) {
 		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: edges}})
 }
 
+// shippedNudgeConfig creates integration-service's NudgeConfig
+// (appstudio.redhat.com/v1beta2) with the edges.
+func (f *fixture) shippedNudgeConfig(edges ...konfluxv1alpha1.NudgeRelationship) {
+	f.t.Helper()
+	nc, err := nudgeconfigs.ToShipped(&konfluxv1alpha1.NudgeConfig{Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: edges}})
+	require.NoError(f.t, err)
+	f.create(nc)
+}
+
 func digestOf(n int) string { return fmt.Sprintf("sha256:%064x", n) }
 
 // build creates a push build PipelineRun of component and marks it succeeded with
@@ -264,10 +274,10 @@ func (f *fixture) fail(plr *tektonv1.PipelineRun) {
 	}))
 }
 
-// reconciler is a BuildReconciler like the running bridge's (executor "all"), for
+// reconciler is a BuildReconciler like the running bridge's (no nudging peers), for
 // tests that deliver builds themselves.
 func (f *fixture) reconciler() *builds.BuildReconciler {
-	return &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorAll, Tuning: tuning}}
+	return &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Tuning: tuning}}
 }
 
 // get reads a PipelineRun as the API server has it now.

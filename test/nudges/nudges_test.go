@@ -335,26 +335,44 @@ func TestConfigMapTiers(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// The executor setting: `exclusive` leaves to integration-service the immediate
-// NudgeConfig edges and to build-service the build-nudges-ref edges, and runs the
-// validated ones; two bridges delivering one build nudge once.
-func TestExecutorNeverNudgesTwice(t *testing.T) {
+// Beside build-service and integration-service, nudgeflow leaves to
+// integration-service the immediate edges of its NudgeConfig
+// (appstudio.redhat.com/v1beta2) and to build-service the build-nudges-ref edges,
+// and runs the validated ones; two bridges delivering one build nudge once.
+func TestPeersNeverNudgeTwice(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
 	f.component("bundle", "https://github.com/org/bundle", nil)
 	f.component("gated", "https://github.com/org/gated", nil)
 	f.credentials("github.com")
-	f.nudgeConfig(immediate("operand", "bundle"), validated("operand", "gated", "gate"))
+	f.shippedNudgeConfig(immediate("operand", "bundle"), validated("operand", "gated", "gate"))
 	hidden := map[string]string{labelNotForManager: "true"}
 	b := f.build("operand", 1, hidden)
 	req := ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(b)}
 
-	exclusive := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Executor: builds.ExecutorExclusive, Tuning: tuning}}
+	exclusive := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue,
+		Peers: builds.Peers{BuildService: true, IntegrationService: true}, Tuning: tuning}}
 	_, err := exclusive.Reconcile(f.ctx, req)
 	require.NoError(t, err)
 	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "integration-service runs immediate edges")
 	require.NotEmpty(t, f.runID(validatednudge.WorkflowID(f.ns, "operand", "gated")), "nobody else runs validated edges")
 	require.Equal(t, "gated", f.get(b).Annotations[konflux.AnnotationNudgeRouted], "acknowledged with what it routed")
+
+	// nudgeflow's own NudgeConfig is read by neither service: its immediate edge is
+	// nudgeflow's unless the source's build-nudges-ref names the target too
+	// (build-service nudges those).
+	o := newFixture(t)
+	o.component("operand", "", nil, "bundle")
+	o.component("bundle", "https://github.com/org/bundle", nil)
+	o.component("other", "https://github.com/org/other", nil)
+	o.credentials("github.com")
+	o.nudgeConfig(immediate("operand", "bundle"), immediate("operand", "other"))
+	ob := o.build("operand", 1, hidden)
+	_, err = exclusive.Reconcile(o.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(ob)})
+	require.NoError(t, err)
+	require.Empty(t, o.runID(nudge.WorkflowID(o.ns, string(ob.UID), "bundle")), "build-service nudges what build-nudges-ref names")
+	require.NotEmpty(t, o.runID(nudge.WorkflowID(o.ns, string(ob.UID), "other")), "nobody else nudges an edge only nudgeflow's NudgeConfig holds")
+	require.Equal(t, "other", o.get(ob).Annotations[konflux.AnnotationNudgeRouted])
 
 	// Without a NudgeConfig, build-service runs build-nudges-ref: exclusive does nothing.
 	g := newFixture(t)
@@ -367,7 +385,7 @@ func TestExecutorNeverNudgesTwice(t *testing.T) {
 	require.Empty(t, g.runID(nudge.WorkflowID(g.ns, string(gb.UID), "bundle")))
 	require.Equal(t, builds.RoutedExecutedElsewhere, g.get(gb).Annotations[konflux.AnnotationNudgeRouted])
 
-	// A bridge runs with one executor: what the exclusive one acknowledged is final
+	// A bridge runs with one set of peers: what the one beside both acknowledged is final
 	// for that build. Two bridges with `all` deliver a new build at once: one nudge,
 	// one run, one acknowledgement (the second write conflicts, re-reads, and keeps it).
 	gb = g.build("operand", 2, hidden)

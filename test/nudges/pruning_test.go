@@ -87,7 +87,7 @@ func TestBuildPrunedBeforeRoutedIsNudgedOnce(t *testing.T) {
 // reconcileWithoutTemporal runs a BuildReconciler that has no Temporal client: any
 // Temporal call would panic, which is reported rather than crashing the test.
 func (f *fixture) reconcileWithoutTemporal(plr *tektonv1.PipelineRun) (panicked any, err error) {
-	r := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{TaskQueue: taskQueue, Executor: builds.ExecutorAll}}
+	r := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{TaskQueue: taskQueue}}
 	defer func() { panicked = recover() }()
 	_, err = r.Reconcile(f.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(plr)})
 	return nil, err

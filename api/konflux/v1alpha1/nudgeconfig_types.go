@@ -17,8 +17,9 @@ type NudgeMode string
 const (
 	// ModeImmediate nudges as soon as the source's push build succeeds.
 	ModeImmediate NudgeMode = "immediate"
-	// ModeValidated nudges once a Snapshot of the gating ComponentGroup holding the
-	// source's build has passed its integration tests.
+	// ModeValidated nudges once a Snapshot holding the source's build has passed its
+	// integration tests: one of the gating ComponentGroup, or any one without a
+	// gatingGroup.
 	ModeValidated NudgeMode = "validated"
 )
 
@@ -31,7 +32,6 @@ const (
 
 // NudgeRelationship is one directed edge: builds of From nudge To.
 // +kubebuilder:validation:XValidation:rule="self.from != self.to",messageExpression="'component ' + self.from + ' cannot nudge itself (from and to are equal)'"
-// +kubebuilder:validation:XValidation:rule="!has(self.mode) || self.mode != 'validated' || (has(self.gatingGroup) && size(self.gatingGroup) > 0)",messageExpression="'nudge ' + self.from + ' -> ' + self.to + ' has mode validated and needs a gatingGroup: the ComponentGroup whose Snapshot must pass'"
 type NudgeRelationship struct {
 	// From is the source component whose build triggers the nudge.
 	// +kubebuilder:validation:MinLength=1
@@ -47,7 +47,10 @@ type NudgeRelationship struct {
 	// +optional
 	// +kubebuilder:default=immediate
 	Mode NudgeMode `json:"mode,omitempty"`
-	// GatingGroup is the ComponentGroup whose Snapshot must pass; required when mode is validated.
+	// GatingGroup is the ComponentGroup whose Snapshot must pass for a validated
+	// nudge. Without one (as integration-service's NudgeConfig allows), any Snapshot
+	// holding the build gates it, its application's or any ComponentGroup's: the
+	// first that passes nudges it, and it is dropped only when all of them failed.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`

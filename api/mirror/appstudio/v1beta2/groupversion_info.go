@@ -1,6 +1,7 @@
-// Package v1beta2 mirrors the fields nudgeflow reads of integration-service's
-// ComponentGroup (appstudio.redhat.com/v1beta2, ADR 60). The CRD generated from
-// this package is for tests only.
+// Package v1beta2 mirrors integration-service's appstudio.redhat.com/v1beta2 kinds
+// nudgeflow reads: the fields it reads of ComponentGroup (ADR 60), and NudgeConfig
+// (ADR 67 as integration-service ships it) whole. The CRDs generated from this
+// package are for tests only.
 // +kubebuilder:object:generate=true
 // +groupName=appstudio.redhat.com
 package v1beta2

@@ -1,0 +1,115 @@
+package builds
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
+)
+
+// Which Snapshots gate a validated edge:
+//
+//   - with a gatingGroup, the Snapshots of that ComponentGroup: the first one that
+//     holds the build and finishes testing decides (pass nudges, fail drops);
+//   - without one (integration-service's NudgeConfig allows that), every Snapshot
+//     that holds the build, its application's or any ComponentGroup's: the build is
+//     nudged once any of them passes, and dropped only when all of them finished
+//     and none passed. A failure while another Snapshot of the build still tests
+//     waits for that one.
+//
+// The workflow sees one verdict per Snapshot either way; the aggregation for
+// ungated edges happens here, from the cache, so it changes no workflow.
+
+// SnapshotReconciler signals the ValidatedNudge workflows a finished Snapshot gates.
+type SnapshotReconciler struct {
+	Client  ctrlclient.Reader
+	Options Options
+}
+
+// Reconcile handles one Snapshot.
+func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s mirrorv1alpha1.Snapshot
+	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	passed, finished := TestVerdict(&s)
+	if !finished {
+		return ctrl.Result{}, nil
+	}
+	nc, err := getNudgeConfig(ctx, r.Client, s.Namespace)
+	if err != nil || nc == nil {
+		return ctrl.Result{}, err
+	}
+	source := SourceNudgeConfig
+	if nudgeconfigs.IsShipped(nc) {
+		source = SourceShippedNudgeConfig
+	}
+	var siblings []mirrorv1alpha1.Snapshot // read once, for the first ungated edge that needs them
+	var errs []error
+	for _, n := range nc.Spec.Nudges {
+		if n.EffectiveMode() != konfluxv1alpha1.ModeValidated {
+			continue
+		}
+		gated := n.GatingGroup != ""
+		if gated && n.GatingGroup != s.Spec.ComponentGroup {
+			continue
+		}
+		images := imagesOf(&s, n.From)
+		if len(images) == 0 {
+			continue
+		}
+		if !gated && !passed {
+			if siblings == nil {
+				var list mirrorv1alpha1.SnapshotList
+				if err := r.Client.List(ctx, &list, ctrlclient.InNamespace(s.Namespace)); err != nil {
+					return ctrl.Result{}, err
+				}
+				siblings = list.Items
+			}
+			if !allFailed(siblings, n.From, images) {
+				ctrl.LoggerFrom(ctx).V(1).Info("ungated validated edge: another Snapshot of the build passed or still tests; this failure decides nothing",
+					"edge", n.From+"->"+n.To, "snapshot", s.Name)
+				continue
+			}
+		}
+		e := Edge{From: n.From, To: n.To, Mode: konfluxv1alpha1.ModeValidated, GatingGroup: n.GatingGroup, Source: source}
+		res := validatednudge.SnapshotResult{Snapshot: s.Name, ComponentGroup: s.Spec.ComponentGroup, Images: images, Passed: passed}
+		if err := SignalValidated(ctx, r.Options, s.Namespace, e, validatednudge.SignalSnapshotTested, res); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// imagesOf are the containerImages of component's entries in s.
+func imagesOf(s *mirrorv1alpha1.Snapshot, component string) []string {
+	var images []string
+	for _, c := range s.Spec.Components {
+		if c.Name == component && c.ContainerImage != "" {
+			images = append(images, c.ContainerImage)
+		}
+	}
+	return images
+}
+
+// allFailed: every Snapshot holding one of images for component finished testing
+// and none passed.
+func allFailed(snapshots []mirrorv1alpha1.Snapshot, component string, images []string) bool {
+	for i := range snapshots {
+		held := slices.ContainsFunc(imagesOf(&snapshots[i], component), func(img string) bool { return slices.Contains(images, img) })
+		if !held {
+			continue
+		}
+		if passed, finished := TestVerdict(&snapshots[i]); passed || !finished {
+			return false
+		}
+	}
+	return true
+}
