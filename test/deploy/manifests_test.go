@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
@@ -57,6 +58,8 @@ func variants(t *testing.T) []variant {
 		add("cert-manager+temporal-mtls+monitoring", "cert-manager", raw, objs, "mtls", "monitoring")
 		raw, objs = composed(t, "overlays/openshift", "components/temporal-cloud")
 		add("openshift+temporal-cloud", "openshift", raw, objs, "monitoring", "cloud")
+		raw, objs = composed(t, "overlays/openshift", "components/beside-integration-service")
+		add("openshift+beside-integration-service", "openshift", raw, objs, "monitoring", besideIntegrationService)
 	})
 	return allVariants
 }
@@ -71,7 +74,10 @@ func TestEveryVariantIsConsistent(t *testing.T) {
 	var baseDeployments [][]byte
 	for _, v := range variants(t) {
 		t.Run(v.name, func(t *testing.T) {
-			checkGenerated(t, v.objs, generated)
+			checkGenerated(t, v.objs, generated, slices.Contains(v.features, besideIntegrationService))
+			if slices.Contains(v.features, besideIntegrationService) {
+				checkNoShortNameOf(t, v.objs, filepath.Join(localenv.RepoRoot(), "test", "crds"))
+			}
 			checkNamespaces(t, v.objs)
 			bridge := v.objs.deployment(t, "nudgeflow-bridge")
 			worker := v.objs.deployment(t, "nudgeflow-worker")
@@ -133,9 +139,26 @@ var renamed = map[string]string{
 	"ValidatingWebhookConfiguration/validating-webhook-configuration": "nudgeflow-changegroup",
 }
 
-func checkGenerated(t *testing.T, m manifests, generated []generatedObject) {
+// besideIntegrationService is the feature of the variant with the component of that
+// name: nudgeflow's own NudgeConfig CRD and its webhook are left out there.
+const besideIntegrationService = "beside-integration-service"
+
+// leftOutBesideIntegrationService are the generated objects that variant omits:
+// integration-service serves NudgeConfig (short name nc) and admits it.
+var leftOutBesideIntegrationService = []string{
+	"CustomResourceDefinition/nudgeconfigs.konflux-ci.dev",
+	"ValidatingWebhookConfiguration/nudgeflow-nudgeconfig",
+}
+
+func checkGenerated(t *testing.T, m manifests, generated []generatedObject, besideIS bool) {
 	for _, g := range generated {
 		name := g.obj.GetName()
+		if slices.Contains(leftOutBesideIntegrationService, g.obj.GetKind()+"/"+name) {
+			if besideIS {
+				require.Nil(t, m.find(g.obj.GetKind(), name), "%s %s is not installed beside integration-service", g.obj.GetKind(), name)
+				continue
+			}
+		}
 		if n, ok := renamed[g.obj.GetKind()+"/"+name]; ok {
 			name = n
 		}
@@ -158,6 +181,36 @@ func checkGenerated(t *testing.T, m manifests, generated []generatedObject) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// checkNoShortNameOf: no CRD of m takes a short name one of the CRDs in dir (the
+// Konflux services' kinds) declares, so `kubectl get nc` or `kubectl get cg` still
+// names one kind beside integration-service.
+func checkNoShortNameOf(t *testing.T, m manifests, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	require.NoError(t, err)
+	theirs := map[string]string{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, o := range parseManifests(t, raw) {
+			names, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "names", "shortNames")
+			for _, n := range names {
+				theirs[n] = o.GetName()
+			}
+		}
+	}
+	require.Contains(t, theirs, "nc", "integration-service's NudgeConfig CRD is among %s", dir)
+	for _, o := range m {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		names, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "names", "shortNames")
+		for _, n := range names {
+			require.NotContains(t, theirs, n, "CRD %s takes the short name %s of %s", o.GetName(), n, theirs[n])
 		}
 	}
 }

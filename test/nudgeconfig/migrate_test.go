@@ -99,7 +99,7 @@ func TestMigrate(t *testing.T) {
 
 	dry, err := nudgeflow(t, "migrate", "--kubeconfig", cfg, "-n", ns, "--dry-run")
 	require.NoError(t, err, dry)
-	require.Contains(t, dry, "dry run: would apply NudgeConfig "+ns+"/nudge-config with 9 nudge(s)")
+	require.Contains(t, dry, "dry run: would apply NudgeConfig "+ns+"/nudge-config (konflux-ci.dev/v1alpha1) with 9 nudge(s)")
 	stored, err := getNudgeConfig(t, w, ns)
 	require.NoError(t, err)
 	require.Len(t, stored.Spec.Nudges, 1, "--dry-run writes nothing")
@@ -116,7 +116,7 @@ func TestMigrate(t *testing.T) {
   + right -> bottom
   + top -> right
   ! dangling: svc-01 -> ghost: component ghost does not exist in namespace `+ns+`; not migrated
-  applied NudgeConfig `+ns+`/nudge-config with 9 nudge(s) (server-side apply, field manager nudgeflow-migrate)
+  applied NudgeConfig `+ns+`/nudge-config (konflux-ci.dev/v1alpha1) with 9 nudge(s) (server-side apply, field manager nudgeflow-migrate)
 `, out)
 
 	stored, err = getNudgeConfig(t, w, ns)
