@@ -1,0 +1,55 @@
+// Package coexist_test proves nudgeflow's division of labour with the Konflux
+// services that nudge (bridge/builds.Peers): on one real kube-apiserver and
+// Temporal, three worlds, each with its own bridge and stand-ins that follow the
+// services' published contract (test/konfluxpeers), and the real worker:
+//
+//   - alone: nudgeflow's own NudgeConfig, no other service;
+//   - build-service: nudgeflow's own NudgeConfig beside build-service, which still
+//     nudges the edges build-nudges-ref names;
+//   - integration-service: integration-service's NudgeConfig beside
+//     integration-service (which runs its immediate edges) and build-service (which
+//     stands down for it).
+//
+// Every world must nudge every build exactly once per edge.
+package coexist_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	sdkworker "go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/world"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
+)
+
+const (
+	taskQueue         = "coexist"
+	operatorNamespace = "nudgeflow-system"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(world.Main(m, world.Options{
+		WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+		Start:            startWorker,
+	}))
+}
+
+// startWorker runs the real worker for the package; each world starts its bridge.
+func startWorker(w *world.World) (func(), error) {
+	if err := w.Kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return nil, fmt.Errorf("creating the operator namespace: %w", err)
+	}
+	var wk sdkworker.Worker = nfworker.New(w.TemporalClient, nfworker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace},
+		nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+	if err := wk.Start(); err != nil {
+		return nil, fmt.Errorf("starting the worker: %w", err)
+	}
+	return wk.Stop, nil
+}
