@@ -63,7 +63,7 @@ func ParseOptions(data map[string]string) Options {
 	o.AutomergeType = data["automergeType"]
 	o.CommitMessagePrefix = data["commitMessagePrefix"]
 	o.CommitMessageSuffix = data["commitMessageSuffix"]
-	o.FileMatch = splitList(data["fileMatch"], ",")
+	o.FileMatch = parseFileMatch(data)
 	o.AutomergeSchedule = splitList(data["automergeSchedule"], ";")
 	o.Labels = splitList(data["labels"], ",")
 	return o
@@ -77,6 +77,25 @@ func splitList(s, sep string) []string {
 		}
 	}
 	return out
+}
+
+// EveryFile is the file pattern of a ConfigMap whose fileMatch key is empty.
+const EveryFile = ".*"
+
+// parseFileMatch reads the fileMatch key. Present but empty means every file:
+// build-service splits "" into [""], whose empty regex matches every path, and uses
+// it rather than the annotation or the default. An empty entry in a non-empty list
+// (a stray comma) is dropped: build-service would match every file there too, which
+// no one writing "a, b," means.
+func parseFileMatch(data map[string]string) []string {
+	v, ok := data["fileMatch"]
+	if !ok {
+		return nil
+	}
+	if strings.TrimSpace(v) == "" {
+		return []string{EveryFile}
+	}
+	return splitList(v, ",")
 }
 
 // FileMatch resolves the file patterns: the ConfigMap's fileMatch, else the build

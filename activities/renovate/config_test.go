@@ -33,6 +33,18 @@ func TestParseOptionsFollowsBuildServiceRules(t *testing.T) {
 	require.False(t, Options{}.PlatformAutomerge, "no ConfigMap: build-service's zero value, platformAutomerge false")
 }
 
+// build-service's edge case: fileMatch present and empty in the ConfigMap means
+// every file (not the annotation, not the default).
+func TestEmptyFileMatchMeansEveryFile(t *testing.T) {
+	for _, v := range []string{"", "  "} {
+		o := ParseOptions(map[string]string{"fileMatch": v})
+		require.Equal(t, []string{EveryFile}, FileMatch(o, "from-annotation"), "%q", v)
+	}
+	require.Equal(t, []string{"from-annotation"}, FileMatch(ParseOptions(map[string]string{"automerge": "true"}), "from-annotation"),
+		"no key: the annotation")
+	require.Regexp(t, EveryFile, "any/path/at/all.txt")
+}
+
 func TestFileMatchPrecedence(t *testing.T) {
 	cm := Options{FileMatch: []string{"from-configmap"}}
 	require.Equal(t, []string{"from-configmap"}, FileMatch(cm, "from-annotation"))

@@ -8,6 +8,7 @@ package releases
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -81,7 +82,13 @@ func FromAdmissions(admissions []mirrorv1alpha1.ReleasePlanAdmission, namespace 
 		}
 		if err := json.Unmarshal(rpa.Spec.Data.Raw, &data); err != nil {
 			problems = append(problems, Problem{Admission: rpa.Namespace + "/" + rpa.Name, Err: err})
-			continue
+			// A field of the wrong type is skipped and the rest decodes (Go's
+			// json.Unmarshal goes on after an UnmarshalTypeError): build-service uses
+			// what decoded, so do we. Unreadable JSON decodes nothing.
+			var typeErr *json.UnmarshalTypeError
+			if !errors.As(err, &typeErr) {
+				continue
+			}
 		}
 		for _, c := range data.Mapping.Components {
 			if !want[c.Name] {

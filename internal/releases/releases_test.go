@@ -63,3 +63,23 @@ func TestNoReleaseServiceMeansNoDistributionRepositories(t *testing.T) {
 	require.Empty(t, got)
 	require.Empty(t, problems)
 }
+
+// An admission with one field of the wrong type still gives the mappings that
+// decode, as build-service's json.Unmarshal does; unreadable JSON gives none. Both
+// are reported.
+func TestMalformedFieldKeepsTheMappingsThatDecode(t *testing.T) {
+	got, problems := releases.FromAdmissions([]mirrorv1alpha1.ReleasePlanAdmission{
+		rpa("managed", "one-bad-field", "tenant", `{"mapping":{"components":[
+			{"name":"operand","repositories":[{"url":"registry.example.com/operand"}]},
+			{"name":"bundle","repositories":"registry.example.com/bundle"},
+			{"name":"other","repositories":[{"url":42},{"url":"registry.example.com/other"}]}]}}`),
+		rpa("managed", "not-json", "tenant", `{"mapping":`),
+	}, "tenant", "operand", "bundle", "other")
+	require.Equal(t, map[string][]string{
+		"operand": {"registry.example.com/operand"},
+		"other":   {"registry.example.com/other"},
+	}, got)
+	require.Len(t, problems, 2)
+	require.Equal(t, "managed/not-json", problems[0].Admission)
+	require.Equal(t, "managed/one-bad-field", problems[1].Admission)
+}
