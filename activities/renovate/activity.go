@@ -67,7 +67,7 @@ const (
 )
 
 // NonRetryableErrorTypes are the error types a retry never fixes.
-var NonRetryableErrorTypes = []string{nonRetryableTargetMissing, nonRetryableNotNudgeable, nonRetryableNoCredentials, nonRetryableNameConflict}
+var NonRetryableErrorTypes = []string{nonRetryableTargetMissing, nonRetryableNotNudgeable, nonRetryableNoCredentials, nonRetryableNameConflict, ErrorTypeSuperseded}
 
 // Activities holds the clients the activities use.
 type Activities struct {
@@ -111,6 +111,9 @@ type LaunchRequest struct {
 	// HandedBackBy names the ChangeGroup that handed the build back (empty for
 	// other nudges); the run carries it as konflux.AnnotationHandedBackBy.
 	HandedBackBy string `json:"handedBackBy,omitempty"`
+	// BuiltAt is the build's start, which orders the edge's runs (supersede.go);
+	// zero in requests recorded before it.
+	BuiltAt time.Time `json:"builtAt,omitempty"`
 }
 
 // LaunchResult names the run.
@@ -195,6 +198,12 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 
 	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
 	created := true
+	if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &tektonv1.PipelineRun{}); apierrors.IsNotFound(err) {
+		// Only a run not created yet is refused: a retried activity keeps its run.
+		if err := a.refuseIfSuperseded(ctx, req); err != nil {
+			return LaunchResult{}, err
+		}
+	}
 	if err := a.Kube.Create(ctx, plr); apierrors.IsAlreadyExists(err) {
 		created = false
 		if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
@@ -264,6 +273,9 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		if err := a.Kube.Patch(ctx, plr, patch); err != nil {
 			return LaunchResult{}, fmt.Errorf("starting PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
 		}
+	}
+	if err := a.supersedeOlder(ctx, req); err != nil {
+		return LaunchResult{}, err
 	}
 	return LaunchResult{Name: req.Name, Created: created}, nil
 }
@@ -376,6 +388,9 @@ func (a *Activities) pipelineRun(req LaunchRequest, withHostRules, withCA bool) 
 	if req.HandedBackBy != "" {
 		plr.Annotations[konflux.AnnotationHandedBackBy] = req.HandedBackBy
 	}
+	if !req.BuiltAt.IsZero() {
+		plr.Annotations[AnnotationBuiltAt] = req.BuiltAt.UTC().Format(time.RFC3339Nano)
+	}
 	return plr
 }
 
@@ -456,6 +471,9 @@ type RunStatus struct {
 	// person with tkn or the console, spec.status), and no ChangeGroup held it.
 	// The nudge ends there; it is not a failure to retry.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// SupersededBy names the run for a newer build of the same edge that stopped
+	// this one (supersede.go): the nudge ends there, the newer one carries it.
+	SupersededBy string `json:"supersededBy,omitempty"`
 }
 
 // RunStatus.Reason of a run a ChangeGroup held at admission: the group took its
@@ -488,6 +506,9 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
 		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
 		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
+		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {
+			s.SupersededBy, s.Cancelled = by, false
+		}
 	}
 	return s
 }

@@ -7,6 +7,7 @@
 package nudge
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,6 +40,9 @@ const (
 	PhaseHeldByChangeGroup = "HeldByChangeGroup"
 	// PhaseCancelled: someone cancelled the Renovate run; the nudge stops there.
 	PhaseCancelled = "Cancelled"
+	// PhaseSuperseded: a newer build of the nudging component nudges the same
+	// target; this older one stops rather than roll its digest back.
+	PhaseSuperseded = "Superseded"
 )
 
 // Event reasons on the nudged Component, one per attempt's outcome.
@@ -48,7 +52,14 @@ const (
 	ReasonFailed    = "NudgeFailed"
 	ReasonHeld      = "NudgeHeldByChangeGroup"
 	ReasonCancelled = "NudgeCancelled"
+	ReasonSuperseded = "NudgeSuperseded"
 )
+
+// versionSupersededEnds guards the end of a nudge whose build a newer build of the
+// same component superseded (renovate.ErrorTypeSuperseded at launch, or its run
+// stopped with renovate.AnnotationSupersededBy): before it, the launch refusal
+// failed the nudge and a stopped run counted as cancelled.
+const versionSupersededEnds = "superseded-ends"
 
 // versionHeldRunEnds guards the end of a nudge whose Renovate run a ChangeGroup
 // held, and the extra attempt for a run a group held and returned: before it, such
@@ -228,9 +239,15 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			Namespace: req.Namespace, Name: name, WorkflowID: wfID, Attempt: attempt,
 			Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL, Digest: req.Digest,
 			BuildPipelineRun: req.BuildPipelineRun, RepoAtSHA: req.RepoAtSHA, NudgeFiles: req.NudgeFiles,
-			DistributionRepos: req.DistributionRepos, HandedBackBy: req.HandedBackBy,
+			DistributionRepos: req.DistributionRepos, HandedBackBy: req.HandedBackBy, BuiltAt: req.BuiltAt,
 		}
 		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), a.LaunchRenovate, launch).Get(ctx, nil); err != nil {
+			if newer, ok := supersededAtLaunch(err); ok && workflow.GetVersion(ctx, versionSupersededEnds, workflow.DefaultVersion, 1) == 1 {
+				msg := fmt.Sprintf("not nudging %s to %s@%s: a newer build of %s already nudges it (Renovate run %s)",
+					req.Nudged, req.Nudging, req.Digest, req.Nudging, newer)
+				record(attempt, ReasonSuperseded, msg, name, false)
+				return result(PhaseSuperseded, msg), nil
+			}
 			msg := fmt.Sprintf("could not launch the Renovate run for %s@%s: %v", req.Nudging, req.Digest, err)
 			record(attempt, ReasonFailed, msg, name, true)
 			res := result(PhaseFailed, msg)
@@ -247,6 +264,12 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 				name, status.HeldBy, req.Nudging, req.Digest, req.Nudged)
 			record(attempt, ReasonHeld, msg, name, false)
 			return result(PhaseHeldByChangeGroup, msg), nil
+		}
+		if status.SupersededBy != "" && workflow.GetVersion(ctx, versionSupersededEnds, workflow.DefaultVersion, 1) == 1 {
+			msg := fmt.Sprintf("Renovate run %s was stopped for run %s of a newer build of %s, which nudges %s instead of %s@%s",
+				name, status.SupersededBy, req.Nudging, req.Nudged, req.Nudging, req.Digest)
+			record(attempt, ReasonSuperseded, msg, name, false)
+			return result(PhaseSuperseded, msg), nil
 		}
 		if status.Cancelled && workflow.GetVersion(ctx, versionCancelledRunEnds, workflow.DefaultVersion, 1) == 1 {
 			// A person's stop is an answer, not a failure: retrying would undo it.
@@ -322,4 +345,18 @@ func runOutcome(s renovate.RunStatus) string {
 		return metrics.RunCancelled
 	}
 	return metrics.RunFailed
+}
+
+// supersededAtLaunch reports whether LaunchRenovate refused because a newer build
+// already nudges the target, and that build's run.
+func supersededAtLaunch(err error) (string, bool) {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != renovate.ErrorTypeSuperseded {
+		return "", false
+	}
+	var newer string
+	if appErr.HasDetails() {
+		_ = appErr.Details(&newer)
+	}
+	return newer, true
 }

@@ -218,3 +218,59 @@ func endFirstRun(t *testing.T, env *testsuite.TestWorkflowEnvironment, status re
 	require.NoError(t, env.GetWorkflowResult(&res))
 	return res
 }
+
+// A newer build of the nudging component already nudges the target: the launch is
+// refused and the nudge ends Superseded (a Normal Event, no error, no retry)
+// rather than Failed; the newer build carries the change.
+func TestSupersededAtLaunchEndsTheNudge(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
+	a := &renovate.Activities{}
+	env.RegisterActivity(a)
+	var outcomes []renovate.Outcome
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
+		temporal.NewNonRetryableApplicationError("a newer build of operand already nudges bundle", renovate.ErrorTypeSuperseded, nil, "renovate-nudge-newer-1")).Once()
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+		outcomes = append(outcomes, o)
+		return nil
+	})
+	req := request()
+	req.BuiltAt = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	env.ExecuteWorkflow(Workflow, req)
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, PhaseSuperseded, res.Phase)
+	require.Len(t, outcomes, 1)
+	require.Equal(t, ReasonSuperseded, outcomes[0].Reason)
+	require.False(t, outcomes[0].Warning)
+	require.Contains(t, outcomes[0].Message, "renovate-nudge-newer-1")
+	env.AssertExpectations(t)
+}
+
+// The run was stopped for a newer build's run: the nudge ends Superseded, not
+// Cancelled, and is not launched again.
+func TestSupersededRunEndsTheNudge(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	res := endFirstRun(t, env, renovate.RunStatus{SupersededBy: "renovate-nudge-newer-1", Reason: "Cancelled", Message: "PipelineRun was cancelled"})
+	require.Equal(t, PhaseSuperseded, res.Phase)
+	require.Len(t, *launched, 1, "no second run")
+	require.Equal(t, []string{ReasonSuperseded}, rec.reasons)
+	require.False(t, rec.outcomes[0].Warning)
+	require.Contains(t, rec.outcomes[0].Message, "renovate-nudge-newer-1")
+}
+
+// Every launch carries the build's start, which orders an edge's runs.
+func TestLaunchCarriesTheBuildStart(t *testing.T) {
+	env, _, _, launched := setup(t)
+	req := request()
+	req.BuiltAt = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	req.PollInterval = 24 * time.Hour
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+	}, time.Minute)
+	env.ExecuteWorkflow(Workflow, req)
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, req.BuiltAt, (*launched)[0].BuiltAt)
+}
