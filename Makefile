@@ -55,7 +55,7 @@ test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path 
 # result, the e2e report line, and the full story of any failure.
 test: check-generated lint
 	@rc=0; $(test-env) go test $(GO_TEST_FLAGS) -v ./... > test-output.log 2>&1 || rc=$$?; \
-	grep -E '^(ok|FAIL|panic:|changegroup-e2e |changegroup-chaos )|^--- FAIL' test-output.log || true; \
+	grep -E '^(ok|FAIL|panic:|changegroup-e2e |changegroup-chaos |held-under-kueue )|^--- FAIL' test-output.log || true; \
 	if [ $$rc -ne 0 ]; then echo "--- failures (full log: test-output.log) ---"; grep -E -B3 -A40 -- '--- FAIL|^panic:|^# |setup failed|build failed' test-output.log | head -400; fi; \
 	exit $$rc
 
