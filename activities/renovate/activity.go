@@ -266,8 +266,11 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		return LaunchResult{}, err
 	}
 	// The run was created pending so it never starts before its ConfigMaps and
-	// Secret exist; now release it.
-	if plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending {
+	// Secret exist; now release it. Not a run the bridge's interceptor held for a
+	// ChangeGroup at admission: it is pending only because a webhook called after
+	// the interceptor (tekton-kueue's) re-pended it, and releasing it would start a
+	// nudge the group collects.
+	if plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations) {
 		patch := ctrlclient.MergeFrom(plr.DeepCopy())
 		plr.Spec.Status = ""
 		if err := a.Kube.Patch(ctx, plr, patch); err != nil {

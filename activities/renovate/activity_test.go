@@ -220,6 +220,38 @@ func TestLaunchRenovateWithoutRegistryCredentialsOrCA(t *testing.T) {
 	require.Contains(t, u.logs.String(), "build-pipeline-operand does not exist")
 }
 
+// The launch releases the run it created pending, but never one the bridge's
+// interceptor held at admission: such a run is pending only because a webhook
+// called after the interceptor (tekton-kueue's) re-pended it, the interceptor's
+// reinvocation having failed open. A retried launch finds the run as the API
+// server stored it then; an unheld pending run of the same Nudge is released.
+func TestLaunchDoesNotReleaseAHeldRun(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		annotations map[string]string
+		want        tektonv1.PipelineRunSpecStatus
+	}{
+		{"held by a ChangeGroup, re-pended by tekton-kueue", map[string]string{
+			konflux.AnnotationHeldBy: "bundle=g", konflux.AnnotationCancelReason: "cancelled by ChangeGroup g"}, tektonv1.PipelineRunSpecStatusPending},
+		{"not held", nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := RunName("nudge/tenant/uid/bundle", 1)
+			req := unitRequest(name)
+			stored := (&Activities{}).pipelineRun(req, false, false)
+			for k, v := range c.annotations {
+				stored.Annotations[k] = v
+			}
+			stored.Spec.Status = tektonv1.PipelineRunSpecStatusPending
+			u := newUnitWorld(t, "", stored)
+			res := u.launch(req)
+			require.False(t, res.Created, "the retry keeps the run the first attempt created")
+			plr, _, _, _ := u.created(name)
+			require.Equal(t, c.want, plr.Spec.Status)
+		})
+	}
+}
+
 // The command build-service runs, with the host rules named, never written.
 func TestRenovateCommand(t *testing.T) {
 	require.Equal(t, "RENOVATE_X_GITLAB_MERGE_REQUEST_DELAY=5000 RENOVATE_X_GITLAB_AUTO_MERGEABLE_CHECK_ATTEMPS=11 "+

@@ -36,7 +36,8 @@ type Renudger interface {
 
 // HeldReconciler turns a nudge PipelineRun cancelled by a ChangeGroup into a
 // component-built signal for that group's workflow. It is stateless: a resync
-// resends the signal and the workflow deduplicates by (component, digest).
+// resends the signal and the workflow deduplicates by (component, digest). It also
+// keeps every run the interceptor cancelled cancelled (keepCancelled).
 type HeldReconciler struct {
 	Kube ctrlclient.Client
 	// APIReader reads past the cache: the webhook saw the group a moment ago.
@@ -57,6 +58,13 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	var plr tektonv1.PipelineRun
 	if err := r.Kube.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	// Before anything else, and for settled runs too: Kueue may admit a held run
+	// (clear spec.status) long after its build went to a group.
+	if stale, err := r.keepCancelled(ctx, &plr); err != nil || stale {
+		// An error is retried with backoff. A stale copy is reconciled again at
+		// once by the watch event of the newer version; the requeue is a backstop.
+		return ctrl.Result{RequeueAfter: staleRetry}, err
 	}
 	if decided(&plr) {
 		return ctrl.Result{}, nil
@@ -105,6 +113,58 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 	}
 	return ctrl.Result{}, r.settle(ctx, &plr, tookBy, renudge)
+}
+
+// ReasonHoldReapplied is the reason of the Event on a held nudge PipelineRun that
+// the held-nudge reconciler cancelled again.
+const ReasonHoldReapplied = "HoldReapplied"
+
+// reopened tells whether plr is a run the interceptor cancelled at admission
+// (konflux.HeldAtAdmission) whose spec.status someone changed since and that has
+// not finished, so it may start: tekton-kueue's webhook set PipelineRunPending
+// after the interceptor and the reinvocation did not put the cancel back (it
+// failed open), or Kueue admitted the run by clearing spec.status. Only the
+// interceptor's annotations count: nudgeflow's own Renovate runs are created
+// pending and released by the worker, and one that no group held carries none, so
+// its release is never undone here.
+func reopened(plr *tektonv1.PipelineRun) bool {
+	if !konflux.HeldAtAdmission(plr.Annotations) || plr.Spec.Status == tektonv1.PipelineRunSpecStatusCancelled {
+		return false
+	}
+	// A finished run cannot start again, and one being deleted will not start.
+	return !plr.IsDone() && plr.Status.CompletionTime == nil && plr.DeletionTimestamp.IsZero()
+}
+
+// staleRetry is when a run whose cached copy was stale is looked at again.
+const staleRetry = time.Second
+
+// keepCancelled cancels a reopened run again and says so in an Event. The patch is
+// conditional on the version read: a stale cached copy (one this reconciler
+// already cancelled again, or one that finished) conflicts and is reported stale,
+// to be looked at again, instead of being cancelled, or announced, twice.
+func (r *HeldReconciler) keepCancelled(ctx context.Context, plr *tektonv1.PipelineRun) (stale bool, err error) {
+	if !reopened(plr) {
+		return false, nil
+	}
+	was := plr.Spec.Status
+	patch := ctrlclient.MergeFromWithOptions(plr.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
+	plr.Spec.Status = tektonv1.PipelineRunSpecStatusCancelled
+	if err := r.Kube.Patch(ctx, plr, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("cancelling held nudge PipelineRun %s/%s again (spec.status %q): %w", plr.Namespace, plr.Name, was, err)
+	}
+	shown := string(was)
+	if shown == "" {
+		shown = "empty (the run may start)"
+	}
+	r.Recorder.Eventf(plr, corev1.EventTypeWarning, ReasonHoldReapplied,
+		"another webhook or controller changed spec.status to %s after nudgeflow cancelled this nudge (%s); cancelled again",
+		shown, plr.Annotations[konflux.AnnotationCancelReason])
+	log.FromContext(ctx).Info("held nudge PipelineRun cancelled again", "pipelineRun", plr.Name, "namespace", plr.Namespace,
+		"specStatusWas", string(was), "heldBy", plr.Annotations[konflux.AnnotationHeldBy], "heldForBatch", plr.Annotations[konflux.AnnotationHeldForBatch])
+	return false, nil
 }
 
 // decided: nothing is left to do for the run. Another service's run is settled
@@ -317,10 +377,11 @@ func repoOf(image string) string {
 
 // heldOnly passes the PipelineRuns nudgeflow cancelled: held for a group or a
 // batch, or with targets to nudge again (all a run may carry once its batches are
-// decided), so a restart finds every run not yet settled.
+// decided), so a restart finds every run not yet settled, and every change of
+// their spec.status reaches keepCancelled.
 var heldOnly = predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 	a := o.GetAnnotations()
-	return a[konflux.AnnotationHeldBy] != "" || a[konflux.AnnotationHeldForBatch] != "" || a[konflux.AnnotationRenudge] != ""
+	return konflux.HeldAtAdmission(a) || a[konflux.AnnotationRenudge] != ""
 })
 
 // SetupWithManager watches PipelineRuns nudgeflow cancelled.

@@ -7,7 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -104,4 +107,66 @@ func TestHeldRunIsSettledOnce(t *testing.T) {
 	_, err = r.Reconcile(ctx, req)
 	require.NoError(t, err)
 	require.Len(t, rn.calls, 1, "settled: nothing is nudged again")
+}
+
+// Which runs the held-nudge reconciler cancels again: a run the interceptor
+// cancelled (held for a group or a batch, or left with only targets to nudge again
+// once its batches were decided) that another webhook re-pended or Kueue admitted,
+// as long as it has not finished. Never a run the interceptor did not cancel:
+// nudgeflow's own Renovate run is created pending and released by the worker, and
+// another service's run nobody holds is not nudgeflow's to stop.
+func TestReopenedHeldRuns(t *testing.T) {
+	const (
+		pending   = tektonv1.PipelineRunSpecStatusPending
+		cancelled = tektonv1.PipelineRunSpecStatusCancelled
+	)
+	held := map[string]string{konflux.AnnotationHeldBy: "bundle=g", konflux.AnnotationCancelReason: "cancelled by ChangeGroup g"}
+	forBatch := map[string]string{konflux.AnnotationHeldForBatch: "bundle", konflux.AnnotationCancelReason: "cancelled by the batch of bundle"}
+	renudgeOnly := map[string]string{konflux.AnnotationRenudge: "bundle", konflux.AnnotationCancelReason: "cancelled by the batch of bundle"}
+	own := map[string]string{konflux.AnnotationWorkflowID: "nudge/ns/uid/bundle"}
+	ownHandedBack := map[string]string{konflux.AnnotationWorkflowID: "nudge/ns/uid/bundle", konflux.AnnotationHandedBackBy: "g"}
+	ownHeld := map[string]string{konflux.AnnotationWorkflowID: "nudge/ns/uid/bundle", konflux.AnnotationHeldBy: "bundle=g",
+		konflux.AnnotationCancelReason: "cancelled by ChangeGroup g", konflux.AnnotationHeldOutcome: "delivered=g"}
+	settled := map[string]string{konflux.AnnotationHeldBy: "bundle=g", konflux.AnnotationCancelReason: "cancelled by ChangeGroup g",
+		konflux.AnnotationHeldSettled: "delivered=bundle=g"}
+	others := map[string]string{konflux.AnnotationNudging: "a", konflux.AnnotationNudged: "bundle"}
+	now := metav1.Now()
+	for _, c := range []struct {
+		name        string
+		annotations map[string]string
+		status      tektonv1.PipelineRunSpecStatus
+		mutate      func(*tektonv1.PipelineRun)
+		want        bool
+	}{
+		{"held, re-pended by a later webhook", held, pending, nil, true},
+		{"held, admitted by Kueue", held, "", nil, true},
+		{"held, stopped another way", held, tektonv1.PipelineRunSpecStatusStoppedRunFinally, nil, true},
+		{"held for a batch, admitted", forBatch, "", nil, true},
+		{"batches decided, only renudge left, admitted", renudgeOnly, "", nil, true},
+		{"settled long ago, admitted now", settled, "", nil, true},
+		{"own run held, admitted", ownHeld, "", nil, true},
+		{"held and still cancelled", held, cancelled, nil, false},
+		{"held, admitted, but finished", held, "", func(p *tektonv1.PipelineRun) {
+			p.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Cancelled"}}
+		}, false},
+		{"held, admitted, completion time set", held, "", func(p *tektonv1.PipelineRun) { p.Status.CompletionTime = &now }, false},
+		{"held, admitted, being deleted", held, "", func(p *tektonv1.PipelineRun) { p.DeletionTimestamp = &now }, false},
+		{"own run pending, not held", own, pending, nil, false},
+		{"own run released by the worker, not held", own, "", nil, false},
+		{"own hand-back run released, not held", ownHandedBack, "", nil, false},
+		{"another service's run nobody held, admitted", others, "", nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "nudge-x", Namespace: "ns",
+				Labels: map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue}, Annotations: c.annotations},
+				Spec: tektonv1.PipelineRunSpec{Status: c.status}}
+			if c.mutate != nil {
+				c.mutate(plr)
+			}
+			require.Equal(t, c.want, reopened(plr))
+			if konflux.HeldAtAdmission(c.annotations) {
+				require.True(t, heldOnly.Generic(event.GenericEvent{Object: plr}), "every run the interceptor cancelled is watched")
+			}
+		})
+	}
 }

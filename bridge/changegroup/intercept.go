@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,7 +91,15 @@ func batchesEdge(nc *konfluxv1alpha1.NudgeConfig, source, target string) bool {
 	return false
 }
 
-// +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-nudge,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=nudge-pipelinerun.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5
+// reinvocationPolicy is IfNeeded because a mutating webhook called after this one
+// may undo the cancel: tekton-kueue's (its configuration's name sorts after
+// nudgeflow's, and the API server calls configurations in name order) sets
+// spec.status PipelineRunPending on every PipelineRun it admits. Reinvoked, the
+// interceptor puts Cancelled back before the run is stored (see Handle); the
+// held-nudge reconciler covers what reinvocation cannot (Kueue admitting the run
+// later by clearing spec.status, a reinvocation that failed open).
+//
+// +kubebuilder:webhook:path=/mutate-tekton-dev-v1-pipelinerun-nudge,mutating=true,failurePolicy=ignore,sideEffects=None,groups=tekton.dev,resources=pipelineruns,verbs=create,versions=v1,name=nudge-pipelinerun.nudgeflow.konflux-ci.dev,admissionReviewVersions=v1,timeoutSeconds=5,reinvocationPolicy=IfNeeded
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch
 
 // nudgeRun is what the interceptor reads of a PipelineRun. Decoding into it skips
@@ -102,14 +111,31 @@ type nudgeRun struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
-	Spec isObject `json:"spec"`
+	Spec runSpec `json:"spec"`
 }
 
-// isObject records whether a JSON value is an object, without decoding it.
-type isObject bool
+// runSpec records whether spec is an object and its status; the rest of the spec
+// is skipped, not decoded.
+type runSpec struct {
+	present bool
+	status  string
+}
 
-func (o *isObject) UnmarshalJSON(b []byte) error {
-	*o = len(b) > 0 && b[0] == '{'
+func (s *runSpec) UnmarshalJSON(b []byte) error {
+	*s = runSpec{}
+	if len(b) == 0 || b[0] != '{' {
+		return nil
+	}
+	// any, not string: a status of another type is the API server's schema
+	// validation to refuse, not a reason for this webhook to refuse the run.
+	var v struct {
+		Status any `json:"status"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	s.present = true
+	s.status, _ = v.Status.(string)
 	return nil
 }
 
@@ -125,6 +151,20 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	labels, annotations := run.Metadata.Labels, run.Metadata.Annotations
 	if labels[konflux.LabelNudgeType] != konflux.NudgeTypeValue {
 		return admission.Allowed("not a nudge PipelineRun")
+	}
+	if konflux.HeldAtAdmission(annotations) {
+		// The run carries this webhook's decision: this is its reinvocation after a
+		// later webhook changed the run (tekton-kueue setting PipelineRunPending).
+		// The decision stands as written. Classifying again could answer otherwise
+		// (a group created or ended a moment ago) and leave annotations that say
+		// something else than the first call's, which a later webhook may already
+		// have seen; only the cancel is put back.
+		if run.Spec.status == string(tektonv1.PipelineRunSpecStatusCancelled) {
+			return admission.Allowed("already cancelled by nudgeflow")
+		}
+		log.FromContext(ctx).Info("nudge PipelineRun held at admission was changed by a later webhook; cancelling it again",
+			"namespace", req.Namespace, "name", req.Name, "specStatus", run.Spec.status)
+		return admission.Patched("", cancelPatch(true, run.Spec.present, nil)...)
 	}
 	source := annotations[konflux.AnnotationNudging]
 	targets := strings.Fields(annotations[konflux.AnnotationNudged])
@@ -162,7 +202,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if len(free) > 0 {
 		set = append(set, [2]string{konflux.AnnotationRenudge, strings.Join(free, " ")})
 	}
-	return admission.Patched("", cancelPatch(annotations != nil, bool(run.Spec), set)...)
+	return admission.Patched("", cancelPatch(annotations != nil, run.Spec.present, set)...)
 }
 
 // cancelPatch is the JSON patch that sets the annotations and cancels the run

@@ -2,7 +2,9 @@ package changegroup
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -176,4 +178,147 @@ func TestNudgeOfABatchedTargetIsHeldForTheBatch(t *testing.T) {
 	got = decide("a", "bundle", nil)
 	require.Equal(t, "bundle=bundle-batch-x", got[konflux.AnnotationHeldBy], "an open batch holds it as any group")
 	require.Empty(t, got[konflux.AnnotationHeldForBatch])
+}
+
+// admit sends doc through the interceptor as the API server does on a create and
+// returns the object it would store (doc when the interceptor changes nothing).
+func admit(t *testing.T, i *Interceptor, doc []byte) ([]byte, admission.Response) {
+	t.Helper()
+	resp := i.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: doc}}})
+	require.True(t, resp.Allowed, "the interceptor never refuses a run: %+v", resp.Result)
+	if len(resp.Patches) == 0 {
+		return doc, resp
+	}
+	ops, err := json.Marshal(resp.Patches)
+	require.NoError(t, err)
+	p, err := jsonpatch.DecodePatch(ops)
+	require.NoError(t, err)
+	out, err := p.Apply(doc)
+	require.NoError(t, err)
+	return out, resp
+}
+
+type storedRun struct {
+	Metadata struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		Status string `json:"status"`
+	} `json:"spec"`
+}
+
+func decodeRun(t *testing.T, raw []byte) storedRun {
+	t.Helper()
+	var r storedRun
+	require.NoError(t, json.Unmarshal(raw, &r))
+	return r
+}
+
+// kueuePends does what tekton-kueue's mutating webhook does to every PipelineRun
+// it admits (internal/webhook/v1/pipelinerun_webhook.go Default): spec.status
+// PipelineRunPending and its queue label.
+func kueuePends(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(raw, &obj))
+	meta := obj["metadata"].(map[string]any)
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+	}
+	labels["kueue.x-k8s.io/queue-name"] = "pipelines-queue"
+	meta["labels"] = labels
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["status"] = "PipelineRunPending"
+	obj["spec"] = spec
+	out, err := json.Marshal(obj)
+	require.NoError(t, err)
+	return out
+}
+
+// The interceptor is reinvoked (reinvocationPolicy IfNeeded) after tekton-kueue's
+// webhook re-pends the run it cancelled. The second call puts Cancelled back and
+// nothing else: the hold, the reason and the renudge list are the first call's,
+// even when the groups changed in between (classifying again would now free the
+// run). A third call on a run already cancelled changes nothing.
+func TestReinvocationKeepsTheFirstDecision(t *testing.T) {
+	g := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "ns"},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "a"}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(g).Build()
+	i := &Interceptor{Index: &changegroups.Index{Cache: c}}
+	raw, err := json.Marshal(map[string]any{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+		"metadata": map[string]any{"name": "renovate-pipeline-0123456789ab", "namespace": "ns",
+			"labels":      map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue},
+			"annotations": map[string]string{konflux.AnnotationNudging: "a", konflux.AnnotationNudged: "bundle other"}},
+		"spec": map[string]any{"pipelineSpec": map[string]any{"tasks": []any{map[string]any{"name": "renovate"}}}}})
+	require.NoError(t, err)
+
+	first, _ := admit(t, i, raw)
+	decided := decodeRun(t, first)
+	require.Equal(t, "Cancelled", decided.Spec.Status)
+	require.Equal(t, "bundle=g", decided.Metadata.Annotations[konflux.AnnotationHeldBy])
+	require.Equal(t, "other", decided.Metadata.Annotations[konflux.AnnotationRenudge])
+
+	// The group goes between the two calls: classifying again would let the run go.
+	require.NoError(t, c.Delete(context.Background(), g))
+	pended := kueuePends(t, first)
+	second, resp := admit(t, i, pended)
+	require.Len(t, resp.Patches, 1, "only spec.status is written again: %+v", resp.Patches)
+	again := decodeRun(t, second)
+	require.Equal(t, "Cancelled", again.Spec.Status, "cancelled again after the later webhook")
+	require.Equal(t, decided.Metadata.Annotations, again.Metadata.Annotations, "the first decision stands, written once")
+	require.Equal(t, "pipelines-queue", again.Metadata.Labels["kueue.x-k8s.io/queue-name"], "the later webhook's other changes are kept")
+
+	third, resp := admit(t, i, second)
+	require.Empty(t, resp.Patches, "a run already cancelled by nudgeflow is left as it is")
+	require.JSONEq(t, string(second), string(third))
+}
+
+// build-service and integration-service write their nudge PipelineRuns with the
+// same label and annotation keys and the same space-joined target list
+// (build-service internal/controller/renovate_util.go CreateRenovaterPipeline,
+// integration-service tekton/nudging/nudge_pipeline.go CreateNudgePipelineRun and
+// tekton/consts/consts.go); only the name differs (random suffix; sha256 of the
+// build's UID). The keys are spelled out here, not taken from package konflux, so
+// a typo there fails this test. Both runs of a partly held build are held alike.
+func TestBothServicesNudgesAreHeldAlike(t *testing.T) {
+	g := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: "ns"},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}}}}
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(g).Build()
+	i := &Interceptor{Index: &changegroups.Index{Cache: c}}
+	annotations := map[string]string{
+		"build.appstudio.redhat.com/nudged-components": "bundle docs",
+		"build.appstudio.redhat.com/nudging-commit":    "0123456789abcdef0123456789abcdef01234567",
+		"build.appstudio.redhat.com/nudging-component": "operand",
+		"build.appstudio.redhat.com/nudging-image":     "quay.io/org/operand:0123456789abcdef0123456789abcdef01234567",
+		"build.appstudio.redhat.com/nudging-pipeline":  "operand-on-push-x7k2p",
+	}
+	runs := map[string]map[string]any{
+		// build-service: renovate-pipeline-<unix time>-<5 random>, ServiceAccount of the nudging component.
+		"build-service": {"name": "renovate-pipeline-1787312345-ab1cd", "serviceAccount": "build-pipeline-operand"},
+		// integration-service: renovate-pipeline-<sha256(build UID)[:12]>, the build's ServiceAccount.
+		"integration-service": {"name": "renovate-pipeline-" + fmt.Sprintf("%x", sha256.Sum256([]byte("build-uid")))[:12], "serviceAccount": "appstudio-pipeline"},
+	}
+	decisions := map[string]map[string]string{}
+	for producer, r := range runs {
+		raw, err := json.Marshal(map[string]any{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+			"metadata": map[string]any{"name": r["name"], "namespace": "ns",
+				"labels": map[string]string{"build.appstudio.redhat.com/type": "nudge"}, "annotations": annotations},
+			"spec": map[string]any{
+				"pipelineSpec":    map[string]any{"tasks": []any{map[string]any{"name": "renovate"}}},
+				"taskRunTemplate": map[string]any{"serviceAccountName": r["serviceAccount"]}}})
+		require.NoError(t, err)
+		out, _ := admit(t, i, raw)
+		run := decodeRun(t, out)
+		require.Equal(t, "Cancelled", run.Spec.Status, "%s's nudge of a held edge is cancelled", producer)
+		decisions[producer] = run.Metadata.Annotations
+	}
+	require.Equal(t, "bundle=g", decisions["integration-service"][konflux.AnnotationHeldBy])
+	require.Equal(t, "docs", decisions["integration-service"][konflux.AnnotationRenudge], "the target no group holds is nudged by nudgeflow")
+	require.Equal(t, decisions["build-service"], decisions["integration-service"], "one decision whichever service nudges")
 }

@@ -98,3 +98,14 @@ const (
 	HeldOutcomeDeliveredPrefix = "delivered="
 	HeldOutcomeReturned        = "returned"
 )
+
+// HeldAtAdmission reports whether nudgeflow's interceptor cancelled a nudge
+// PipelineRun at admission: it writes AnnotationCancelReason in the same patch as
+// AnnotationHeldBy or AnnotationHeldForBatch, and the held-nudge reconciler later
+// moves targets between those and AnnotationRenudge but keeps the reason. Such a
+// run must stay cancelled whoever touches it afterwards (tekton-kueue re-pends
+// every PipelineRun at creation and Kueue clears spec.status to admit it), and
+// nudgeflow's worker must not release it.
+func HeldAtAdmission(annotations map[string]string) bool {
+	return annotations[AnnotationHeldBy] != "" || annotations[AnnotationHeldForBatch] != "" || annotations[AnnotationCancelReason] != ""
+}
