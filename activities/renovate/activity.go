@@ -52,18 +52,21 @@ const (
 	AnnotationNudgingPipeline  = "build.appstudio.redhat.com/nudging-pipeline"
 	AnnotationNudgingCommit    = "build.appstudio.redhat.com/nudging-commit"
 	LabelManagedBy             = "app.kubernetes.io/managed-by"
-	ManagedByNudgeflow         = "nudgeflow"
-	AnnotationWorkflowID       = konflux.AnnotationWorkflowID
-	AnnotationAttempt          = "nudgeflow.konflux-ci.dev/attempt"
-	DefaultImage               = "quay.io/konflux-ci/mintmaker-renovate-image:29a2f31"
-	tokenKey                   = "token_0"
-	hostRulesKey               = "host_rules"
-	secretEnvPrefix            = "TOKEN_"
-	configMountPath            = "/configs"
-	nonRetryableTargetMissing  = "TargetMissing"
-	nonRetryableNotNudgeable   = "NotNudgeable"
-	nonRetryableNoCredentials  = "NoCredentials"
-	nonRetryableNameConflict   = "NameConflict"
+	// LabelKueueQueue is the queue tekton-kueue's webhook assigns a PipelineRun it
+	// pends (tekton-kueue pkg/common QueueLabel).
+	LabelKueueQueue           = "kueue.x-k8s.io/queue-name"
+	ManagedByNudgeflow        = "nudgeflow"
+	AnnotationWorkflowID      = konflux.AnnotationWorkflowID
+	AnnotationAttempt         = "nudgeflow.konflux-ci.dev/attempt"
+	DefaultImage              = "quay.io/konflux-ci/mintmaker-renovate-image:29a2f31"
+	tokenKey                  = "token_0"
+	hostRulesKey              = "host_rules"
+	secretEnvPrefix           = "TOKEN_"
+	configMountPath           = "/configs"
+	nonRetryableTargetMissing = "TargetMissing"
+	nonRetryableNotNudgeable  = "NotNudgeable"
+	nonRetryableNoCredentials = "NoCredentials"
+	nonRetryableNameConflict  = "NameConflict"
 )
 
 // NonRetryableErrorTypes are the error types a retry never fixes.
@@ -269,8 +272,12 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	// Secret exist; now release it. Not a run the bridge's interceptor held for a
 	// ChangeGroup at admission: it is pending only because a webhook called after
 	// the interceptor (tekton-kueue's) re-pended it, and releasing it would start a
-	// nudge the group collects.
-	if plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations) {
+	// nudge the group collects. Nor a run Kueue queues (tekton-kueue labelled it
+	// with its queue at admission and pended it): Kueue admits it when the quota
+	// allows, and releasing it would jump the queue. Kueue may admit it before its
+	// ConfigMap and Secret exist, as it may build-service's and
+	// integration-service's runs (created before theirs); the pod waits for them.
+	if plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations) && plr.Labels[LabelKueueQueue] == "" {
 		patch := ctrlclient.MergeFrom(plr.DeepCopy())
 		plr.Spec.Status = ""
 		if err := a.Kube.Patch(ctx, plr, patch); err != nil {

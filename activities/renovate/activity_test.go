@@ -229,11 +229,13 @@ func TestLaunchDoesNotReleaseAHeldRun(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		annotations map[string]string
+		labels      map[string]string
 		want        tektonv1.PipelineRunSpecStatus
 	}{
 		{"held by a ChangeGroup, re-pended by tekton-kueue", map[string]string{
-			konflux.AnnotationHeldBy: "bundle=g", konflux.AnnotationCancelReason: "cancelled by ChangeGroup g"}, tektonv1.PipelineRunSpecStatusPending},
-		{"not held", nil, ""},
+			konflux.AnnotationHeldBy: "bundle=g", konflux.AnnotationCancelReason: "cancelled by ChangeGroup g"}, nil, tektonv1.PipelineRunSpecStatusPending},
+		{"queued by tekton-kueue: Kueue admits it", nil, map[string]string{LabelKueueQueue: "pipelines-queue"}, tektonv1.PipelineRunSpecStatusPending},
+		{"not held", nil, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			name := RunName("nudge/tenant/uid/bundle", 1)
@@ -241,6 +243,9 @@ func TestLaunchDoesNotReleaseAHeldRun(t *testing.T) {
 			stored := (&Activities{}).pipelineRun(req, false, false)
 			for k, v := range c.annotations {
 				stored.Annotations[k] = v
+			}
+			for k, v := range c.labels {
+				stored.Labels[k] = v
 			}
 			stored.Spec.Status = tektonv1.PipelineRunSpecStatusPending
 			u := newUnitWorld(t, "", stored)
