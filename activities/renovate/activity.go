@@ -200,6 +200,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		"distributionRepos", distribution, "registryHostRules", hostRules != "", "trustedCA", caSource)
 
 	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
+	plr.Annotations[AnnotationBranch] = branchOf(forge, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
 	created := true
 	if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &tektonv1.PipelineRun{}); apierrors.IsNotFound(err) {
 		// Only a run not created yet is refused: a retried activity keeps its run.
@@ -277,15 +278,21 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	// allows, and releasing it would jump the queue. Kueue may admit it before its
 	// ConfigMap and Secret exist, as it may build-service's and
 	// integration-service's runs (created before theirs); the pod waits for them.
-	if plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations) && plr.Labels[LabelKueueQueue] == "" {
-		patch := ctrlclient.MergeFrom(plr.DeepCopy())
-		plr.Spec.Status = ""
-		if err := a.Kube.Patch(ctx, plr, patch); err != nil {
-			return LaunchResult{}, fmt.Errorf("starting PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
-		}
-	}
 	if err := a.supersedeOlder(ctx, req); err != nil {
 		return LaunchResult{}, err
+	}
+	// It starts only when its branch is free (branchqueue.go: a stopped older run
+	// holds it until Tekton ended it); else the bridge starts it when the branch's
+	// run ends.
+	if releasable(plr) {
+		started, blocker, err := startOrQueue(ctx, a.Kube, plr)
+		if err != nil {
+			return LaunchResult{}, err
+		}
+		if !started {
+			activity.GetLogger(ctx).Info("Renovate run waits for its branch", "pipelineRun", req.Name, "waitsFor", blocker,
+				"branch", plr.Annotations[AnnotationBranch])
+		}
 	}
 	return LaunchResult{Name: req.Name, Created: created}, nil
 }

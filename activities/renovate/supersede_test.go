@@ -106,7 +106,9 @@ func TestNewerBuildStopsOlderRuns(t *testing.T) {
 	require.Equal(t, tektonv1.PipelineRunSpecStatusCancelled, string(older.Spec.Status))
 	require.Empty(t, get("run-for-0").Annotations[AnnotationSupersededBy], "an ended run is left alone")
 	require.Empty(t, get("renovate-pipeline-bs").Spec.Status, "another service's run is its own")
-	require.Empty(t, get("run-for-2").Spec.Status, "the newer run runs")
+	newer := get("run-for-2")
+	require.Equal(t, tektonv1.PipelineRunSpecStatusPending, string(newer.Spec.Status), "it waits until the stopped run ended: one push per branch")
+	require.Equal(t, "run-for-1", newer.Annotations[AnnotationQueuedForBranch])
 
 	older.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Cancelled"})
 	st := StatusOf(older)

@@ -113,7 +113,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-renovate-runs").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			plr, ok := o.(*tektonv1.PipelineRun)
-			return ok && isOurRenovateRun(plr) && renovate.StatusOf(plr).Done
+			return ok && isOurRenovateRun(plr) && (renovate.StatusOf(plr).Done || renovate.Queued(plr))
 		}))).
 		Complete(&RunReconciler{Client: c, Temporal: opts.Temporal}); err != nil {
 		return fmt.Errorf("setting up the Renovate run reconciler: %w", err)
@@ -453,9 +453,10 @@ func SignalValidated(ctx context.Context, o Options, namespace string, e Edge, s
 	return nil
 }
 
-// RunReconciler signals a Nudge workflow when its Renovate run ends.
+// RunReconciler signals a Nudge workflow when its Renovate run ends, and starts
+// the next run waiting for the same branch (renovate.ReleaseNextOnBranch).
 type RunReconciler struct {
-	Client   ctrlclient.Reader
+	Client   ctrlclient.Client
 	Temporal client.Client
 }
 
@@ -468,9 +469,26 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if !isOurRenovateRun(&plr) {
 		return ctrl.Result{}, nil
 	}
+	if renovate.Queued(&plr) {
+		started, err := renovate.StartIfFree(ctx, r.Client, &plr)
+		if started {
+			log.FromContext(ctx).Info("started the Renovate run that waited for its branch", "pipelineRun", plr.Name)
+		}
+		return ctrl.Result{}, err
+	}
 	st := renovate.StatusOf(&plr)
 	if !st.Done {
 		return ctrl.Result{}, nil
+	}
+	// A run held at admission never started: its end frees no branch.
+	if branch := plr.Annotations[renovate.AnnotationBranch]; branch != "" && plr.IsDone() {
+		next, err := renovate.ReleaseNextOnBranch(ctx, r.Client, plr.Namespace, branch)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if next != "" {
+			log.FromContext(ctx).Info("started the Renovate run waiting for the branch", "pipelineRun", next, "branch", branch, "after", plr.Name)
+		}
 	}
 	id := plr.Annotations[renovate.AnnotationWorkflowID]
 	err := r.Temporal.SignalWorkflow(ctx, id, "", nudge.SignalRunFinished, st)

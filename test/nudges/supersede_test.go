@@ -45,9 +45,9 @@ func TestOlderBuildNeverRollsBackANewerOne(t *testing.T) {
 	require.Len(t, f.renovateRuns(), 1, "no run for the older build")
 
 	// The second build's run is still running when a third build's launches: it is
-	// stopped, and Tekton ends it cancelled.
+	// stopped, and Tekton ends it cancelled; the third build's run waits for the
+	// branch until then.
 	third := f.build("operand", 3, nil)
-	runs = f.waitRuns(2)
 	var stopped tektonv1.PipelineRun
 	world.Eventually(t, waitFor, "the second build's run is stopped", func() (bool, error) {
 		for _, r := range f.renovateRuns() {
@@ -66,7 +66,8 @@ func TestOlderBuildNeverRollsBackANewerOne(t *testing.T) {
 	res = f.nudgeResult(nudge.WorkflowID(f.ns, string(second.UID), "bundle"))
 	require.Equal(t, nudge.PhaseSuperseded, res.Phase, res.Reason)
 	require.Equal(t, 1, res.Attempts, "a superseded run is not retried")
-	require.Len(t, f.renovateRuns(), 2)
+	runs = f.waitRuns(2)
+	require.Equal(t, third.Name, runs[1].Annotations[renovate.AnnotationNudgingPipeline], "the third build's run started once the branch was free")
 	require.Equal(t, []string{nudge.ReasonSuperseded}, reasons(f.eventsOf(string(second.UID))))
 }
 

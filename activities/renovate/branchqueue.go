@@ -1,0 +1,217 @@
+package renovate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+)
+
+// One Renovate run per branch at a time. build-service runs every target of a
+// build in ONE PipelineRun, one Renovate after the other; nudgeflow runs one
+// PipelineRun per (build, target), so two targets in one repository whose nudging
+// component asks for build-nudge-simple-branch (one branch for all of them), or two
+// builds of one edge, would push the same branch at once. So every run carries its
+// branch (AnnotationBranch), and a run starts only when no other of nudgeflow's runs
+// on that branch has started and not ended, and none waiting is older; the others
+// stay pending, marked AnnotationQueuedForBranch, and the bridge releases the oldest
+// when the branch's run ends (ReleaseNextOnBranch).
+const (
+	// AnnotationBranch is "<host>/<repository>@<base branch>:<branch>" of a run.
+	AnnotationBranch = "nudgeflow.konflux-ci.dev/branch"
+	// AnnotationQueuedForBranch marks a run waiting for its branch.
+	AnnotationQueuedForBranch = "nudgeflow.konflux-ci.dev/queued-for-branch"
+)
+
+// BranchKey is the branch a run pushes: Renovate names a group's branch
+// branchPrefix + additionalBranchPrefix + the group's slug ("component-update-<nudging>").
+func BranchKey(host, repository, baseBranch, nudging, nudged string, simpleBranch bool) string {
+	additional := nudged + "-"
+	if simpleBranch {
+		additional = ""
+	}
+	return fmt.Sprintf("%s/%s@%s:%s%scomponent-update-%s", host, repository, baseBranch, BranchPrefix, additional, nudging)
+}
+
+// branchState is what a run is to its branch.
+type branchState int
+
+const (
+	branchDone    branchState = iota // ended: holds nothing
+	branchRunning                    // started (released, or cancelled and not ended yet)
+	branchWaiting                    // pending: queued, or being launched
+)
+
+func stateOnBranch(plr *tektonv1.PipelineRun) branchState {
+	switch {
+	case plr.IsDone():
+		return branchDone
+	case plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending:
+		return branchWaiting
+	}
+	return branchRunning
+}
+
+// before orders waiting runs: the older first, then by name.
+func before(a, b *tektonv1.PipelineRun) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// runsOnBranch lists nudgeflow's runs of the namespace on branch.
+func runsOnBranch(ctx context.Context, c ctrlclient.Reader, ns, branch string) ([]tektonv1.PipelineRun, error) {
+	var list tektonv1.PipelineRunList
+	if err := c.List(ctx, &list, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow}); err != nil {
+		return nil, fmt.Errorf("listing the Renovate runs of %s: %w", ns, err)
+	}
+	out := list.Items[:0]
+	for _, plr := range list.Items {
+		if plr.Annotations[AnnotationBranch] == branch {
+			out = append(out, plr)
+		}
+	}
+	return out, nil
+}
+
+// MayStart reports whether run may start among the runs on its branch, and else
+// which run it waits for.
+func MayStart(run *tektonv1.PipelineRun, onBranch []tektonv1.PipelineRun) (bool, string) {
+	for i := range onBranch {
+		other := &onBranch[i]
+		if other.Name == run.Name {
+			continue
+		}
+		switch stateOnBranch(other) {
+		case branchRunning:
+			return false, other.Name
+		case branchWaiting:
+			if before(other, run) {
+				return false, other.Name
+			}
+		}
+	}
+	return true, ""
+}
+
+// releasable: the run's pending is nudgeflow's own to lift (see LaunchRenovate):
+// not a hold of the interceptor, not Kueue's queue.
+func releasable(plr *tektonv1.PipelineRun) bool {
+	return plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations) && plr.Labels[LabelKueueQueue] == ""
+}
+
+// release lifts a run's pending, guarded by the version read: a run someone
+// changed meanwhile is decided again on the next event.
+func release(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) error {
+	patch := ctrlclient.MergeFromWithOptions(plr.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
+	plr.Spec.Status = ""
+	delete(plr.Annotations, AnnotationQueuedForBranch)
+	if err := c.Patch(ctx, plr, patch); err != nil {
+		return fmt.Errorf("starting PipelineRun %s/%s: %w", plr.Namespace, plr.Name, err)
+	}
+	return nil
+}
+
+// queue marks a pending run as waiting for blocker.
+func queue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, blocker string) error {
+	if plr.Annotations[AnnotationQueuedForBranch] == blocker {
+		return nil
+	}
+	patch := ctrlclient.MergeFrom(plr.DeepCopy())
+	plr.Annotations[AnnotationQueuedForBranch] = blocker
+	if err := c.Patch(ctx, plr, patch); err != nil {
+		return fmt.Errorf("queueing PipelineRun %s/%s behind %s: %w", plr.Namespace, plr.Name, blocker, err)
+	}
+	return nil
+}
+
+// startOrQueue starts a pending run its branch allows, else queues it.
+func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) (started bool, blocker string, err error) {
+	branch := plr.Annotations[AnnotationBranch]
+	if branch != "" {
+		onBranch, err := runsOnBranch(ctx, c, plr.Namespace, branch)
+		if err != nil {
+			return false, "", err
+		}
+		if ok, by := MayStart(plr, onBranch); !ok {
+			return false, by, queue(ctx, c, plr, by)
+		}
+	}
+	return true, "", release(ctx, c, plr)
+}
+
+// ReleaseNextOnBranch starts the oldest run waiting on branch once none runs there
+// (the bridge calls it when one of nudgeflow's runs on the branch ended).
+func ReleaseNextOnBranch(ctx context.Context, c ctrlclient.Client, ns, branch string) (string, error) {
+	onBranch, err := runsOnBranch(ctx, c, ns, branch)
+	if err != nil {
+		return "", err
+	}
+	var waiting []*tektonv1.PipelineRun
+	for i := range onBranch {
+		switch stateOnBranch(&onBranch[i]) {
+		case branchRunning:
+			return "", nil
+		case branchWaiting:
+			waiting = append(waiting, &onBranch[i])
+		}
+	}
+	sort.Slice(waiting, func(i, j int) bool { return before(waiting[i], waiting[j]) })
+	for _, plr := range waiting {
+		if plr.Annotations[AnnotationQueuedForBranch] == "" {
+			// Its launch has not decided yet, and will see the branch free.
+			return "", nil
+		}
+		if !releasable(plr) {
+			continue // held or queued by Kueue: not nudgeflow's to start
+		}
+		if err := release(ctx, c, plr); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return "", nil // changed meanwhile: its own event decides again
+			}
+			return "", err
+		}
+		return plr.Name, nil
+	}
+	return "", nil
+}
+
+// Queued reports whether a run waits for its branch.
+func Queued(plr *tektonv1.PipelineRun) bool {
+	return plr.Annotations[AnnotationQueuedForBranch] != "" && plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending
+}
+
+// StartIfFree starts a queued run whose branch is free now (the bridge calls it on
+// every event of a queued run: the branch's run may have ended between the launch's
+// look and its queue mark). It reports whether it started the run.
+func StartIfFree(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) (bool, error) {
+	if !Queued(plr) || !releasable(plr) {
+		return false, nil
+	}
+	onBranch, err := runsOnBranch(ctx, c, plr.Namespace, plr.Annotations[AnnotationBranch])
+	if err != nil {
+		return false, err
+	}
+	if ok, _ := MayStart(plr, onBranch); !ok {
+		return false, nil
+	}
+	if err := release(ctx, c, plr); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// branchOf is the AnnotationBranch value of a launch.
+func branchOf(f forgeInfo, baseBranch, nudging, nudged string, simple bool) string {
+	return BranchKey(f.host, strings.TrimSuffix(f.repository, ".git"), baseBranch, nudging, nudged, simple)
+}
