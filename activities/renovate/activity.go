@@ -219,9 +219,14 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 			return LaunchResult{}, fmt.Errorf("reading ConfigMap %s/%s: %w", req.Namespace, CAConfigMapName(req.Name), err)
 		}
 	}
+	// Owned by the run, so the garbage collector deletes them with it. No
+	// blockOwnerDeletion (build-service sets none either): on OpenShift the
+	// OwnerReferencesPermissionEnforcement admission plugin refuses it to whoever
+	// may not update pipelineruns/finalizers, which the worker may not; it only
+	// matters to a foreground deletion of the run, which nobody asks for.
 	owner := []metav1.OwnerReference{{
 		APIVersion: tektonv1.SchemeGroupVersion.String(), Kind: "PipelineRun",
-		Name: plr.Name, UID: plr.UID, BlockOwnerDeletion: ptr.To(true),
+		Name: plr.Name, UID: plr.UID,
 	}}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, OwnerReferences: owner,
