@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -117,4 +118,32 @@ func TestWorkerLaunchesUnderOwnerReferencePermissions(t *testing.T) {
 		require.Equal(t, run.UID, refs[0].UID, "%T is owned by the run", obj)
 		require.Nil(t, refs[0].BlockOwnerDeletion, "%T does not block the run's deletion", obj)
 	}
+}
+
+// A launch whose Secret a cluster's admission policy refuses, as the worker's
+// ServiceAccount: LaunchRenovate deletes the run it created pending (the shipped
+// ClusterRole lets it), so no PipelineRun stays pending, and fails for good with
+// the policy's message. The ConfigMap it had created is owned by the deleted run:
+// the garbage collector's to delete.
+func TestWorkerDeletesTheRunItCannotRelease(t *testing.T) {
+	w := world.Get(t)
+	ctx := context.Background()
+	c := asWorker(t)
+	ns, req := launchWorld(t)
+	w.DenyCreate(t, ns, &corev1.Secret{}, "Secrets are managed by the platform team here")
+
+	_, err := launch(t, c, req)
+	require.ErrorContains(t, err, "Secrets are managed by the platform team here")
+	require.ErrorContains(t, err, "deleted the pending PipelineRun "+ns+"/"+req.Name)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.True(t, appErr.NonRetryable(), "a refusal comes back on every try")
+
+	var runs tektonv1.PipelineRunList
+	require.NoError(t, w.Kube.List(ctx, &runs, ctrlclient.InNamespace(ns)))
+	require.Empty(t, runs.Items, "no run is left pending")
+	var cm corev1.ConfigMap
+	require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: req.Name}, &cm))
+	require.Len(t, cm.OwnerReferences, 1)
+	require.Equal(t, req.Name, cm.OwnerReferences[0].Name, "owned by the deleted run, for the garbage collector")
 }
