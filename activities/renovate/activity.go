@@ -491,6 +491,11 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 	return &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: req.Namespace,
+			// integration-service labels its nudge runs with the type label only
+			// (tekton/nudging/nudge_pipeline.go); Konflux's queues and quotas select
+			// nudge runs by it. No other Konflux label: pipelines.appstudio.openshift.io/type
+			// or appstudio.openshift.io/component would make build-service and
+			// integration-service take the run for a build (and nudge from it).
 			Labels: map[string]string{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow},
 			Annotations: map[string]string{
 				AnnotationNudgedComponents: req.Nudged,

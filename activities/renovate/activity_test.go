@@ -147,6 +147,16 @@ func TestLaunchRenovateMatchesBuildService(t *testing.T) {
 	require.True(t, u.launch(unitRequest(name)).Created)
 	plr, cfg, raw, secret := u.created(name)
 
+	// integration-service's nudge run carries one label and five annotations
+	// (tekton/nudging/nudge_pipeline.go at 2ae2878): the same, plus nudgeflow's own
+	// keys, and no label build-service or integration-service classify runs by.
+	require.Equal(t, map[string]string{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow}, plr.Labels)
+	require.Equal(t, "bundle", plr.Annotations[AnnotationNudgedComponents])
+	require.Equal(t, "operand", plr.Annotations[AnnotationNudgingComponent])
+	require.Equal(t, "quay.io/org/operand:rev1", plr.Annotations[AnnotationNudgingImage])
+	require.Equal(t, "operand-on-push", plr.Annotations[AnnotationNudgingPipeline])
+	require.Contains(t, plr.Annotations, AnnotationNudgingCommit)
+
 	require.Equal(t, "https://github.example.com/api/v3/", cfg.Endpoint)
 	require.Equal(t, map[string]string{
 		"quay.io/redhat-prod/org----operand": "quay.io/org/operand",
