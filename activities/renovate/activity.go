@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -67,10 +68,11 @@ const (
 	nonRetryableNotNudgeable  = "NotNudgeable"
 	nonRetryableNoCredentials = "NoCredentials"
 	nonRetryableNameConflict  = "NameConflict"
+	nonRetryableRefused       = "Refused"
 )
 
 // NonRetryableErrorTypes are the error types a retry never fixes.
-var NonRetryableErrorTypes = []string{nonRetryableTargetMissing, nonRetryableNotNudgeable, nonRetryableNoCredentials, nonRetryableNameConflict, ErrorTypeSuperseded}
+var NonRetryableErrorTypes = []string{nonRetryableTargetMissing, nonRetryableNotNudgeable, nonRetryableNoCredentials, nonRetryableNameConflict, nonRetryableRefused, ErrorTypeSuperseded}
 
 // Activities holds the clients the activities use.
 type Activities struct {
@@ -199,6 +201,13 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		"nudging", req.Nudging, "nudged", req.Nudged, "configTier", tier, "credentialSecret", cred.SecretName,
 		"distributionRepos", distribution, "registryHostRules", hostRules != "", "trustedCA", caSource)
 
+	secretData := map[string]string{tokenKey: cred.Password}
+	if hostRules != "" {
+		// The whole rule, password included, stays in the Secret: the command only
+		// names the variable (build-service writes the username and host into it).
+		secretData[hostRulesKey] = hostRules
+	}
+
 	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
 	plr.Annotations[AnnotationBranch] = branchOf(forge, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
 	created := true
@@ -218,84 +227,136 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 				fmt.Sprintf("PipelineRun %s/%s exists but belongs to %q", req.Namespace, req.Name, plr.Annotations[AnnotationWorkflowID]), nonRetryableNameConflict, nil)
 		}
 	} else if err != nil {
+		if refused(err) {
+			return LaunchResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("creating PipelineRun %s/%s: %v", req.Namespace, req.Name, err), nonRetryableRefused, nil)
+		}
 		return LaunchResult{}, fmt.Errorf("creating PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
 	}
+	if err := a.completeAndRelease(ctx, req, plr, created, runObjects{config: cfgJSON, caBundle: caBundle, secret: secretData}); err != nil {
+		return LaunchResult{}, a.withdraw(ctx, plr, err)
+	}
+	return LaunchResult{Name: req.Name, Created: created}, nil
+}
+
+// runObjects are what a run reads besides its spec: its Renovate config, the
+// trusted CA bundle ("": none) and its Secret's data.
+type runObjects struct {
+	config   []byte
+	caBundle string
+	secret   map[string]string
+}
+
+// completeAndRelease creates the run's ConfigMaps and Secret (owned by it) and
+// releases it when it is still pending.
+func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, plr *tektonv1.PipelineRun, created bool, objs runObjects) error {
 	// A retry keeps the run an earlier attempt created: if that run mounts a CA
 	// copy, the copy must exist, or its pod never starts.
-	if !created && mountsTrustedCA(plr) && caBundle == "" {
+	if !created && mountsTrustedCA(plr) && objs.caBundle == "" {
 		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: CAConfigMapName(req.Name)}, &corev1.ConfigMap{})
 		if apierrors.IsNotFound(err) {
-			return LaunchResult{}, fmt.Errorf("PipelineRun %s/%s mounts the trusted CA bundle, but no ConfigMap labelled %s=true in %q holds one now",
+			return fmt.Errorf("PipelineRun %s/%s mounts the trusted CA bundle, but no ConfigMap labelled %s=true in %q holds one now",
 				req.Namespace, req.Name, LabelInjectTrustedCABundle, a.OperatorNamespace)
 		}
 		if err != nil {
-			return LaunchResult{}, fmt.Errorf("reading ConfigMap %s/%s: %w", req.Namespace, CAConfigMapName(req.Name), err)
+			return fmt.Errorf("reading ConfigMap %s/%s: %w", req.Namespace, CAConfigMapName(req.Name), err)
 		}
 	}
+	// Owned by the run, so the garbage collector deletes them with it. No
+	// blockOwnerDeletion (build-service sets none either): on OpenShift the
+	// OwnerReferencesPermissionEnforcement admission plugin refuses it to whoever
+	// may not update pipelineruns/finalizers, which the worker may not; it only
+	// matters to a foreground deletion of the run, which nobody asks for.
 	owner := []metav1.OwnerReference{{
 		APIVersion: tektonv1.SchemeGroupVersion.String(), Kind: "PipelineRun",
-		Name: plr.Name, UID: plr.UID, BlockOwnerDeletion: ptr.To(true),
+		Name: plr.Name, UID: plr.UID,
 	}}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, OwnerReferences: owner,
 			Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
-		Data: map[string]string{configFile(req.Nudged): string(cfgJSON)},
+		Data: map[string]string{configFile(req.Nudged): string(objs.config)},
 	}
-	if err := createOrKeep(ctx, a.Kube, cm); err != nil {
-		return LaunchResult{}, err
+	if err := createOwned(ctx, a.Kube, cm, plr.UID); err != nil {
+		return err
 	}
-	if caBundle != "" {
+	if objs.caBundle != "" {
 		ca := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: CAConfigMapName(req.Name), Namespace: req.Namespace, OwnerReferences: owner,
 				Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
-			Data: map[string]string{CABundleKey: caBundle},
+			Data: map[string]string{CABundleKey: objs.caBundle},
 		}
-		if err := createOrKeep(ctx, a.Kube, ca); err != nil {
-			return LaunchResult{}, err
+		if err := createOwned(ctx, a.Kube, ca, plr.UID); err != nil {
+			return err
 		}
-	}
-	secretData := map[string]string{tokenKey: cred.Password}
-	if hostRules != "" {
-		// The whole rule, password included, stays in the Secret: the command only
-		// names the variable (build-service writes the username and host into it).
-		secretData[hostRulesKey] = hostRules
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, OwnerReferences: owner,
 			Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
 		Type:       corev1.SecretTypeOpaque,
-		StringData: secretData,
+		StringData: objs.secret,
 	}
-	if err := createOrKeep(ctx, a.Kube, secret); err != nil {
-		return LaunchResult{}, err
+	if err := createOwned(ctx, a.Kube, secret, plr.UID); err != nil {
+		return err
+	}
+	// Runs of older builds on the edge stop: they would write an older digest.
+	if err := a.supersedeOlder(ctx, req); err != nil {
+		return err
 	}
 	// The run was created pending so it never starts before its ConfigMaps and
-	// Secret exist; now release it. Not a run the bridge's interceptor held for a
-	// ChangeGroup at admission: it is pending only because a webhook called after
-	// the interceptor (tekton-kueue's) re-pended it, and releasing it would start a
-	// nudge the group collects. Nor a run Kueue queues (tekton-kueue labelled it
-	// with its queue at admission and pended it): Kueue admits it when the quota
-	// allows, and releasing it would jump the queue. Kueue may admit it before its
-	// ConfigMap and Secret exist, as it may build-service's and
-	// integration-service's runs (created before theirs); the pod waits for them.
-	if err := a.supersedeOlder(ctx, req); err != nil {
-		return LaunchResult{}, err
-	}
-	// It starts only when its branch is free (branchqueue.go: a stopped older run
-	// holds it until Tekton ended it); else the bridge starts it when the branch's
-	// run ends.
+	// Secret exist; now release it (releasable), when its branch is free
+	// (branchqueue.go; else the bridge starts it when the branch's run ends). Not a
+	// run the bridge's interceptor held for a ChangeGroup at admission: it is
+	// pending only because a webhook called after the interceptor (tekton-kueue's)
+	// re-pended it, and releasing it would start a nudge the group collects. Nor a
+	// run Kueue queues (tekton-kueue labelled it with its queue and pended it):
+	// Kueue admits it when the quota allows, and releasing it would jump the queue;
+	// Kueue may admit it before its ConfigMap and Secret exist, as it may
+	// build-service's and integration-service's runs; the pod waits for them.
 	if releasable(plr) {
 		started, blocker, err := startOrQueue(ctx, a.Kube, plr)
 		if err != nil {
-			return LaunchResult{}, err
+			return err
 		}
 		if !started {
 			activity.GetLogger(ctx).Info("Renovate run waits for its branch", "pipelineRun", req.Name, "waitsFor", blocker,
 				"branch", plr.Annotations[AnnotationBranch])
 		}
 	}
-	return LaunchResult{Name: req.Name, Created: created}, nil
+	return nil
 }
+
+// withdraw deletes the run a launch could not release, if it is still pending,
+// and returns why. Nobody would ever release it: it would wait forever, holding
+// its name. Deleted, a retry of the activity creates it again from scratch, and a
+// launch that fails for good leaves no run behind (the garbage collector deletes
+// what it owned). A refusal (Forbidden, Invalid: RBAC, an admission policy or
+// webhook) comes back on every try, so it is not retried; anything else is. A run
+// no longer pending (released, or cancelled by a ChangeGroup's hold) is left alone.
+func (a *Activities) withdraw(ctx context.Context, plr *tektonv1.PipelineRun, cause error) error {
+	if plr.Spec.Status != tektonv1.PipelineRunSpecStatusPending {
+		return cause
+	}
+	// The UID precondition: never delete a run of the same name this launch did not see.
+	err := a.Kube.Delete(ctx, plr, ctrlclient.Preconditions{UID: &plr.UID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		// Still pending: retried, the launch deletes or releases it then. (Errors
+		// here carry their causes as text: the Nudge workflow writes the last one
+		// into an Event, and Temporal would repeat each error of a wrapped chain.)
+		return fmt.Errorf("%v; deleting the pending PipelineRun %s/%s failed too, so it stays pending until the launch is retried: %v",
+			cause, plr.Namespace, plr.Name, err)
+	}
+	activity.GetLogger(ctx).Warn("deleted the Renovate run the launch could not release", "pipelineRun", plr.Name,
+		"namespace", plr.Namespace, "error", cause)
+	msg := fmt.Sprintf("deleted the pending PipelineRun %s/%s, which could not be released: %v", plr.Namespace, plr.Name, cause)
+	if refused(cause) {
+		return temporal.NewNonRetryableApplicationError(msg, nonRetryableRefused, nil)
+	}
+	return errors.New(msg)
+}
+
+// refused: the API server refused the write itself (RBAC, an admission plugin,
+// policy or webhook denial, a schema error): the same request is refused again.
+func refused(err error) bool { return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) }
 
 // distributionRepos are the repositories the nudging component's images are
 // released to, which Renovate must rewrite too: the request's (old histories
@@ -361,6 +422,35 @@ func simpleBranch(nudging *mirrorv1alpha1.Component) bool {
 }
 
 func configFile(nudged string) string { return nudged + ".json" }
+
+// createOwned creates one of a run's objects, or keeps the one an earlier try of
+// this activity created for the same run. One owned by anything else is what a
+// deleted run of the same name (withdrawn, or deleted by a person while pending)
+// left to the garbage collector, which will delete it under the new run: the
+// launch fails, retryably, until the collector has.
+func createOwned(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object, owner types.UID) error {
+	kind := reflect.TypeOf(obj).Elem().Name()
+	err := c.Create(ctx, obj)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	existing := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(ctrlclient.Object)
+	if err := c.Get(ctx, ctrlclient.ObjectKeyFromObject(obj), existing); err != nil {
+		return fmt.Errorf("reading existing %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	owners := []string{}
+	for _, ref := range existing.GetOwnerReferences() {
+		if ref.UID == owner {
+			return nil
+		}
+		owners = append(owners, fmt.Sprintf("%s %s (uid %s)", ref.Kind, ref.Name, ref.UID))
+	}
+	return fmt.Errorf("%s %s/%s exists, owned by %v, not by this PipelineRun (uid %s): it is left over from a deleted run of the same name and waits for the garbage collector",
+		kind, obj.GetNamespace(), obj.GetName(), owners, owner)
+}
 
 func createOrKeep(ctx context.Context, c ctrlclient.Client, obj ctrlclient.Object) error {
 	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -431,6 +521,11 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 	return &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: req.Name, Namespace: req.Namespace,
+			// integration-service labels its nudge runs with the type label only
+			// (tekton/nudging/nudge_pipeline.go); Konflux's queues and quotas select
+			// nudge runs by it. No other Konflux label: pipelines.appstudio.openshift.io/type
+			// or appstudio.openshift.io/component would make build-service and
+			// integration-service take the run for a build (and nudge from it).
 			Labels: map[string]string{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow},
 			Annotations: map[string]string{
 				AnnotationNudgedComponents: req.Nudged,

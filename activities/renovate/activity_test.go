@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -13,13 +14,17 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate/renovatetest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
@@ -46,6 +51,11 @@ type unitWorld struct {
 // newUnitWorld is a fake cluster with a nudging component "operand" (image
 // quay.io/org/operand) and a nudged "bundle" on GitHub Enterprise, plus objs.
 func newUnitWorld(t *testing.T, operatorNamespace string, objs ...ctrlclient.Object) *unitWorld {
+	return newInterceptedWorld(t, interceptor.Funcs{}, operatorNamespace, objs...)
+}
+
+// newInterceptedWorld is newUnitWorld with the fake API server's answers changed by funcs.
+func newInterceptedWorld(t *testing.T, funcs interceptor.Funcs, operatorNamespace string, objs ...ctrlclient.Object) *unitWorld {
 	base := []ctrlclient.Object{
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand", Namespace: "tenant"},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: "quay.io/org/operand"}},
@@ -56,7 +66,7 @@ func newUnitWorld(t *testing.T, operatorNamespace string, objs ...ctrlclient.Obj
 			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.example.com"}},
 			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("bot"), "password": []byte(unitToken)}},
 	}
-	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).Build()
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).WithInterceptorFuncs(funcs).Build()
 	logs := &world.LogBuffer{}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
@@ -136,6 +146,16 @@ func TestLaunchRenovateMatchesBuildService(t *testing.T) {
 	name := RunName("nudge/tenant/uid/bundle", 1)
 	require.True(t, u.launch(unitRequest(name)).Created)
 	plr, cfg, raw, secret := u.created(name)
+
+	// integration-service's nudge run carries one label and five annotations
+	// (tekton/nudging/nudge_pipeline.go at 2ae2878): the same, plus nudgeflow's own
+	// keys, and no label build-service or integration-service classify runs by.
+	require.Equal(t, map[string]string{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow}, plr.Labels)
+	require.Equal(t, "bundle", plr.Annotations[AnnotationNudgedComponents])
+	require.Equal(t, "operand", plr.Annotations[AnnotationNudgingComponent])
+	require.Equal(t, "quay.io/org/operand:rev1", plr.Annotations[AnnotationNudgingImage])
+	require.Equal(t, "operand-on-push", plr.Annotations[AnnotationNudgingPipeline])
+	require.Contains(t, plr.Annotations, AnnotationNudgingCommit)
 
 	require.Equal(t, "https://github.example.com/api/v3/", cfg.Endpoint)
 	require.Equal(t, map[string]string{
@@ -328,4 +348,146 @@ func TestStatusOfCancelledRun(t *testing.T) {
 	}
 	pending := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusCancelled}}
 	require.False(t, StatusOf(pending).Done, "asked to stop, not stopped yet: the run has not ended")
+}
+
+// A launch that cannot release its run deletes it, so no run stays pending: a
+// refused write (Forbidden, Invalid) fails for good, anything else is retried and
+// the retry creates the run again; a run the launch cannot delete either stays, and
+// the error says so. (test/nudges and test/deploy show the same against a real API
+// server.)
+func TestLaunchThatCannotReleaseDeletesTheRun(t *testing.T) {
+	configmaps := schema.GroupResource{Resource: "configmaps"}
+	for _, tc := range []struct {
+		name string
+		// fail answers the launch's writes; nil lets them through.
+		fail         func(verb string, obj ctrlclient.Object) error
+		retryable    bool
+		runRemains   bool
+		errorNames   []string
+		errorLacking string
+	}{
+		{
+			name: "ConfigMap forbidden",
+			fail: func(verb string, obj ctrlclient.Object) error {
+				if _, ok := obj.(*corev1.ConfigMap); ok && verb == "create" {
+					return apierrors.NewForbidden(configmaps, obj.GetName(), errors.New("denied by policy no-configmaps"))
+				}
+				return nil
+			},
+			errorNames: []string{"deleted the pending PipelineRun", "creating ConfigMap", "denied by policy no-configmaps"},
+		},
+		{
+			name: "Secret invalid",
+			fail: func(verb string, obj ctrlclient.Object) error {
+				if _, ok := obj.(*corev1.Secret); ok && verb == "create" {
+					return apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Secret").GroupKind(), obj.GetName(), nil)
+				}
+				return nil
+			},
+			errorNames: []string{"deleted the pending PipelineRun", "creating Secret"},
+		},
+		{
+			name: "Secret unavailable",
+			fail: func(verb string, obj ctrlclient.Object) error {
+				if _, ok := obj.(*corev1.Secret); ok && verb == "create" {
+					return apierrors.NewServiceUnavailable("etcd is away")
+				}
+				return nil
+			},
+			retryable:  true,
+			errorNames: []string{"deleted the pending PipelineRun", "creating Secret", "etcd is away"},
+		},
+		{
+			name: "release fails",
+			fail: func(verb string, obj ctrlclient.Object) error {
+				if _, ok := obj.(*tektonv1.PipelineRun); ok && verb == "patch" {
+					return apierrors.NewInternalError(errors.New("webhook unreachable"))
+				}
+				return nil
+			},
+			retryable:  true,
+			errorNames: []string{"deleted the pending PipelineRun", "starting PipelineRun", "webhook unreachable"},
+		},
+		{
+			name: "delete fails too",
+			fail: func(verb string, obj ctrlclient.Object) error {
+				switch obj.(type) {
+				case *corev1.ConfigMap:
+					if verb == "create" {
+						return apierrors.NewForbidden(configmaps, obj.GetName(), errors.New("denied by policy no-configmaps"))
+					}
+				case *tektonv1.PipelineRun:
+					if verb == "delete" {
+						return apierrors.NewInternalError(errors.New("apiserver restarting"))
+					}
+				}
+				return nil
+			},
+			retryable:    true,
+			runRemains:   true,
+			errorNames:   []string{"denied by policy no-configmaps", "stays pending until the launch is retried", "apiserver restarting"},
+			errorLacking: "deleted the pending PipelineRun",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			failing := true
+			answer := func(verb string, obj ctrlclient.Object) error {
+				if !failing {
+					return nil
+				}
+				return tc.fail(verb, obj)
+			}
+			u := newInterceptedWorld(t, interceptor.Funcs{
+				Create: func(ctx context.Context, c ctrlclient.WithWatch, obj ctrlclient.Object, opts ...ctrlclient.CreateOption) error {
+					if err := answer("create", obj); err != nil {
+						return err
+					}
+					return c.Create(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, c ctrlclient.WithWatch, obj ctrlclient.Object, patch ctrlclient.Patch, opts ...ctrlclient.PatchOption) error {
+					if err := answer("patch", obj); err != nil {
+						return err
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+				Delete: func(ctx context.Context, c ctrlclient.WithWatch, obj ctrlclient.Object, opts ...ctrlclient.DeleteOption) error {
+					if err := answer("delete", obj); err != nil {
+						return err
+					}
+					return c.Delete(ctx, obj, opts...)
+				},
+			}, "")
+			name := RunName("nudge/tenant/uid/bundle", 1)
+			_, err := u.env.ExecuteActivity(u.a.LaunchRenovate, unitRequest(name))
+			require.Error(t, err)
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, err, &appErr)
+			require.Equal(t, tc.retryable, !appErr.NonRetryable(), "retryable: %v", err)
+			if !tc.retryable {
+				require.Equal(t, nonRetryableRefused, appErr.Type())
+			}
+			for _, part := range tc.errorNames {
+				require.ErrorContains(t, err, part)
+			}
+			if tc.errorLacking != "" {
+				require.NotContains(t, err.Error(), tc.errorLacking)
+			}
+			plr := &tektonv1.PipelineRun{}
+			getErr := u.kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: "tenant", Name: name}, plr)
+			if tc.runRemains {
+				require.NoError(t, getErr)
+				require.True(t, plr.IsPending(), "a run the launch could not delete stays pending, for the retry")
+			} else {
+				require.True(t, apierrors.IsNotFound(getErr), "the run is deleted: %v", getErr)
+			}
+
+			// Retried once the API server lets the writes through, the launch creates
+			// (or keeps) the run and releases it.
+			failing = false
+			res := u.launch(unitRequest(name))
+			require.Equal(t, !tc.runRemains, res.Created)
+			got, _, _, _ := u.created(name)
+			require.False(t, got.IsPending())
+		})
+	}
 }

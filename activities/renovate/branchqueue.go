@@ -109,13 +109,17 @@ func releasable(plr *tektonv1.PipelineRun) bool {
 
 // release lifts a run's pending, guarded by the version read: a run someone
 // changed meanwhile is decided again on the next event.
+//
+// The patch goes through a copy: plr stays as the API server last showed it,
+// pending, should the release fail (the launch then withdraws it).
 func release(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) error {
-	patch := ctrlclient.MergeFromWithOptions(plr.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
-	plr.Spec.Status = ""
-	delete(plr.Annotations, AnnotationQueuedForBranch)
-	if err := c.Patch(ctx, plr, patch); err != nil {
+	released := plr.DeepCopy()
+	released.Spec.Status = ""
+	delete(released.Annotations, AnnotationQueuedForBranch)
+	if err := c.Patch(ctx, released, ctrlclient.MergeFromWithOptions(plr, ctrlclient.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("starting PipelineRun %s/%s: %w", plr.Namespace, plr.Name, err)
 	}
+	*plr = *released
 	return nil
 }
 

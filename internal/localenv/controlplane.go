@@ -36,6 +36,35 @@ type ControlPlane struct {
 	Config *rest.Config
 }
 
+// OpenShiftAdmissionPlugins are the upstream kube-apiserver admission plugins
+// OpenShift turns on that upstream leaves off (openshift/kubernetes,
+// package openshift-kube-apiserver/admission/admissionenablement,
+// additionalDefaultOnPlugins), so the test world refuses what an OpenShift
+// cluster refuses:
+//   - OwnerReferencesPermissionEnforcement: blockOwnerDeletion on an owner
+//     reference needs update on the owner's finalizers subresource, and changing
+//     an object's owner references needs delete on it. This is the one nudgeflow's
+//     writes meet (the Renovate run's ConfigMaps and Secret are owned by it).
+//   - PodNodeSelector, PodTolerationRestriction: read namespace annotations on pod
+//     writes; nudgeflow writes no pods, but they cost nothing and keep the set whole.
+//   - NodeRestriction: limits what kubelets (system:node:*) may change; no test acts
+//     as a node, so it never refuses, but it is part of the set.
+//
+// The rest of OpenShift's list is already on in upstream v1.34 (Priority,
+// StorageObjectInUseProtection, ResourceQuota, LimitRanger, the webhooks and
+// ValidatingAdmissionPolicy) or is OpenShift's own (SCCs, ImagePolicy,
+// ClusterResourceQuota, ...), which upstream kube-apiserver does not have.
+// PersistentVolumeLabel, on in older OpenShift releases, is gone from upstream.
+// ServiceAccount stays off, as envtest leaves it: it would refuse every pod whose
+// ServiceAccount no controller created (no controller-manager runs here), and
+// nudgeflow writes no pods.
+var OpenShiftAdmissionPlugins = []string{
+	"OwnerReferencesPermissionEnforcement",
+	"PodNodeSelector",
+	"PodTolerationRestriction",
+	"NodeRestriction",
+}
+
 // CRDDirs are nudgeflow's own CRDs and the test CRDs of the Konflux and Tekton kinds it reads.
 func CRDDirs() []string {
 	root := RepoRoot()
@@ -57,6 +86,7 @@ func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
 	}
 	apiServer := env.ControlPlane.GetAPIServer()
 	apiServer.Out, apiServer.Err = opts.Log, opts.Log
+	apiServer.Configure().Append("enable-admission-plugins", OpenShiftAdmissionPlugins...)
 	if opts.APIServerPort != 0 {
 		apiServer.SecureServing.Address = "127.0.0.1"
 		apiServer.SecureServing.Port = strconv.Itoa(opts.APIServerPort)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -91,6 +92,7 @@ func TestEveryVariantIsConsistent(t *testing.T) {
 				checkMonitoring(t, v.objs)
 			}
 			checkTemporalEnv(t, v, []*appsv1.Deployment{bridge, worker})
+			checkTrustedCA(t, v.objs, worker)
 			if len(v.features) == 0 || v.name == "openshift" {
 				// The overlays change no Deployment: what the program test runs is
 				// what each overlay deploys.
@@ -302,6 +304,41 @@ func checkDeployment(t *testing.T, m manifests, d *appsv1.Deployment) {
 	for _, vm := range c.VolumeMounts {
 		require.True(t, slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name }), "volume %s", vm.Name)
 	}
+}
+
+// checkTrustedCA: the worker knows its namespace from the downward API
+// (POD_NAMESPACE, the default of --operator-namespace, which the args leave alone),
+// where the ConfigMap labelled for OpenShift's CA injection lives, shipped without
+// data; its own clients read that ConfigMap through SSL_CERT_DIR, the folder it is
+// mounted at.
+func checkTrustedCA(t *testing.T, m manifests, worker *appsv1.Deployment) {
+	spec := worker.Spec.Template.Spec
+	c := spec.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	ns, ok := env["POD_NAMESPACE"]
+	require.True(t, ok, "the worker sets POD_NAMESPACE")
+	require.NotNil(t, ns.ValueFrom, "POD_NAMESPACE comes from the downward API")
+	require.NotNil(t, ns.ValueFrom.FieldRef, "POD_NAMESPACE comes from the downward API")
+	require.Equal(t, "metadata.namespace", ns.ValueFrom.FieldRef.FieldPath)
+	_, set := argValue(c.Args, "operator-namespace")
+	require.False(t, set, "--operator-namespace is left to default to $POD_NAMESPACE")
+
+	dir := env["SSL_CERT_DIR"].Value
+	require.NotEmpty(t, dir, "the worker's own clients read the trusted CA folder")
+	i := slices.IndexFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == dir })
+	require.GreaterOrEqual(t, i, 0, "SSL_CERT_DIR %s is a mount", dir)
+	j := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == c.VolumeMounts[i].Name })
+	require.GreaterOrEqual(t, j, 0)
+	vol := spec.Volumes[j]
+	require.NotNil(t, vol.ConfigMap, "SSL_CERT_DIR mounts a ConfigMap")
+	require.True(t, *vol.ConfigMap.Optional, "the worker starts before (or without) a bundle")
+	cm := m.find("ConfigMap", vol.ConfigMap.Name)
+	require.NotNil(t, cm, "ConfigMap %s is deployed", vol.ConfigMap.Name)
+	require.Equal(t, "true", cm.GetLabels()[renovate.LabelInjectTrustedCABundle], "OpenShift injects the bundle into it")
+	require.NotContains(t, cm.Object, "data", "an apply never removes an injected bundle")
 }
 
 // webhookService resolves a webhook's clientConfig to the bridge's container port.

@@ -22,8 +22,10 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,8 +87,8 @@ func prepared(t *testing.T) {
 //     Service forwards 443 to it);
 //   - every listen address (":8080"): a free port on 127.0.0.1, since several
 //     processes share this machine's network;
-//   - mount paths in args: folders holding what the kubelet would mount (the
-//     Secrets' keys as files, empty dirs).
+//   - mount paths in args and env: folders holding what the kubelet would mount
+//     (the Secrets' and ConfigMaps' keys as files, empty dirs).
 type pod struct {
 	t         *testing.T
 	name      string
@@ -110,6 +112,34 @@ func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *po
 	c := spec.Containers[0]
 	p := &pod{t: t, name: d.Name, container: c, addr: map[int32]string{}, done: make(chan struct{})}
 
+	// Volumes.
+	mounts := map[string]string{}
+	for _, vm := range c.VolumeMounts {
+		dir := t.TempDir()
+		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name })
+		require.GreaterOrEqual(t, i, 0)
+		switch vol := spec.Volumes[i]; {
+		case vol.Secret != nil:
+			var secret corev1.Secret
+			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: vol.Secret.SecretName}, &secret),
+				"Secret %s mounted by %s", vol.Secret.SecretName, d.Name)
+			for k, v := range secret.Data {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, k), v, 0o600))
+			}
+		case vol.ConfigMap != nil:
+			require.Empty(t, vol.ConfigMap.Items, "%s: ConfigMap volume %s: only whole ConfigMaps are mounted here", d.Name, vol.Name)
+			var cm corev1.ConfigMap
+			err := w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: vol.ConfigMap.Name}, &cm)
+			if !apierrors.IsNotFound(err) || !ptr.Deref(vol.ConfigMap.Optional, false) {
+				require.NoError(t, err, "ConfigMap %s mounted by %s", vol.ConfigMap.Name, d.Name)
+			}
+			for k, v := range cm.Data {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600))
+			}
+		}
+		mounts[vm.MountPath] = dir
+	}
+
 	// Environment: envFrom, then env, as the kubelet orders them.
 	env := map[string]string{}
 	for _, ef := range c.EnvFrom {
@@ -121,7 +151,8 @@ func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *po
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:
-			env[e.Name] = expand(e.Value, env)
+			// A path inside a mounted volume points at the folder standing in for it.
+			env[e.Name] = mounted(expand(e.Value, env), mounts)
 		case e.ValueFrom.FieldRef != nil:
 			require.Equal(t, "metadata.namespace", e.ValueFrom.FieldRef.FieldPath, "only the namespace is read from the pod")
 			env[e.Name] = d.Namespace
@@ -139,23 +170,6 @@ func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *po
 	require.Contains(t, env, "TEMPORAL_ADDRESS")
 	env["TEMPORAL_ADDRESS"] = o.temporalAddress
 	env["KUBECONFIG"] = asServiceAccount(t, d.Namespace, spec.ServiceAccountName)
-
-	// Volumes.
-	mounts := map[string]string{}
-	for _, vm := range c.VolumeMounts {
-		dir := t.TempDir()
-		i := slices.IndexFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name })
-		require.GreaterOrEqual(t, i, 0)
-		if s := spec.Volumes[i].Secret; s != nil {
-			var secret corev1.Secret
-			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: s.SecretName}, &secret),
-				"Secret %s mounted by %s", s.SecretName, d.Name)
-			for k, v := range secret.Data {
-				require.NoError(t, os.WriteFile(filepath.Join(dir, k), v, 0o600))
-			}
-		}
-		mounts[vm.MountPath] = dir
-	}
 
 	// Args.
 	var args []string
@@ -353,7 +367,16 @@ func startCluster(t *testing.T, temporalAddress string, webhookPort int) *cluste
 // each process with only its ServiceAccount's permissions.
 func TestManifestsAreTheProgram(t *testing.T) {
 	w := world.Get(t)
-	_, webhookPort, _ := w.WebhookServer()
+	_, webhookPort, certDir := w.WebhookServer()
+	// The cluster's trusted CA bundle, injected into the shipped ConfigMap as
+	// OpenShift does (any real PEM will do: envtest's webhook certificate).
+	prepared(t)
+	bundle, err := os.ReadFile(filepath.Join(certDir, "tls.crt"))
+	require.NoError(t, err)
+	var trusted corev1.ConfigMap
+	require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: systemNamespace, Name: "nudgeflow-trusted-ca"}, &trusted))
+	trusted.Data = map[string]string{renovate.CABundleKey: string(bundle)}
+	require.NoError(t, w.Kube.Update(context.Background(), &trusted))
 	c := startCluster(t, w.Temporal.Address, webhookPort)
 	require.Equal(t, w.Temporal.Namespace, get[corev1.ConfigMap](t, c.m, "ConfigMap", "nudgeflow-temporal").Data["TEMPORAL_NAMESPACE"],
 		"the manifests' Temporal namespace is used as written")
@@ -443,6 +466,14 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	for _, obj := range []ctrlclient.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
 		require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: run.Name}, obj), "the run's %T", obj)
 	}
+	// The worker found the bundle in its own namespace (POD_NAMESPACE from the
+	// downward API) and mounted a copy into the run.
+	var ca corev1.ConfigMap
+	require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: renovate.CAConfigMapName(run.Name)}, &ca), "the run's copy of the trusted CA bundle")
+	require.Equal(t, string(bundle), ca.Data[renovate.CABundleKey])
+	require.True(t, slices.ContainsFunc(run.Spec.PipelineSpec.Tasks[0].TaskSpec.Volumes, func(v corev1.Volume) bool {
+		return v.ConfigMap != nil && v.ConfigMap.Name == ca.Name
+	}), "the run mounts it")
 	require.NoError(t, world.SetStatus(ctx, w.Kube, &run, func() {
 		run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
 	}))
