@@ -39,9 +39,6 @@ import (
 
 const waitFor = 2 * time.Minute
 
-// tuning makes a Renovate run's end reach its Nudge through the bridge's signal.
-var tuning = validatednudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: time.Hour}
-
 // The graph of every world: two sources, each with exactly two edges, so a build
 // is owed exactly two nudges whoever runs them.
 //

@@ -47,11 +47,11 @@ const (
 
 // Event reasons on the nudged Component, one per attempt's outcome.
 const (
-	ReasonSucceeded = "NudgeSucceeded"
-	ReasonRunFailed = "NudgeRunFailed"
-	ReasonFailed    = "NudgeFailed"
-	ReasonHeld      = "NudgeHeldByChangeGroup"
-	ReasonCancelled = "NudgeCancelled"
+	ReasonSucceeded  = "NudgeSucceeded"
+	ReasonRunFailed  = "NudgeRunFailed"
+	ReasonFailed     = "NudgeFailed"
+	ReasonHeld       = "NudgeHeldByChangeGroup"
+	ReasonCancelled  = "NudgeCancelled"
 	ReasonSuperseded = "NudgeSuperseded"
 )
 
