@@ -159,7 +159,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal, Batches: batches}).Register(r)
 	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
 	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
-	nudges.Register(r, deps.Kube, deps.OperatorNamespace)
+	nudges.Register(r, deps.Kube, deps.OperatorNamespace, deps.PullRequest.AppSecret, deps.PullRequest.Transport)
 	// PR groups (ADR 29).
 	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
 	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, deps.PullRequest)}).Register(r)

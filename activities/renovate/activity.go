@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"reflect"
@@ -37,7 +38,6 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
@@ -84,6 +84,12 @@ type Activities struct {
 	// CA bundle (build-service looks in its own namespace the same way). Empty: no
 	// bundle is looked for.
 	OperatorNamespace string
+	// GitHubApp is the Secret of the GitHub App whose repository-scoped
+	// installation tokens Renovate pushes with on GitHub (build-service's
+	// pipelines-as-code-secret when zero).
+	GitHubApp types.NamespacedName
+	// Transport makes the GitHub App's calls (http.DefaultTransport when nil).
+	Transport http.RoundTripper
 }
 
 // New returns the activities with the Renovate image from RENOVATE_IMAGE (as
@@ -152,10 +158,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	if err != nil {
 		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNotNudgeable, err)
 	}
-	cred, err := credentials.Lookup(ctx, a.Kube, req.Namespace, forge.host, forge.repository)
-	if errors.Is(err, credentials.ErrNotFound) {
-		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNoCredentials, nil)
-	}
+	cred, gitAuthor, err := a.scmCredential(ctx, req.Namespace, forge)
 	if err != nil {
 		return LaunchResult{}, err
 	}
@@ -180,7 +183,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		Platform:          forge.platform,
 		Endpoint:          forge.endpoint,
 		Username:          cred.Username,
-		GitAuthor:         fmt.Sprintf("%s <123456+%s[bot]@users.noreply.%s>", cred.Username, cred.Username, forge.host),
+		GitAuthor:         gitAuthor,
 		Repository:        forge.repository,
 		BaseBranch:        git.Revision,
 		Nudging:           req.Nudging,
@@ -702,7 +705,7 @@ func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
 }
 
 type forgeInfo struct {
-	platform, host, repository, endpoint string
+	platform, scheme, host, repository, endpoint string
 }
 
 // parseForge derives Renovate's platform and endpoint from the git URL, with the
@@ -716,7 +719,7 @@ func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 	if err != nil || u.Host == "" {
 		return forgeInfo{}, fmt.Errorf("git url %q is not a URL with a host", gitURL)
 	}
-	f := forgeInfo{host: u.Host, repository: strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")}
+	f := forgeInfo{scheme: u.Scheme, host: u.Host, repository: strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")}
 	switch forge.ProviderOf(providerAnnotation, u.Hostname()) {
 	case "github":
 		f.platform, f.endpoint = "github", "https://"+u.Host+"/api/v3/"

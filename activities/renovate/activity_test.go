@@ -93,13 +93,18 @@ func unitRequest(name string) LaunchRequest {
 
 // created reads what the launch wrote: the run, its config and its Secret.
 func (u *unitWorld) created(name string) (*tektonv1.PipelineRun, Config, []byte, *corev1.Secret) {
+	return u.createdFor(name, "bundle")
+}
+
+// createdFor is created for a run that nudges nudged.
+func (u *unitWorld) createdFor(name, nudged string) (*tektonv1.PipelineRun, Config, []byte, *corev1.Secret) {
 	u.t.Helper()
 	ctx := context.Background()
 	plr := &tektonv1.PipelineRun{}
 	require.NoError(u.t, u.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: "tenant", Name: name}, plr))
 	var cm corev1.ConfigMap
 	require.NoError(u.t, u.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: "tenant", Name: name}, &cm))
-	raw := []byte(cm.Data["bundle.json"])
+	raw := []byte(cm.Data[nudged+".json"])
 	var cfg Config
 	require.NoError(u.t, json.Unmarshal(raw, &cfg))
 	var secret corev1.Secret

@@ -27,7 +27,7 @@ func TestParseForgeEndpoints(t *testing.T) {
 	} {
 		f, err := parseForge(tc.url, tc.annotation)
 		require.NoError(t, err, tc.url)
-		require.Equal(t, forgeInfo{platform: tc.platform, endpoint: tc.endpoint, host: tc.host, repository: tc.repo}, f, tc.url)
+		require.Equal(t, forgeInfo{platform: tc.platform, scheme: "https", endpoint: tc.endpoint, host: tc.host, repository: tc.repo}, f, tc.url)
 	}
 	_, err := parseForge("https://git.example.net/org/repo", "")
 	require.ErrorContains(t, err, "git-provider annotation")
@@ -41,7 +41,7 @@ func TestParseForgeEndpoints(t *testing.T) {
 func TestGitLabNudgeConfig(t *testing.T) {
 	f, err := parseForge("https://gitlab.example.org:8443/group/sub/bundle.git", "")
 	require.NoError(t, err)
-	require.Equal(t, forgeInfo{platform: "gitlab", endpoint: "https://gitlab.example.org:8443/api/v4/", host: "gitlab.example.org:8443", repository: "group/sub/bundle"}, f)
+	require.Equal(t, forgeInfo{platform: "gitlab", scheme: "https", endpoint: "https://gitlab.example.org:8443/api/v4/", host: "gitlab.example.org:8443", repository: "group/sub/bundle"}, f)
 	for _, shape := range []string{"gitlab", "gitlab-self-hosted"} {
 		c := GenerateConfig(Shapes()[shape])
 		require.Equal(t, "gitlab", c.Platform, shape)

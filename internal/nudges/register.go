@@ -3,8 +3,11 @@
 package nudges
 
 import (
+	"net/http"
+
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
@@ -13,9 +16,13 @@ import (
 )
 
 // Register adds the workflows (under their stable names) and the activities;
-// operatorNamespace is where the Renovate activities look for the trusted CA bundle.
-func Register(r sdkworker.Registry, kube ctrlclient.Client, operatorNamespace string) {
+// operatorNamespace is where the Renovate activities look for the trusted CA bundle,
+// githubApp the GitHub App Secret (zero: build-service's) whose repository-scoped
+// tokens Renovate pushes with on GitHub, transport what makes the App's calls.
+func Register(r sdkworker.Registry, kube ctrlclient.Client, operatorNamespace string, githubApp types.NamespacedName, transport http.RoundTripper) {
 	r.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
 	r.RegisterWorkflowWithOptions(validatednudge.Workflow, workflow.RegisterOptions{Name: validatednudge.WorkflowName})
-	r.RegisterActivity(renovate.New(kube, operatorNamespace))
+	a := renovate.New(kube, operatorNamespace)
+	a.GitHubApp, a.Transport = githubApp, transport
+	r.RegisterActivity(a)
 }

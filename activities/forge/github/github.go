@@ -69,6 +69,10 @@ func New(o forge.ClientOptions) (*Client, error) {
 	return &Client{repo: o.Repo, bot: o.Bot, rest: c, gql: githubv4.NewEnterpriseClient(gql, hc), tr: tr, fails: fails}, nil
 }
 
+// ErrorTypeAppNotInstalled is AppToken's error type when the App has no
+// installation on the repository (callers may fall back to other credentials).
+const ErrorTypeAppNotInstalled = "GitHubAppNotInstalled"
+
 // AppToken mints an installation token of a GitHub App scoped to the one repository
 // (as build-service does: an installation token to read the repository's ID, then a
 // second one with RepositoryIDs), and the App bot's commit identity.
@@ -95,6 +99,10 @@ func AppToken(ctx context.Context, repo forge.Repo, app forge.App, base http.Rou
 	}
 	inst, resp, err := appClient.Apps.GetRepositoryInstallation(ctx, repo.Owner, repo.Name)
 	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return "", forge.Signature{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("the GitHub App %s is not installed on %s", a.GetSlug(), repo.FullName()), ErrorTypeAppNotInstalled, nil)
+		}
 		return "", forge.Signature{}, classify("finding the App installation of "+repo.FullName(), err, resp, nil)
 	}
 	wide, resp, err := appClient.Apps.CreateInstallationToken(ctx, inst.GetID(), nil)

@@ -19,6 +19,8 @@ type appConfig struct {
 	slug   string
 	key    *rsa.PublicKey
 	scopes map[string][]int64 // installation token -> repository IDs it may use
+	// notInstalled are the owners whose repositories the App is not installed on.
+	notInstalled map[string]bool
 }
 
 // RegisterApp installs a GitHub App (on every repository) whose JWTs are signed by
@@ -27,7 +29,23 @@ type appConfig struct {
 func (s *Server) RegisterApp(id int64, slug string, key *rsa.PublicKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.app = &appConfig{id: id, slug: slug, key: key, scopes: map[string][]int64{}}
+	s.app = &appConfig{id: id, slug: slug, key: key, scopes: map[string][]int64{}, notInstalled: map[string]bool{}}
+}
+
+// UninstallApp removes the App's installation from owner's repositories: GitHub
+// then answers 404 for their installation.
+func (s *Server) UninstallApp(owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.app.notInstalled[owner] = true
+}
+
+// TokenScope names the repositories ("owner/name", comma-joined) an installation
+// token is limited to; "" for an unscoped or unknown token.
+func (s *Server) TokenScope(token string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scopeNames(token)
 }
 
 // AppBotUser is the identity installation tokens authenticate as.
@@ -41,6 +59,10 @@ func (s *Server) appRoutes(mux *http.ServeMux) {
 	}))
 	mux.HandleFunc("GET /api/v3/repos/{owner}/{repo}/installation", s.appAuthed(func(w http.ResponseWriter, r *http.Request) {
 		if rp := s.repoOf(w, r); rp != nil {
+			if s.app.notInstalled[rp.owner] {
+				writeError(w, http.StatusNotFound, "Not Found")
+				return
+			}
 			writeJSON(w, http.StatusOK, map[string]any{"id": s.installationID(rp.owner), "app_id": s.app.id,
 				"account": map[string]any{"login": rp.owner}})
 		}
