@@ -542,29 +542,35 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 		},
 		Spec: tektonv1.PipelineRunSpec{
 			Status: tektonv1.PipelineRunSpecStatusPending,
-			PipelineSpec: &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{
-				Name: "renovate",
-				TaskSpec: &tektonv1.EmbeddedTask{TaskSpec: tektonv1.TaskSpec{
-					Steps: []tektonv1.Step{{
-						Name:    "renovate",
-						Image:   image,
-						Command: []string{"bash", "-c", renovateCommand(req.Nudged, withHostRules)},
-						EnvFrom: []corev1.EnvFromSource{{Prefix: secretEnvPrefix, SecretRef: &corev1.SecretEnvSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: req.Name}}}},
-						// build-service always runs Renovate with debug logs: a nudge that
-						// opened no PR is explained only there.
-						Env:          []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}},
-						VolumeMounts: mounts,
-						SecurityContext: &corev1.SecurityContext{
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-							RunAsNonRoot:             ptr.To(true),
-							AllowPrivilegeEscalation: ptr.To(false),
-							SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-						},
+			PipelineSpec: &tektonv1.PipelineSpec{
+				Tasks: []tektonv1.PipelineTask{{
+					Name: "renovate",
+					TaskSpec: &tektonv1.EmbeddedTask{TaskSpec: tektonv1.TaskSpec{
+						Steps: []tektonv1.Step{{
+							Name:    "renovate",
+							Image:   image,
+							Command: []string{"bash", "-c", withOutcomeCheck(renovateCommand(req.Nudged, withHostRules))},
+							EnvFrom: []corev1.EnvFromSource{{Prefix: secretEnvPrefix, SecretRef: &corev1.SecretEnvSource{
+								LocalObjectReference: corev1.LocalObjectReference{Name: req.Name}}}},
+							// build-service always runs Renovate with debug logs: a nudge that
+							// opened no PR is explained only there.
+							Env:          []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}},
+							VolumeMounts: mounts,
+							SecurityContext: &corev1.SecurityContext{
+								Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+								RunAsNonRoot:             ptr.To(true),
+								AllowPrivilegeEscalation: ptr.To(false),
+								SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+							},
+						}},
+						Volumes: volumes,
+						Results: []tektonv1.TaskResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
+							Description: "ok, or registry-auth-failed when Renovate could not authenticate to the image registry"}},
 					}},
-					Volumes: volumes,
 				}},
-			}}},
+				Results: []tektonv1.PipelineResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
+					Value: *tektonv1.NewStructuredValues("$(tasks.renovate.results." + ResultOutcome + ")")}},
+			},
 			TaskRunTemplate: tektonv1.PipelineTaskRunTemplate{ServiceAccountName: "build-pipeline-" + req.Nudging},
 		},
 	}
@@ -621,6 +627,9 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
 		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
 		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
+		if s.Succeeded && outcomeOf(plr) == OutcomeRegistryAuthFailed {
+			s.Succeeded, s.Reason, s.Message = false, ReasonRegistryAuthFailed, registryAuthMessage(plr)
+		}
 		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {
 			s.SupersededBy, s.Cancelled = by, false
 		}

@@ -1,0 +1,77 @@
+package renovate
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"knative.dev/pkg/apis"
+)
+
+// runStep runs the step's script as Tekton would (bash -c, the result path
+// substituted), with a stand-in renovate on PATH that prints output and exits rc.
+func runStep(t *testing.T, output string, rc int) (outcome string, exit int, log string) {
+	t.Helper()
+	dir := t.TempDir()
+	fake := "#!/bin/sh\ncat <<'EOF'\n" + output + "\nEOF\nexit " + string(rune('0'+rc)) + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "renovate"), []byte(fake), 0o755))
+	result := filepath.Join(dir, "result")
+	plr := (&Activities{}).pipelineRun(unitRequest("run"), false, false)
+	script := plr.Spec.PipelineSpec.Tasks[0].TaskSpec.Steps[0].Command[2]
+	script = strings.ReplaceAll(script, "$(results."+ResultOutcome+".path)", result)
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "TOKEN_token_0=secret")
+	out, err := cmd.CombinedOutput()
+	exit = 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		exit = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	raw, err := os.ReadFile(result)
+	require.NoError(t, err)
+	return string(raw), exit, string(out)
+}
+
+// The step keeps Renovate's exit code and its log, and says in its result whether
+// Renovate could not authenticate to the registry (which it reports as a WARN
+// with exit code 0).
+func TestStepReportsRegistryAuthFailure(t *testing.T) {
+	outcome, rc, log := runStep(t, " WARN: Error obtaining docker token (repository=org/bundle)\n INFO: Repository finished", 0)
+	require.Equal(t, OutcomeRegistryAuthFailed, outcome)
+	require.Equal(t, 0, rc)
+	require.Contains(t, log, "Error obtaining docker token", "Renovate's log still goes to the step's log")
+	require.Contains(t, log, "opened no pull request")
+
+	outcome, rc, _ = runStep(t, ` INFO: PR created (pr=42)`, 0)
+	require.Equal(t, OutcomeOK, outcome)
+	require.Equal(t, 0, rc)
+
+	outcome, rc, _ = runStep(t, " FATAL: Unknown error", 1)
+	require.Equal(t, OutcomeOK, outcome, "a failed exit speaks for itself")
+	require.Equal(t, 1, rc, "Renovate's exit code is the step's")
+}
+
+// A run that succeeded with the registry-auth-failed outcome is a failed run, whose
+// message says what to fix; older runs (no result) read as before.
+func TestStatusOfRegistryAuthFailure(t *testing.T) {
+	plr := (&Activities{}).pipelineRun(unitRequest("run"), false, false)
+	plr.Namespace = "tenant"
+	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	require.True(t, StatusOf(plr).Succeeded, "no result: as before")
+	plr.Status.Results = []tektonv1.PipelineRunResult{{Name: ResultOutcome, Value: *tektonv1.NewStructuredValues(OutcomeRegistryAuthFailed)}}
+	st := StatusOf(plr)
+	require.True(t, st.Done)
+	require.False(t, st.Succeeded)
+	require.False(t, st.Cancelled)
+	require.Equal(t, ReasonRegistryAuthFailed, st.Reason)
+	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
+	require.Contains(t, st.Message, "ServiceAccount build-pipeline-operand in namespace tenant")
+	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeOK)
+	require.True(t, StatusOf(plr).Succeeded)
+}
