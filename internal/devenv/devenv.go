@@ -178,6 +178,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 				Log: cpLog, EtcdDataDir: filepath.Join(opts.Home, dirEtcd), APIServerPort: opts.Ports.APIServer,
 				WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
 				DieWithParentDir: shims,
+				// nudgeflow alone, as on a cluster without integration-service.
+				WithoutShippedNudgeConfig: true,
 			})
 		})
 	}()

@@ -21,6 +21,10 @@ type ControlPlaneOptions struct {
 	WebhookManifests []string
 	// ExtraCRDDirs are loaded beside deploy/crds and test/crds.
 	ExtraCRDDirs []string
+	// WithoutShippedNudgeConfig leaves out integration-service's NudgeConfig CRD
+	// (test/crds), as on a cluster without integration-service: `kubectl get nc`
+	// then names nudgeflow's own kind (the dev stack).
+	WithoutShippedNudgeConfig bool
 	// APIServerPort is kube-apiserver's secure port on 127.0.0.1; a free one when zero.
 	APIServerPort int
 	// DieWithParentDir, when set, makes kube-apiserver and etcd die with this
@@ -71,6 +75,26 @@ func CRDDirs() []string {
 	return []string{filepath.Join(root, "deploy", "crds"), filepath.Join(root, "test", "crds")}
 }
 
+// shippedNudgeConfigCRD is integration-service's NudgeConfig CRD among test/crds.
+const shippedNudgeConfigCRD = "appstudio.redhat.com_nudgeconfigs.yaml"
+
+// crdPaths are CRDDirs, or their files but integration-service's NudgeConfig.
+func crdPaths(withoutShippedNudgeConfig bool) []string {
+	if !withoutShippedNudgeConfig {
+		return CRDDirs()
+	}
+	var paths []string
+	for _, dir := range CRDDirs() {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		for _, f := range files {
+			if filepath.Base(f) != shippedNudgeConfigCRD && filepath.Base(f) != "kustomization.yaml" {
+				paths = append(paths, f)
+			}
+		}
+	}
+	return paths
+}
+
 // StartControlPlane starts the control plane and installs the CRDs (waiting until
 // they are served).
 func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
@@ -80,7 +104,7 @@ func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     append(CRDDirs(), opts.ExtraCRDDirs...),
+		CRDDirectoryPaths:     append(crdPaths(opts.WithoutShippedNudgeConfig), opts.ExtraCRDDirs...),
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookManifests},
 	}

@@ -15,9 +15,13 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
-// nudgeResult waits for a Nudge to end and returns its result.
+// nudgeResult waits for the bridge to start a Nudge and for it to end, and
+// returns its result.
 func (f *fixture) nudgeResult(id string) nudge.Result {
 	f.t.Helper()
+	world.Eventually(f.t, waitFor, "the bridge starts "+id, func() (bool, error) {
+		return f.runID(id) != "", nil
+	})
 	var res nudge.Result
 	require.NoError(f.t, f.w.TemporalClient.GetWorkflow(context.Background(), id, "").Get(f.ctx, &res))
 	return res
