@@ -248,7 +248,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 				record(attempt, ReasonSuperseded, msg, name, false)
 				return result(PhaseSuperseded, msg), nil
 			}
-			msg := fmt.Sprintf("could not launch the Renovate run for %s@%s: %v", req.Nudging, req.Digest, err)
+			msg := fmt.Sprintf("could not launch the Renovate run for %s@%s: %s", req.Nudging, req.Digest, causeOf(err))
 			record(attempt, ReasonFailed, msg, name, true)
 			res := result(PhaseFailed, msg)
 			return res, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, err)
@@ -359,4 +359,15 @@ func supersededAtLaunch(err error) (string, bool) {
 		_ = appErr.Details(&newer)
 	}
 	return newer, true
+}
+
+// causeOf is what a person needs of a failed activity: the application error's own
+// message, without the SDK's "activity error (type: ..., scheduledEventID: ...)"
+// wrapping (the Event on the Component shows it).
+func causeOf(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Message() != "" {
+		return appErr.Message()
+	}
+	return err.Error()
 }

@@ -128,6 +128,7 @@ func TestLaunchRefusedIsRecorded(t *testing.T) {
 		reasons = append(reasons, o.Reason)
 		require.True(t, o.Warning)
 		require.Contains(t, o.Message, "no SCM credentials")
+		require.NotContains(t, o.Message, "scheduledEventID", "the cause, not the SDK's wrapping")
 		return nil
 	})
 	env.ExecuteWorkflow(Workflow, request())
