@@ -185,7 +185,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// The hold webhook read the edges live when it held this build; the cache
 		// may not hold that NudgeConfig (or Component) yet. "no-edges" lets the build
 		// go for good, so it is decided on a live read, never on a lagging cache.
-		if edges, err = edgesOf(ctx, r.APIReader, plr.Namespace, plr.Labels[LabelComponent]); err != nil {
+		if edges, err = edgesOf(ctx, r.APIReader, plr.Namespace, plr.Labels[LabelComponent], r.Options.Peers.BuildService); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -319,16 +319,20 @@ func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, 
 }
 
 func (r *BuildReconciler) edges(ctx context.Context, namespace, component string) ([]Edge, error) {
-	return edgesOf(ctx, r.Client, namespace, component)
+	return edgesOf(ctx, r.Client, namespace, component, r.Options.Peers.BuildService)
 }
 
-// edgesOf reads the nudge edges of component (EdgesFrom). The Component is read
-// even when a NudgeConfig exists: its build-nudges-ref says which edges
-// build-service runs too.
-func edgesOf(ctx context.Context, c ctrlclient.Reader, namespace, component string) ([]Edge, error) {
+// edgesOf reads the nudge edges of component (EdgesFrom). With nudgesRef the
+// Component is read even when a NudgeConfig exists: its build-nudges-ref says
+// which edges build-service runs too (only who runs an edge needs it, not whether
+// the component has edges: the hold webhook skips that read).
+func edgesOf(ctx context.Context, c ctrlclient.Reader, namespace, component string, nudgesRef bool) ([]Edge, error) {
 	nc, err := getNudgeConfig(ctx, c, namespace)
 	if err != nil {
 		return nil, err
+	}
+	if nc != nil && !nudgesRef {
+		return EdgesFrom(nc, nil, component), nil
 	}
 	comp := &mirrorv1alpha1.Component{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, comp); err != nil {

@@ -63,7 +63,7 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 	}
 	component := plr.Labels[LabelComponent]
 	logger := log.FromContext(ctx).WithValues("namespace", req.Namespace, "component", component)
-	edges, err := edgesOf(ctx, h.Reader, req.Namespace, component)
+	edges, err := edgesOf(ctx, h.Reader, req.Namespace, component, false)
 	if err != nil {
 		logger.Error(err, "cannot tell whether the build nudges; admitting it unheld (the reconciler holds it when it sees it)")
 		return admission.Allowed("nudge edges could not be read")
