@@ -8,6 +8,7 @@ import (
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -112,15 +113,33 @@ func releasable(plr *tektonv1.PipelineRun) bool {
 //
 // The patch goes through a copy: plr stays as the API server last showed it,
 // pending, should the release fail (the launch then withdraws it).
+//
+// A conflict (someone wrote the run meanwhile: the bridge, a status writer) is not
+// a failure: the run is read again and released if it is still nudgeflow's to
+// release; a run that meanwhile started, ended or was held is left as it is.
 func release(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) error {
-	released := plr.DeepCopy()
-	released.Spec.Status = ""
-	delete(released.Annotations, AnnotationQueuedForBranch)
-	if err := c.Patch(ctx, released, ctrlclient.MergeFromWithOptions(plr, ctrlclient.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("starting PipelineRun %s/%s: %w", plr.Namespace, plr.Name, err)
-	}
-	*plr = *released
-	return nil
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		released := plr.DeepCopy()
+		released.Spec.Status = ""
+		delete(released.Annotations, AnnotationQueuedForBranch)
+		err := c.Patch(ctx, released, ctrlclient.MergeFromWithOptions(plr, ctrlclient.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			*plr = *released
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("starting PipelineRun %s/%s: %w", plr.Namespace, plr.Name, err)
+		}
+		var now tektonv1.PipelineRun
+		if err := c.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &now); err != nil {
+			return fmt.Errorf("reading PipelineRun %s/%s again: %w", plr.Namespace, plr.Name, err)
+		}
+		*plr = now
+		if !releasable(plr) || plr.IsDone() {
+			return nil
+		}
+		return err // the conflict: try again on the run as it is now
+	})
 }
 
 // queue marks a pending run as waiting for blocker.

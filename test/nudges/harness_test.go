@@ -345,13 +345,22 @@ func (f *fixture) renovateRuns() []tektonv1.PipelineRun {
 	return list.Items
 }
 
-// waitRuns waits until the namespace holds n nudge PipelineRuns.
+// waitRuns waits until the namespace holds n nudge PipelineRuns, all started.
 func (f *fixture) waitRuns(n int) []tektonv1.PipelineRun {
 	f.t.Helper()
 	var runs []tektonv1.PipelineRun
 	world.Eventually(f.t, waitFor, fmt.Sprintf("%d Renovate PipelineRun(s)", n), func() (bool, error) {
 		runs = f.renovateRuns()
-		return len(runs) == n && !runs[n-1].IsPending(), nil
+		if len(runs) != n {
+			return false, nil
+		}
+		// Started, every one: runs created in one second sort in no set order.
+		for _, r := range runs {
+			if r.IsPending() {
+				return false, fmt.Errorf("run %s is pending", r.Name)
+			}
+		}
+		return true, nil
 	})
 	return runs
 }
