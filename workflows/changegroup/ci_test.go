@@ -128,6 +128,24 @@ func TestNoPipelineWithinTheGraceWarnsOnce(t *testing.T) {
 
 func forgeWritesOfSyncs(f *fakeWorld) int { return 2 * len(f.syncs) }
 
+// A forge that refuses the comment (the bot may not comment: a 4xx) is asked once;
+// the condition and the Event still say what a maintainer must do.
+func TestRefusedCommentIsNotAskedAgain(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	f.setCI(awaitingApproval())
+	f.commentRefused = true
+	h := newHarness(t, f)
+	h.releaseThenMergeAt(time.Hour)
+	s := h.run(ciInput(2*time.Minute, 10*time.Minute))
+	require.Greater(t, len(f.ciReads), 20, "the group kept looking")
+	require.Len(t, f.comments, 1, "a refused comment is not asked for again")
+	require.Empty(t, f.posted)
+	require.Contains(t, s.CI.CommentRefused, "403")
+	require.Len(t, f.events, 1)
+	require.Equal(t, appstudiov1alpha1.CIReasonAwaitingApproval, f.lastCI().Reason)
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
+}
+
 // Pipelines as Code reports that it waits for approval: the group says so at the
 // first look, well within the grace period (condition AwaitingApproval, one
 // comment, one Event); a later start turns the condition True with a Normal Event,

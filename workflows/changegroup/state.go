@@ -139,9 +139,11 @@ type CIWatch struct {
 	Detail string   `json:"detail,omitempty"`
 	Author string   `json:"author,omitempty"`
 	// Commented: the PR comment telling a maintainer what to do is posted (once per
-	// group). Evented is the reason the last Event was recorded for.
-	Commented bool   `json:"commented,omitempty"`
-	Evented   string `json:"evented,omitempty"`
+	// group); CommentRefused is the forge's non-retryable refusal of it (not asked
+	// again). Evented is the reason the last Event was recorded for.
+	Commented      bool   `json:"commented,omitempty"`
+	CommentRefused string `json:"commentRefused,omitempty"`
+	Evented        string `json:"evented,omitempty"`
 }
 
 // warning reports whether the reason is one the group warns about.

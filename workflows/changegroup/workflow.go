@@ -792,13 +792,20 @@ func (r *run) checkCI() {
 // name are deterministic, and the activities look before they write).
 func (r *run) warnCI() {
 	s, w := r.s, r.s.CI
-	if ciWarning(w.Reason) && !w.Commented {
+	if ciWarning(w.Reason) && !w.Commented && w.CommentRefused == "" {
 		var res pullrequest.CommentResult
 		err := workflow.ExecuteActivity(r.ciCtx("comment on the PR: CI did not start"), pullrequest.CommentActivity,
 			pullrequest.CommentRequest{Repo: s.Repo, Known: s.PR, Key: ciCommentKey, Body: r.ciComment()}).Get(r.ctx, &res)
-		if err != nil {
+		var appErr *temporal.ApplicationError
+		switch {
+		case errors.As(err, &appErr) && appErr.NonRetryable():
+			// The forge refuses (the bot may not comment): the condition and the
+			// Event still say it; asking again every poll would change nothing.
+			w.CommentRefused = errorMessage(err)
+			workflow.GetLogger(r.ctx).Warn("CI comment refused by the forge; not asking again", "error", err)
+		case err != nil:
 			workflow.GetLogger(r.ctx).Warn("CI comment not posted; trying again at the next check", "error", err)
-		} else {
+		default:
 			w.Commented = true
 			s.ForgeWrites += res.Writes
 		}

@@ -53,6 +53,7 @@ type fakeWorld struct {
 	// ones that posted; events the Events recorded.
 	comments        []pullrequest.CommentRequest
 	commentFailures int
+	commentRefused  bool
 	posted          []pullrequest.CommentRequest
 	events          []changegroupcr.EventRequest
 }
@@ -162,6 +163,9 @@ func (f *fakeWorld) comment(_ context.Context, req pullrequest.CommentRequest) (
 	if f.commentFailures > 0 {
 		f.commentFailures--
 		return pullrequest.CommentResult{}, temporal.NewApplicationError("GitHub answered 502", "GitHub502")
+	}
+	if f.commentRefused {
+		return pullrequest.CommentResult{}, temporal.NewNonRetryableApplicationError("GitHub answered 403: Resource not accessible by integration", "GitHub403", nil)
 	}
 	for _, p := range f.posted {
 		if p.Key == req.Key {
