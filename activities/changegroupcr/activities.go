@@ -2,6 +2,8 @@ package changegroupcr
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +37,7 @@ import (
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Activities reads and writes the cluster for the ChangeGroup workflow.
 type Activities struct {
@@ -44,6 +48,7 @@ type Activities struct {
 func (a *Activities) Register(r sdkworker.Registry) {
 	r.RegisterActivityWithOptions(a.Resolve, activity.RegisterOptions{Name: ResolveActivity})
 	r.RegisterActivityWithOptions(a.WriteStatus, activity.RegisterOptions{Name: WriteStatusActivity})
+	r.RegisterActivityWithOptions(a.RecordEvent, activity.RegisterOptions{Name: EventActivity})
 }
 
 // errGone marks a group that no longer exists (or was re-created under a new UID).
@@ -202,6 +207,38 @@ func (a *Activities) WriteStatus(ctx context.Context, req StatusRequest) error {
 		}
 		return nil
 	})
+}
+
+// RecordEvent writes one Event on the group, named by the group, the reason and a
+// hash of the key, so a retry (or a replay that runs the activity again) finds it
+// and writes nothing. A deleted (or re-created) group gets none.
+func (a *Activities) RecordEvent(ctx context.Context, req EventRequest) error {
+	if req.Type != corev1.EventTypeNormal && req.Type != corev1.EventTypeWarning {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("event type %q is neither Normal nor Warning", req.Type), "InvalidRequest", nil)
+	}
+	cg, err := a.group(ctx, req.Namespace, req.Name, req.UID)
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(req.Key))
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace,
+			Name: fmt.Sprintf("%s.%s-%s", req.Name, strings.ToLower(req.Reason), hex.EncodeToString(sum[:8]))},
+		InvolvedObject: corev1.ObjectReference{APIVersion: appstudiov1alpha1.GroupVersion.String(), Kind: "ChangeGroup",
+			Namespace: req.Namespace, Name: req.Name, UID: cg.UID},
+		Reason: req.Reason, Message: req.Message, Type: req.Type,
+		Source:         corev1.EventSource{Component: "nudgeflow"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if err := a.Kube.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("recording the %s Event on ChangeGroup %s/%s: %w", req.Reason, req.Namespace, req.Name, err)
+	}
+	activity.GetLogger(ctx).Info("recorded an Event on the ChangeGroup", "changeGroup", req.Name, "reason", req.Reason, "type", req.Type)
+	return nil
 }
 
 // repoOf derives the forge and branch from the Component's source, as build-service

@@ -13,6 +13,7 @@ import (
 const (
 	ResolveActivity     = "ResolveChangeGroup"
 	WriteStatusActivity = "WriteChangeGroupStatus"
+	EventActivity       = "RecordChangeGroupEvent"
 )
 
 // ResolveRequest names the group and, optionally, the components to resolve.
@@ -50,4 +51,17 @@ type StatusRequest struct {
 	Name      string                              `json:"name"`
 	UID       string                              `json:"uid"`
 	Status    appstudiov1alpha1.ChangeGroupStatus `json:"status"`
+}
+
+// EventRequest records one Event on the group. Key makes it idempotent: the same
+// group, reason and key name the same Event, which is created once.
+type EventRequest struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Type is Normal or Warning.
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+	Key     string `json:"key"`
 }

@@ -131,6 +131,9 @@ type PR struct {
 	Base    string
 	// MergeCommitSHA is the commit a merge put on the base branch ("" when unknown).
 	MergeCommitSHA string
+	// Author is the login of the account that opened the PR (whom Pipelines as
+	// Code's ACL checks).
+	Author string
 }
 
 // NewPR is a pull request to open.
@@ -235,6 +238,10 @@ type Forge interface {
 	MarkReady(ctx context.Context, pr PR, body *string) error
 	Comments(ctx context.Context, number int) ([]Comment, error)
 	CreateComment(ctx context.Context, number int, body string) error
+	// CIReports lists what CI systems reported on a commit: check runs and the
+	// newest commit status of each context (and, on GitLab, pipelines of GitLab
+	// CI's own), every page. ClassifyCI reads them.
+	CIReports(ctx context.Context, sha string) ([]CIReport, error)
 	// Bot is the identity this client commits as.
 	Bot() Signature
 	// Writes counts the write calls made so far.

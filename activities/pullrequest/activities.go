@@ -56,6 +56,8 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.SyncPullRequest, activity.RegisterOptions{Name: SyncActivity})
 	r.RegisterActivityWithOptions(a.ObservePullRequest, activity.RegisterOptions{Name: ObserveActivity})
 	r.RegisterActivityWithOptions(a.ClosePullRequest, activity.RegisterOptions{Name: CloseActivity})
+	r.RegisterActivityWithOptions(a.ReadPullRequestCI, activity.RegisterOptions{Name: CIActivity})
+	r.RegisterActivityWithOptions(a.CommentOnPullRequest, activity.RegisterOptions{Name: CommentActivity})
 }
 
 // connectors open a client for each provider nudgeflow speaks (forge.Provider's
@@ -365,16 +367,25 @@ func (a *Activities) close(ctx context.Context, f forge.Forge, req CloseRequest)
 
 // ensureComment posts marker+"\n"+text unless a comment already holds marker.
 func ensureComment(ctx context.Context, f forge.Forge, number int, marker, text string) error {
+	_, err := ensureCommentPosted(ctx, f, number, marker, text)
+	return err
+}
+
+// ensureCommentPosted is ensureComment, and says whether it posted.
+func ensureCommentPosted(ctx context.Context, f forge.Forge, number int, marker, text string) (bool, error) {
 	cs, err := f.Comments(ctx, number)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, c := range cs {
 		if strings.Contains(c.Body, marker) {
-			return nil
+			return false, nil
 		}
 	}
-	return f.CreateComment(ctx, number, marker+"\n"+text)
+	if err := f.CreateComment(ctx, number, marker+"\n"+text); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // gitBlobSHA is git's object name of a blob, so desired trees are compared without

@@ -150,4 +150,6 @@ const (
 	SyncActivity    = "SyncPullRequest"
 	ObserveActivity = "ObservePullRequest"
 	CloseActivity   = "ClosePullRequest"
+	CIActivity      = "ReadPullRequestCI"
+	CommentActivity = "CommentOnPullRequest"
 )

@@ -46,6 +46,7 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
 	fs.DurationVar(&settings.Debounce, "changegroup-debounce", cgwf.DefaultDebounce, "quiet time before a ChangeGroup pushes collected builds")
 	fs.DurationVar(&settings.PollInterval, "changegroup-poll-interval", cgwf.DefaultPollInterval, "how often a ChangeGroup reads its PR (covers lost webhooks)")
+	fs.DurationVar(&settings.CIStartGrace, "changegroup-ci-start-grace", cgwf.DefaultCIStartGrace, "how long after its release a ChangeGroup waits for a pipeline to report on the released head before it warns that CI did not start (the CIStarted condition, an Event, one PR comment)")
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
 	ops := addBridgeOpsFlags(cmd, &opts)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {

@@ -114,6 +114,93 @@ type State struct {
 	// AutoReleased says why the workflow released on its own.
 	LastBuildAt  time.Time `json:"lastBuildAt,omitempty"`
 	AutoReleased string    `json:"autoReleased,omitempty"`
+
+	// CI follows the pipeline the release should have started (groups released in
+	// the versionCIStart shape); nil before the release.
+	CI *CIWatch `json:"ci,omitempty"`
+}
+
+// CIWatch is what the group knows about the pipeline on its released head: the
+// CIStarted condition, and the warning (one PR comment, an Event per reason) it
+// gave when none started.
+type CIWatch struct {
+	// SHA is the released head nudgeflow pushed last (a push after the release moves
+	// it while no pipeline has started).
+	SHA        string    `json:"sha"`
+	ReleasedAt time.Time `json:"releasedAt"`
+	// Deadline is ReleasedAt plus the grace period: nothing reported by then is
+	// NoPipelineStarted.
+	Deadline time.Time `json:"deadline"`
+	// Reason is the condition's reason (appstudiov1alpha1.CIReason*).
+	Reason string `json:"reason"`
+	// Names are the reports that count as a started pipeline; Detail is Pipelines
+	// as Code's text for a wait for approval; Author the PR's author.
+	Names  []string `json:"names,omitempty"`
+	Detail string   `json:"detail,omitempty"`
+	Author string   `json:"author,omitempty"`
+	// Commented: the PR comment telling a maintainer what to do is posted (once per
+	// group); CommentRefused is the forge's non-retryable refusal of it (not asked
+	// again). Evented is the reason the last Event was recorded for.
+	Commented      bool   `json:"commented,omitempty"`
+	CommentRefused string `json:"commentRefused,omitempty"`
+	Evented        string `json:"evented,omitempty"`
+}
+
+// warning reports whether the reason is one the group warns about.
+func ciWarning(reason string) bool {
+	return reason == appstudiov1alpha1.CIReasonAwaitingApproval || reason == appstudiov1alpha1.CIReasonNoPipelineStarted
+}
+
+// pending reports whether the watch has work left: no pipeline yet, or the Event
+// saying it started after a warning is not recorded yet.
+func (w *CIWatch) pending() bool {
+	if w == nil {
+		return false
+	}
+	if w.Reason != appstudiov1alpha1.CIReasonStarted {
+		return true
+	}
+	return w.Evented != "" && w.Evented != appstudiov1alpha1.CIReasonStarted
+}
+
+// condition is the CIStarted condition.
+func (w *CIWatch) condition() metav1Condition {
+	cond := metav1Condition{Type: appstudiov1alpha1.ConditionCIStarted, Reason: w.Reason}
+	sha := shortSHA(w.SHA)
+	switch w.Reason {
+	case appstudiov1alpha1.CIReasonStarted:
+		cond.Status = "True"
+		cond.Message = fmt.Sprintf("a pipeline reported on %s: %s", sha, strings.Join(w.Names, ", "))
+	case appstudiov1alpha1.CIReasonAwaitingApproval:
+		cond.Status = "False"
+		cond.Message = fmt.Sprintf("Pipelines as Code waits for approval to run CI on %s (%s): %s", sha, w.Detail, w.remedy())
+	case appstudiov1alpha1.CIReasonNoPipelineStarted:
+		cond.Status = "False"
+		cond.Message = fmt.Sprintf("no pipeline reported on %s within %s of the release (Pipelines as Code ignores an untrusted bot's pull request without a word): %s",
+			sha, w.Deadline.Sub(w.ReleasedAt), w.remedy())
+	default:
+		cond.Status = "Unknown"
+		cond.Message = fmt.Sprintf("CI was released on %s; waiting until %s for a pipeline to start",
+			sha, w.Deadline.UTC().Format(time.RFC3339))
+	}
+	return cond
+}
+
+// remedy is what a maintainer must do; the builds are in the PR either way.
+func (w *CIWatch) remedy() string {
+	who := "nudgeflow's bot"
+	if w.Author != "" {
+		who = w.Author
+	}
+	return fmt.Sprintf("a maintainer must comment /ok-to-test on the pull request, or make %s a trusted author "+
+		"(a collaborator, an organisation member or in the OWNERS file); the builds are delivered in the pull request", who)
+}
+
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
 }
 
 const maxSeenDeliveries = 200
@@ -474,6 +561,9 @@ func (s *State) status(workflowID string) appstudiov1alpha1.ChangeGroupStatus {
 		})
 	}
 	st.Conditions = []metav1Condition{s.readyCondition(ready, total)}
+	if s.CI != nil {
+		st.Conditions = append(st.Conditions, s.CI.condition())
+	}
 	return st
 }
 

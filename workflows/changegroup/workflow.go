@@ -3,6 +3,7 @@ package changegroup
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,11 @@ type Settings struct {
 	// MaxForgeOutage is how long forge calls may keep failing (a rotated token, a
 	// forge outage) before the group fails and hands its builds back.
 	MaxForgeOutage time.Duration `json:"maxForgeOutage,omitempty"`
+	// CIStartGrace is how long after the release a pipeline may take to report on
+	// the released head before the group warns that none started (the CIStarted
+	// condition, an Event and one PR comment). A wait for approval that Pipelines as
+	// Code reports is warned about at once.
+	CIStartGrace time.Duration `json:"ciStartGrace,omitempty"`
 }
 
 // Defaults for Settings.
@@ -42,6 +48,7 @@ const (
 	DefaultPollInterval   = 2 * time.Minute
 	DefaultBranchPrefix   = "konflux/changegroup/"
 	DefaultMaxForgeOutage = 6 * time.Hour
+	DefaultCIStartGrace   = 10 * time.Minute
 )
 
 // versionNothingLost guards the shape in which a group hands back every build it
@@ -56,6 +63,14 @@ const versionNothingLost = "nothing-lost"
 // automatic ones) ask for it, so manual groups keep their command sequence.
 const versionAutoRelease = "auto-release"
 
+// versionCIStart guards the shape in which a released group looks for the pipeline
+// its release should have started: it reads the released head's check runs and
+// commit statuses every poll interval until one appears, and when Pipelines as
+// Code waits for approval, or nothing reports within CIStartGrace, it says so (the
+// CIStarted condition, an Event, one PR comment). It is asked for once, at the
+// release, so groups released before it keep their command sequence.
+const versionCIStart = "ci-start"
+
 func (s Settings) withDefaults() Settings {
 	if s.Debounce <= 0 {
 		s.Debounce = DefaultDebounce
@@ -68,6 +83,9 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.MaxForgeOutage <= 0 {
 		s.MaxForgeOutage = DefaultMaxForgeOutage
+	}
+	if s.CIStartGrace <= 0 {
+		s.CIStartGrace = DefaultCIStartGrace
 	}
 	return s
 }
@@ -117,6 +135,8 @@ type run struct {
 	// nextPoll is when the PR is read next; retryAt holds syncs back after a forge failure.
 	nextPoll time.Time
 	retryAt  time.Time
+	// ciNext is when the released head's CI reports are read next (zero: at once).
+	ciNext time.Time
 	// autoChecked/autoOn cache the versionAutoRelease decision of this run.
 	autoChecked, autoOn bool
 	// lastSA avoids upserting unchanged search attributes.
@@ -487,6 +507,9 @@ func (r *run) step() {
 	if s.PR.Number != 0 && (s.ObserveRequested || !now.Before(r.nextPoll)) {
 		r.observe()
 	}
+	if r.ciDue(now) {
+		r.checkCI()
+	}
 }
 
 func (r *run) syncDue(now time.Time) bool {
@@ -682,7 +705,166 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		s.Released = true
 		s.Phase, s.ReadyTime = appstudiov1alpha1.PhaseReady, now
 		s.StatusStale = true
+		r.watchCI(now, obs)
+	} else if synced == pullrequest.ModeRelease && s.CI != nil && s.CI.Reason != appstudiov1alpha1.CIReasonStarted &&
+		obs.HeadSHA != "" && obs.HeadSHA != s.CI.SHA {
+		// A push after the release (a rebuild): its head is the one CI runs for now.
+		s.CI.SHA = obs.HeadSHA
+		s.StatusStale = true
 	}
+}
+
+// watchCI starts looking for the pipeline the release should have started (the
+// versionCIStart shape; asked once, at the release).
+func (r *run) watchCI(now time.Time, obs pullrequest.Observed) {
+	if workflow.GetVersion(r.ctx, versionCIStart, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	sha := obs.HeadSHA
+	if sha == "" {
+		sha = obs.PR.LastPushedSHA
+	}
+	r.s.CI = &CIWatch{SHA: sha, ReleasedAt: now, Deadline: now.Add(r.settings.CIStartGrace), Reason: appstudiov1alpha1.CIReasonWaiting}
+	r.ciNext = r.nextCICheck(now)
+}
+
+// ciWatching reports whether the released head's CI is still to be looked at.
+func (r *run) ciWatching() bool {
+	return r.s.CI.pending() && !r.s.Phase.IsFinal() && r.s.PR.Number != 0
+}
+
+func (r *run) ciDue(now time.Time) bool { return r.ciWatching() && !now.Before(r.ciNext) }
+
+// nextCICheck is a poll interval away, or the end of the grace period when that
+// comes first: nothing reported by then is worth a warning at once.
+func (r *run) nextCICheck(now time.Time) time.Time {
+	next := now.Add(r.settings.PollInterval)
+	if d := r.s.CI.Deadline; now.Before(d) && d.Before(next) {
+		next = d
+	}
+	return next
+}
+
+// checkCI reads what CI reported on the released head and warns (once) when
+// Pipelines as Code waits for approval or nothing started within the grace period.
+// A failed read is tried again at the next check: the watch never fails the group.
+func (r *run) checkCI() {
+	s, w := r.s, r.s.CI
+	now := workflow.Now(r.ctx)
+	r.ciNext = r.nextCICheck(now)
+	if w.Reason == appstudiov1alpha1.CIReasonStarted {
+		r.warnCI() // only the Event saying it started is left
+		return
+	}
+	var obs pullrequest.CIObserved
+	err := workflow.ExecuteActivity(r.ciCtx("look for the pipeline the release should have started"), pullrequest.CIActivity,
+		pullrequest.CIRequest{Repo: s.Repo, Known: s.PR, SHA: w.SHA}).Get(r.ctx, &obs)
+	if err != nil {
+		workflow.GetLogger(r.ctx).Warn("CI reports not read; trying again at the next check", "sha", w.SHA, "error", err)
+		return
+	}
+	if obs.State != pullrequest.PROpen {
+		// Merged or closed meanwhile: the next observation ends the group.
+		s.ObserveRequested = true
+		return
+	}
+	reason := w.Reason
+	switch {
+	case obs.Started:
+		reason = appstudiov1alpha1.CIReasonStarted
+	case obs.AwaitingApproval:
+		reason = appstudiov1alpha1.CIReasonAwaitingApproval
+	case !now.Before(w.Deadline):
+		reason = appstudiov1alpha1.CIReasonNoPipelineStarted
+	}
+	if reason != w.Reason || obs.Author != w.Author || obs.Detail != w.Detail || !slices.Equal(obs.Names, w.Names) {
+		workflow.GetLogger(r.ctx).Info("CI of the released head", "sha", w.SHA, "reason", reason, "reports", obs.Names)
+		w.Reason, w.Author, w.Detail, w.Names = reason, obs.Author, obs.Detail, obs.Names
+		s.StatusStale = true
+	}
+	r.warnCI()
+}
+
+// warnCI says what the condition says where people look: one PR comment naming
+// what a maintainer must do (once per group), and an Event per reason; after a
+// warning, an Event when the pipeline starts. Each is retried at the next check
+// until done; none of them is ever made twice (the comment's key and the Event's
+// name are deterministic, and the activities look before they write).
+func (r *run) warnCI() {
+	s, w := r.s, r.s.CI
+	if ciWarning(w.Reason) && !w.Commented && w.CommentRefused == "" {
+		var res pullrequest.CommentResult
+		err := workflow.ExecuteActivity(r.ciCtx("comment on the PR: CI did not start"), pullrequest.CommentActivity,
+			pullrequest.CommentRequest{Repo: s.Repo, Known: s.PR, Key: ciCommentKey, Body: r.ciComment()}).Get(r.ctx, &res)
+		var appErr *temporal.ApplicationError
+		switch {
+		case errors.As(err, &appErr) && appErr.NonRetryable():
+			// The forge refuses (the bot may not comment): the condition and the
+			// Event still say it; asking again every poll would change nothing.
+			w.CommentRefused = errorMessage(err)
+			workflow.GetLogger(r.ctx).Warn("CI comment refused by the forge; not asking again", "error", err)
+		case err != nil:
+			workflow.GetLogger(r.ctx).Warn("CI comment not posted; trying again at the next check", "error", err)
+		default:
+			w.Commented = true
+			s.ForgeWrites += res.Writes
+		}
+	}
+	evType := "Warning"
+	switch {
+	case ciWarning(w.Reason) && w.Evented != w.Reason:
+	case w.Reason == appstudiov1alpha1.CIReasonStarted && w.Evented != "" && w.Evented != w.Reason:
+		evType = "Normal"
+	default:
+		return
+	}
+	cond := w.condition()
+	err := workflow.ExecuteActivity(r.kubeCtx("record an Event: "+w.Reason), changegroupcr.EventActivity,
+		changegroupcr.EventRequest{Namespace: r.in.Namespace, Name: r.in.Name, UID: r.in.UID, Type: evType,
+			Reason: w.Reason, Message: cond.Message, Key: w.SHA}).Get(r.ctx, nil)
+	if err != nil {
+		workflow.GetLogger(r.ctx).Warn("CI Event not recorded; trying again at the next check", "reason", w.Reason, "error", err)
+		return
+	}
+	w.Evented = w.Reason
+}
+
+// ciCommentKey names the one comment a group posts when its CI did not start.
+const ciCommentKey = "ci-not-started"
+
+// ciComment is the PR comment: what happened and what a maintainer must do. It
+// names the `/ok-to-test` command only inside a sentence, never alone on a line,
+// so Pipelines as Code never reads it as the command.
+func (r *run) ciComment() string {
+	w := r.s.CI
+	var what string
+	if w.Reason == appstudiov1alpha1.CIReasonAwaitingApproval {
+		what = fmt.Sprintf("Pipelines as Code is waiting for approval to run CI on %s: %s.", shortSHA(w.SHA), strings.TrimSuffix(w.Detail, "."))
+	} else {
+		what = fmt.Sprintf("no check or commit status appeared on %s within %s of the release: Pipelines as Code ignores a pull request "+
+			"by an untrusted bot without a word.", shortSHA(w.SHA), w.Deadline.Sub(w.ReleasedAt))
+	}
+	who := "the account that opened this pull request"
+	if w.Author != "" {
+		who = "`" + w.Author + "`"
+	}
+	return fmt.Sprintf("⚠️ **CI has not started for this pull request.** nudgeflow released CI for ChangeGroup `%s/%s` "+
+		"(the pushed head no longer carries `[skip ci]`), but %s\n\n"+
+		"The builds are delivered in this pull request. Pipelines as Code runs pipelines only for trusted authors "+
+		"(the repository's owner, collaborators, organisation members, people with push rights or listed in the `OWNERS` file). "+
+		"To test them, a maintainer must either:\n"+
+		"- comment `/ok-to-test` on this pull request (Pipelines as Code then runs its pipelines for the head commit, "+
+		"unless a run already succeeded for it), or\n"+
+		"- make %s a trusted author, so that later groups start CI on their own.\n",
+		r.in.Namespace, r.in.Name, what, who)
+}
+
+// ciCtx is for the CI reads and the comment: a blip is retried for seconds, a
+// longer outage at the next check.
+func (r *run) ciCtx(summary string) workflow.Context {
+	return workflow.WithActivityOptions(r.ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, Summary: summary, RetryPolicy: blipRetries,
+	})
 }
 
 // forgeFailed keeps every collected digest: a non-retryable refusal ends the group
@@ -788,6 +970,9 @@ func (r *run) wait() {
 			r.nextPoll = now.Add(r.settings.PollInterval)
 		}
 		consider(r.nextPoll, "poll the pull request (covers lost webhooks)")
+	}
+	if r.ciWatching() {
+		consider(r.ciNext, "look for the pipeline the release should have started")
 	}
 	if s.StatusStale {
 		consider(now.Add(r.settings.PollInterval), "retry the status write")

@@ -3,6 +3,7 @@ package changegroup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -45,6 +46,16 @@ type fakeWorld struct {
 	resolveErr error
 	// statusFailures fails that many status writes of a final phase.
 	statusFailures int
+	// ci answers the CI reads (nil: a pipeline reported); ciReads are the reads.
+	ci      func() pullrequest.CIObserved
+	ciReads []pullrequest.CIRequest
+	// comments are the comment requests (commentFailures fail first), posted the
+	// ones that posted; events the Events recorded.
+	comments        []pullrequest.CommentRequest
+	commentFailures int
+	commentRefused  bool
+	posted          []pullrequest.CommentRequest
+	events          []changegroupcr.EventRequest
 }
 
 func newFakeWorld(components ...string) *fakeWorld {
@@ -123,8 +134,53 @@ func (f *fakeWorld) observed(mode pullrequest.Mode) pullrequest.Observed {
 	return pullrequest.Observed{
 		PR:    pullrequest.PRRef{Number: 7, URL: "https://github.com/org/bundle/pull/7", NodeID: "PR_7"},
 		State: orOpen(f.prState), Draft: mode != pullrequest.ModeRelease, HumanEdits: f.humanEdits,
-		HumanEditReason: "commit abc by alice is not nudgeflow's", Writes: 2,
+		HumanEditReason: "commit abc by alice is not nudgeflow's", Writes: 2, HeadSHA: f.head(),
 	}
+}
+
+// head is the PR's head: one commit per sync.
+func (f *fakeWorld) head() string { return fmt.Sprintf("%040d", len(f.syncs)) }
+
+func (f *fakeWorld) readCI(_ context.Context, req pullrequest.CIRequest) (pullrequest.CIObserved, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ciReads = append(f.ciReads, req)
+	o := pullrequest.CIObserved{Started: true, Names: []string{"Pipelines as Code CI / bundle-on-pull-request"}}
+	if f.ci != nil {
+		o = f.ci()
+	}
+	o.SHA, o.State = req.SHA, orOpen(f.prState)
+	if o.Author == "" {
+		o.Author = "nudgeflow-bot"
+	}
+	return o, nil
+}
+
+func (f *fakeWorld) comment(_ context.Context, req pullrequest.CommentRequest) (pullrequest.CommentResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.comments = append(f.comments, req)
+	if f.commentFailures > 0 {
+		f.commentFailures--
+		return pullrequest.CommentResult{}, temporal.NewApplicationError("GitHub answered 502", "GitHub502")
+	}
+	if f.commentRefused {
+		return pullrequest.CommentResult{}, temporal.NewNonRetryableApplicationError("GitHub answered 403: Resource not accessible by integration", "GitHub403", nil)
+	}
+	for _, p := range f.posted {
+		if p.Key == req.Key {
+			return pullrequest.CommentResult{}, nil // the activity looks before it writes
+		}
+	}
+	f.posted = append(f.posted, req)
+	return pullrequest.CommentResult{Posted: true, Writes: 1}, nil
+}
+
+func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcr.EventRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, req)
+	return nil
 }
 
 func orOpen(s pullrequest.PRState) pullrequest.PRState {
@@ -200,6 +256,9 @@ func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) 
 	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: pullrequest.ObserveActivity})
 	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: pullrequest.CloseActivity})
 	env.RegisterActivityWithOptions(f.handBack, activity.RegisterOptions{Name: handback.Activity})
+	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: pullrequest.CIActivity})
+	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: pullrequest.CommentActivity})
+	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: changegroupcr.EventActivity})
 	env.SetTestTimeout(30 * time.Second)
 	return &harness{t: t, env: env, f: f}
 }

@@ -388,6 +388,9 @@ func toPR(p *gitea.PullRequest) forge.PR {
 	if p.Base != nil {
 		out.Base = p.Base.Ref
 	}
+	if p.Poster != nil {
+		out.Author = p.Poster.UserName
+	}
 	return out
 }
 
@@ -499,6 +502,39 @@ func (c *Client) CreateComment(ctx context.Context, number int, body string) err
 		return classify(fmt.Sprintf("commenting on PR #%d", number), err, resp)
 	}
 	return nil
+}
+
+// combinedStatus is GET /repos/{o}/{r}/commits/{ref}/status: the newest status
+// of each context (Gitea and Forgejo name the state "status"). Its total_count is
+// the page's count; the total is only in a header.
+type combinedStatus struct {
+	Statuses []struct {
+		Status      string `json:"status"`
+		Context     string `json:"context"`
+		Description string `json:"description"`
+	} `json:"statuses"`
+}
+
+// CIReports reads the commit's combined status, every page (50 a page, the
+// servers' default cap, MAX_RESPONSE_ITEMS): Pipelines as Code, Gitea Actions and
+// Forgejo Actions all report as commit statuses.
+func (c *Client) CIReports(ctx context.Context, sha string) ([]forge.CIReport, error) {
+	const limit = 50
+	var out []forge.CIReport
+	for page := 1; page <= 200; page++ {
+		var st combinedStatus
+		path := fmt.Sprintf("/repos/%s/%s/commits/%s/status?page=%d&limit=%d", url.PathEscape(c.repo.Owner), url.PathEscape(c.repo.Name), url.PathEscape(sha), page, limit)
+		if _, err := c.do(ctx, http.MethodGet, path, nil, &st); err != nil {
+			return nil, err
+		}
+		for _, s := range st.Statuses {
+			out = append(out, forge.CIReport{Kind: forge.CIStatus, Name: s.Context, State: s.Status, Title: s.Description})
+		}
+		if len(st.Statuses) < limit {
+			break
+		}
+	}
+	return out, nil
 }
 
 // classify turns a Forgejo/Gitea failure into a Temporal error whose message holds

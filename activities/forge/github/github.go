@@ -347,7 +347,7 @@ func toPR(p *gh.PullRequest) forge.PR {
 	return forge.PR{Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
 		Open: p.GetState() == "open", Merged: p.GetMerged() || p.MergedAt != nil, Draft: p.GetDraft(),
 		Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Base: p.GetBase().GetRef(),
-		MergeCommitSHA: mergeCommit(p)}
+		MergeCommitSHA: mergeCommit(p), Author: p.GetUser().GetLogin()}
 }
 
 func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {
@@ -454,6 +454,52 @@ func (c *Client) CreateComment(ctx context.Context, number int, body string) err
 		return classify(fmt.Sprintf("commenting on PR #%d", number), err, resp, nil)
 	}
 	return nil
+}
+
+// CIReports reads the commit's check runs (the newest of each name) and its
+// combined status (the newest status of each context), 100 a page, every page.
+// A GitHub App without the checks permission is refused the check runs (403, not
+// a rate limit): then the statuses alone answer, as they do for Pipelines as Code
+// running with a token.
+func (c *Client) CIReports(ctx context.Context, sha string) ([]forge.CIReport, error) {
+	var out []forge.CIReport
+	copt := &gh.ListCheckRunsOptions{ListOptions: gh.ListOptions{PerPage: 100}}
+	for {
+		res, resp, err := c.rest.Checks.ListCheckRunsForRef(ctx, c.repo.Owner, c.repo.Name, sha, copt)
+		var ab *gh.AbuseRateLimitError
+		if err != nil && resp != nil && resp.StatusCode == http.StatusForbidden && !errors.As(err, &ab) {
+			break
+		}
+		if err != nil {
+			return nil, classify("listing the check runs of "+sha, err, resp, nil)
+		}
+		for _, cr := range res.CheckRuns {
+			state := cr.GetStatus()
+			if cr.GetConclusion() != "" {
+				state += "/" + cr.GetConclusion()
+			}
+			out = append(out, forge.CIReport{Kind: forge.CICheckRun, Name: cr.GetName(), State: state,
+				Title: cr.GetOutput().GetTitle(), Summary: cr.GetOutput().GetSummary(), Text: cr.GetOutput().GetText()})
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		copt.Page = resp.NextPage
+	}
+	sopt := &gh.ListOptions{PerPage: 100}
+	for {
+		st, resp, err := c.rest.Repositories.GetCombinedStatus(ctx, c.repo.Owner, c.repo.Name, sha, sopt)
+		if err != nil {
+			return nil, classify("reading the commit statuses of "+sha, err, resp, nil)
+		}
+		for _, s := range st.Statuses {
+			out = append(out, forge.CIReport{Kind: forge.CIStatus, Name: s.GetContext(), State: s.GetState(), Title: s.GetDescription()})
+		}
+		if resp.NextPage == 0 {
+			return out, nil
+		}
+		sopt.Page = resp.NextPage
+	}
 }
 
 func sortStrings(s []string) {

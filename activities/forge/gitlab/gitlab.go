@@ -236,7 +236,14 @@ func toPR(m *gl.BasicMergeRequest) forge.PR {
 	return forge.PR{Number: int(m.IID), URL: m.WebURL, Title: m.Title, Body: m.Description,
 		Open: m.State == "opened", Merged: m.State == "merged",
 		Draft: m.Draft || IsDraftTitle(m.Title), // the title: servers older than the draft field
-		Head:  m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch}
+		Head:  m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch, Author: author(m)}
+}
+
+func author(m *gl.BasicMergeRequest) string {
+	if m.Author == nil {
+		return ""
+	}
+	return m.Author.Username
 }
 
 func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {
@@ -329,6 +336,45 @@ func (c *Client) CreateComment(ctx context.Context, number int, body string) err
 		return classify(fmt.Sprintf("commenting on merge request !%d", number), err, resp)
 	}
 	return nil
+}
+
+// CIReports reads the commit's statuses (the newest of each name, every page):
+// Pipelines as Code reports there, and so does every job of GitLab CI; GitLab
+// keeps statuses set through the API in an "external" pipeline of the commit. The
+// commit's other pipelines (GitLab CI's own: merge request, push, ...) are
+// reports too, so one without jobs yet still counts.
+func (c *Client) CIReports(ctx context.Context, sha string) ([]forge.CIReport, error) {
+	var out []forge.CIReport
+	opt := &gl.GetCommitStatusesOptions{ListOptions: gl.ListOptions{PerPage: 100, Page: 1}}
+	for {
+		list, resp, err := c.api.Commits.GetCommitStatuses(c.pid, sha, opt, gl.WithContext(ctx))
+		if err != nil {
+			return nil, classify("reading the commit statuses of "+sha, err, resp)
+		}
+		for _, st := range list {
+			out = append(out, forge.CIReport{Kind: forge.CIStatus, Name: st.Name, State: st.Status, Title: st.Description})
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	pipelines, resp, err := c.api.Pipelines.ListProjectPipelines(c.pid, &gl.ListProjectPipelinesOptions{
+		ListOptions: gl.ListOptions{PerPage: 100}, SHA: new(sha)}, gl.WithContext(ctx))
+	if err != nil {
+		return nil, classify("listing the pipelines of "+sha, err, resp)
+	}
+	for _, p := range pipelines {
+		if p.Source == "external" {
+			continue // the statuses above, read one by one
+		}
+		name := p.Name
+		if name == "" {
+			name = fmt.Sprintf("pipeline #%d (%s)", p.ID, p.Source)
+		}
+		out = append(out, forge.CIReport{Kind: forge.CIPipeline, Name: name, State: p.Status})
+	}
+	return out, nil
 }
 
 // classify turns a GitLab failure into a Temporal error whose message holds the

@@ -48,6 +48,25 @@ const (
 // ConditionAllComponentsReady is the aggregated condition of a ChangeGroup.
 const ConditionAllComponentsReady = "AllComponentsReady"
 
+// ConditionCIStarted says, once CI is released, whether a pipeline started for the
+// released head commit. It is a warning, never a failure of the group: the builds
+// are delivered in the pull request either way.
+const ConditionCIStarted = "CIStarted"
+
+// Reasons of ConditionCIStarted.
+const (
+	// CIReasonWaiting (Unknown): released; within the grace period, nothing reported yet.
+	CIReasonWaiting = "WaitingForPipeline"
+	// CIReasonStarted (True): a check run or commit status appeared on the commit.
+	CIReasonStarted = "PipelineStarted"
+	// CIReasonAwaitingApproval (False): Pipelines as Code waits for an `/ok-to-test`
+	// from a trusted person (the pull request's author is not trusted).
+	CIReasonAwaitingApproval = "AwaitingApproval"
+	// CIReasonNoPipelineStarted (False): nothing reported within the grace period
+	// (Pipelines as Code ignores an untrusted bot without a word).
+	CIReasonNoPipelineStarted = "NoPipelineStarted"
+)
+
 // NudgingComponentRef names one component whose builds nudge the nudged component.
 type NudgingComponentRef struct {
 	// Name of a Component in the ChangeGroup's namespace.
@@ -188,7 +207,8 @@ type ChangeGroupStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Components []ComponentStatus `json:"components,omitempty"`
-	// Conditions: AllComponentsReady.
+	// Conditions: AllComponentsReady; CIStarted once CI is released (reasons
+	// WaitingForPipeline, PipelineStarted, AwaitingApproval, NoPipelineStarted).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

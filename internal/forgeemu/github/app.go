@@ -50,7 +50,7 @@ func (s *Server) TokenScope(token string) string {
 
 // AppBotUser is the identity installation tokens authenticate as.
 func AppBotUser(slug string, appID int64) User {
-	return User{Login: slug + "[bot]", Name: slug + "[bot]", Email: fmt.Sprintf("%d+%s[bot]@users.noreply.github.com", appID, slug)}
+	return User{Login: slug + "[bot]", Name: slug + "[bot]", Email: fmt.Sprintf("%d+%s[bot]@users.noreply.github.com", appID, slug), Type: UserTypeBot}
 }
 
 func (s *Server) appRoutes(mux *http.ServeMux) {

@@ -4,8 +4,11 @@
 // go-github's WithEnterpriseURLs expects) and GraphQL at /api/graphql for the draft
 // mutations, answers with GitHub's status codes (401, 404, 422, rate limits on demand),
 // sends signed pull_request webhooks, and counts CI-triggering events by Pipelines as
-// Code's rules: opened, synchronize, reopened and ready_for_review start a build unless
-// the head commit message holds a skip marker; edited never does.
+// Code's rules (package pac): opened, synchronize, reopened and ready_for_review start a
+// build unless the head commit message holds a skip marker; edited never does. On a
+// repository a test restricts (RestrictCI) PaC's ACL applies: an untrusted author's
+// pull request waits for `/ok-to-test`, and PaC's reports (commit statuses, or check
+// runs with ReportAsApp) can be read back through the API.
 //
 // All methods are safe for concurrent use.
 package github
@@ -21,8 +24,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
 )
 
 // User is an account a token authenticates as; commits without an author get it.
@@ -30,6 +33,8 @@ type User struct {
 	Login string
 	Name  string
 	Email string
+	// Type is GitHub's user type: "User" (or empty) or UserTypeBot.
+	Type string
 }
 
 // Server is the emulator.
@@ -287,6 +292,13 @@ type repo struct {
 	pulls      []*pull // index = number-1 of PRs; issues share numbers
 	nextNumber int
 	comments   map[int][]*comment
+	// statuses and checks are the commit statuses and check runs by commit SHA,
+	// oldest first; acl is who Pipelines as Code trusts, pacApp says it reports as
+	// a GitHub App (check runs).
+	statuses map[string][]*commitStatus
+	checks   map[string][]*checkRun
+	acl      pac.ACL
+	pacApp   bool
 }
 
 // newRepo wraps a store. GitHub reads a directory's tree by its SHA, so every
@@ -294,7 +306,8 @@ type repo struct {
 func newRepo(id int64, owner, name string, git *gitstore.Repo) *repo {
 	git.Init()
 	git.Subtrees = true
-	return &repo{id: id, owner: owner, name: name, Repo: git, otherRefs: map[string]string{}, comments: map[int][]*comment{}}
+	return &repo{id: id, owner: owner, name: name, Repo: git, otherRefs: map[string]string{}, comments: map[int][]*comment{},
+		statuses: map[string][]*commitStatus{}, checks: map[string][]*checkRun{}}
 }
 
 // ref reads a ref named as GitHub's API does, below refs/ ("heads/main", "tags/v1").
@@ -588,14 +601,10 @@ func (s *Server) setDraft(r *repo, p *pull, draft bool, sender string) {
 	}
 }
 
-// event records CI by PaC's rules and queues the webhook. Callers hold s.mu.
+// event lets Pipelines as Code decide (package pac: a run, a wait for approval,
+// nothing) and queues the webhook. Callers hold s.mu.
 func (s *Server) event(r *repo, p *pull, action, sender string) {
-	switch action {
-	case "opened", "synchronize", "reopened", "ready_for_review":
-		if c := r.Commits[p.HeadSHA]; c != nil && !digestref.HasSkipMarker(c.Message) {
-			s.ci = append(s.ci, CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
-		}
-	}
+	s.pacEvent(r, p, action, sender)
 	s.queueHook(r, p, action, sender)
 }
 

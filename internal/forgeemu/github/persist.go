@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
 )
 
 // stateVersion is bumped when the saved shape changes incompatibly.
@@ -29,10 +30,16 @@ type savedRepo struct {
 	Pulls         []*pull                     `json:"pulls"`
 	NextNumber    int                         `json:"nextNumber"`
 	Comments      map[int][]*comment          `json:"comments"`
+	// Statuses and Checks are what Pipelines as Code left on commits; ACL and PaCApp
+	// how it treats the repository (files written before them load without).
+	Statuses map[string][]*commitStatus `json:"statuses,omitempty"`
+	Checks   map[string][]*checkRun     `json:"checks,omitempty"`
+	ACL      pac.ACL                    `json:"acl,omitzero"`
+	PaCApp   bool                       `json:"pacApp,omitempty"`
 }
 
-// savedState is what Save writes: repositories, pull requests, comments and the CI
-// events counted so far. Tokens and webhooks are configuration: the caller adds
+// savedState is what Save writes: repositories, pull requests, comments, what
+// Pipelines as Code reported and the CI events counted so far. Tokens and webhooks are configuration: the caller adds
 // them again on every start.
 type savedState struct {
 	Version int         `json:"version"`
@@ -59,7 +66,7 @@ func (s *Server) State() ([]byte, error) {
 		}
 		st.Repos = append(st.Repos, savedRepo{ID: r.id, Owner: r.owner, Name: r.name, DefaultBranch: r.DefaultBranch,
 			Refs: refs, Blobs: r.Blobs, Trees: r.Trees, Commits: r.Commits, Pulls: r.pulls,
-			NextNumber: r.nextNumber, Comments: r.comments})
+			NextNumber: r.nextNumber, Comments: r.comments, Statuses: r.statuses, Checks: r.checks, ACL: r.acl, PaCApp: r.pacApp})
 	}
 	sort.Slice(st.Repos, func(i, j int) bool { return st.Repos[i].ID < st.Repos[j].ID })
 	b, err := json.Marshal(st)
@@ -99,6 +106,13 @@ func (s *Server) Load(path string) (bool, error) {
 		if sr.Comments != nil {
 			r.comments = sr.Comments
 		}
+		if sr.Statuses != nil {
+			r.statuses = sr.Statuses
+		}
+		if sr.Checks != nil {
+			r.checks = sr.Checks
+		}
+		r.acl, r.pacApp = sr.ACL, sr.PaCApp
 		s.repos[r.owner+"/"+r.name] = r
 	}
 	return true, nil

@@ -39,6 +39,9 @@ func (s *Server) routes() http.Handler {
 	api("PUT /repos/{owner}/{repo}/pulls/{number}/merge", s.mergePull)
 	api("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
 	api("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
+	api("POST /repos/{owner}/{repo}/statuses/{sha}", s.createStatus)
+	api("GET /repos/{owner}/{repo}/commits/{ref}/status", s.combinedStatus)
+	api("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", s.listCheckRuns)
 	mux.HandleFunc("POST /api/graphql", s.authed(s.graphql))
 	s.appRoutes(mux)
 	s.webRoutes(mux)
@@ -615,9 +618,7 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request, u User) {
 		unprocessable(w, "Validation Failed", map[string]any{"resource": "IssueComment", "field": "body", "code": "missing_field"})
 		return
 	}
-	s.nextID++
-	c := &comment{ID: s.nextID, Body: in.Body, User: u.Login}
-	rp.comments[p.Number] = append(rp.comments[p.Number], c)
+	c := s.addComment(rp, p, u.Login, in.Body)
 	writeJSON(w, http.StatusCreated, s.commentJSON(rp, p.Number, c))
 }
 

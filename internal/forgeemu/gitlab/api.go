@@ -35,6 +35,9 @@ func (s *Server) routes() http.Handler {
 	api("PUT /projects/{id}/merge_requests/{iid}/merge", s.mergeMR)
 	api("GET /projects/{id}/merge_requests/{iid}/notes", s.listNotes)
 	api("POST /projects/{id}/merge_requests/{iid}/notes", s.createNote)
+	api("POST /projects/{id}/statuses/{sha}", s.createStatus)
+	api("GET /projects/{id}/repository/commits/{sha}/statuses", s.listStatuses)
+	api("GET /projects/{id}/pipelines", s.listPipelines)
 	mux.HandleFunc("/api/v4/", func(w http.ResponseWriter, r *http.Request) { writeMessage(w, http.StatusNotFound, "404 Not Found") })
 	s.webRoutes(mux)
 	return mux
@@ -571,7 +574,7 @@ func (s *Server) createNote(w http.ResponseWriter, r *http.Request, u User) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "body is missing"})
 		return
 	}
-	writeJSON(w, http.StatusCreated, s.noteJSON(s.addNote(p, m.IID, in.Body, u.Username, false)))
+	writeJSON(w, http.StatusCreated, s.noteJSON(s.userNote(p, m, in.Body, u)))
 }
 
 // listMRDiffs is `GET /projects/:id/merge_requests/:iid/diffs`: the source head

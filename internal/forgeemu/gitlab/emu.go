@@ -12,7 +12,12 @@
 // (pkg/provider/gitlab/detect.go): open, reopen, and update with oldrev (new
 // commits) start a pipeline unless the head commit message holds a skip marker
 // (pkg/adapter/sinker.go, pkg/provider/gitlab/gitlab.go GetCommitInfo); an update
-// without oldrev (title, description, draft) never does.
+// without oldrev (title, description, draft) never does (package pac holds these
+// rules for both emulators). On a project a test restricts (RestrictCI) PaC's ACL
+// applies: an untrusted author's merge request gets a "Pending approval, waiting
+// for an /ok-to-test" commit status until a trusted member's `/ok-to-test` note;
+// PaC's commit statuses, and the external pipeline GitLab keeps them in, can be
+// read back through the API.
 //
 // All methods are safe for concurrent use.
 package gitlab
@@ -28,8 +33,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
+	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
 )
 
 // User is an account a token authenticates as.
@@ -84,6 +89,10 @@ type project struct {
 	Repo  *gitstore.Repo  `json:"repo"`
 	MRs   []*mergeRequest `json:"mrs"` // index = iid-1
 	Notes map[int][]*note `json:"notes"`
+	// Statuses are the commit statuses by SHA, oldest first; ACL is who Pipelines
+	// as Code trusts (RestrictCI).
+	Statuses map[string][]*commitStatus `json:"statuses,omitempty"`
+	ACL      pac.ACL                    `json:"acl,omitzero"`
 }
 
 type mergeRequest struct {
@@ -508,12 +517,10 @@ func (s *Server) addNote(p *project, iid int, body, author string, system bool) 
 	return n
 }
 
-// event counts CI by PaC's GitLab rules and queues the webhook. Callers hold s.mu.
+// event lets Pipelines as Code decide by its GitLab rules (package pac: a
+// pipeline, a wait for approval, nothing) and queues the webhook. Callers hold s.mu.
 func (s *Server) event(p *project, m *mergeRequest, action, oldrev string, changes map[string]any, u User) {
-	build := action == "open" || action == "reopen" || (action == "update" && oldrev != "")
-	if c := p.Repo.Commits[m.SHA]; build && c != nil && !digestref.HasSkipMarker(c.Message) {
-		s.ci = append(s.ci, CIEvent{Project: p.Path, IID: m.IID, Action: action, HeadSHA: m.SHA})
-	}
+	s.pacEvent(p, m, action, oldrev, u)
 	s.queueHook(p, m, action, oldrev, changes, u)
 }
 

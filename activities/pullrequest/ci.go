@@ -1,0 +1,140 @@
+package pullrequest
+
+import (
+	"context"
+	"regexp"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+)
+
+// CIRequest asks what CI reported on one commit of the PR (after the release:
+// the head nudgeflow pushed without the skip marker).
+type CIRequest struct {
+	Repo  Repo  `json:"repo"`
+	Known PRRef `json:"known"`
+	// SHA is the commit to read; empty reads the PR's head.
+	SHA string `json:"sha,omitempty"`
+}
+
+// CIObserved is what the forge says about the commit's pipelines.
+type CIObserved struct {
+	// SHA is the commit read; State the PR's state; Author the login that opened
+	// the PR (whom Pipelines as Code's ACL checks).
+	SHA    string  `json:"sha"`
+	State  PRState `json:"state"`
+	Author string  `json:"author,omitempty"`
+	// Started: a pipeline (or another CI) reported on the commit; Names are the
+	// reports, at most maxCINames.
+	Started bool     `json:"started,omitempty"`
+	Names   []string `json:"names,omitempty"`
+	// AwaitingApproval: Pipelines as Code waits for an `/ok-to-test`; Detail is its
+	// text (who is not allowed to trigger CI).
+	AwaitingApproval bool   `json:"awaitingApproval,omitempty"`
+	Detail           string `json:"detail,omitempty"`
+}
+
+// maxCINames bounds the report names carried into the workflow's history.
+const maxCINames = 10
+
+// ReadPullRequestCI reads the PR (its state, author and head) and what CI systems
+// reported on the commit, classified by forge.ClassifyCI. It writes nothing.
+func (a *Activities) ReadPullRequestCI(ctx context.Context, req CIRequest) (CIObserved, error) {
+	if req.Known.Number <= 0 {
+		return CIObserved{}, invalid("no pull request to read CI of")
+	}
+	f, secrets, err := a.connect(ctx, req.Repo)
+	if err != nil {
+		return CIObserved{}, redact(err, secrets)
+	}
+	o, err := readCI(ctx, f, req)
+	return o, redact(err, secrets)
+}
+
+func readCI(ctx context.Context, f forge.Forge, req CIRequest) (CIObserved, error) {
+	pr, found, err := f.FindPR(ctx, "", req.Known.Number)
+	if err != nil {
+		return CIObserved{}, err
+	}
+	if !found {
+		return CIObserved{SHA: req.SHA}, nil
+	}
+	o := CIObserved{SHA: req.SHA, Author: pr.Author, State: PROpen}
+	switch {
+	case pr.Merged:
+		o.State = PRMerged
+	case !pr.Open:
+		o.State = PRClosed
+	}
+	if o.SHA == "" {
+		o.SHA = pr.HeadSHA
+	}
+	if o.SHA == "" {
+		return o, nil
+	}
+	reports, err := f.CIReports(ctx, o.SHA)
+	if err != nil {
+		return CIObserved{}, err
+	}
+	v := forge.ClassifyCI(reports)
+	o.Started, o.AwaitingApproval, o.Detail = v.Started, v.AwaitingApproval, v.Detail
+	o.Names = v.Names
+	if len(o.Names) > maxCINames {
+		o.Names = append(o.Names[:maxCINames:maxCINames], "…")
+	}
+	activity.GetLogger(ctx).Info("read the CI reports of the pull request", "pr", req.Known.Number, "sha", o.SHA,
+		"reports", len(reports), "started", o.Started, "awaitingApproval", o.AwaitingApproval)
+	return o, nil
+}
+
+// CommentRequest posts one comment on the PR, once: Key names it (lower-case
+// letters, digits and dashes), and a comment already holding its marker is never
+// posted again, whoever asks and however often.
+type CommentRequest struct {
+	Repo  Repo   `json:"repo"`
+	Known PRRef  `json:"known"`
+	Key   string `json:"key"`
+	Body  string `json:"body"`
+}
+
+// CommentResult says whether this call posted the comment (false: it was there
+// already, or the PR is no longer open) and counts the forge writes.
+type CommentResult struct {
+	Posted bool `json:"posted,omitempty"`
+	Writes int  `json:"writes"`
+}
+
+var commentKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// CommentMarker is the hidden line that identifies a comment by its key.
+func CommentMarker(key string) string { return "<!-- nudgeflow:" + key + " -->" }
+
+// CommentOnPullRequest posts the comment unless the PR already holds one with the
+// same key, and only on an open PR: it looks before it writes, so a retry or a
+// second call posts nothing.
+func (a *Activities) CommentOnPullRequest(ctx context.Context, req CommentRequest) (CommentResult, error) {
+	if req.Known.Number <= 0 || !commentKey.MatchString(req.Key) || req.Body == "" {
+		return CommentResult{}, invalid("a comment needs a pull request, a key of [a-z0-9-] and a body (key %q)", req.Key)
+	}
+	f, secrets, err := a.connect(ctx, req.Repo)
+	if err != nil {
+		return CommentResult{}, redact(err, secrets)
+	}
+	res, err := comment(ctx, f, req)
+	res.Writes = f.Writes()
+	return res, redact(err, secrets)
+}
+
+func comment(ctx context.Context, f forge.Forge, req CommentRequest) (CommentResult, error) {
+	pr, found, err := f.FindPR(ctx, "", req.Known.Number)
+	if err != nil || !found || !pr.Open {
+		return CommentResult{}, err
+	}
+	marker := CommentMarker(req.Key)
+	posted, err := ensureCommentPosted(ctx, f, pr.Number, marker, req.Body)
+	if err == nil && posted {
+		activity.GetLogger(ctx).Info("commented on the pull request", "pr", pr.Number, "key", req.Key)
+	}
+	return CommentResult{Posted: posted}, err
+}
