@@ -57,6 +57,11 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		r.st = &State{Phase: PhaseProposing}
 	}
 	r.phase = r.st.Phase
+	if r.st.CloseRequested != "" {
+		// A close accepted by the previous run just before it continued as new.
+		reason := r.st.CloseRequested
+		r.closeReq = &reason
+	}
 	if err := r.handlers(); err != nil {
 		return nil, err
 	}
@@ -80,10 +85,7 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 			return r.st, err
 		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || workflow.GetInfo(ctx).GetCurrentHistoryLength() > maxHistoryEvents {
-			r.drainBuilds()
-			next := r.in
-			next.State = r.st
-			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, next)
+			return nil, r.continueAsNew()
 		}
 		ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: r.set.PollInterval,
 			TimerOptions: workflow.TimerOptions{Summary: "poll the originating PRs"}}, func() bool {
@@ -95,6 +97,21 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		r.wake = false
 		observe = !ok // the poll: read the forge again
 	}
+}
+
+// continueAsNew drains every signal channel and carries what arrived during the
+// last step (builds in the state, a close override as CloseRequested; origin events
+// need no carry: the next run reads the originating PRs first). It adds no command.
+func (r *run) continueAsNew() error {
+	r.drainBuilds()
+	for r.events.ReceiveAsync(nil) {
+	}
+	if r.closeReq != nil {
+		r.st.CloseRequested = *r.closeReq
+	}
+	next := r.in
+	next.State = r.st
+	return workflow.NewContinueAsNewError(r.ctx, WorkflowName, next)
 }
 
 func (r *run) handlers() error {
