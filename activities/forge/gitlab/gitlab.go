@@ -57,7 +57,7 @@ type Client struct {
 	// writes: the token's user with its commit email.
 	committer forge.Signature
 	api       *gl.Client
-	tr   *forge.Transport
+	tr        *forge.Transport
 }
 
 var _ forge.Forge = (*Client)(nil)
