@@ -19,6 +19,10 @@ const (
 	// changeClosedByPersonFirst: a target PR closed by a person, then every
 	// originating PR ended, ends as Closed (was Ended, "nothing to propose").
 	changeClosedByPersonFirst = "closed-by-person-before-origins-ended"
+	// changeNotFoundIsUnreadable: an originating PR the forge answered for before
+	// and now answers "not found" for is unreadable (noted, read again at the next
+	// poll), no longer counted as closed.
+	changeNotFoundIsUnreadable = "origin-not-found-after-seen-is-unreadable"
 )
 
 // maxHistoryEvents continues as new before the history grows large.
@@ -209,6 +213,13 @@ func (r *run) observeOrigins() {
 		switch {
 		case ob.Error != "":
 			r.st.note(fmt.Sprintf("%s could not be read: %s", o.Key(), ob.Error))
+			continue
+		case !ob.Found && o.State != OriginUnknown &&
+			workflow.GetVersion(r.ctx, changeNotFoundIsUnreadable, workflow.DefaultVersion, 1) >= 1:
+			// Seen before: a wrong forge, a token that lost access or a renamed
+			// repository answers 404 too; never read as "closed".
+			r.st.note(fmt.Sprintf("%s could not be read: the forge answered not found for a pull request it showed before; "+
+				"nudgeflow keeps its last state (%s) and reads it again at the next poll", o.Key(), o.State))
 			continue
 		case !ob.Found:
 			r.st.note(fmt.Sprintf("%s does not exist (any more): counted as closed", o.Key()))

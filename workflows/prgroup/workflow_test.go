@@ -186,3 +186,41 @@ func TestF11CloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
 	require.Equal(t, 5, f2.closes[0].Known.Number)
 	require.Empty(t, f2.syncs, "nothing is pushed after the close was asked for")
 }
+
+// F4: an originating PR the forge answered before and now answers "not found" for
+// (a wrong forge, a token that lost access, a renamed repository) is unreadable,
+// not closed: the target PR is neither closed nor changed on that answer; a note
+// says so and the next poll reads it again.
+func TestF4OriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
+	f := &fakeForge{sync: openDraft}
+	f.origin = func(call int) acts.OriginObservation {
+		switch {
+		case call == 1:
+			return acts.OriginObservation{Found: true, Open: true}
+		case call < 5:
+			return acts.OriginObservation{Found: false}
+		}
+		return acts.OriginObservation{Found: true} // closed unmerged, for real
+	}
+	var closedAt []int
+	env := setupWorkflow(t, f)
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == acts.CloseActivity {
+			closedAt = append(closedAt, f.observed)
+		}
+	})
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var st State
+	require.NoError(t, env.GetWorkflowResult(&st))
+	require.Equal(t, PhaseClosed, st.Phase)
+	require.Equal(t, []int{5}, closedAt, "the target PR is closed only when the forge says the origin closed")
+	require.GreaterOrEqual(t, f.observed, 5)
+	for i, s := range f.syncs {
+		require.Equal(t, OriginOpen, s.Origins[0].State, "sync %d: a not-found answer leaves the origin open", i+1)
+	}
+	require.True(t, slices.ContainsFunc(f.syncs[len(f.syncs)-1].Notes, func(n string) bool {
+		return strings.Contains(n, "org/a#1 could not be read") && strings.Contains(n, "not found")
+	}), "a note says the origin could not be read: %q", f.syncs[len(f.syncs)-1].Notes)
+}
