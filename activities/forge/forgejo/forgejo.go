@@ -388,6 +388,11 @@ func toPR(p *gitea.PullRequest) forge.PR {
 	if p.Base != nil {
 		out.Base = p.Base.Ref
 	}
+	if out.Merged && p.MergedCommitID != nil {
+		// merge_commit_sha: the commit the merge put on the base (a merge, squash
+		// or rebase commit; the head itself for a fast-forward).
+		out.MergeCommitSHA = *p.MergedCommitID
+	}
 	return out
 }
 
