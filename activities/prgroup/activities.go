@@ -79,6 +79,40 @@ func RepoOf(namespace, cloneURL, base, provider string) pullrequest.Repo {
 	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
 }
 
+// providerOf is the git-provider annotation of a component of the namespace built
+// from repoURL (as the rest of nudgeflow names a forge), "" when none says: then
+// the host decides. A self-hosted GitLab or Forgejo host names no forge.
+func (a *Activities) providerOf(ctx context.Context, namespace, repoURL string) string {
+	var list mirrorv1alpha1.ComponentList
+	if err := a.Kube.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		activity.GetLogger(ctx).Warn("listing components to learn an origin's forge; the host decides", "error", err)
+		return ""
+	}
+	want := normalRepo(repoURL)
+	for _, c := range list.Items {
+		git := c.Spec.Source.GitSource
+		if git == nil || normalRepo(git.URL) != want {
+			continue
+		}
+		if p := c.Annotations[mirrorv1alpha1.AnnotationGitProvider]; p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// normalRepo is host/path of a clone URL in lower case, without ".git" or slashes.
+func normalRepo(u string) string {
+	u = strings.ToLower(strings.TrimSpace(u))
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if i := strings.Index(u, "@"); i >= 0 && i < strings.Index(u+"/", "/") {
+		u = u[i+1:] // credentials in the URL
+	}
+	return strings.TrimSuffix(strings.Trim(u, "/"), ".git")
+}
+
 // ---- Sync ----
 
 func validBranch(b string) bool {
@@ -420,7 +454,7 @@ func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]
 		if !ok {
 			var clean func(error) error
 			var err error
-			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", ""))
+			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", a.providerOf(ctx, req.Namespace, o.RepoURL)))
 			if err != nil {
 				obs.Error = clean(err).Error()
 				out = append(out, obs)
