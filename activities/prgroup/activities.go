@@ -233,7 +233,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 			return SyncResult{}, err
 		}
 		if res.HumanEdits == "" && !syn.empty() {
-			if err := a.pushWithSynthetic(ctx, f, req, rows, fileMatch, base, baseFiles, syn, head, exists); err != nil {
+			if err := a.pushWithSynthetic(ctx, f, req, rows, fileMatch, base, baseBranch, baseFiles, syn, head, exists); err != nil {
 				return SyncResult{}, err
 			}
 		}
@@ -249,7 +249,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 			}
 		}
 		if !same {
-			c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Files: changes,
+			c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Base: baseBranch, Files: changes,
 				Message: commitMessage(req), Exists: exists, ExpectedHead: head.SHA})
 			if errors.Is(err, forge.ErrHeadMoved) {
 				return SyncResult{}, headMoved()
@@ -304,7 +304,7 @@ func headMoved() error {
 // CI-triggering event); without one it is pushed first with [skip ci] in its
 // message (PaC reads the marker in the head commit only), then the digest commit.
 func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req SyncRequest, rows []pullrequest.Row, fileMatch []string,
-	base forge.Commit, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
+	base forge.Commit, baseBranch string, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
 	log := activity.GetLogger(ctx)
 	synTree := syn.tree(baseFiles)
 	var synth forge.Commit
@@ -329,7 +329,7 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 		if w, ok := f.(forge.CommitWriter); ok {
 			synth, err = w.WriteCommit(ctx, base, syn.files, syn.message)
 		} else {
-			synth, err = f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Files: syn.files, New: syn.newPaths(baseFiles),
+			synth, err = f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Base: baseBranch, Files: syn.files, New: syn.newPaths(baseFiles),
 				Message: skipCI(syn.message), Exists: exists, ExpectedHead: head.SHA})
 			expected, exists = synth.SHA, true
 		}
@@ -351,7 +351,7 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 			return err
 		}
 	}
-	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: synth, Files: changes, Message: commitMessage(req),
+	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: synth, Base: baseBranch, Files: changes, Message: commitMessage(req),
 		Exists: exists, ExpectedHead: expected})
 	if errors.Is(err, forge.ErrHeadMoved) {
 		return headMoved()
