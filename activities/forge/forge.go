@@ -193,6 +193,14 @@ type PRFilesLister interface {
 	PRFiles(ctx context.Context, number int) ([]ChangedFile, error)
 }
 
+// BotCommitter is optional: a forge that records its own identity for the token's
+// user as the committer of the commits it writes through its API (GitLab: the user's
+// commit email), whatever author the client names. A commit whose author is Bot()
+// and whose committer is BotCommitter() is the bot's own.
+type BotCommitter interface {
+	BotCommitter() Signature
+}
+
 // CommitWriter is optional: it makes a commit on parent (the client's bot as
 // author and committer) without moving any branch, so a caller can stack two
 // commits and move the branch once (one CI-triggering event, not two).

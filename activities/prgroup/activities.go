@@ -79,6 +79,40 @@ func RepoOf(namespace, cloneURL, base, provider string) pullrequest.Repo {
 	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
 }
 
+// providerOf is the git-provider annotation of a component of the namespace built
+// from repoURL (as the rest of nudgeflow names a forge), "" when none says: then
+// the host decides. A self-hosted GitLab or Forgejo host names no forge.
+func (a *Activities) providerOf(ctx context.Context, namespace, repoURL string) string {
+	var list mirrorv1alpha1.ComponentList
+	if err := a.Kube.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		activity.GetLogger(ctx).Warn("listing components to learn an origin's forge; the host decides", "error", err)
+		return ""
+	}
+	want := normalRepo(repoURL)
+	for _, c := range list.Items {
+		git := c.Spec.Source.GitSource
+		if git == nil || normalRepo(git.URL) != want {
+			continue
+		}
+		if p := c.Annotations[mirrorv1alpha1.AnnotationGitProvider]; p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// normalRepo is host/path of a clone URL in lower case, without ".git" or slashes.
+func normalRepo(u string) string {
+	u = strings.ToLower(strings.TrimSpace(u))
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	}
+	if i := strings.Index(u, "@"); i >= 0 && i < strings.Index(u+"/", "/") {
+		u = u[i+1:] // credentials in the URL
+	}
+	return strings.TrimSuffix(strings.Trim(u, "/"), ".git")
+}
+
 // ---- Sync ----
 
 func validBranch(b string) bool {
@@ -199,7 +233,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 			return SyncResult{}, err
 		}
 		if res.HumanEdits == "" && !syn.empty() {
-			if err := a.pushWithSynthetic(ctx, f, req, rows, fileMatch, base, baseFiles, syn, head, exists); err != nil {
+			if err := a.pushWithSynthetic(ctx, f, req, rows, fileMatch, base, baseBranch, baseFiles, syn, head, exists); err != nil {
 				return SyncResult{}, err
 			}
 		}
@@ -215,7 +249,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 			}
 		}
 		if !same {
-			c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Files: changes,
+			c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Base: baseBranch, Files: changes,
 				Message: commitMessage(req), Exists: exists, ExpectedHead: head.SHA})
 			if errors.Is(err, forge.ErrHeadMoved) {
 				return SyncResult{}, headMoved()
@@ -270,7 +304,7 @@ func headMoved() error {
 // CI-triggering event); without one it is pushed first with [skip ci] in its
 // message (PaC reads the marker in the head commit only), then the digest commit.
 func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req SyncRequest, rows []pullrequest.Row, fileMatch []string,
-	base forge.Commit, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
+	base forge.Commit, baseBranch string, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
 	log := activity.GetLogger(ctx)
 	synTree := syn.tree(baseFiles)
 	var synth forge.Commit
@@ -295,7 +329,7 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 		if w, ok := f.(forge.CommitWriter); ok {
 			synth, err = w.WriteCommit(ctx, base, syn.files, syn.message)
 		} else {
-			synth, err = f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Files: syn.files, New: syn.newPaths(baseFiles),
+			synth, err = f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Base: baseBranch, Files: syn.files, New: syn.newPaths(baseFiles),
 				Message: skipCI(syn.message), Exists: exists, ExpectedHead: head.SHA})
 			expected, exists = synth.SHA, true
 		}
@@ -317,7 +351,7 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 			return err
 		}
 	}
-	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: synth, Files: changes, Message: commitMessage(req),
+	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: synth, Base: baseBranch, Files: changes, Message: commitMessage(req),
 		Exists: exists, ExpectedHead: expected})
 	if errors.Is(err, forge.ErrHeadMoved) {
 		return headMoved()
@@ -420,7 +454,7 @@ func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]
 		if !ok {
 			var clean func(error) error
 			var err error
-			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", ""))
+			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", a.providerOf(ctx, req.Namespace, o.RepoURL)))
 			if err != nil {
 				obs.Error = clean(err).Error()
 				out = append(out, obs)

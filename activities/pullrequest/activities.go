@@ -246,9 +246,19 @@ func noDraft(st state) bool { return st.body.State != nil && st.body.State.NoDra
 // normal PR in a repository without drafts (held by the skip marker alone).
 func isDraft(st state) bool { return st.pr.Draft || noDraft(st) }
 
+// isBot: the bot authored c, and committed it, or the forge recorded its API
+// identity as committer (GitLab writes every commit as the token's user, with its
+// commit email, whatever author nudgeflow names).
 func isBot(f forge.Forge, c forge.Commit) bool {
 	bot := f.Bot().Email
-	return bot != "" && strings.EqualFold(c.Author.Email, bot) && strings.EqualFold(c.Committer.Email, bot)
+	if bot == "" || !strings.EqualFold(c.Author.Email, bot) {
+		return false
+	}
+	if strings.EqualFold(c.Committer.Email, bot) {
+		return true
+	}
+	bc, ok := f.(forge.BotCommitter)
+	return ok && bc.BotCommitter().Email != "" && strings.EqualFold(c.Committer.Email, bc.BotCommitter().Email)
 }
 
 // humanEdit returns why automated updates must stop, and a key that identifies this

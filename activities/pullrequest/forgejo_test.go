@@ -487,6 +487,34 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 	}
 }
 
+// F3: a merged PR names the commit its merge put on the base branch (the API's
+// merge_commit_sha), so a PR group finds the push build of that very commit.
+func TestF3ForgejoMergedPRNamesItsMergeCommit(t *testing.T) {
+	f := setupForgejo(t)
+	req := f.request(pr.ModeHold, "operator")
+	o := f.sync(req)
+	if err := f.srv.MarkReady(f.owner, f.name, o.PR.Number); err != nil {
+		t.Fatal(err)
+	}
+	f.merge(o.PR.Number)
+	main := f.head("main")
+	repo, err := forge.ParseRepoURL(f.srv.URL + "/" + f.owner + "/" + f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := fjforge.New(forge.ClientOptions{Repo: repo, Token: f.srv.BotToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := c.FindPR(context.Background(), "", o.PR.Number)
+	if err != nil || !ok {
+		t.Fatalf("reading the merged PR: %v %v", ok, err)
+	}
+	if !got.Merged || got.MergeCommitSHA != main.SHA {
+		t.Fatalf("merged PR: merged=%v merge commit %q, want %q (the head of main after the merge)", got.Merged, got.MergeCommitSHA, main.SHA)
+	}
+}
+
 func TestForgejoErrorsClassifiedWithoutToken(t *testing.T) {
 	f := setupForgejo(t)
 	f.checkErrorsClassified(f.request(pr.ModeHold, "operator"), f.proxy.FailNext, "Forgejo422", f.srv.BotToken)

@@ -211,6 +211,9 @@ type State struct {
 	Notes []string `json:"notes,omitempty"`
 	// Reason is why the workflow ended.
 	Reason string `json:"reason,omitempty"`
+	// CloseRequested is the reason of a close override accepted but not yet
+	// carried out (carried through continue-as-new).
+	CloseRequested string `json:"closeRequested,omitempty"`
 }
 
 func (s *State) origin(key string) *Origin {

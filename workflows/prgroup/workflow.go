@@ -19,6 +19,10 @@ const (
 	// changeClosedByPersonFirst: a target PR closed by a person, then every
 	// originating PR ended, ends as Closed (was Ended, "nothing to propose").
 	changeClosedByPersonFirst = "closed-by-person-before-origins-ended"
+	// changeNotFoundIsUnreadable: an originating PR the forge answered for before
+	// and now answers "not found" for is unreadable (noted, read again at the next
+	// poll), no longer counted as closed.
+	changeNotFoundIsUnreadable = "origin-not-found-after-seen-is-unreadable"
 )
 
 // maxHistoryEvents continues as new before the history grows large.
@@ -57,6 +61,11 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		r.st = &State{Phase: PhaseProposing}
 	}
 	r.phase = r.st.Phase
+	if r.st.CloseRequested != "" {
+		// A close accepted by the previous run just before it continued as new.
+		reason := r.st.CloseRequested
+		r.closeReq = &reason
+	}
 	if err := r.handlers(); err != nil {
 		return nil, err
 	}
@@ -80,10 +89,7 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 			return r.st, err
 		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() || workflow.GetInfo(ctx).GetCurrentHistoryLength() > maxHistoryEvents {
-			r.drainBuilds()
-			next := r.in
-			next.State = r.st
-			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, next)
+			return nil, r.continueAsNew()
 		}
 		ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{Timeout: r.set.PollInterval,
 			TimerOptions: workflow.TimerOptions{Summary: "poll the originating PRs"}}, func() bool {
@@ -95,6 +101,21 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		r.wake = false
 		observe = !ok // the poll: read the forge again
 	}
+}
+
+// continueAsNew drains every signal channel and carries what arrived during the
+// last step (builds in the state, a close override as CloseRequested; origin events
+// need no carry: the next run reads the originating PRs first). It adds no command.
+func (r *run) continueAsNew() error {
+	r.drainBuilds()
+	for r.events.ReceiveAsync(nil) {
+	}
+	if r.closeReq != nil {
+		r.st.CloseRequested = *r.closeReq
+	}
+	next := r.in
+	next.State = r.st
+	return workflow.NewContinueAsNewError(r.ctx, WorkflowName, next)
 }
 
 func (r *run) handlers() error {
@@ -192,6 +213,13 @@ func (r *run) observeOrigins() {
 		switch {
 		case ob.Error != "":
 			r.st.note(fmt.Sprintf("%s could not be read: %s", o.Key(), ob.Error))
+			continue
+		case !ob.Found && o.State != OriginUnknown &&
+			workflow.GetVersion(r.ctx, changeNotFoundIsUnreadable, workflow.DefaultVersion, 1) >= 1:
+			// Seen before: a wrong forge, a token that lost access or a renamed
+			// repository answers 404 too; never read as "closed".
+			r.st.note(fmt.Sprintf("%s could not be read: the forge answered not found for a pull request it showed before; "+
+				"nudgeflow keeps its last state (%s) and reads it again at the next poll", o.Key(), o.State))
 			continue
 		case !ob.Found:
 			r.st.note(fmt.Sprintf("%s does not exist (any more): counted as closed", o.Key()))

@@ -3,6 +3,7 @@ package prgroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -24,6 +26,7 @@ type fakeForge struct {
 	sync      func(call int, req acts.SyncRequest) acts.SyncResult
 	syncs     []acts.SyncRequest
 	pushFound bool
+	closes    []acts.CloseRequest
 }
 
 func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironment {
@@ -52,7 +55,10 @@ func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironmen
 		}
 		return acts.PushBuild{Found: true, Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("b", 64), BuildUID: "push-1", CommitSHA: req.CommitSHA}, nil
 	}).Maybe()
-	env.OnActivity(acts.CloseActivity, mock.Anything, mock.Anything).Return(acts.SyncResult{}, nil).Maybe()
+	env.OnActivity(acts.CloseActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.CloseRequest) (acts.SyncResult, error) {
+		f.closes = append(f.closes, req)
+		return acts.SyncResult{}, nil
+	}).Maybe()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalPRBuild, PRBuild{Component: "a", Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64),
 			BuildUID: "pr-1", BuiltAt: time.Unix(10, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/a", Number: 1}})
@@ -133,4 +139,88 @@ func TestNoteKindsAndBound(t *testing.T) {
 	s.note("The draft was lifted.")
 	s.note("The draft was lifted.")
 	require.Equal(t, 1, strings.Count(strings.Join(s.Notes, "\n"), "The draft was lifted."))
+}
+
+// F11: a close override and a PR build that arrive while the last step before
+// continue-as-new runs are carried into the next run, which closes the target PR.
+func TestF11CloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
+	f := &fakeForge{origin: func(int) acts.OriginObservation { return acts.OriginObservation{Found: true, Open: true} }}
+	var env *testsuite.TestWorkflowEnvironment
+	second := PRBuild{Component: "c", Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("c", 64),
+		BuildUID: "pr-2", BuiltAt: time.Unix(20, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}}
+	f.sync = func(call int, req acts.SyncRequest) acts.SyncResult {
+		if call == 1 {
+			// During the step: continue-as-new is suggested, a person asks to close,
+			// and another PR build succeeds.
+			env.SetContinueAsNewSuggested(true)
+			env.UpdateWorkflow(UpdateClose, "upd-1", &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { t.Errorf("close rejected: %v", err) },
+				OnAccept: func() {}, OnComplete: func(any, error) {}}, "superseded")
+			env.SignalWorkflow(SignalPRBuild, second)
+		}
+		return openDraft(call, req)
+	}
+	env = setupWorkflow(t, f)
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
+	require.True(t, env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can, "the run continued as new")
+	var next Input
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.State)
+	require.Equal(t, "superseded", next.State.CloseRequested, "the close override is carried")
+	require.True(t, slices.ContainsFunc(next.State.Entries, func(e Entry) bool { return e.BuildUID == "pr-2" }), "the build is carried")
+
+	// The next run closes the target PR first, with the carried reason.
+	f2 := &fakeForge{origin: f.origin, sync: openDraft}
+	env2 := setupWorkflow(t, f2)
+	env2.ExecuteWorkflow(WorkflowName, next)
+	require.True(t, env2.IsWorkflowCompleted())
+	require.NoError(t, env2.GetWorkflowError())
+	var st State
+	require.NoError(t, env2.GetWorkflowResult(&st))
+	require.Equal(t, PhaseClosed, st.Phase)
+	require.Equal(t, "closed by the close override: superseded", st.Reason)
+	require.Len(t, f2.closes, 1)
+	require.True(t, f2.closes[0].Close)
+	require.Equal(t, 5, f2.closes[0].Known.Number)
+	require.Empty(t, f2.syncs, "nothing is pushed after the close was asked for")
+}
+
+// F4: an originating PR the forge answered before and now answers "not found" for
+// (a wrong forge, a token that lost access, a renamed repository) is unreadable,
+// not closed: the target PR is neither closed nor changed on that answer; a note
+// says so and the next poll reads it again.
+func TestF4OriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
+	f := &fakeForge{sync: openDraft}
+	f.origin = func(call int) acts.OriginObservation {
+		switch {
+		case call == 1:
+			return acts.OriginObservation{Found: true, Open: true}
+		case call < 5:
+			return acts.OriginObservation{Found: false}
+		}
+		return acts.OriginObservation{Found: true} // closed unmerged, for real
+	}
+	var closedAt []int
+	env := setupWorkflow(t, f)
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == acts.CloseActivity {
+			closedAt = append(closedAt, f.observed)
+		}
+	})
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var st State
+	require.NoError(t, env.GetWorkflowResult(&st))
+	require.Equal(t, PhaseClosed, st.Phase)
+	require.Equal(t, []int{5}, closedAt, "the target PR is closed only when the forge says the origin closed")
+	require.GreaterOrEqual(t, f.observed, 5)
+	for i, s := range f.syncs {
+		require.Equal(t, OriginOpen, s.Origins[0].State, "sync %d: a not-found answer leaves the origin open", i+1)
+	}
+	require.True(t, slices.ContainsFunc(f.syncs[len(f.syncs)-1].Notes, func(n string) bool {
+		return strings.Contains(n, "org/a#1 could not be read") && strings.Contains(n, "not found")
+	}), "a note says the origin could not be read: %q", f.syncs[len(f.syncs)-1].Notes)
 }

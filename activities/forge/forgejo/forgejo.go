@@ -244,6 +244,12 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	}
 	body := changeFiles{Files: files, Message: p.Message, Branch: base, NewBranch: p.Branch,
 		Force: p.Exists, ForceFJ: p.Exists}
+	if p.Exists && p.Parent.SHA == p.ExpectedHead {
+		// Stacked on the branch's own head (a digest commit on the synthetic
+		// commit): the contents API commits on the head of the branch it names, so
+		// name the PR branch itself; committing from the base would drop Parent.
+		body.Branch, body.NewBranch, body.Force, body.ForceFJ = p.Branch, "", false, false
+	}
 	if c.bot.Email != "" {
 		body.Author = identity{Name: c.bot.Name, Email: c.bot.Email}
 		body.Committer = body.Author
@@ -391,7 +397,43 @@ func toPR(p *gitea.PullRequest) forge.PR {
 	if p.Poster != nil {
 		out.Author = p.Poster.UserName
 	}
+	if out.Merged && p.MergedCommitID != nil {
+		// merge_commit_sha: the commit the merge put on the base (a merge, squash
+		// or rebase commit; the head itself for a fast-forward).
+		out.MergeCommitSHA = *p.MergedCommitID
+	}
 	return out
+}
+
+var _ forge.PRFilesLister = (*Client)(nil)
+
+// PRFiles lists the files a pull request changes (GET /repos/{o}/{r}/pulls/{n}/files,
+// 50 a page, every page), in GitHub's words: Gitea's "deleted" is removed, "copied"
+// is added at the new path, "changed" and "unchanged" are modified.
+func (c *Client) PRFiles(ctx context.Context, number int) ([]forge.ChangedFile, error) {
+	var out []forge.ChangedFile
+	for page := 1; ; page++ {
+		files, resp, err := c.with(ctx).ListPullRequestFiles(c.repo.Owner, c.repo.Name, int64(number),
+			gitea.ListPullRequestFilesOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: 50}})
+		if err != nil {
+			return nil, classify(fmt.Sprintf("listing the files of PR #%d", number), err, resp)
+		}
+		for _, f := range files {
+			cf := forge.ChangedFile{Path: f.Filename, Status: forge.ChangeModified}
+			switch f.Status {
+			case "added", "copied":
+				cf.Status = forge.ChangeAdded
+			case "deleted", "removed":
+				cf.Status = forge.ChangeRemoved
+			case "renamed":
+				cf.Status, cf.PreviousPath = forge.ChangeRenamed, f.PreviousFilename
+			}
+			out = append(out, cf)
+		}
+		if len(files) == 0 || resp == nil || resp.NextPage == 0 {
+			return out, nil
+		}
+	}
 }
 
 func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {

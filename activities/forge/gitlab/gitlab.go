@@ -53,8 +53,11 @@ type Client struct {
 	repo forge.Repo
 	pid  string // "group/project": the client library escapes it (group%2Fproject)
 	bot  forge.Signature
-	api  *gl.Client
-	tr   *forge.Transport
+	// committer is whom GitLab records as the committer of the commits this client
+	// writes: the token's user with its commit email.
+	committer forge.Signature
+	api       *gl.Client
+	tr        *forge.Transport
 }
 
 var _ forge.Forge = (*Client)(nil)
@@ -74,19 +77,54 @@ func New(ctx context.Context, o forge.ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("gitlab client for %s: %w", o.Repo.Host, err)
 	}
 	c := &Client{repo: o.Repo, pid: o.Repo.FullName(), bot: o.Bot, api: api, tr: tr}
+	// GitLab writes every commit as the token's user: the committer is the user's
+	// commit email (commit_email, which GET /user returns as commit_email_or_default),
+	// the author too unless author_email names another. Read it even with --bot-email,
+	// so the bot knows its own commits.
+	u, err := c.currentUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.committer = forge.Signature{Name: u.Name, Email: u.commitEmail()}
 	if c.bot.Email == "" {
-		u, resp, err := api.Users.CurrentUser(gl.WithContext(ctx))
-		if err != nil {
-			return nil, classify("reading the token's user", err, resp)
-		}
-		email := u.Email
-		if email == "" {
-			email = u.PublicEmail
-		}
-		c.bot = forge.Signature{Name: u.Name, Email: email}
+		c.bot = c.committer
 	}
 	return c, nil
 }
+
+// user is the part of GET /user nudgeflow reads; the client library's User has no
+// commit_email.
+type user struct {
+	Name        string `json:"name"`
+	Email       string `json:"email"`
+	CommitEmail string `json:"commit_email"`
+	PublicEmail string `json:"public_email"`
+}
+
+func (u user) commitEmail() string {
+	for _, e := range []string{u.CommitEmail, u.Email, u.PublicEmail} {
+		if e != "" {
+			return e
+		}
+	}
+	return ""
+}
+
+func (c *Client) currentUser(ctx context.Context) (user, error) {
+	req, err := c.api.NewRequest(http.MethodGet, "user", nil, []gl.RequestOptionFunc{gl.WithContext(ctx)})
+	if err != nil {
+		return user{}, fmt.Errorf("gitlab: reading the token's user: %w", err)
+	}
+	var u user
+	resp, err := c.api.Do(req, &u)
+	if err != nil {
+		return user{}, classify("reading the token's user", err, resp)
+	}
+	return u, nil
+}
+
+// BotCommitter is whom GitLab records as the committer of this client's commits.
+func (c *Client) BotCommitter() forge.Signature { return c.committer }
 
 // Writes counts write requests (POST, PUT, DELETE).
 func (c *Client) Writes() int { return c.tr.Writes() }
@@ -233,10 +271,14 @@ func (c *Client) PRFiles(ctx context.Context, number int) ([]forge.ChangedFile, 
 }
 
 func toPR(m *gl.BasicMergeRequest) forge.PR {
-	return forge.PR{Number: int(m.IID), URL: m.WebURL, Title: m.Title, Body: m.Description,
+	pr := forge.PR{Number: int(m.IID), URL: m.WebURL, Title: m.Title, Body: m.Description,
 		Open: m.State == "opened", Merged: m.State == "merged",
 		Draft: m.Draft || IsDraftTitle(m.Title), // the title: servers older than the draft field
 		Head:  m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch, Author: author(m)}
+	if pr.Merged {
+		pr.MergeCommitSHA = mergeCommit(m)
+	}
+	return pr
 }
 
 func author(m *gl.BasicMergeRequest) string {
@@ -244,6 +286,20 @@ func author(m *gl.BasicMergeRequest) string {
 		return ""
 	}
 	return m.Author.Username
+}
+
+// mergeCommit is the commit a merge put on the target branch: merge_commit_sha
+// (merge-commit methods, squashed or not), else squash_commit_sha (a squash merge
+// in a fast-forward project, where merge_commit_sha is null), else the source
+// head (a fast-forward merge without squash: the head itself lands).
+func mergeCommit(m *gl.BasicMergeRequest) string {
+	switch {
+	case m.MergeCommitSHA != "":
+		return m.MergeCommitSHA
+	case m.SquashCommitSHA != "":
+		return m.SquashCommitSHA
+	}
+	return m.SHA
 }
 
 func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
+	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	emu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
 )
 
@@ -167,4 +168,97 @@ func TestErrorsAreClassifiedWithoutTheToken(t *testing.T) {
 	require.False(t, ae.NonRetryable())
 	require.NotContains(t, err.Error(), token)
 	require.False(t, strings.Contains(fmt.Sprintf("%+v", err), token))
+}
+
+// F2: GitLab records the token's user, with its commit email, as the committer of
+// every commit the Commits API writes; author_email changes the author only. The
+// bot's own commits are recognised as the bot's — with --bot-email, and without
+// it for a token user whose commit email is not its primary email — while a
+// person's commit (a git push, or the API with the bot's author and their own
+// token) is not.
+func TestF2GitLabOwnCommitsAreTheBots(t *testing.T) {
+	e := emu.New()
+	t.Cleanup(e.Close)
+	tokenUser := emu.User{Username: "project_1_bot", Name: "nudgeflow", Email: "primary@example.com", CommitEmail: "1-nudgeflow@users.noreply.example.com"}
+	e.AddToken(token, tokenUser)
+	const personToken = "glpat-person-token-000000000000000000"
+	e.AddToken(personToken, emu.User{Username: "dev", Name: "Dev", Email: "dev@example.com"})
+	e.CreateProject("group", "bundle", "main", map[string]string{"a.yaml": "v1\n"})
+	repo, err := forge.ParseRepoURL(e.URL() + "/group/bundle")
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	for _, tc := range []struct {
+		name string
+		bot  forge.Signature
+	}{{"--bot-email", bot}, {"the token's user", forge.Signature{}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := glforge.New(ctx, forge.ClientOptions{Repo: repo, Token: token, Bot: tc.bot})
+			require.NoError(t, err)
+			base, _, err := c.BranchHead(ctx, "main")
+			require.NoError(t, err)
+			branch := "nf-" + strings.ReplaceAll(tc.name, " ", "-")
+			cm, err := c.Push(ctx, forge.Push{Branch: branch, Parent: base, Files: map[string][]byte{"a.yaml": []byte("v2\n")}, Message: "m"})
+			require.NoError(t, err)
+			require.Equal(t, tokenUser.CommitEmail, cm.Committer.Email, "GitLab's committer is the token user's commit email")
+			if tc.bot.Email != "" {
+				require.Equal(t, bot.Email, cm.Author.Email)
+			}
+			head, ok, err := c.BranchHead(ctx, branch)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.True(t, pullrequest.IsBot(c, head), "nudgeflow's own commit (author %s, committer %s) is the bot's", head.Author.Email, head.Committer.Email)
+
+			// A person's git push on the branch is not the bot's.
+			human, err := e.HumanCommit("group", "bundle", branch, emu.User{Name: "Dev", Email: "dev@example.com"}, map[string]string{"b": "x"}, "mine")
+			require.NoError(t, err)
+			head, _, err = c.BranchHead(ctx, branch)
+			require.NoError(t, err)
+			require.Equal(t, human, head.SHA)
+			require.False(t, pullrequest.IsBot(c, head), "a person's commit is not the bot's")
+
+			// A person writing through the API with the bot's name as author: GitLab
+			// records the person as committer; still not the bot's.
+			pc, err := glforge.New(ctx, forge.ClientOptions{Repo: repo, Token: personToken, Bot: c.Bot()})
+			require.NoError(t, err)
+			forged, err := pc.Push(ctx, forge.Push{Branch: branch, Parent: head, Files: map[string][]byte{"c": []byte("y")}, New: []string{"c"}, Message: "also mine", Exists: true, ExpectedHead: head.SHA})
+			require.NoError(t, err)
+			require.Equal(t, "dev@example.com", forged.Committer.Email)
+			require.False(t, pullrequest.IsBot(c, forged), "a commit GitLab wrote for a person is not the bot's")
+		})
+	}
+}
+
+// F3: a merged merge request names the commit its merge put on the target branch:
+// merge_commit_sha for a merge commit, squash_commit_sha for a squash merge in a
+// fast-forward project (merge_commit_sha is null there).
+func TestF3GitLabMergedMRNamesItsMergeCommit(t *testing.T) {
+	e, c := setup(t, map[string]string{"a.yaml": "v1\n"})
+	ctx := context.Background()
+	base, _, _ := c.BranchHead(ctx, "main")
+	for i, squash := range []bool{false, true} {
+		branch := fmt.Sprintf("feature-%d", i)
+		_, err := c.Push(ctx, forge.Push{Branch: branch, Parent: base, Files: map[string][]byte{"a.yaml": []byte(branch + "\n")}, Message: "change"})
+		require.NoError(t, err)
+		pr, err := c.CreatePR(ctx, forge.NewPR{Title: "change " + branch, Head: branch, Base: "main", Body: "b"})
+		require.NoError(t, err)
+		var want string
+		if squash {
+			want, err = e.SquashMergeMR("group/sub", "bundle", pr.Number)
+			require.NoError(t, err)
+		} else {
+			require.NoError(t, e.MergeMR("group/sub", "bundle", pr.Number))
+		}
+		head, _ := e.Head("group/sub", "bundle", "main")
+		if !squash {
+			want = head.SHA
+		}
+		require.Equal(t, head.SHA, want, "the merge put this commit on main")
+		got, ok, err := c.FindPR(ctx, "", pr.Number)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.True(t, got.Merged)
+		require.Equal(t, want, got.MergeCommitSHA, "squash=%v", squash)
+		base = forge.Commit{SHA: head.SHA}
+	}
 }

@@ -148,7 +148,7 @@ func badRequest(w http.ResponseWriter, msg string) { writeMessage(w, http.Status
 
 func (s *Server) getUser(w http.ResponseWriter, _ *http.Request, u User) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": 1, "username": u.Username, "name": u.Name, "email": u.Email,
-		"commit_email": u.Email, "state": "active", "bot": strings.Contains(u.Username, "bot")})
+		"commit_email": u.commitSig().Email, "state": "active", "bot": strings.Contains(u.Username, "bot")})
 }
 
 func (s *Server) getProject(w http.ResponseWriter, r *http.Request, _ User) {
@@ -280,12 +280,14 @@ func (s *Server) createCommit(w http.ResponseWriter, r *http.Request, u User) {
 		}
 		files[a.FilePath] = content
 	}
-	author := gitstore.Signature{Name: u.Name, Email: u.Email}
+	// GitLab writes the commit as the token's user with its commit email
+	// (Gitlab::Git::User.from_gitlab); author_email/author_name change the author only.
+	author := u.commitSig()
 	if in.AuthorEmail != "" {
 		author = gitstore.Signature{Name: in.AuthorName, Email: in.AuthorEmail}
 	}
 	c := p.Repo.NewCommit(&s.clock, p.Repo.WriteTree(parent.Tree, files), []string{parent.SHA}, in.CommitMessage,
-		author, gitstore.Signature{Name: u.Name, Email: u.Email})
+		author, u.commitSig())
 	s.moveBranch(p, in.Branch, c.SHA, u)
 	writeJSON(w, http.StatusCreated, s.commitJSON(p, c))
 }
@@ -589,6 +591,9 @@ func (s *Server) listMRDiffs(w http.ResponseWriter, r *http.Request, _ User) {
 	base := p.Repo.Branches[m.Target]
 	if mc := p.Repo.Commits[m.MergeCommit]; mc != nil && len(mc.Parents) > 0 {
 		base = mc.Parents[0]
+	}
+	if sc := p.Repo.Commits[m.SquashCommit]; sc != nil && len(sc.Parents) > 0 {
+		base = sc.Parents[0]
 	}
 	all := []map[string]any{}
 	for _, c := range p.Repo.Diff(p.Repo.MergeBase(base, m.SHA), m.SHA) {

@@ -42,6 +42,11 @@ type User struct {
 	Username string
 	Name     string
 	Email    string
+	// CommitEmail is the user's "commit email" (profile setting): GitLab records it
+	// as the committer of every commit it writes for the user (Commits API, web
+	// edits, merges), and as the author when none is given. Empty: Email
+	// (commit_email_or_default).
+	CommitEmail string
 	// ReadOnly users (Reporter role) get 403 on every write.
 	ReadOnly bool
 }
@@ -96,17 +101,19 @@ type project struct {
 }
 
 type mergeRequest struct {
-	ID          int64     `json:"id"`
-	IID         int       `json:"iid"`
-	Title       string    `json:"title"`
-	Description string    `json:"description"`
-	State       string    `json:"state"` // opened, closed, merged
-	Source      string    `json:"source"`
-	Target      string    `json:"target"`
-	SHA         string    `json:"sha"`
-	Author      string    `json:"author"`
-	MergeCommit string    `json:"mergeCommit,omitempty"`
-	CreatedAt   time.Time `json:"createdAt"`
+	ID          int64  `json:"id"`
+	IID         int    `json:"iid"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	State       string `json:"state"` // opened, closed, merged
+	Source      string `json:"source"`
+	Target      string `json:"target"`
+	SHA         string `json:"sha"`
+	Author      string `json:"author"`
+	MergeCommit string `json:"mergeCommit,omitempty"`
+	// SquashCommit is the squash commit of a squash merge.
+	SquashCommit string    `json:"squashCommit,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
 type note struct {
@@ -402,9 +409,38 @@ func (s *Server) MergeMR(group, name string, iid int) error {
 	return nil
 }
 
+// SquashMergeMR merges an open merge request as a person with "Squash commits"
+// in a project whose merge method is fast-forward: one squash commit of the
+// source's changes lands on the target, and GitLab reports it as
+// squash_commit_sha while merge_commit_sha stays null.
+func (s *Server) SquashMergeMR(group, name string, iid int) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, m, err := s.openMR(group, name, iid)
+	if err != nil {
+		return "", err
+	}
+	head := p.Repo.Commits[m.SHA]
+	sig := person.commitSig()
+	c := p.Repo.NewCommit(&s.clock, head.Tree, []string{p.Repo.Branches[m.Target]}, m.Title, sig, sig)
+	p.Repo.Branches[m.Target] = c.SHA
+	m.State, m.SquashCommit = "merged", c.SHA
+	s.event(p, m, "merge", "", nil, person)
+	return c.SHA, nil
+}
+
+// commitSig is the identity GitLab writes commits with for u: its commit email.
+func (u User) commitSig() gitstore.Signature {
+	email := u.CommitEmail
+	if email == "" {
+		email = u.Email
+	}
+	return gitstore.Signature{Name: u.Name, Email: email}
+}
+
 func (s *Server) merge(p *project, m *mergeRequest, u User) {
 	head := p.Repo.Commits[m.SHA]
-	sig := gitstore.Signature{Name: u.Name, Email: u.Email}
+	sig := u.commitSig()
 	c := p.Repo.NewCommit(&s.clock, head.Tree, []string{p.Repo.Branches[m.Target], m.SHA},
 		fmt.Sprintf("Merge branch '%s' into '%s'\n\nSee merge request %s!%d", m.Source, m.Target, p.Path, m.IID), sig, sig)
 	p.Repo.Branches[m.Target] = c.SHA
@@ -557,13 +593,16 @@ func (s *Server) commitJSON(p *project, c *gitstore.Commit) map[string]any {
 }
 
 func (s *Server) mrJSON(p *project, m *mergeRequest) map[string]any {
-	var mergeSHA any
+	var mergeSHA, squashSHA any
 	if m.MergeCommit != "" {
 		mergeSHA = m.MergeCommit
 	}
+	if m.SquashCommit != "" {
+		squashSHA = m.SquashCommit
+	}
 	return map[string]any{"id": m.ID, "iid": m.IID, "project_id": p.ID, "title": m.Title, "description": m.Description,
 		"state": m.State, "draft": m.draft(), "work_in_progress": m.draft(), "source_branch": m.Source, "target_branch": m.Target,
-		"source_project_id": p.ID, "target_project_id": p.ID, "sha": m.SHA, "merge_commit_sha": mergeSHA,
+		"source_project_id": p.ID, "target_project_id": p.ID, "sha": m.SHA, "merge_commit_sha": mergeSHA, "squash_commit_sha": squashSHA,
 		"web_url": s.mrURL(p, m), "author": map[string]any{"username": m.Author},
 		"created_at": m.CreatedAt.Format(time.RFC3339), "references": map[string]any{"full": fmt.Sprintf("%s!%d", p.Path, m.IID)}}
 }
