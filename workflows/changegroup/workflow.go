@@ -56,6 +56,12 @@ const versionNothingLost = "nothing-lost"
 // automatic ones) ask for it, so manual groups keep their command sequence.
 const versionAutoRelease = "auto-release"
 
+// versionSpecAfterEnd guards ignoring a spec change that arrives after the group
+// ended (while its end is still written): before it, a member removed then was
+// dropped and its build handed back even when the merged PR had delivered it, a
+// second nudge of a merged digest. Asked only on that path.
+const versionSpecAfterEnd = "spec-after-end"
+
 func (s Settings) withDefaults() Settings {
 	if s.Debounce <= 0 {
 		s.Debounce = DefaultDebounce
@@ -119,6 +125,8 @@ type run struct {
 	retryAt  time.Time
 	// autoChecked/autoOn cache the versionAutoRelease decision of this run.
 	autoChecked, autoOn bool
+	// specAfterEndChecked/specAfterEndOn cache the versionSpecAfterEnd decision.
+	specAfterEndChecked, specAfterEndOn bool
 	// lastSA avoids upserting unchanged search attributes.
 	lastPhase string
 	lastReady int
@@ -341,6 +349,16 @@ func (r *run) registerHandlers() error {
 	return nil
 }
 
+// specAfterEndIgnored reports whether this run ignores spec changes after its end
+// (versionSpecAfterEnd), deciding once.
+func (r *run) specAfterEndIgnored() bool {
+	if !r.specAfterEndChecked {
+		r.specAfterEndChecked = true
+		r.specAfterEndOn = workflow.GetVersion(r.ctx, versionSpecAfterEnd, workflow.DefaultVersion, 1) >= 1
+	}
+	return r.specAfterEndOn
+}
+
 func (r *run) markUrgent() {
 	r.urgent = true
 	r.urgentSeq++
@@ -400,7 +418,11 @@ func (r *run) drainSignals() {
 		var sc SpecChanged
 		for r.spec.ReceiveAsync(&sc) {
 			progressed = true
-			r.s.applySpec(workflow.Now(r.ctx), sc, r.nothingLost)
+			if r.s.Phase.IsFinal() && r.specAfterEndIgnored() {
+				log.Info("spec change after the end ignored: the group holds nothing any more", "generation", sc.Generation)
+			} else {
+				r.s.applySpec(workflow.Now(r.ctx), sc, r.nothingLost)
+			}
 			sc = SpecChanged{}
 		}
 		var ev PREvent
