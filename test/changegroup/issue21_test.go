@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/sdk/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
@@ -71,4 +72,28 @@ func TestF1HandBackAfterHeldNudge(t *testing.T) {
 	require.NotEqual(t, renovate.RunName(id, 1), handedBack.Name, "a new Nudge carries the hand-back")
 	// The group wrote Cancelled after its hand-back completed: one nudge, not two.
 	require.Len(t, s.renovateRuns(), 2, "the held run and the hand-back's run, nothing more")
+}
+
+// F6 end to end: a ChangeGroup applied with an override already set (GitOps) has
+// it applied: a cancel at creation cancels the group, and the annotation is cleared
+// only then. Here the update usually reaches the workflow after it resolved its
+// components; the update racing the resolution is proven by the workflow package's
+// TestF6OverrideAtCreationIsApplied, which sends it during the resolve activity.
+func TestF6OverrideAtCreationIsAppliedEndToEnd(t *testing.T) {
+	s := newScenario(t, three...)
+	cg := &appstudiov1alpha1.ChangeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: s.ns, Annotations: map[string]string{konflux.AnnotationAction: "cancel=applied from Git"}},
+		Spec:       appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle"},
+	}
+	for _, m := range three {
+		cg.Spec.NudgingComponents = append(cg.Spec.NudgingComponents, appstudiov1alpha1.NudgingComponentRef{Name: m})
+	}
+	require.NoError(t, s.w.Kube.Create(context.Background(), cg))
+	s.explainOnFailure("g")
+	got := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+	require.Contains(t, got.Status.Conditions[0].Message, "applied from Git")
+	world.Eventually(t, 30*time.Second, "the applied override is cleared", func() (bool, error) {
+		_, ok := s.group("g").Annotations[konflux.AnnotationAction]
+		return !ok, nil
+	})
 }

@@ -45,6 +45,8 @@ type fakeWorld struct {
 	resolveErr error
 	// statusFailures fails that many status writes of a final phase.
 	statusFailures int
+	// duringResolve runs inside the next resolve activity (once).
+	duringResolve func()
 }
 
 func newFakeWorld(components ...string) *fakeWorld {
@@ -60,6 +62,7 @@ func newFakeWorld(components ...string) *fakeWorld {
 }
 
 func (f *fakeWorld) resolve(_ context.Context, req changegroupcr.ResolveRequest) (changegroupcr.Resolved, error) {
+	f.runOnce(&f.duringResolve)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.resolveErr != nil {
