@@ -215,6 +215,13 @@ func (s *Server) FailGraphQL(n int, fault GraphQLFault) {
 	}
 }
 
+// ClearGraphQLFaults drops the GraphQL faults no request has met yet.
+func (s *Server) ClearGraphQLFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gqlFaults = nil
+}
+
 // RateLimitGraphQL makes the next n GraphQL requests fail as GitHub does when the
 // GraphQL rate limit is exhausted: HTTP 200 with an error of type RATE_LIMITED.
 func (s *Server) RateLimitGraphQL(n int) {
