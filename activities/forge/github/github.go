@@ -150,9 +150,6 @@ type answer struct {
 	types []string
 }
 
-// maxGraphQLBody bounds how much of a GraphQL answer is read to classify it.
-const maxGraphQLBody = 1 << 20
-
 func (t *failRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
@@ -164,7 +161,8 @@ func (t *failRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	a := &answer{status: resp.StatusCode, header: resp.Header.Clone()}
 	if graphQL {
-		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxGraphQLBody))
+		// Read whole (nudgeflow's GraphQL answers are small) and handed on unchanged.
+		body, rerr := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		if rerr != nil {
