@@ -1,6 +1,7 @@
 // Package handback returns builds a ChangeGroup held but did not deliver to normal
 // nudging: an immediate Nudge of each build (the same workflow ID the bridge would
-// use for that build and target, so a build is never nudged twice), and one Event on
+// use for that build and target, so a build is never nudged twice, or, when a group
+// held that Nudge's run, one per group, build and target), and one Event on
 // the ChangeGroup that says what was handed back and why.
 package handback
 
@@ -123,14 +124,26 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 		if err != nil {
 			return res, err
 		}
-		if err := nudge.Start(ctx, a.Temporal, taskQueue, nreq); err != nil {
+		// A hand-back always ends in a real nudge: the build's own Nudge ID when it is
+		// free, else (a group held that Nudge's run) one of this group's.
+		id, err := nudge.StartHandBack(ctx, a.Temporal, taskQueue, nreq, groupKey(req))
+		if err != nil {
 			return res, fmt.Errorf("handing %s@%s back: %w", b.Component, b.Digest, err)
 		}
-		res.Nudges = append(res.Nudges, nudge.WorkflowID(nreq.Namespace, nreq.BuildUID, nreq.Nudged))
+		res.Nudges = append(res.Nudges, id)
 		activity.GetLogger(ctx).Info("build handed back to normal nudging", "changeGroup", req.ChangeGroup,
 			"component", b.Component, "digest", b.Digest, "why", b.Why)
 	}
 	return res, a.recordEvent(ctx, req, res)
+}
+
+// groupKey names the handing-back group in its hand-back Nudge IDs: its UID (a
+// re-created group of the same name hands back under its own), else its name.
+func groupKey(req Request) string {
+	if req.UID != "" {
+		return req.UID
+	}
+	return req.ChangeGroup
 }
 
 // handOver gives the build to another ChangeGroup that collects the edge now (a

@@ -120,11 +120,17 @@ func (r *Reconciler) applyAction(ctx context.Context, cg *appstudiov1alpha1.Chan
 		err = handle.Get(uctx, &result)
 	}
 	if err != nil {
+		// Only a refusal of the request itself (or a workflow that is not running)
+		// clears the annotation; an update that failed otherwise (the worker is down,
+		// a validator panicked) was not applied, so it is kept and tried again.
 		var rejected *temporal.ApplicationError
-		if errors.As(err, &rejected) || isGone(err) {
+		if (errors.As(err, &rejected) && rejected.Type() == cgwf.OverrideRejected) || isGone(err) {
 			return ctrl.Result{}, r.rejectAction(ctx, cg, err.Error())
 		}
-		// The worker may be down: keep the annotation and try again.
+		if !errors.Is(err, context.DeadlineExceeded) && uctx.Err() == nil {
+			r.Recorder.Event(cg, corev1.EventTypeWarning, "OverrideNotApplied", fmt.Sprintf("%s: %v; trying again", action, err))
+		}
+		log.FromContext(ctx).Info("override not applied yet; trying again", "action", action, "error", err)
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
 	r.Recorder.Event(cg, corev1.EventTypeNormal, "OverrideApplied", fmt.Sprintf("%s: %s", action, result))

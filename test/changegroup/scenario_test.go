@@ -96,8 +96,18 @@ func newScenarioOn(t *testing.T, f forgeHarness, components ...string) *scenario
 }
 
 func (s *scenario) createGroup(name string, members []string, timeout time.Duration) *appstudiov1alpha1.ChangeGroup {
+	return s.createGroupWithTimeout(name, members, timeout, nil)
+}
+
+// createGroupWith creates a group applied with these annotations (an override
+// already set, as from GitOps).
+func (s *scenario) createGroupWith(name string, members []string, annotations map[string]string) *appstudiov1alpha1.ChangeGroup {
+	return s.createGroupWithTimeout(name, members, 0, annotations)
+}
+
+func (s *scenario) createGroupWithTimeout(name string, members []string, timeout time.Duration, annotations map[string]string) *appstudiov1alpha1.ChangeGroup {
 	cg := &appstudiov1alpha1.ChangeGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns, Annotations: annotations},
 		Spec:       appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle"},
 	}
 	for _, m := range members {

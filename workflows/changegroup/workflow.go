@@ -71,6 +71,12 @@ const versionAutoRelease = "auto-release"
 // release, so groups released before it keep their command sequence.
 const versionCIStart = "ci-start"
 
+// versionSpecAfterEnd guards ignoring a spec change that arrives after the group
+// ended (while its end is still written): before it, a member removed then was
+// dropped and its build handed back even when the merged PR had delivered it, a
+// second nudge of a merged digest. Asked only on that path.
+const versionSpecAfterEnd = "spec-after-end"
+
 func (s Settings) withDefaults() Settings {
 	if s.Debounce <= 0 {
 		s.Debounce = DefaultDebounce
@@ -139,6 +145,8 @@ type run struct {
 	ciNext time.Time
 	// autoChecked/autoOn cache the versionAutoRelease decision of this run.
 	autoChecked, autoOn bool
+	// specAfterEndChecked/specAfterEndOn cache the versionSpecAfterEnd decision.
+	specAfterEndChecked, specAfterEndOn bool
 	// lastSA avoids upserting unchanged search attributes.
 	lastPhase string
 	lastReady int
@@ -290,66 +298,51 @@ func (r *run) registerHandlers() error {
 	}{
 		{UpdateReleaseNow, "Stop waiting: release CI with the components that are ready",
 			func(ctx workflow.Context) (string, error) {
+				// At creation nothing is ready yet: the request stands, and the first
+				// push releases (a ChangeGroup applied with release-now never holds CI).
+				if err := r.awaitState(ctx, func() error { return r.checkReleaseNow(false) }); err != nil {
+					return "", err
+				}
 				r.s.ReleaseRequested = true
 				r.markUrgent()
 				r.s.markDirty(workflow.Now(ctx))
 				ready, total := r.s.counts()
 				return fmt.Sprintf("releasing with %d of %d components ready", ready, total), nil
 			},
-			func(ctx workflow.Context) error {
-				if err := r.notFinal(); err != nil {
-					return err
-				}
-				if r.s.Released {
-					return errors.New("already released: CI was triggered for this pull request")
-				}
-				if ready, _ := r.s.counts(); ready == 0 {
-					return errors.New("nothing to release: no component is ready yet")
-				}
-				return nil
-			}},
+			func(ctx workflow.Context) error { return r.validate(func() error { return r.checkReleaseNow(true) }) }},
 		{UpdateCancel, "Cancel the group: close its pull request and stop",
 			func(ctx workflow.Context, req CancelRequest) (string, error) {
+				if err := r.awaitState(ctx, r.notFinal); err != nil {
+					return "", err
+				}
 				r.cancelReason = cancelReason(req.Reason, "cancelled by a person")
 				r.markUrgent()
 				return "cancelling: " + r.cancelReason, nil
 			},
-			func(ctx workflow.Context, req CancelRequest) error { return r.notFinal() }},
+			func(ctx workflow.Context, req CancelRequest) error { return r.validate(r.notFinal) }},
 		{UpdateDropComponent, "Stop waiting for one component",
 			func(ctx workflow.Context, req DropRequest) (string, error) {
+				if err := r.awaitState(ctx, func() error { return r.checkDrop(req) }); err != nil {
+					return "", err
+				}
 				r.s.drop(workflow.Now(ctx), req.Component, r.nothingLost)
 				r.markUrgent()
 				ready, total := r.s.counts()
 				return fmt.Sprintf("dropped %s; %d of %d ready", req.Component, ready, total), nil
 			},
 			func(ctx workflow.Context, req DropRequest) error {
-				if err := r.notFinal(); err != nil {
-					return err
-				}
-				c := r.s.component(req.Component)
-				if c == nil {
-					return fmt.Errorf("component %q is not a member of this group (members: %s)", req.Component, strings.Join(r.memberNames(), ", "))
-				}
-				if c.State == appstudiov1alpha1.ComponentDropped {
-					return fmt.Errorf("component %q was already dropped", req.Component)
-				}
-				return nil
+				return r.validate(func() error { return r.checkDrop(req) })
 			}},
 		{UpdateRebase, "Discard manual changes on the pull request and let nudgeflow update it again",
 			func(ctx workflow.Context) (string, error) {
+				if err := r.awaitState(ctx, r.checkRebase); err != nil {
+					return "", err
+				}
 				r.requestOverwrite()
 				r.s.markDirty(workflow.Now(ctx))
 				return "rebasing: the next push discards manual changes", nil
 			},
-			func(ctx workflow.Context) error {
-				if err := r.notFinal(); err != nil {
-					return err
-				}
-				if r.s.PR.Number == 0 {
-					return errors.New("no pull request yet: nothing to rebase")
-				}
-				return nil
-			}},
+			func(ctx workflow.Context) error { return r.validate(r.checkRebase) }},
 	}
 	for _, u := range updates {
 		if err := workflow.SetUpdateHandlerWithOptions(r.ctx, u.name, u.handler, workflow.UpdateHandlerOptions{
@@ -359,6 +352,16 @@ func (r *run) registerHandlers() error {
 		}
 	}
 	return nil
+}
+
+// specAfterEndIgnored reports whether this run ignores spec changes after its end
+// (versionSpecAfterEnd), deciding once.
+func (r *run) specAfterEndIgnored() bool {
+	if !r.specAfterEndChecked {
+		r.specAfterEndChecked = true
+		r.specAfterEndOn = workflow.GetVersion(r.ctx, versionSpecAfterEnd, workflow.DefaultVersion, 1) >= 1
+	}
+	return r.specAfterEndOn
 }
 
 func (r *run) markUrgent() {
@@ -377,12 +380,83 @@ func (r *run) requestOverwrite() {
 	r.markUrgent()
 }
 
+// OverrideRejected is the type of the error an override update is refused with
+// (by its validator, or by its handler when it arrived before the group was
+// initialized): the request itself makes no sense, so the bridge clears the
+// annotation. Any other failure (a panic, a timeout) leaves it to be applied again.
+const OverrideRejected = "OverrideRejected"
+
+func rejected(format string, args ...any) error {
+	return temporal.NewApplicationError(fmt.Sprintf(format, args...), OverrideRejected)
+}
+
+// validate runs an override's check, once the state exists: an override that
+// arrives while the group resolves its components at creation (a ChangeGroup
+// applied with the annotation already set) is accepted and checked by its handler
+// once the state is initialized.
+func (r *run) validate(check func() error) error {
+	if r.s == nil {
+		return nil
+	}
+	return check()
+}
+
+// awaitState waits until the state is initialized; when it had to wait (the
+// validator could not check), it runs the check the validator skipped.
+func (r *run) awaitState(ctx workflow.Context, check func() error) error {
+	if r.s != nil {
+		return nil
+	}
+	if err := workflow.Await(ctx, func() bool { return r.s != nil }); err != nil {
+		return fmt.Errorf("waiting for the group to be initialized: %w", err)
+	}
+	return check()
+}
+
 func (r *run) notFinal() error {
 	if r.s.Phase.IsFinal() {
-		return fmt.Errorf("the group has ended (%s)", r.s.Phase)
+		return rejected("the group has ended (%s)", r.s.Phase)
 	}
 	if r.cancelReason != "" {
-		return errors.New("the group is being cancelled")
+		return rejected("the group is being cancelled")
+	}
+	return nil
+}
+
+// checkReleaseNow refuses a release of nothing when needReady.
+func (r *run) checkReleaseNow(needReady bool) error {
+	if err := r.notFinal(); err != nil {
+		return err
+	}
+	if r.s.Released {
+		return rejected("already released: CI was triggered for this pull request")
+	}
+	if ready, _ := r.s.counts(); ready == 0 && needReady {
+		return rejected("nothing to release: no component is ready yet")
+	}
+	return nil
+}
+
+func (r *run) checkDrop(req DropRequest) error {
+	if err := r.notFinal(); err != nil {
+		return err
+	}
+	c := r.s.component(req.Component)
+	if c == nil {
+		return rejected("component %q is not a member of this group (members: %s)", req.Component, strings.Join(r.memberNames(), ", "))
+	}
+	if c.State == appstudiov1alpha1.ComponentDropped {
+		return rejected("component %q was already dropped", req.Component)
+	}
+	return nil
+}
+
+func (r *run) checkRebase() error {
+	if err := r.notFinal(); err != nil {
+		return err
+	}
+	if r.s.PR.Number == 0 {
+		return rejected("no pull request yet: nothing to rebase")
 	}
 	return nil
 }
@@ -420,7 +494,11 @@ func (r *run) drainSignals() {
 		var sc SpecChanged
 		for r.spec.ReceiveAsync(&sc) {
 			progressed = true
-			r.s.applySpec(workflow.Now(r.ctx), sc, r.nothingLost)
+			if r.s.Phase.IsFinal() && r.specAfterEndIgnored() {
+				log.Info("spec change after the end ignored: the group holds nothing any more", "generation", sc.Generation)
+			} else {
+				r.s.applySpec(workflow.Now(r.ctx), sc, r.nothingLost)
+			}
 			sc = SpecChanged{}
 		}
 		var ev PREvent

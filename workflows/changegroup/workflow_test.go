@@ -56,6 +56,8 @@ type fakeWorld struct {
 	commentRefused  bool
 	posted          []pullrequest.CommentRequest
 	events          []changegroupcr.EventRequest
+	// duringResolve runs inside the next resolve activity (once).
+	duringResolve func()
 }
 
 func newFakeWorld(components ...string) *fakeWorld {
@@ -71,6 +73,7 @@ func newFakeWorld(components ...string) *fakeWorld {
 }
 
 func (f *fakeWorld) resolve(_ context.Context, req changegroupcr.ResolveRequest) (changegroupcr.Resolved, error) {
+	f.runOnce(&f.duringResolve)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.resolveErr != nil {

@@ -3,9 +3,12 @@
 package github
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -126,26 +129,68 @@ func AppToken(ctx context.Context, repo forge.Repo, app forge.App, base http.Rou
 	return scoped.GetToken(), bot, nil
 }
 
-// failRecorder remembers the last failed response's status and headers: GraphQL
-// errors carry no response, and classifying a rate limit needs them.
+// failRecorder remembers the last failed answer: its status and headers, and for
+// GraphQL its body's message and errors' types. githubv4 drops them (a non-200
+// becomes a string, errors[].type is not decoded), and classifying needs them.
 type failRecorder struct {
 	base http.RoundTripper
 
 	mu       sync.Mutex
-	lastFail *http.Response
+	lastFail *answer
+}
+
+// answer is what a failed answer said, in GitHub's documented signals. No headers
+// of the request; the message is GitHub's.
+type answer struct {
+	status  int
+	header  http.Header
+	message string
+	// types are the GraphQL errors' types (RATE_LIMITED, NOT_FOUND, ...); "" for an
+	// error without one.
+	types []string
 }
 
 func (t *failRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
-	if err == nil && resp.StatusCode >= 300 {
-		t.mu.Lock()
-		t.lastFail = &http.Response{StatusCode: resp.StatusCode, Header: resp.Header.Clone()}
-		t.mu.Unlock()
+	if err != nil {
+		return resp, err
 	}
-	return resp, err
+	graphQL := strings.HasSuffix(r.URL.Path, "/graphql")
+	if resp.StatusCode < 300 && !graphQL {
+		return resp, nil
+	}
+	a := &answer{status: resp.StatusCode, header: resp.Header.Clone()}
+	if graphQL {
+		// Read whole (nudgeflow's GraphQL answers are small) and handed on unchanged.
+		body, rerr := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if rerr != nil {
+			return nil, fmt.Errorf("reading the GraphQL answer: %w", rerr)
+		}
+		var out struct {
+			Message string `json:"message"`
+			Errors  []struct {
+				Type string `json:"type"`
+			} `json:"errors"`
+		}
+		if json.Unmarshal(body, &out) == nil {
+			a.message = out.Message
+			for _, e := range out.Errors {
+				a.types = append(a.types, e.Type)
+			}
+		}
+		if resp.StatusCode < 300 && len(a.types) == 0 {
+			return resp, nil
+		}
+	}
+	t.mu.Lock()
+	t.lastFail = a
+	t.mu.Unlock()
+	return resp, nil
 }
 
-func (t *failRecorder) takeFail() *http.Response {
+func (t *failRecorder) takeFail() *answer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.lastFail
@@ -523,14 +568,21 @@ func mentionsDraftsUnsupported(er *gh.ErrorResponse) bool {
 }
 
 // classify turns a GitHub failure into a Temporal error whose message holds the
-// operation, the status and GitHub's message, never a request header:
-//   - 429 and rate limits (primary or secondary) are retryable with NextRetryDelay from
-//     Retry-After, else X-RateLimit-Reset;
-//   - GraphQL RATE_LIMITED errors (HTTP 200) are retryable after a minute;
+// operation, the status and GitHub's message, never a request header. It follows
+// GitHub's documented signals:
+//   - 429, and 403 with Retry-After, X-RateLimit-Remaining 0 or the secondary rate
+//     limit's message ("You have exceeded a secondary rate limit"), are rate limits:
+//     retryable with NextRetryDelay from Retry-After, else X-RateLimit-Reset, else a
+//     minute (GitHub: "wait for at least one minute");
+//   - a GraphQL error of type RATE_LIMITED (HTTP 200) is retried after a minute;
+//     one of a type that refuses the request (NOT_FOUND, FORBIDDEN, UNPROCESSABLE,
+//     ...) is non-retryable, typed "GitHubGraphQL"; any other (no type, an unknown
+//     one: GitHub's "Something went wrong while executing your query") is retryable,
+//     typed "GitHubGraphQLTransient" (the workflow bounds the outage);
 //   - 401 is retryable, typed "Unauthorized" (a rotated token; the workflow bounds it);
 //   - other 4xx are non-retryable, typed "GitHub<status>";
 //   - 5xx are retryable, typed "GitHub<status>"; network errors are plain (retryable).
-func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) error {
+func classify(op string, err error, resp *gh.Response, gqlFail *answer) error {
 	var status int
 	var header http.Header
 	msg := ""
@@ -551,8 +603,8 @@ func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) e
 		}
 	case resp != nil && resp.Response != nil && resp.StatusCode >= 400:
 		status, header = resp.StatusCode, resp.Header
-	case gqlFail != nil:
-		status, header = gqlFail.StatusCode, gqlFail.Header
+	case gqlFail != nil && gqlFail.status >= 300:
+		status, header, msg = gqlFail.status, gqlFail.header, gqlFail.message
 	}
 	if status == 0 {
 		var ne net.Error
@@ -560,21 +612,24 @@ func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) e
 			return fmt.Errorf("%s: network: %s", op, safeNetMessage(err))
 		}
 		text := fmt.Sprintf("%s: %s", op, forge.Truncate(err.Error()))
-		if strings.Contains(strings.ToLower(err.Error()), "rate limit") {
-			// GraphQL's own limit (type RATE_LIMITED) comes as HTTP 200 without headers:
-			// wait a minute, as GitHub advises for limits without a reset time.
+		switch graphQLErrorKind(gqlFail) {
+		case gqlRateLimited:
+			// GraphQL's own limit comes as HTTP 200 without headers: wait a minute,
+			// as GitHub advises for limits without a reset time.
 			return temporal.NewApplicationErrorWithOptions(text, "GitHubRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: time.Minute})
+		case gqlRefused:
+			// The request was understood and refused.
+			return temporal.NewNonRetryableApplicationError(text, "GitHubGraphQL", nil)
 		}
-		// Other GraphQL-level errors (HTTP 200 with errors): the request was understood and refused.
-		return temporal.NewNonRetryableApplicationError(text, "GitHubGraphQL", nil)
+		return temporal.NewApplicationError(text, "GitHubGraphQLTransient")
 	}
 	text := fmt.Sprintf("%s: GitHub answered %d", op, status)
 	if msg != "" {
 		text += ": " + forge.Truncate(msg)
 	}
-	if rl != nil || ab != nil {
-		// go-github recognised a primary or secondary limit: wait as for a 429, even
-		// when GitHub sent neither Retry-After nor X-RateLimit-Remaining.
+	if rl != nil || ab != nil || ((status == http.StatusForbidden || status == http.StatusTooManyRequests) && secondaryLimit(msg)) {
+		// A primary or secondary limit: wait as for a 429, even when GitHub sent
+		// neither Retry-After nor X-RateLimit-Remaining.
 		delay, _ := forge.RateLimitDelay(http.StatusTooManyRequests, header, rateLimitHeaders)
 		return temporal.NewApplicationErrorWithOptions(text, "GitHubRateLimit", temporal.ApplicationErrorOptions{NextRetryDelay: delay})
 	}
@@ -582,6 +637,45 @@ func classify(op string, err error, resp *gh.Response, gqlFail *http.Response) e
 	// workflow bounds how long), with the reason in the group's status.
 	return forge.StatusError("GitHub", text, status, header, rateLimitHeaders,
 		"(the forge rejected nudgeflow's credentials; check the SCM Secret or GitHub App)")
+}
+
+// secondaryLimit reports GitHub's documented message of a secondary rate limit
+// (with a 403 or 429: "You have exceeded a secondary rate limit").
+func secondaryLimit(msg string) bool {
+	return strings.Contains(strings.ToLower(msg), "secondary rate limit")
+}
+
+type gqlErrorKind int
+
+const (
+	gqlTransient gqlErrorKind = iota
+	gqlRateLimited
+	gqlRefused
+)
+
+// refusingGraphQLTypes are GraphQL error types that refuse the request itself:
+// retrying sends the same refused request.
+var refusingGraphQLTypes = map[string]bool{
+	"NOT_FOUND": true, "FORBIDDEN": true, "UNPROCESSABLE": true, "INSUFFICIENT_SCOPES": true,
+	"MAX_NODE_LIMIT_EXCEEDED": true, "INVALID": true, "ARGUMENT_ERROR": true, "BAD_REQUEST": true,
+}
+
+// graphQLErrorKind reads a GraphQL answer's errors by type: a rate limit wins, then
+// a refusal; no type or an unknown one is transient.
+func graphQLErrorKind(a *answer) gqlErrorKind {
+	if a == nil {
+		return gqlTransient
+	}
+	kind := gqlTransient
+	for _, t := range a.types {
+		switch {
+		case t == "RATE_LIMITED":
+			return gqlRateLimited
+		case refusingGraphQLTypes[t]:
+			kind = gqlRefused
+		}
+	}
+	return kind
 }
 
 // rateLimitHeaders: GitHub's primary limit sends X-RateLimit-Remaining 0 and

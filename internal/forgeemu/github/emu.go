@@ -52,6 +52,8 @@ type Server struct {
 	// gqlRateLimited answers that many GraphQL requests with GitHub's RATE_LIMITED
 	// error (HTTP 200, like GitHub).
 	gqlRateLimited int
+	// gqlFaults answer the next GraphQL requests, one each, before gqlRateLimited.
+	gqlFaults []GraphQLFault
 	// noDrafts names repositories ("owner/name") whose plan has no draft PRs.
 	noDrafts map[string]bool
 	// blobReads counts blob contents served through the API.
@@ -195,6 +197,34 @@ func (s *Server) runBeforeCommit() {
 	if fn != nil {
 		fn()
 	}
+}
+
+// GraphQLFault is how FailGraphQL answers a GraphQL request.
+type GraphQLFault int
+
+const (
+	// GraphQLSecondaryLimit is GitHub's secondary rate limit as it often comes: 403
+	// with the documented message, neither Retry-After nor X-RateLimit-Remaining 0.
+	GraphQLSecondaryLimit GraphQLFault = iota + 1
+	// GraphQLTransient is HTTP 200 whose only error has no type: GitHub's "Something
+	// went wrong while executing your query" (a timeout on its side).
+	GraphQLTransient
+)
+
+// FailGraphQL makes the next n GraphQL requests fail with fault.
+func (s *Server) FailGraphQL(n int, fault GraphQLFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.gqlFaults = append(s.gqlFaults, fault)
+	}
+}
+
+// ClearGraphQLFaults drops the GraphQL faults no request has met yet.
+func (s *Server) ClearGraphQLFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gqlFaults = nil
 }
 
 // RateLimitGraphQL makes the next n GraphQL requests fail as GitHub does when the

@@ -634,6 +634,23 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 	if !decode(w, r, &in) {
 		return
 	}
+	if len(s.gqlFaults) > 0 {
+		fault := s.gqlFaults[0]
+		s.gqlFaults = s.gqlFaults[1:]
+		switch fault {
+		case GraphQLSecondaryLimit:
+			w.Header().Set("X-RateLimit-Limit", "5000")
+			w.Header().Set("X-RateLimit-Remaining", "4999")
+			w.Header().Set("X-RateLimit-Resource", "graphql")
+			writeJSON(w, http.StatusForbidden, map[string]any{
+				"message":           "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 1234:5678.",
+				"documentation_url": "https://docs.github.com/graphql/overview/rate-limits-and-node-limits-for-the-graphql-api#secondary-rate-limits"})
+		case GraphQLTransient:
+			writeJSON(w, http.StatusOK, map[string]any{"data": nil, "errors": []map[string]any{{
+				"message": "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug. Please include `1234:5678` when reporting this issue."}}})
+		}
+		return
+	}
 	if s.gqlRateLimited > 0 {
 		s.gqlRateLimited--
 		writeJSON(w, http.StatusOK, map[string]any{"data": nil, "errors": []map[string]any{{

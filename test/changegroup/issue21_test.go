@@ -1,0 +1,99 @@
+package changegroup_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/test/world"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
+)
+
+// Issue 21, "Nothing lost, third pass", against the real servers.
+
+// nudgeable says the bundle's forge, as a Component on a self-hosted forge does:
+// Renovate tells the forge by host, and 127.0.0.1 names none. Without it every
+// Renovate launch is refused (NotNudgeable).
+func (s *scenario) nudgeable() {
+	s.t.Helper()
+	var bundle mirrorv1alpha1.Component
+	require.NoError(s.t, s.w.Kube.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: "bundle"}, &bundle))
+	bundle.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: "github"}
+	require.NoError(s.t, s.w.Kube.Update(context.Background(), &bundle))
+}
+
+// F1: the build's own Nudge ended HeldByChangeGroup (its Renovate run was held by
+// the group), which burns its workflow ID; when the group is cancelled, the
+// hand-back must still launch a Renovate run for the build, one that is not held.
+func TestF1HandBackAfterHeldNudge(t *testing.T) {
+	s := newScenario(t, "operand-a", "operand-b")
+	s.nudgeable()
+	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
+	s.explainOnFailure("g")
+	build := s.buildRun("operand-a", digestOf("operand-a", 1), time.Now())
+	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
+	run, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, nudge.WorkflowName,
+		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
+			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digestOf("operand-a", 1),
+				PullSpec: imageOf("operand-a") + "@" + digestOf("operand-a", 1), BuildPipelineRun: build.Name, BuildUID: string(build.UID)},
+			Tuning: nudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: 2 * time.Second}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var res nudge.Result
+	require.NoError(t, run.Get(ctx, &res))
+	require.Equal(t, nudge.PhaseHeldByChangeGroup, res.Phase, res.Reason)
+	s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
+
+	s.annotate("g", "cancel=F1")
+	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+	var handedBack tektonv1.PipelineRun
+	world.Eventually(t, 60*time.Second, "the handed-back build has a Renovate run that is not held", func() (bool, error) {
+		runs := s.renovateRuns()
+		for _, r := range runs {
+			if r.Spec.Status != tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled) && r.Annotations[konflux.AnnotationHeldBy] == "" {
+				handedBack = r
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d Renovate run(s), all held", len(runs))
+	})
+	require.NotEqual(t, renovate.RunName(id, 1), handedBack.Name, "a new Nudge carries the hand-back")
+	// The group wrote Cancelled after its hand-back completed: one nudge, not two.
+	require.Len(t, s.renovateRuns(), 2, "the held run and the hand-back's run, nothing more")
+}
+
+// F6 end to end: a ChangeGroup applied with an override already set (GitOps) has
+// it applied: a cancel at creation cancels the group, and the annotation is cleared
+// only then. Here the update usually reaches the workflow after it resolved its
+// components; the update racing the resolution is proven by the workflow package's
+// TestF6OverrideAtCreationIsApplied, which sends it during the resolve activity.
+func TestF6OverrideAtCreationIsAppliedEndToEnd(t *testing.T) {
+	s := newScenario(t, three...)
+	cg := &appstudiov1alpha1.ChangeGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: s.ns, Annotations: map[string]string{konflux.AnnotationAction: "cancel=applied from Git"}},
+		Spec:       appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle"},
+	}
+	for _, m := range three {
+		cg.Spec.NudgingComponents = append(cg.Spec.NudgingComponents, appstudiov1alpha1.NudgingComponentRef{Name: m})
+	}
+	require.NoError(t, s.w.Kube.Create(context.Background(), cg))
+	s.explainOnFailure("g")
+	got := s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+	require.Contains(t, got.Status.Conditions[0].Message, "applied from Git")
+	world.Eventually(t, 30*time.Second, "the applied override is cleared", func() (bool, error) {
+		_, ok := s.group("g").Annotations[konflux.AnnotationAction]
+		return !ok, nil
+	})
+}
