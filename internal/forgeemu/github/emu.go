@@ -54,6 +54,9 @@ type Server struct {
 	// beforeCommit runs once, outside the lock, before the next commit is created
 	// through the API (a person pushing while a client is mid-update).
 	beforeCommit func()
+	// beforeBranchMove runs once, outside the lock, before the next request that
+	// moves a branch through the API (PATCH git/refs, GraphQL updateRefs).
+	beforeBranchMove func()
 	// failWriteAt is the write count at which a write fails (0: none).
 	failWriteAt, failWriteStatus int
 	writes                       int
@@ -186,6 +189,25 @@ func (s *Server) runBeforeCommit() {
 	s.mu.Lock()
 	fn := s.beforeCommit
 	s.beforeCommit = nil
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+// BeforeNextBranchMove runs fn (once) when the next API request that moves a
+// branch arrives (REST PATCH git/refs or GraphQL updateRefs), before it is
+// handled: a person's push between a client's last read and its write.
+func (s *Server) BeforeNextBranchMove(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeBranchMove = fn
+}
+
+func (s *Server) runBeforeBranchMove() {
+	s.mu.Lock()
+	fn := s.beforeBranchMove
+	s.beforeBranchMove = nil
 	s.mu.Unlock()
 	if fn != nil {
 		fn()
