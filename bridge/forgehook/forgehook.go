@@ -84,7 +84,7 @@ type Handler struct {
 	// an event naming such a repository verifies only under one of them.
 	RepoSecrets RepoSecretsFunc
 	Sink        Sink
-	Log    *slog.Logger
+	Log         *slog.Logger
 	// MaxBody bounds the payload (25 MiB, GitHub's cap, when zero).
 	MaxBody int64
 }
