@@ -215,9 +215,11 @@ type identity struct {
 // Push is one request: the contents API commits the changed files on the base
 // branch (p.Parent's branch head: each changed file carries the blob SHA it was read
 // at, so a base that changed one of them is refused) and creates the PR branch on
-// that commit, or force-moves it there. Before a force-move the branch head is read
-// again, the last moment a person's commit can be noticed (as the GitHub client
-// does): ErrHeadMoved, nothing written. Reads: the branch (when it exists); writes: 1.
+// that commit. An existing branch is moved by compare-and-swap where the server
+// offers one (Gitea >= 1.26, pushWithLease: three writes); elsewhere (Forgejo,
+// older Gitea) the branch head is read again right before the one force-moving
+// write, the last moment a person's commit can be noticed: ErrHeadMoved, nothing
+// written, and a window of one request remains.
 //
 // The server commits on the base branch's head, which is p.Parent unless the base
 // moved since the caller read it; then the commit is on the newer base (still one
