@@ -195,6 +195,14 @@ func (s *Server) runBeforeCommit() {
 	}
 }
 
+// IsAncestor reports whether commit anc is sha or one of its ancestors in owner/name.
+func (s *Server) IsAncestor(owner, name, anc, sha string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	return r != nil && r.IsAncestor(anc, sha)
+}
+
 // BeforeNextBranchMove runs fn (once) when the next API request that moves a
 // branch arrives (REST PATCH git/refs or GraphQL updateRefs), before it is
 // handled: a person's push between a client's last read and its write.
