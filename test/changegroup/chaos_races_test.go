@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
+	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // Issue 21 in the chaos test: per seed, a person pushes to a group's PR branch
@@ -85,7 +87,24 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 		defer mu.Unlock()
 		return race.person != "", nil
 	})
-	sendForgedMerged(t, s, pr.Number)
+	forgedID := sendForgedMerged(t, s, pr.Number)
+	g := s.group(name)
+	id := cgwf.WorkflowID(g.Namespace, g.Name, string(g.UID))
+	// Once a workflow task completed after the forged signal, the workflow has
+	// handled it: its state then says whether the event ended the group.
+	world.Eventually(t, time.Minute, "the workflow handled the forged event", func() (bool, error) {
+		return handledSignal(s, id, forgedID)
+	})
+	var st cgwf.State
+	v, err := s.w.TemporalClient.QueryWorkflow(ctx, id, "", cgwf.QueryState)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&st))
+	if p, ok := shared.emu.PR(s.ns, "bundle", pr.Number); st.Phase.IsFinal() && ok && !p.Merged {
+		t.Errorf("the forged merged event ended group %s (%s: %s) while PR #%d is %s on the forge", name, st.Phase, st.Message, pr.Number, p.State)
+		chaosRaceTotals.mu.Lock()
+		chaosRaceTotals.forgedEndings++
+		chaosRaceTotals.mu.Unlock()
+	}
 	chaosRaceTotals.mu.Lock()
 	chaosRaceTotals.injected++
 	chaosRaceTotals.forged++
@@ -95,7 +114,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 
 // sendForgedMerged posts a pull_request "closed" event with merged set for an open
 // PR to the bridge's receiver, signed with the shared secret: valid, and false.
-func sendForgedMerged(t *testing.T, s *scenario, number int) {
+func sendForgedMerged(t *testing.T, s *scenario, number int) string {
 	url := fmt.Sprintf("%s/%s/bundle/pull/%d", shared.emu.URL(), s.ns, number)
 	body := fmt.Sprintf(`{"action":"closed","number":%d,"pull_request":{"number":%d,"html_url":%q,"state":"closed","merged":true,`+
 		`"head":{"ref":"x","sha":"0000000000000000000000000000000000000000"}},"repository":{"full_name":"%s/bundle","html_url":"%s/%s/bundle"}}`,
@@ -105,12 +124,14 @@ func sendForgedMerged(t *testing.T, s *scenario, number int) {
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, shared.forgejo.hookURL, bytes.NewReader([]byte(body)))
 	require.NoError(t, err)
 	req.Header.Set("X-GitHub-Event", "pull_request")
-	req.Header.Set("X-GitHub-Delivery", "forged-"+s.ns+"-"+strconv.Itoa(number))
+	id := "forged-" + s.ns + "-" + strconv.Itoa(number)
+	req.Header.Set("X-GitHub-Delivery", id)
 	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, "the forged event is validly signed and accepted by the receiver")
+	return id
 }
 
 // countChaosRaces counts, once every group ended: a person's commit no longer in
@@ -127,14 +148,18 @@ func countChaosRaces(t *testing.T, s *scenario, race chaosRace, groups []string)
 		if err := s.w.Kube.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: name}, &cg); err != nil || len(cg.Status.Conditions) == 0 {
 			continue
 		}
-		reason := cg.Status.Conditions[0].Reason
+		// The status says why a group ended in its condition's message (the
+		// workflow's "the pull request was merged" / "... closed without merging").
+		msg := cg.Status.Conditions[0].Message
+		onMerge := cg.Status.Phase == appstudiov1alpha1.PhaseCompleted && strings.Contains(msg, "the pull request was merged")
+		onClose := cg.Status.Phase == appstudiov1alpha1.PhaseCancelled && strings.Contains(msg, "closed without merging")
 		n, err := strconv.Atoi(cg.Status.PullRequestURL[strings.LastIndex(cg.Status.PullRequestURL, "/")+1:])
-		if err != nil || (reason != "PRMerged" && reason != "PRClosed") {
+		if err != nil || (!onMerge && !onClose) {
 			continue
 		}
 		pr, ok := shared.emu.PR(s.ns, "bundle", n)
-		if !ok || (reason == "PRMerged" && !pr.Merged) || (reason == "PRClosed" && pr.State == "open") {
-			t.Errorf("group %s ended %s while its PR #%d is %s (merged %v) on the forge", name, reason, n, pr.State, pr.Merged)
+		if !ok || (onMerge && !pr.Merged) || (onClose && pr.State == "open") {
+			t.Errorf("group %s ended %s (%s) while its PR #%d is %s (merged %v) on the forge", name, cg.Status.Phase, msg, n, pr.State, pr.Merged)
 			forged++
 		}
 	}
@@ -142,4 +167,31 @@ func countChaosRaces(t *testing.T, s *scenario, race chaosRace, groups []string)
 	chaosRaceTotals.overwritten += overwritten
 	chaosRaceTotals.forgedEndings += forged
 	chaosRaceTotals.mu.Unlock()
+}
+
+// handledSignal reports whether the workflow's history holds the PR event signal
+// with delivery ID id followed by a completed workflow task (or its end).
+func handledSignal(s *scenario, workflowID, delivery string) (bool, error) {
+	it := s.w.TemporalClient.GetWorkflowHistory(context.Background(), workflowID, "", false, 0)
+	seen := false
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return false, err
+		}
+		if seen && (e.GetWorkflowTaskCompletedEventAttributes() != nil || e.GetWorkflowExecutionCompletedEventAttributes() != nil) {
+			return true, nil
+		}
+		a := e.GetWorkflowExecutionSignaledEventAttributes()
+		if a.GetSignalName() != cgwf.SignalPREvent {
+			continue
+		}
+		for _, p := range a.GetInput().GetPayloads() {
+			var ev cgwf.PREvent
+			if converter.GetDefaultDataConverter().FromPayload(p, &ev) == nil && ev.DeliveryID == delivery {
+				seen = true
+			}
+		}
+	}
+	return false, nil
 }
