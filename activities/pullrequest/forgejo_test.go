@@ -228,14 +228,16 @@ func TestForgejoHoldThenRelease(t *testing.T) {
 		t.Fatalf("repeat wrote: %+v", o2)
 	}
 
-	// Release: two writes (one PATCH: title without WIP: and the description without
-	// the marker; one contents request: the final commit), exactly one CI build; a
-	// retry writes nothing and adds none.
+	// Release: four writes (one PATCH: title without WIP: and the description without
+	// the marker; the final commit moved onto the existing branch by compare-and-swap,
+	// issue 21 F9: the commit into the scratch branch, the branch update with
+	// old_commit_id, the scratch branch's deletion), exactly one CI build; a retry
+	// writes nothing and adds none.
 	rel := r3
 	rel.Mode = pr.ModeRelease
 	o = f.sync(rel)
-	if o.Writes != 2 {
-		t.Fatalf("release wrote %d times, want 2", o.Writes)
+	if o.Writes != 4 {
+		t.Fatalf("release wrote %d times, want 4", o.Writes)
 	}
 	p = f.pr(o.PR.Number)
 	if o.Draft || p.Draft || strings.HasPrefix(p.Title, "WIP") || o.HeadHasSkipMarker || strings.Contains(p.Body, "[skip ci]") {

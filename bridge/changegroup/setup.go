@@ -120,7 +120,7 @@ func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event)
 	if key == "" {
 		return nil
 	}
-	_, err := p.Deliver(ctx, key, cgwf.PREvent{
+	_, err := p.deliver(ctx, key, e.Namespace, cgwf.PREvent{
 		DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number, Merged: e.Merged,
 		Closed: e.State == "closed",
 	})
@@ -133,12 +133,21 @@ func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event)
 // Deliver signals every group whose status names the PR (normally one). An event
 // for a PR no group owns is ignored.
 func (p *PREventRouter) Deliver(ctx context.Context, prKey string, ev cgwf.PREvent) (int, error) {
+	return p.deliver(ctx, prKey, "", ev)
+}
+
+// deliver is Deliver limited to one namespace's groups when namespace is set (an
+// event verified by a secret bound to that namespace, forgehook.BoundSecret).
+func (p *PREventRouter) deliver(ctx context.Context, prKey, namespace string, ev cgwf.PREvent) (int, error) {
 	var list appstudiov1alpha1.ChangeGroupList
 	if err := p.Kube.List(ctx, &list, ctrlclient.MatchingFields{prKeyField: prKey}); err != nil {
 		return 0, fmt.Errorf("finding the ChangeGroup of %s: %w", prKey, err)
 	}
 	delivered := 0
 	for _, cg := range list.Items {
+		if namespace != "" && cg.Namespace != namespace {
+			continue
+		}
 		id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 		err := p.Temporal.SignalWorkflow(ctx, id, "", cgwf.SignalPREvent, ev)
 		if isGone(err) {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
@@ -36,6 +37,36 @@ type Event struct {
 	Draft        bool
 	// State is "open" or "closed".
 	State string
+	// Namespace is set when a secret bound to the repository (RepoSecrets)
+	// verified the event: it may reach that namespace's groups only. Empty: the
+	// shared secret verified it.
+	Namespace string
+}
+
+// BoundSecret is a webhook secret bound to some repositories and one namespace: an
+// event about such a repository must be signed with it (the shared secret is then
+// refused), and it reaches only that namespace's groups.
+type BoundSecret struct {
+	Namespace string
+	Secret    []byte
+}
+
+// RepoSecretsFunc returns the secrets bound to a repository, named
+// host/owner/name in lower case (RepoKey); none: the shared secret verifies it.
+type RepoSecretsFunc func(ctx context.Context, repo string) ([]BoundSecret, error)
+
+// RepoKey is host/owner/name of a repository's web URL, lower case ("" when the
+// URL names none).
+func RepoKey(webURL string) string {
+	u, err := url.Parse(strings.TrimSpace(webURL))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	path := strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/")
+	if path == "" || !strings.Contains(path, "/") {
+		return ""
+	}
+	return strings.ToLower(u.Host + "/" + path)
 }
 
 // Sink receives verified events.
@@ -49,8 +80,11 @@ type SecretFunc func(ctx context.Context) ([]byte, error)
 // Handler is the webhook endpoint.
 type Handler struct {
 	Secret SecretFunc
-	Sink   Sink
-	Log    *slog.Logger
+	// RepoSecrets, when set, binds repositories to their own secrets (per tenant):
+	// an event naming such a repository verifies only under one of them.
+	RepoSecrets RepoSecretsFunc
+	Sink        Sink
+	Log         *slog.Logger
 	// MaxBody bounds the payload (25 MiB, GitHub's cap, when zero).
 	MaxBody int64
 }
@@ -81,14 +115,54 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "payload too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	secret, err := h.Secret(r.Context())
-	if err != nil || len(secret) == 0 {
-		log.Error("webhook secret unavailable", "error", err)
-		http.Error(w, "webhook secret unavailable", http.StatusServiceUnavailable)
-		return
+	// Which secrets may sign this delivery: those bound to the repository it names
+	// (read, unverified, from the payload: it only selects the candidates), else
+	// the shared one.
+	var named struct {
+		Repository struct {
+			HTMLURL string `json:"html_url"`
+		} `json:"repository"`
+		Project struct {
+			WebURL string `json:"web_url"`
+		} `json:"project"`
+	}
+	_ = json.Unmarshal(body, &named)
+	var candidates []BoundSecret
+	if h.RepoSecrets != nil {
+		repo := RepoKey(named.Repository.HTMLURL)
+		if r.Header.Get("X-Gitlab-Event") != "" {
+			repo = RepoKey(named.Project.WebURL)
+		}
+		if repo != "" {
+			bound, err := h.RepoSecrets(r.Context(), repo)
+			if err != nil {
+				log.Error("repository webhook secrets unavailable", "error", err)
+				http.Error(w, "webhook secret unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			candidates = bound
+		}
+	}
+	if len(candidates) == 0 {
+		secret, err := h.Secret(r.Context())
+		if err != nil || len(secret) == 0 {
+			log.Error("webhook secret unavailable", "error", err)
+			http.Error(w, "webhook secret unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		candidates = []BoundSecret{{Secret: secret}}
+	}
+	verify := func(check func(secret []byte) bool) (namespace string, ok bool) {
+		for _, c := range candidates {
+			if len(c.Secret) > 0 && check(c.Secret) {
+				return c.Namespace, true
+			}
+		}
+		return "", false
 	}
 	if r.Header.Get("X-Gitlab-Event") != "" {
-		h.serveGitLab(w, r, body, secret, log)
+		ns, ok := verify(func(secret []byte) bool { return ValidToken(secret, r.Header.Get("X-Gitlab-Token")) })
+		h.serveGitLab(w, r, body, ok, ns, log)
 		return
 	}
 	// Gitea and Forgejo also send GitHub's headers (X-GitHub-Event,
@@ -98,11 +172,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ev := forgejoHeader(r, "Event"); ev != "" {
 		// Forgejo's signature is the hex HMAC-SHA256 of the body without GitHub's
 		// "sha256=" (services/webhook/deliver.go).
-		d = delivery{provider: "forgejo", id: forgejoHeader(r, "Delivery"), event: ev,
-			signed: validHex(secret, body, forgejoHeader(r, "Signature"))}
+		d = delivery{provider: "forgejo", id: forgejoHeader(r, "Delivery"), event: ev}
+		d.namespace, d.signed = verify(func(secret []byte) bool { return validHex(secret, body, forgejoHeader(r, "Signature")) })
 	} else {
-		d = delivery{provider: "github", id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event"),
-			signed: Valid(secret, body, r.Header.Get("X-Hub-Signature-256"))}
+		d = delivery{provider: "github", id: r.Header.Get("X-GitHub-Delivery"), event: r.Header.Get("X-GitHub-Event")}
+		d.namespace, d.signed = verify(func(secret []byte) bool { return Valid(secret, body, r.Header.Get("X-Hub-Signature-256")) })
 	}
 	h.servePullRequest(w, r, body, d, log)
 }
@@ -111,6 +185,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type delivery struct {
 	provider, id, event string
 	signed              bool
+	// namespace is the namespace of the bound secret that verified it ("": shared).
+	namespace string
 }
 
 // servePullRequest handles a GitHub or Forgejo delivery: only pull_request events
@@ -138,7 +214,7 @@ func (h *Handler) servePullRequest(w http.ResponseWriter, r *http.Request, body 
 	}
 	e := Event{Provider: d.provider, DeliveryID: d.id, Action: p.Action, URL: p.PullRequest.HTMLURL, RepoFullName: p.Repository.FullName,
 		Number: n, HeadRef: p.PullRequest.Head.Ref, HeadSHA: p.PullRequest.Head.SHA, Merged: p.PullRequest.Merged,
-		Draft: p.PullRequest.Draft, State: p.PullRequest.State}
+		Draft: p.PullRequest.Draft, State: p.PullRequest.State, Namespace: d.namespace}
 	if d.provider == "forgejo" {
 		// The server sets draft by its own WORK_IN_PROGRESS_PREFIXES; the title check
 		// adds the prefixes the Forgejo forge client counts as drafts, so that the
@@ -193,8 +269,8 @@ func (h *Handler) deliver(w http.ResponseWriter, r *http.Request, e Event, log *
 // (compared in constant time), and only Merge Request Hooks reach the sink.
 // GitLab's states map to GitHub's: opened is open; closed and merged are closed,
 // merged also Merged.
-func (h *Handler) serveGitLab(w http.ResponseWriter, r *http.Request, body, secret []byte, log *slog.Logger) {
-	if !ValidToken(secret, r.Header.Get("X-Gitlab-Token")) {
+func (h *Handler) serveGitLab(w http.ResponseWriter, r *http.Request, body []byte, signed bool, namespace string, log *slog.Logger) {
+	if !signed {
 		log.Warn("webhook token mismatch", "delivery", r.Header.Get("X-Gitlab-Event-UUID"))
 		http.Error(w, "bad token", http.StatusUnauthorized)
 		return
@@ -231,7 +307,7 @@ func (h *Handler) serveGitLab(w http.ResponseWriter, r *http.Request, body, secr
 	}
 	h.deliver(w, r, Event{Provider: "gitlab", DeliveryID: r.Header.Get("X-Gitlab-Event-UUID"), Action: p.Attrs.Action, URL: p.Attrs.URL,
 		RepoFullName: p.Project.PathWithNamespace, Number: p.Attrs.IID, HeadRef: p.Attrs.SourceBranch, HeadSHA: p.Attrs.LastCommit.ID,
-		Merged: p.Attrs.State == "merged", Draft: p.Attrs.Draft || p.Attrs.WIP, State: state}, log)
+		Merged: p.Attrs.State == "merged", Draft: p.Attrs.Draft || p.Attrs.WIP, State: state, Namespace: namespace}, log)
 }
 
 // ValidToken reports whether a GitLab X-Gitlab-Token equals the secret, in time

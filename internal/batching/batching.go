@@ -1,7 +1,7 @@
 // Package batching opens and finds the automatic ChangeGroups of batched targets
 // (ADR 67 Phase 2): a NudgeConfig's spec.batching names targets whose nudges are
 // collected into one pull request instead of one per build. The first build of a
-// nudger of a batched target opens an automatic ChangeGroup (generateName, labelled
+// nudger of a batched target opens an automatic ChangeGroup (<target>-batch-<generation>, labelled
 // automatic, owned by the NudgeConfig, members = the target's nudgers); later builds
 // join it; once it releases (or ends), the next build opens the next one.
 //
@@ -11,8 +11,12 @@ package batching
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,9 +35,10 @@ import (
 //
 // Two builds racing to open a batch open one group: in one process the per-target
 // lock serialises the look-and-create (the look reads live, past any cache); across
-// processes (the bridge and the worker's validated path) the ChangeGroup admission
-// webhook refuses an automatic group overlapping one that collects, atomically with
-// recording it, and the loser looks again and joins the winner.
+// processes (bridge replicas, the worker's validated path) both name the batch the
+// same (the target's next generation, BatchName), so the API server stores one and
+// refuses the other (AlreadyExists), and the loser looks again and joins the
+// winner. No process's memory (an admission index, a cache) is relied on.
 type Opener struct {
 	// Kube creates and patches ChangeGroups.
 	Kube ctrlclient.Client
@@ -74,10 +79,11 @@ func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConf
 	namespace := nc.Namespace
 	defer o.lock(namespace + "/" + target)()
 	for attempt := 0; ; attempt++ {
-		groups, err := o.groups(ctx, namespace, target, except)
+		all, err := o.groups(ctx, namespace, target)
 		if err != nil {
 			return nil, err
 		}
+		groups := slices.DeleteFunc(slices.Clone(all), func(cg appstudiov1alpha1.ChangeGroup) bool { return cg.Name == except })
 		if cg := Pick(groups, source, target); cg != nil {
 			return cg, nil
 		}
@@ -89,6 +95,11 @@ func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConf
 			return o.join(ctx, auto, source)
 		}
 		cg := NewGroup(nc, policy, groups, source)
+		// The batch's name is deterministic, the target's next generation: two
+		// processes (bridge replicas, the worker) that both saw no open batch create
+		// the same name, and the API server stores one of them. The loser's create
+		// fails with AlreadyExists whatever any cache or admission index knew.
+		cg.GenerateName, cg.Name = "", BatchName(target, NextGeneration(all, target))
 		err = o.Kube.Create(ctx, cg)
 		if err == nil {
 			return cg, nil
@@ -96,9 +107,32 @@ func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConf
 		if attempt > 0 {
 			return nil, fmt.Errorf("opening the automatic ChangeGroup of %s/%s: %w", namespace, target, err)
 		}
-		// Refused (most likely another process opened the batch a moment ago):
-		// look again and join what is there.
+		// Refused (another process opened this generation a moment ago, or the
+		// webhook refused an overlap): look again and join what is there.
 	}
+}
+
+// BatchName is the name of target's automatic group of one generation:
+// <target>-batch-<generation>, the target cut to 50 characters plus a hash of it
+// when longer, so two targets never share names.
+func BatchName(target string, generation int) string {
+	return GenerateName(target) + strconv.Itoa(generation)
+}
+
+// NextGeneration is one more than the highest generation among target's
+// automatic groups that exist (named by BatchName; groups named by generateName
+// before generations count as none).
+func NextGeneration(groups []appstudiov1alpha1.ChangeGroup, target string) int {
+	prefix, highest := GenerateName(target), 0
+	for _, cg := range groups {
+		if cg.Spec.NudgedComponent != target || !changegroups.IsAutomatic(&cg) {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimPrefix(cg.Name, prefix)); err == nil && strings.HasPrefix(cg.Name, prefix) && n > highest {
+			highest = n
+		}
+	}
+	return highest + 1
 }
 
 // HolderFor is HolderExcept with the namespace's NudgeConfig read live; nil (nudge
@@ -111,14 +145,14 @@ func (o *Opener) HolderFor(ctx context.Context, namespace, source, target, excep
 	return o.HolderExcept(ctx, nc, source, target, except)
 }
 
-func (o *Opener) groups(ctx context.Context, namespace, target, except string) ([]appstudiov1alpha1.ChangeGroup, error) {
+func (o *Opener) groups(ctx context.Context, namespace, target string) ([]appstudiov1alpha1.ChangeGroup, error) {
 	var list appstudiov1alpha1.ChangeGroupList
 	if err := o.Live.List(ctx, &list, ctrlclient.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("listing ChangeGroups of %s: %w", namespace, err)
 	}
 	out := list.Items[:0]
 	for _, cg := range list.Items {
-		if cg.Spec.NudgedComponent == target && cg.Name != except {
+		if cg.Spec.NudgedComponent == target {
 			out = append(out, cg)
 		}
 	}
@@ -205,7 +239,8 @@ func NewGroup(nc *konfluxv1alpha1.NudgeConfig, p *konfluxv1alpha1.BatchingPolicy
 // GenerateName prefixes the automatic groups of target.
 func GenerateName(target string) string {
 	if len(target) > 50 {
-		target = target[:50]
+		sum := sha256.Sum256([]byte(target))
+		target = target[:41] + "-" + hex.EncodeToString(sum[:4])
 	}
 	return target + "-batch-"
 }

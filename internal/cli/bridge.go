@@ -16,6 +16,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -30,7 +31,7 @@ func newBridgeCommand() *cobra.Command {
 	kf.addRateFlags(cmd)
 	tf := addTemporalFlags(cmd)
 	var opts bridge.ManagerOptions
-	var peers, executor, forgeAddr, secretFile string
+	var peers, executor, forgeAddr, secretFile, secretsNamespace string
 	var settings cgwf.Settings
 	fs := cmd.Flags()
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the admission webhooks")
@@ -44,6 +45,8 @@ func newBridgeCommand() *cobra.Command {
 	_ = fs.MarkDeprecated("executor", "use --nudging-peers")
 	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", ":8181", "address of the forge (GitHub) webhook receiver; empty disables it")
 	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
+	fs.StringVar(&secretsNamespace, "forge-webhook-secrets-namespace", os.Getenv("POD_NAMESPACE"),
+		"namespace of the Secrets labelled "+cgbridge.LabelWebhookSecret+"=true that bind repositories to their own webhook secret and tenant namespace (default $POD_NAMESPACE; empty: the shared secret only)")
 	fs.DurationVar(&settings.Debounce, "changegroup-debounce", cgwf.DefaultDebounce, "quiet time before a ChangeGroup pushes collected builds")
 	fs.DurationVar(&settings.PollInterval, "changegroup-poll-interval", cgwf.DefaultPollInterval, "how often a ChangeGroup reads its PR (covers lost webhooks)")
 	fs.DurationVar(&settings.CIStartGrace, "changegroup-ci-start-grace", cgwf.DefaultCIStartGrace, "how long after its release a ChangeGroup waits for a pipeline to report on the released head before it warns that CI did not start (the CIStarted condition, an Event, one PR comment)")
@@ -98,6 +101,10 @@ func newBridgeCommand() *cobra.Command {
 			}
 			srv := &http.Server{Addr: forgeAddr, ReadHeaderTimeout: 10 * time.Second,
 				Handler: metrics.ForgeWebhook(&forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents})}
+			if secretsNamespace != "" {
+				srv.Handler = metrics.ForgeWebhook(&forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents,
+					RepoSecrets: cgbridge.RepoSecrets(mgr.GetAPIReader(), secretsNamespace)})
+			}
 			go func() {
 				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					slog.Error("forge webhook receiver stopped", "error", err)

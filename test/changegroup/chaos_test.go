@@ -63,6 +63,8 @@ func TestChangeGroupChaos(t *testing.T) {
 		})
 	}
 	fmt.Printf("changegroup-chaos seeds=%d builds=%d delivered=%d lost=%d\n", len(seeds), total, delivered, len(lost))
+	fmt.Printf("changegroup-chaos races: human_pushes_injected=%d forged_events=%d overwritten_human_commits=%d forged_endings=%d\n",
+		chaosRaceTotals.injected, chaosRaceTotals.forged, chaosRaceTotals.overwritten, chaosRaceTotals.forgedEndings)
 	require.Empty(t, lost, "builds lost")
 }
 
@@ -187,6 +189,7 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 		}
 	}
 
+	race := injectChaosRaces(t, s, active, func() string { newGroup(); return active }, func(c string) { build(c, false) })
 	before := reconcileTrouble(t)
 	limited := false
 	// End every group still collecting: merge its PR if it has one, else cancel it.
@@ -254,6 +257,7 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 	for _, l := range lost {
 		t.Errorf("seed %d: lost %s", seed, l)
 	}
+	countChaosRaces(t, s, race, groups)
 	if len(lost) > 0 {
 		explainChaos(t, s, builds, groups)
 	}

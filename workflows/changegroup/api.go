@@ -17,7 +17,7 @@ const WorkflowName = "ChangeGroup"
 
 // HistoryShape names the workflow's current command-sequence shape; histories
 // recorded from the tests carry it in their file name, beside older shapes' files.
-const HistoryShape = "ci-start"
+const HistoryShape = "ci-start-forge-says-end"
 
 // Signal, update and query names. Signals carry events (at least once; the workflow
 // deduplicates); updates carry people's overrides (validated, answered).

@@ -181,7 +181,12 @@ func TestContinueAsNewAfterEveryEvent(t *testing.T) {
 			h.env.UpdateWorkflow(UpdateDropComponent, "drop-c", noopCallback(t), DropRequest{Component: "c"})
 		}},
 		{time.Minute, signal(SignalPREvent, PREvent{Action: "synchronize", Number: 7})},
-		{time.Minute, signal(SignalPREvent, PREvent{Action: "closed", Number: 7, Merged: true})},
+		{time.Minute, func(h *harness) { // the PR is merged on the forge, and the event says so
+			f.mu.Lock()
+			f.prState = pullrequest.PRMerged
+			f.mu.Unlock()
+			signal(SignalPREvent, PREvent{Action: "closed", Number: 7, Merged: true})(h)
+		}},
 	}
 	in := Input{Namespace: "tenant", Name: "g", UID: "u", Settings: Settings{Debounce: time.Second, PollInterval: time.Hour}}
 	clock := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)

@@ -77,6 +77,12 @@ const versionCIStart = "ci-start"
 // second nudge of a merged digest. Asked only on that path.
 const versionSpecAfterEnd = "spec-after-end"
 
+// versionForgeSaysEnd guards the shape in which a merged or closed PR event is a
+// hint: the workflow reads the PR on the forge and ends only on what the forge
+// says (a forged or misrouted webhook ends nothing). Runs recorded before it end on
+// the event itself.
+const versionForgeSaysEnd = "forge-says-end"
+
 func (s Settings) withDefaults() Settings {
 	if s.Debounce <= 0 {
 		s.Debounce = DefaultDebounce
@@ -130,6 +136,8 @@ type run struct {
 
 	// nothingLost is the versionNothingLost shape of this run.
 	nothingLost bool
+	// forgeSaysEnd: merged/closed events only ask for a read of the PR (versionForgeSaysEnd).
+	forgeSaysEnd bool
 	// urgent skips the debounce: a person asked for something; urgentSeq counts
 	// requests so a sync clears only the urgency it served.
 	urgent    bool
@@ -167,6 +175,7 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		lastReady: -1,
 	}
 	r.nothingLost = workflow.GetVersion(ctx, versionNothingLost, workflow.DefaultVersion, 1) >= 1
+	r.forgeSaysEnd = workflow.GetVersion(ctx, versionForgeSaysEnd, workflow.DefaultVersion, 1) >= 1
 	if r.s != nil {
 		r.s.normalize()
 	}
@@ -531,6 +540,11 @@ func (r *run) applyPREvent(ev PREvent) {
 	}
 	now := workflow.Now(r.ctx)
 	switch {
+	case r.forgeSaysEnd:
+		// Any event, a merge or a close included, is a hint: the group ends only on
+		// the PR's state as the forge says when read (applyObserved). One shared
+		// webhook secret lets any tenant sign an event naming any repository.
+		r.s.ObserveRequested = r.s.PR.Number != 0
 	case ev.Merged:
 		r.s.finish(now, appstudiov1alpha1.PhaseCompleted, "PRMerged", "the pull request was merged")
 	case ev.Closed:

@@ -277,7 +277,24 @@ func (h *harness) build(d time.Duration, component, digest string, builtAt time.
 	})
 }
 
+// prEvent delivers a forge event that tells the truth: a merged or closed event
+// comes with the PR merged or closed on the (fake) forge.
 func (h *harness) prEvent(d time.Duration, ev PREvent) {
+	h.at(d, func() {
+		h.f.mu.Lock()
+		switch {
+		case ev.Merged:
+			h.f.prState = pullrequest.PRMerged
+		case ev.Closed:
+			h.f.prState = pullrequest.PRClosed
+		}
+		h.f.mu.Unlock()
+		h.env.SignalWorkflow(SignalPREvent, ev)
+	})
+}
+
+// forgedPREvent delivers an event the forge does not back: the PR stays as it is.
+func (h *harness) forgedPREvent(d time.Duration, ev PREvent) {
 	h.at(d, func() { h.env.SignalWorkflow(SignalPREvent, ev) })
 }
 
@@ -500,4 +517,29 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	require.NotNil(t, next.State)
 	require.Equal(t, "sha256:a1", next.State.component("a").New)
 	require.True(t, next.State.Seen["a@sha256:a1"], "the dedupe set is carried")
+}
+
+// TestF8ForgedMergedEventEndsNothing: a "merged" webhook (validly signed under the
+// shared secret by another tenant, say) while the PR is open on the forge ends
+// nothing and marks nothing delivered; the group ends when the forge says so.
+func TestF8ForgedMergedEventEndsNothing(t *testing.T) {
+	f := newFakeWorld("a", "b")
+	h := newHarness(t, f)
+	h.build(time.Minute, "a", "sha256:a1", time.Hour)
+	h.forgedPREvent(10*time.Minute, PREvent{DeliveryID: "forged-1", Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.forgedPREvent(11*time.Minute, PREvent{DeliveryID: "forged-2", Action: "closed", Number: 7, Closed: true})
+	var during appstudiov1alpha1.ChangeGroupPhase
+	checked := false
+	h.at(30*time.Minute, func() {
+		checked = true
+		during = f.lastStatus().Phase
+		require.Empty(t, f.handedBack, "a forged ending hands nothing back")
+	})
+	h.prEvent(time.Hour, PREvent{DeliveryID: "real", Action: "closed", Number: 7, Merged: true, Closed: true})
+	s := h.run(Input{})
+	require.True(t, checked, "the group was still running half an hour in, after both forged events")
+	require.NotEqual(t, appstudiov1alpha1.PhaseCompleted, during, "the forged merged event did not complete the group")
+	require.NotEqual(t, appstudiov1alpha1.PhaseCancelled, during, "the forged closed event did not cancel the group")
+	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase, "the real merge, read from the forge, completes it")
+	require.GreaterOrEqual(t, f.observes, 2, "each ending event was checked against the forge")
 }

@@ -215,9 +215,11 @@ type identity struct {
 // Push is one request: the contents API commits the changed files on the base
 // branch (p.Parent's branch head: each changed file carries the blob SHA it was read
 // at, so a base that changed one of them is refused) and creates the PR branch on
-// that commit, or force-moves it there. Before a force-move the branch head is read
-// again, the last moment a person's commit can be noticed (as the GitHub client
-// does): ErrHeadMoved, nothing written. Reads: the branch (when it exists); writes: 1.
+// that commit. An existing branch is moved by compare-and-swap where the server
+// offers one (Gitea >= 1.26, pushWithLease: three writes); elsewhere (Forgejo,
+// older Gitea) the branch head is read again right before the one force-moving
+// write, the last moment a person's commit can be noticed: ErrHeadMoved, nothing
+// written, and a window of one request remains.
 //
 // The server commits on the base branch's head, which is p.Parent unless the base
 // moved since the caller read it; then the commit is on the newer base (still one
@@ -234,6 +236,13 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		return forge.Commit{}, err
 	}
 	if p.Exists {
+		cm, swapped, err := c.pushWithLease(ctx, p, base, files)
+		if err != nil || swapped {
+			return cm, err
+		}
+		// The server has no branch update (Forgejo, Gitea before 1.26): no
+		// compare-and-swap exists, so the head is read again right before the one
+		// write that force-moves the branch, a window of one request.
 		now, ok, err := c.BranchHead(ctx, p.Branch)
 		if err != nil {
 			return forge.Commit{}, err
@@ -323,6 +332,75 @@ func (c *Client) fileOps(ctx context.Context, p forge.Push) ([]changeFile, error
 		ops = append(ops, op)
 	}
 	return ops, nil
+}
+
+// pushWithLease moves an existing branch with Gitea's compare-and-swap (>= 1.26):
+// the contents API commits the files on the base into a scratch branch
+// (nudgeflow-next/<branch>: the contents API writes only through branches), then
+// PUT /branches/{branch} with old_commit_id moves the PR branch there only if it
+// is still at p.ExpectedHead (a git push --force-with-lease inside the server),
+// and the scratch branch is deleted. A push by a person after nudgeflow's read is
+// never overwritten: ErrHeadMoved. swapped is false, nothing moved, when the
+// server has no branch update API (Forgejo; Gitea before 1.26).
+func (c *Client) pushWithLease(ctx context.Context, p forge.Push, base string, files []changeFile) (forge.Commit, bool, error) {
+	scratch := "nudgeflow-next/" + p.Branch
+	body := changeFiles{Files: files, Message: p.Message, Branch: base, NewBranch: scratch, Force: true, ForceFJ: true}
+	if c.bot.Email != "" {
+		body.Author = identity{Name: c.bot.Name, Email: c.bot.Email}
+		body.Committer = body.Author
+	}
+	var out struct {
+		Commit *struct {
+			SHA string `json:"sha"`
+		} `json:"commit"`
+	}
+	repoPath := fmt.Sprintf("/repos/%s/%s", url.PathEscape(c.repo.Owner), url.PathEscape(c.repo.Name))
+	status, err := c.do(ctx, http.MethodPost, repoPath+"/contents", body, &out)
+	if err != nil {
+		if status == http.StatusUnprocessableEntity && strings.Contains(err.Error(), "sha does not match") {
+			return forge.Commit{}, false, temporal.NewApplicationError(fmt.Sprintf("the base branch %s moved under the push: %v", base, err), "BaseMoved")
+		}
+		return forge.Commit{}, false, err
+	}
+	if out.Commit == nil || out.Commit.SHA == "" {
+		return forge.Commit{}, false, temporal.NewApplicationError("the contents API answered without a commit", "ForgejoContents")
+	}
+	defer func() {
+		// Best effort: a scratch branch left behind is reused (force) next time.
+		_, _ = c.do(context.WithoutCancel(ctx), http.MethodDelete, repoPath+"/branches/"+escapeBranch(scratch), nil, nil)
+	}()
+	status, err = c.do(ctx, http.MethodPut, repoPath+"/branches/"+escapeBranch(p.Branch),
+		map[string]any{"new_commit_id": out.Commit.SHA, "old_commit_id": p.ExpectedHead, "force": true}, nil)
+	switch {
+	case err == nil:
+		cm, err := c.Commit(ctx, out.Commit.SHA)
+		return cm, true, err
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		now, ok, rerr := c.BranchHead(ctx, p.Branch)
+		if rerr != nil {
+			return forge.Commit{}, false, rerr
+		}
+		if !ok || now.SHA != p.ExpectedHead {
+			return forge.Commit{}, false, forge.ErrHeadMoved
+		}
+		return forge.Commit{}, false, nil // the branch is there: the API is not
+	case status == http.StatusUnprocessableEntity || status == http.StatusConflict:
+		// Gitea: "branch commit does not match"; whether the head moved is read.
+		if now, ok, rerr := c.BranchHead(ctx, p.Branch); rerr == nil && (!ok || now.SHA != p.ExpectedHead) {
+			return forge.Commit{}, false, forge.ErrHeadMoved
+		}
+	}
+	return forge.Commit{}, false, err
+}
+
+// escapeBranch escapes each segment of a branch name for a URL path (the server
+// routes the rest of the path as the branch).
+func escapeBranch(b string) string {
+	parts := strings.Split(b, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
 }
 
 // do sends one JSON request through the client's transport and decodes the answer.

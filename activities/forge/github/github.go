@@ -45,6 +45,8 @@ type Client struct {
 	gql   *githubv4.Client
 	tr    *forge.Transport
 	fails *failRecorder
+	// repoNodeID is the repository's GraphQL ID (read once, for updateRefs).
+	repoNodeID string
 }
 
 var _ forge.Forge = (*Client)(nil)
@@ -287,18 +289,51 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		return forge.Commit{}, err
 	}
 	if p.Exists {
-		now, ok, err := c.BranchHead(ctx, p.Branch)
-		if err != nil {
+		if err := c.swapBranch(ctx, p.Branch, p.ExpectedHead, cm.SHA); err != nil {
 			return forge.Commit{}, err
 		}
-		if !ok || now.SHA != p.ExpectedHead {
-			return forge.Commit{}, forge.ErrHeadMoved
-		}
+		return cm, nil
 	}
-	if err := c.setBranch(ctx, p.Branch, cm.SHA, p.Exists); err != nil {
+	if err := c.setBranch(ctx, p.Branch, cm.SHA, false); err != nil {
 		return forge.Commit{}, err
 	}
 	return cm, nil
+}
+
+// swapBranch moves an existing branch from expected to sha in one compare-and-swap:
+// GraphQL updateRefs with beforeOid (the server refuses the whole update unless the
+// ref still points at beforeOid; force allows the non-fast-forward move a fresh
+// commit on the base is). A push by a person after nudgeflow's read is never
+// overwritten: ErrHeadMoved. REST PATCH git/refs has no expected value (force or
+// fast-forward only), so it cannot serve here.
+func (c *Client) swapBranch(ctx context.Context, branch, expected, sha string) error {
+	if c.repoNodeID == "" {
+		r, resp, err := c.rest.Repositories.Get(ctx, c.repo.Owner, c.repo.Name)
+		if err != nil {
+			return classify("reading "+c.repo.FullName(), err, resp, nil)
+		}
+		c.repoNodeID = r.GetNodeID()
+	}
+	var m struct {
+		UpdateRefs struct {
+			ClientMutationID *string
+		} `graphql:"updateRefs(input: $input)"`
+	}
+	before := githubv4.GitObjectID(expected)
+	input := githubv4.UpdateRefsInput{RepositoryID: githubv4.ID(c.repoNodeID), RefUpdates: []githubv4.RefUpdate{{
+		Name: githubv4.GitRefname("refs/heads/" + branch), AfterOid: githubv4.GitObjectID(sha),
+		BeforeOid: &before, Force: githubv4.NewBoolean(true)}}}
+	c.fails.takeFail()
+	err := c.gql.Mutate(ctx, &m, input, nil)
+	if err == nil {
+		return nil
+	}
+	failed := c.fails.takeFail()
+	// The refusal's wording is GitHub's to change: whether the head moved is read.
+	if now, ok, rerr := c.BranchHead(ctx, branch); rerr == nil && (!ok || now.SHA != expected) {
+		return forge.ErrHeadMoved
+	}
+	return classify("moving branch "+branch+" to "+sha, err, nil, failed)
 }
 
 var (

@@ -203,6 +203,13 @@ func (c *Client) Blob(ctx context.Context, sha string) ([]byte, error) {
 // Push is one Commits API request: the changed files as update actions on
 // start_sha (the parent), force-moving or creating the branch. The head is read
 // right before it, the last moment a person's commit can still be noticed.
+//
+// GitLab offers no compare-and-swap on a branch head through its API: the Commits
+// API's force skips the existing-branch check and takes no expected head,
+// last_commit_id is per file (the file's last commit, not the branch's), and the
+// Branches API only creates and deletes. So a person's push landing between this
+// read and the write can be overwritten: the window is one request, the
+// narrowest the API allows (README, "Running it on a cluster").
 func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	paths := make([]string, 0, len(p.Files))
 	for path := range p.Files {

@@ -147,6 +147,21 @@ func (p *Proxy) FailNextFor(owner string, n, status, retryAfter int) {
 	}
 }
 
+// ClearFailuresFor drops the failures still due for owner's repositories (every
+// owner's when owner is empty): the outage ends.
+func (p *Proxy) ClearFailuresFor(owner string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	owner = strings.ToLower(owner)
+	kept := p.fails[:0]
+	for _, f := range p.fails {
+		if owner != "" && f.owner != owner {
+			kept = append(kept, f)
+		}
+	}
+	p.fails = kept
+}
+
 // FailWrite lets `after` more writes through, then fails the next one with status;
 // with applied, the server still receives and applies it (a lost answer).
 func (p *Proxy) FailWrite(after, status int, applied bool) {

@@ -61,6 +61,9 @@ type Server struct {
 	// beforeCommit runs once, outside the lock, before the next commit is created
 	// through the API (a person pushing while a client is mid-update).
 	beforeCommit func()
+	// beforeBranchMove runs once, outside the lock, before the next request that
+	// moves a branch through the API (PATCH git/refs, GraphQL updateRefs).
+	beforeBranchMove func()
 	// failWriteAt is the write count at which a write fails (0: none).
 	failWriteAt, failWriteStatus int
 	writes                       int
@@ -225,6 +228,33 @@ func (s *Server) ClearGraphQLFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.gqlFaults = nil
+}
+
+// IsAncestor reports whether commit anc is sha or one of its ancestors in owner/name.
+func (s *Server) IsAncestor(owner, name, anc, sha string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	return r != nil && r.IsAncestor(anc, sha)
+}
+
+// BeforeNextBranchMove runs fn (once) when the next API request that moves a
+// branch arrives (REST PATCH git/refs or GraphQL updateRefs), before it is
+// handled: a person's push between a client's last read and its write.
+func (s *Server) BeforeNextBranchMove(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeBranchMove = fn
+}
+
+func (s *Server) runBeforeBranchMove() {
+	s.mu.Lock()
+	fn := s.beforeBranchMove
+	s.beforeBranchMove = nil
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
 
 // RateLimitGraphQL makes the next n GraphQL requests fail as GitHub does when the

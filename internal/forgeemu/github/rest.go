@@ -1,9 +1,11 @@
 package github
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"sort"
@@ -54,6 +56,20 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git/commits") {
 			s.runBeforeCommit()
+		}
+		if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/git/refs/") {
+			s.runBeforeBranchMove()
+		}
+		if r.Method == http.MethodPost && r.URL.Path == "/api/graphql" && r.Body != nil {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "Problems parsing JSON")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if gqlUpdateRefs.Match(body) {
+				s.runBeforeBranchMove()
+			}
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -657,6 +673,10 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 			"type": "RATE_LIMITED", "message": "API rate limit already exceeded for user ID 1."}}})
 		return
 	}
+	if m := gqlUpdateRefs.FindStringSubmatch(in.Query); m != nil {
+		s.updateRefs(w, in.Variables[m[1]], u)
+		return
+	}
 	fields := gqlField.FindAllStringSubmatchIndex(in.Query, -1)
 	if len(fields) == 0 {
 		writeJSON(w, http.StatusOK, map[string]any{"errors": []map[string]any{{"message": "emulator: unsupported operation"}}})
@@ -718,6 +738,79 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 		out["errors"] = errs
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+var gqlUpdateRefs = regexp.MustCompile(`\bupdateRefs\(input:\s*\$(\w+)\)`)
+
+// updateRefs is GitHub's GraphQL updateRefs: every RefUpdate's beforeOid must be
+// the ref's current value (40 zeros: the ref must not exist) or nothing changes;
+// afterOid is the new value (40 zeros deletes); without force only fast-forwards
+// are taken. All or nothing, under the server's lock: a compare-and-swap.
+func (s *Server) updateRefs(w http.ResponseWriter, raw json.RawMessage, u User) {
+	const zero = "0000000000000000000000000000000000000000"
+	var input struct {
+		RepositoryID string `json:"repositoryId"`
+		RefUpdates   []struct {
+			Name      string `json:"name"`
+			BeforeOid string `json:"beforeOid"`
+			AfterOid  string `json:"afterOid"`
+			Force     bool   `json:"force"`
+		} `json:"refUpdates"`
+	}
+	fail := func(typ, msg string) {
+		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"updateRefs": nil},
+			"errors": []map[string]any{{"type": typ, "path": []string{"updateRefs"}, "message": msg}}})
+	}
+	if err := json.Unmarshal(raw, &input); err != nil || input.RepositoryID == "" || len(input.RefUpdates) == 0 {
+		fail("INVALID", "emulator: updateRefs needs repositoryId and refUpdates")
+		return
+	}
+	var rp *repo
+	for _, r := range s.repos {
+		if "R_"+strconv.FormatInt(r.id, 10) == input.RepositoryID {
+			rp = r
+		}
+	}
+	if rp == nil {
+		fail("NOT_FOUND", fmt.Sprintf("Could not resolve to a node with the global id of '%s'", input.RepositoryID))
+		return
+	}
+	for _, ru := range input.RefUpdates {
+		ref, ok := strings.CutPrefix(ru.Name, "refs/")
+		if !ok {
+			fail("UNPROCESSABLE", "Reference name is invalid: "+ru.Name)
+			return
+		}
+		cur, exists := rp.ref(ref)
+		switch {
+		case ru.BeforeOid == zero && exists, ru.BeforeOid != zero && cur != ru.BeforeOid:
+			fail("STALE_DATA", fmt.Sprintf("Expected %s to point to %s, but it did not", ru.Name, ru.BeforeOid))
+			return
+		case ru.AfterOid != zero && rp.Commits[ru.AfterOid] == nil:
+			fail("UNPROCESSABLE", "Object does not exist: "+ru.AfterOid)
+			return
+		case exists && ru.AfterOid != zero && !ru.Force && !rp.IsAncestor(cur, ru.AfterOid):
+			fail("UNPROCESSABLE", "Update is not a fast forward: "+ru.Name)
+			return
+		}
+	}
+	for _, ru := range input.RefUpdates {
+		ref := strings.TrimPrefix(ru.Name, "refs/")
+		if ru.AfterOid == zero {
+			if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
+				delete(rp.Branches, branch)
+			} else {
+				delete(rp.otherRefs, ref)
+			}
+			continue
+		}
+		if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
+			s.moveBranch(rp, branch, ru.AfterOid, u.Login)
+		} else {
+			rp.setRef(ref, ru.AfterOid)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"updateRefs": map[string]any{"clientMutationId": nil}}})
 }
 
 var gqlField = regexp.MustCompile(`\b(markPullRequestReadyForReview|convertPullRequestToDraft|updatePullRequest)\(input:\s*\$(\w+)\)`)
