@@ -344,7 +344,13 @@ func (c *Client) fileOps(ctx context.Context, p forge.Push) ([]changeFile, error
 // server has no branch update API (Forgejo; Gitea before 1.26).
 func (c *Client) pushWithLease(ctx context.Context, p forge.Push, base string, files []changeFile) (forge.Commit, bool, error) {
 	scratch := "nudgeflow-next/" + p.Branch
-	body := changeFiles{Files: files, Message: p.Message, Branch: base, NewBranch: scratch, Force: true, ForceFJ: true}
+	from := base
+	if p.Parent.SHA == p.ExpectedHead {
+		// Stacked on the branch's own head (a digest commit on the synthetic commit):
+		// the contents API commits on the head of the branch it names.
+		from = p.Branch
+	}
+	body := changeFiles{Files: files, Message: p.Message, Branch: from, NewBranch: scratch, Force: true, ForceFJ: true}
 	if c.bot.Email != "" {
 		body.Author = identity{Name: c.bot.Name, Email: c.bot.Email}
 		body.Committer = body.Author
