@@ -79,10 +79,16 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 	groups := []string{}
 	counter := map[string]int{}
 	active := ""
-	newGroup := func() {
+	// newGroup opens the next group; plain ones never carry an override (the race
+	// group must open its PR).
+	newGroupWith := func(plain bool) {
 		name := fmt.Sprintf("g%d", len(groups)+1)
 		// Some groups are applied (as from GitOps) with an override already set.
-		switch rng.IntN(4) {
+		pick := rng.IntN(4)
+		if plain {
+			pick = 3
+		}
+		switch pick {
 		case 0:
 			t.Logf("seed %d: group %s applied with release-now", seed, name)
 			s.createGroupWith(name, members, map[string]string{konflux.AnnotationAction: "release-now"})
@@ -96,6 +102,7 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 		groups = append(groups, name)
 		active = name
 	}
+	newGroup := func() { newGroupWith(false) }
 	build := func(c string, older bool) {
 		counter[c]++
 		at := time.Now()
@@ -189,7 +196,7 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 		}
 	}
 
-	race := injectChaosRaces(t, s, active, func() string { newGroup(); return active }, func(c string) { build(c, false) })
+	race := injectChaosRaces(t, s, active, func() string { newGroupWith(true); return active }, func(c string) { build(c, false) })
 	before := reconcileTrouble(t)
 	limited := false
 	// End every group still collecting: merge its PR if it has one, else cancel it.
