@@ -212,7 +212,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	}
 
 	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
-	plr.Annotations[AnnotationBranch] = branchOf(forge, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
+	plr.Annotations[AnnotationBranch] = BranchKey(forge.host, forge.repository, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
 	created := true
 	if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &tektonv1.PipelineRun{}); apierrors.IsNotFound(err) {
 		// Only a run not created yet is refused: a retried activity keeps its run.
@@ -302,7 +302,12 @@ func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, 
 		return err
 	}
 	// Runs of older builds on the edge stop: they would write an older digest.
-	if err := a.supersedeOlder(ctx, req); err != nil {
+	// One look at the namespace's nudge runs serves both decisions below.
+	runs, err := nudgeRuns(ctx, a.Kube, req.Namespace)
+	if err != nil {
+		return err
+	}
+	if err := a.supersedeOlder(ctx, req, runs); err != nil {
 		return err
 	}
 	// The run was created pending so it never starts before its ConfigMaps and
@@ -316,7 +321,7 @@ func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, 
 	// Kueue may admit it before its ConfigMap and Secret exist, as it may
 	// build-service's and integration-service's runs; the pod waits for them.
 	if releasable(plr) {
-		started, blocker, err := startOrQueue(ctx, a.Kube, plr)
+		started, blocker, err := startOrQueue(ctx, a.Kube, plr, runs)
 		if err != nil {
 			return err
 		}

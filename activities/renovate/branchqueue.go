@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,17 +68,22 @@ func before(a, b *tektonv1.PipelineRun) bool {
 
 // runsOnBranch lists nudgeflow's runs of the namespace on branch.
 func runsOnBranch(ctx context.Context, c ctrlclient.Reader, ns, branch string) ([]tektonv1.PipelineRun, error) {
-	var list tektonv1.PipelineRunList
-	if err := c.List(ctx, &list, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow}); err != nil {
-		return nil, fmt.Errorf("listing the Renovate runs of %s: %w", ns, err)
+	all, err := nudgeRuns(ctx, c, ns)
+	if err != nil {
+		return nil, err
 	}
-	out := list.Items[:0]
-	for _, plr := range list.Items {
-		if plr.Annotations[AnnotationBranch] == branch {
+	return onBranch(all, branch), nil
+}
+
+// onBranch picks of runs nudgeflow's runs on branch.
+func onBranch(runs []tektonv1.PipelineRun, branch string) []tektonv1.PipelineRun {
+	var out []tektonv1.PipelineRun
+	for _, plr := range runs {
+		if plr.Labels[LabelManagedBy] == ManagedByNudgeflow && plr.Annotations[AnnotationBranch] == branch {
 			out = append(out, plr)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // MayStart reports whether run may start among the runs on its branch, and else
@@ -155,15 +159,11 @@ func queue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, 
 	return nil
 }
 
-// startOrQueue starts a pending run its branch allows, else queues it.
-func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) (started bool, blocker string, err error) {
-	branch := plr.Annotations[AnnotationBranch]
-	if branch != "" {
-		onBranch, err := runsOnBranch(ctx, c, plr.Namespace, branch)
-		if err != nil {
-			return false, "", err
-		}
-		if ok, by := MayStart(plr, onBranch); !ok {
+// startOrQueue starts a pending run its branch allows among the namespace's nudge
+// runs (all, listed after the run was created), else queues it.
+func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (started bool, blocker string, err error) {
+	if branch := plr.Annotations[AnnotationBranch]; branch != "" {
+		if ok, by := MayStart(plr, onBranch(all, branch)); !ok {
 			return false, by, queue(ctx, c, plr, by)
 		}
 	}
@@ -232,9 +232,4 @@ func StartIfFree(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipelin
 		return false, err
 	}
 	return true, nil
-}
-
-// branchOf is the AnnotationBranch value of a launch.
-func branchOf(f forgeInfo, baseBranch, nudging, nudged string, simple bool) string {
-	return BranchKey(f.host, strings.TrimSuffix(f.repository, ".git"), baseBranch, nudging, nudged, simple)
 }

@@ -35,24 +35,30 @@ const (
 
 // edgeRun is a nudge run of one edge and when its build started.
 type edgeRun struct {
-	plr     tektonv1.PipelineRun
+	plr     *tektonv1.PipelineRun
 	builtAt time.Time
 }
 
-// edgeRuns lists the nudge runs of nudging -> nudged in the namespace, whoever
-// created them, except those of build itself, with their builds' start.
-func (a *Activities) edgeRuns(ctx context.Context, ns, nudging, nudged, build string) ([]edgeRun, error) {
+// nudgeRuns lists the nudge runs of the namespace, whoever created them.
+func nudgeRuns(ctx context.Context, c ctrlclient.Reader, ns string) ([]tektonv1.PipelineRun, error) {
 	var list tektonv1.PipelineRunList
-	if err := a.Kube.List(ctx, &list, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{LabelType: LabelTypeNudge}); err != nil {
+	if err := c.List(ctx, &list, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{LabelType: LabelTypeNudge}); err != nil {
 		return nil, fmt.Errorf("listing the nudge runs of %s: %w", ns, err)
 	}
+	return list.Items, nil
+}
+
+// edgeRuns picks of runs those of nudging -> nudged, except those of build itself,
+// with their builds' start. They point into runs, so a write to one shows there.
+func (a *Activities) edgeRuns(ctx context.Context, runs []tektonv1.PipelineRun, nudging, nudged, build string) ([]edgeRun, error) {
 	var out []edgeRun
-	for _, plr := range list.Items {
+	for i := range runs {
+		plr := &runs[i]
 		if plr.Annotations[AnnotationNudgingComponent] != nudging || plr.Annotations[AnnotationNudgingPipeline] == build ||
 			!slices.Contains(strings.Fields(plr.Annotations[AnnotationNudgedComponents]), nudged) {
 			continue
 		}
-		at, err := a.builtAt(ctx, &plr)
+		at, err := a.builtAt(ctx, plr)
 		if err != nil {
 			return nil, err
 		}
@@ -92,7 +98,11 @@ func (a *Activities) refuseIfSuperseded(ctx context.Context, req LaunchRequest) 
 	if req.BuiltAt.IsZero() {
 		return nil // recorded before builds carried their start: nothing to compare
 	}
-	runs, err := a.edgeRuns(ctx, req.Namespace, req.Nudging, req.Nudged, req.BuildPipelineRun)
+	all, err := nudgeRuns(ctx, a.Kube, req.Namespace)
+	if err != nil {
+		return err
+	}
+	runs, err := a.edgeRuns(ctx, all, req.Nudging, req.Nudged, req.BuildPipelineRun)
 	if err != nil {
 		return err
 	}
@@ -108,25 +118,26 @@ func (a *Activities) refuseIfSuperseded(ctx context.Context, req LaunchRequest) 
 }
 
 // supersedeOlder stops nudgeflow's runs of the edge for older builds that have not
-// ended: they would write an older digest after this run's.
-func (a *Activities) supersedeOlder(ctx context.Context, req LaunchRequest) error {
+// ended: they would write an older digest after this run's. all are the
+// namespace's nudge runs; the ones it stops are updated there.
+func (a *Activities) supersedeOlder(ctx context.Context, req LaunchRequest, all []tektonv1.PipelineRun) error {
 	if req.BuiltAt.IsZero() {
 		return nil
 	}
-	runs, err := a.edgeRuns(ctx, req.Namespace, req.Nudging, req.Nudged, req.BuildPipelineRun)
+	runs, err := a.edgeRuns(ctx, all, req.Nudging, req.Nudged, req.BuildPipelineRun)
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
 		plr := r.plr
-		if !r.builtAt.Before(req.BuiltAt) || plr.Labels[LabelManagedBy] != ManagedByNudgeflow || StatusOf(&plr).Done ||
+		if !r.builtAt.Before(req.BuiltAt) || plr.Labels[LabelManagedBy] != ManagedByNudgeflow || StatusOf(plr).Done ||
 			plr.Annotations[AnnotationSupersededBy] != "" {
 			continue
 		}
 		patch := ctrlclient.MergeFrom(plr.DeepCopy())
 		plr.Annotations[AnnotationSupersededBy] = req.Name
 		plr.Spec.Status = tektonv1.PipelineRunSpecStatusCancelled
-		if err := a.Kube.Patch(ctx, &plr, patch); err != nil && !apierrors.IsNotFound(err) {
+		if err := a.Kube.Patch(ctx, plr, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("stopping run %s/%s of an older build: %w", plr.Namespace, plr.Name, err)
 		}
 		activity.GetLogger(ctx).Info("stopped the Renovate run of an older build of the same edge", "run", plr.Name,
