@@ -154,10 +154,7 @@ func EdgesFrom(nc *konfluxv1alpha1.NudgeConfig, comp *mirrorv1alpha1.Component, 
 	}
 	var out []Edge
 	if nc != nil {
-		source := SourceNudgeConfig
-		if nudgeconfigs.IsShipped(nc) {
-			source = SourceShippedNudgeConfig
-		}
+		source := sourceOf(nc)
 		for _, n := range nc.Spec.Nudges {
 			if n.From == component {
 				out = append(out, Edge{From: n.From, To: n.To, Mode: n.EffectiveMode(), GatingGroup: n.GatingGroup,
@@ -172,6 +169,14 @@ func EdgesFrom(nc *konfluxv1alpha1.NudgeConfig, comp *mirrorv1alpha1.Component, 
 		}
 	}
 	return out
+}
+
+// sourceOf is the EdgeSource of nc's edges: which kind it was read from.
+func sourceOf(nc *konfluxv1alpha1.NudgeConfig) EdgeSource {
+	if nudgeconfigs.IsShipped(nc) {
+		return SourceShippedNudgeConfig
+	}
+	return SourceNudgeConfig
 }
 
 // RunnerOf says who nudges e beside these peers (see Peers).

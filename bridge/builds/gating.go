@@ -10,7 +10,6 @@ import (
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
@@ -47,10 +46,7 @@ func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil || nc == nil {
 		return ctrl.Result{}, err
 	}
-	source := SourceNudgeConfig
-	if nudgeconfigs.IsShipped(nc) {
-		source = SourceShippedNudgeConfig
-	}
+	source := sourceOf(nc)
 	var siblings []mirrorv1alpha1.Snapshot // read once, for the first ungated edge that needs them
 	var errs []error
 	for _, n := range nc.Spec.Nudges {

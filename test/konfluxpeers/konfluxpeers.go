@@ -49,6 +49,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
@@ -86,15 +87,8 @@ func succeeded(plr *tektonv1.PipelineRun) bool {
 // names differ). The pipeline is a placeholder: nothing here runs it.
 func nudgeRun(build *tektonv1.PipelineRun, name, createdBy string, targets []string) *tektonv1.PipelineRun {
 	imageURL, _ := konflux.BuildResults(build)
-	repo, tag := imageURL, ""
-	if i := strings.LastIndex(imageURL, ":"); i > strings.LastIndex(imageURL, "/") {
-		repo, tag = imageURL[:i], imageURL[i+1:]
-	}
-	commit := ""
-	if link := build.Annotations[builds.AnnotationRepo]; link != "" {
-		parts := strings.Split(link, "/")
-		commit = parts[len(parts)-1]
-	}
+	repo, tag := renovate.SplitImage(imageURL)
+	commit := renovate.CommitFromRepoLink(build.Annotations[builds.AnnotationRepo])
 	return &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: build.Namespace,

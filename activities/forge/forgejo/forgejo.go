@@ -259,10 +259,7 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		// name the PR branch itself; committing from the base would drop Parent.
 		body.Branch, body.NewBranch, body.Force, body.ForceFJ = p.Branch, "", false, false
 	}
-	if c.bot.Email != "" {
-		body.Author = identity{Name: c.bot.Name, Email: c.bot.Email}
-		body.Committer = body.Author
-	}
+	c.signAsBot(&body)
 	var out struct {
 		Commit *struct {
 			SHA string `json:"sha"`
@@ -288,6 +285,15 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 		return forge.Commit{}, temporal.NewApplicationError("the contents API answered without a commit", "ForgejoContents")
 	}
 	return c.Commit(ctx, out.Commit.SHA)
+}
+
+// signAsBot makes the bot author and committer of a contents-API commit, when an
+// identity is configured (else the token's user is both).
+func (c *Client) signAsBot(body *changeFiles) {
+	if c.bot.Email != "" {
+		body.Author = identity{Name: c.bot.Name, Email: c.bot.Email}
+		body.Committer = body.Author
+	}
 }
 
 // baseBranchOf finds the branch the parent commit is the head of: the contents API
@@ -351,10 +357,7 @@ func (c *Client) pushWithLease(ctx context.Context, p forge.Push, base string, f
 		from = p.Branch
 	}
 	body := changeFiles{Files: files, Message: p.Message, Branch: from, NewBranch: scratch, Force: true, ForceFJ: true}
-	if c.bot.Email != "" {
-		body.Author = identity{Name: c.bot.Name, Email: c.bot.Email}
-		body.Committer = body.Author
-	}
+	c.signAsBot(&body)
 	var out struct {
 		Commit *struct {
 			SHA string `json:"sha"`
