@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -126,7 +127,7 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 		}
 		// A hand-back always ends in a real nudge: the build's own Nudge ID when it is
 		// free, else (a group held that Nudge's run) one of this group's.
-		id, err := nudge.StartHandBack(ctx, a.Temporal, taskQueue, nreq, groupKey(req))
+		id, err := nudge.StartHandBack(ctx, a.Temporal, taskQueue, nreq, groupKey(req), a.heldNudge)
 		if err != nil {
 			return res, fmt.Errorf("handing %s@%s back: %w", b.Component, b.Digest, err)
 		}
@@ -135,6 +136,11 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 			"component", b.Component, "digest", b.Digest, "why", b.Why)
 	}
 	return res, a.recordEvent(ctx, req, res)
+}
+
+// heldNudge is nudge.HeldProbe on the Nudge's Renovate runs.
+func (a *Activities) heldNudge(ctx context.Context, namespace, workflowID string) (bool, error) {
+	return renovate.LatestRunTakenByGroup(ctx, a.Kube, namespace, workflowID)
 }
 
 // groupKey names the handing-back group in its hand-back Nudge IDs: its UID (a

@@ -97,3 +97,63 @@ func TestF6OverrideAtCreationIsAppliedEndToEnd(t *testing.T) {
 		return !ok, nil
 	})
 }
+
+// F1, the race: the group takes the build and ends (here: is cancelled) before the
+// build's own Nudge has closed. That Nudge is still running when the hand-back
+// starts, so its ID is not free yet, and it is bound to end HeldByChangeGroup
+// (the bridge delivered its run's build to the group): the hand-back must not take
+// the running Nudge for the build's nudge. Here the own Nudge stays running for
+// good (its task queue has no worker), as a slow or restarting worker leaves it for
+// a while; its held run is written as nudgeflow's launch writes it.
+func TestF1HandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
+	s := newScenario(t, "operand-a", "operand-b")
+	s.nudgeable()
+	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
+	s.explainOnFailure("g")
+	ctx := context.Background()
+	digest := digestOf("operand-a", 1)
+	build := s.buildRun("operand-a", digest, time.Now())
+	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
+	_, err := s.w.TemporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "nobody-polls-" + s.ns}, nudge.WorkflowName,
+		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
+			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
+				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)}})
+	require.NoError(t, err)
+	held := &tektonv1.PipelineRun{
+		ObjectMeta: metav1.ObjectMeta{Name: renovate.RunName(id, 1), Namespace: s.ns,
+			Labels: map[string]string{renovate.LabelType: renovate.LabelTypeNudge, renovate.LabelManagedBy: renovate.ManagedByNudgeflow},
+			Annotations: map[string]string{
+				renovate.AnnotationNudgedComponents: "bundle",
+				renovate.AnnotationNudgingComponent: "operand-a",
+				renovate.AnnotationNudgingImage:     imageOf("operand-a") + ":on-push-abc",
+				renovate.AnnotationNudgingPipeline:  build.Name,
+				renovate.AnnotationWorkflowID:       id,
+				renovate.AnnotationAttempt:          "1",
+			}},
+		Spec: tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusPending,
+			PipelineSpec: &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{Name: "renovate"}}}},
+	}
+	require.NoError(t, s.w.Kube.Create(ctx, held))
+	s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
+	world.Eventually(t, 30*time.Second, "the bridge wrote that the group took the held run's build", func() (bool, error) {
+		var plr tektonv1.PipelineRun
+		if err := s.w.Kube.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: held.Name}, &plr); err != nil {
+			return false, err
+		}
+		return plr.Annotations[konflux.AnnotationHeldOutcome] == konflux.HeldOutcomeDeliveredPrefix+"g", nil
+	})
+
+	s.annotate("g", "cancel=F1 race")
+	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+	world.Eventually(t, 60*time.Second, "the handed-back build has a Renovate run that is not held", func() (bool, error) {
+		for _, r := range s.renovateRuns() {
+			if r.Name != held.Name && r.Annotations[konflux.AnnotationHeldBy] == "" && r.Annotations[renovate.AnnotationNudgingPipeline] == build.Name {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d Renovate run(s), none a hand-back", len(s.renovateRuns()))
+	})
+	desc, err := s.w.TemporalClient.DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	require.Equal(t, "Running", desc.GetWorkflowExecutionInfo().GetStatus().String(), "the own Nudge was still running during the hand-back")
+}

@@ -35,13 +35,23 @@ func HandBackWorkflowID(namespace, buildUID, nudged, groupUID string) string {
 // took it), the hand-back starts under HandBackWorkflowID. A closed Nudge that ended
 // otherwise (it nudged, was superseded or cancelled, or failed with an Event) is the
 // build's nudge: nothing more is started.
-func StartHandBack(ctx context.Context, c client.Client, taskQueue string, req Request, groupUID string) (string, error) {
+//
+// A Nudge still running is the build's nudge unless boundToBeHeld says it is bound
+// to end HeldByChangeGroup (a group took its run's build, and that group may be the
+// one handing it back now, which ended before the Nudge closed): then the hand-back
+// starts under HandBackWorkflowID as for a closed one.
+func StartHandBack(ctx context.Context, c client.Client, taskQueue string, req Request, groupUID string, boundToBeHeld HeldProbe) (string, error) {
 	id := WorkflowID(req.Namespace, req.BuildUID, req.Nudged)
 	closed, err := start(ctx, c, taskQueue, id, req)
-	if err != nil || !closed {
+	if err != nil {
 		return id, err
 	}
-	held, err := endedHeld(ctx, c, id)
+	held := false
+	if closed {
+		held, err = endedHeld(ctx, c, id)
+	} else {
+		held, err = boundToBeHeld(ctx, req.Namespace, id)
+	}
 	if err != nil || !held {
 		return id, err
 	}
@@ -51,6 +61,11 @@ func StartHandBack(ctx context.Context, c client.Client, taskQueue string, req R
 	}
 	return hid, nil
 }
+
+// HeldProbe reports whether the running Nudge workflowID is bound to end
+// HeldByChangeGroup: its latest Renovate run was held and a ChangeGroup took the
+// run's build. It fails (to be retried) while that is not decided yet.
+type HeldProbe func(ctx context.Context, namespace, workflowID string) (bool, error)
 
 // endedHeld reports whether the closed Nudge id completed HeldByChangeGroup.
 func endedHeld(ctx context.Context, c client.Client, id string) (bool, error) {
