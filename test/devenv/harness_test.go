@@ -182,23 +182,30 @@ func (d *dev) interrupt(t *testing.T) {
 	}
 }
 
-// step is one marked ```sh block of the README.
+// step is one marked ```sh block of the walkthrough.
 type step struct{ id, script string }
 
 var stepRE = regexp.MustCompile("(?s)<!-- walkthrough: ([a-z0-9-]+) -->\n```sh\n(.*?)\n```")
 
+// walkthroughPages hold the walkthrough, in the order a person reads it: the
+// README's five minutes, then its continuation.
+var walkthroughPages = []string{"README.md", filepath.Join("docs", "walkthrough.md")}
+
 func readmeSteps(t *testing.T) []step {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(localenv.RepoRoot(), "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var steps []step
-	for _, m := range stepRE.FindAllStringSubmatch(string(b), -1) {
-		steps = append(steps, step{id: m[1], script: m[2]})
-	}
-	if len(steps) == 0 {
-		t.Fatal("README.md has no <!-- walkthrough: ID --> blocks")
+	for _, page := range walkthroughPages {
+		b, err := os.ReadFile(filepath.Join(localenv.RepoRoot(), page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := stepRE.FindAllStringSubmatch(string(b), -1)
+		if len(found) == 0 {
+			t.Fatalf("%s has no <!-- walkthrough: ID --> blocks", page)
+		}
+		for _, m := range found {
+			steps = append(steps, step{id: m[1], script: m[2]})
+		}
 	}
 	return steps
 }
