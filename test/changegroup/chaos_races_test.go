@@ -87,13 +87,26 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 		defer mu.Unlock()
 		return race.person != "", nil
 	})
+	// The bridge routes a forge event by the PR its groups' status names, read
+	// from its cache: an event for a PR no status names yet is dropped (polling
+	// covers a lost event). So the forged event is sent once the group's status
+	// names its PR, and sent again, as a forge redelivers, until the workflow has it.
+	world.Eventually(t, 3*time.Minute, "the race group's status names its PR", func() (bool, error) {
+		return strings.HasSuffix(s.group(name).Status.PullRequestURL, "/pull/"+strconv.Itoa(pr.Number)), nil
+	})
 	forgedID := sendForgedMerged(t, s, pr.Number)
+	sent := time.Now()
 	g := s.group(name)
 	id := cgwf.WorkflowID(g.Namespace, g.Name, string(g.UID))
 	// Once a workflow task completed after the forged signal, the workflow has
 	// handled it: its state then says whether the event ended the group.
-	world.Eventually(t, time.Minute, "the workflow handled the forged event", func() (bool, error) {
-		return handledSignal(s, id, forgedID)
+	world.Eventually(t, 3*time.Minute, "the workflow handled the forged event", func() (bool, error) {
+		handled, err := handledSignal(s, id, forgedID)
+		if !handled && err == nil && time.Since(sent) > 10*time.Second {
+			sendForgedMerged(t, s, pr.Number)
+			sent = time.Now()
+		}
+		return handled, err
 	})
 	var st cgwf.State
 	v, err := s.w.TemporalClient.QueryWorkflow(ctx, id, "", cgwf.QueryState)

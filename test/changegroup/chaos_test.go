@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -382,7 +383,14 @@ func explainChaos(t *testing.T, s *scenario, builds []chaosBuild, groups []strin
 	resp, err := s.w.TemporalClient.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: fmt.Sprintf("KubeNamespace = '%s'", s.ns)})
 	if err == nil {
 		for _, e := range resp.GetExecutions() {
-			list = append(list, e.GetExecution().GetWorkflowId()+" "+e.GetStatus().String())
+			line := e.GetExecution().GetWorkflowId() + " " + e.GetStatus().String()
+			if strings.HasPrefix(e.GetExecution().GetWorkflowId(), "nudge/") && e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+				var res nudge.Result
+				if err := s.w.TemporalClient.GetWorkflow(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()).Get(ctx, &res); err == nil {
+					line += fmt.Sprintf(" %s %s: %s", res.Phase, res.Digest, res.Reason)
+				}
+			}
+			list = append(list, line)
 		}
 	}
 	t.Logf("workflows: %s", strings.Join(list, "\n  "))
