@@ -93,6 +93,7 @@ func Declared() []string {
 		BuildsHeld + "_total", BuildsDelivered + "_total", BuildsHandedBack + "_total", CIBuildsSaved + "_total",
 		Nudges + "_total", RenovateRuns + "_total",
 		ChangeGroups, ForgeRequests,
+		ChangeGroupOldestWaiting, ChangeGroupOldestOverdue, BuildOldestUnrouted,
 		ForgeWebhookDuration + "_bucket", ForgeWebhookDuration + "_sum", ForgeWebhookDuration + "_count",
 	}
 }
