@@ -47,7 +47,9 @@ func ReadBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metri
 			phase = string(appstudiov1alpha1.PhaseInitialized)
 		}
 		b.OldestWaiting[phase] = max(b.OldestWaiting[phase], now.Sub(cg.CreationTimestamp.Time))
-		if t := cg.Spec.Timeout; t != nil && t.Duration > 0 {
+		// The timeout ends a group still collecting; once CI is released (Ready) the
+		// group follows its pull request to merge or close, however long that takes.
+		if t := cg.Spec.Timeout; t != nil && t.Duration > 0 && cg.Status.Phase != appstudiov1alpha1.PhaseReady {
 			b.OldestOverdue = max(b.OldestOverdue, now.Sub(cg.CreationTimestamp.Add(t.Duration)))
 		}
 	}

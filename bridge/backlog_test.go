@@ -24,8 +24,9 @@ import (
 )
 
 // The backlog gauges report the oldest waiting ChangeGroup of each phase, the most
-// overdue one, and the build held longest after it finished; final groups, running
-// builds and builds the bridge released count for nothing.
+// overdue one still collecting, and the build held longest after it finished; final
+// groups, released groups past their timeout, running builds and builds the bridge
+// released count for nothing there.
 func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
@@ -64,6 +65,8 @@ func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 		group("initialized", time.Hour, appstudiov1alpha1.PhaseInitialized, 0),
 		group("waiting", 2*time.Hour, appstudiov1alpha1.PhaseWaiting, 24*time.Hour),
 		group("overdue", 26*time.Hour, appstudiov1alpha1.PhaseWaiting, 24*time.Hour),
+		// Released: it follows its PR past the timeout, by design.
+		group("released", 30*time.Hour, appstudiov1alpha1.PhaseReady, 24*time.Hour),
 		group("merged-long-ago", 90*24*time.Hour, appstudiov1alpha1.PhaseCompleted, time.Hour),
 		group("timed-out", 48*time.Hour, appstudiov1alpha1.PhaseCancelled, time.Hour),
 
@@ -82,7 +85,7 @@ func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 	b, err := ReadBacklog(context.Background(), r, now)
 	require.NoError(t, err)
 	require.Equal(t, metrics.Backlog{
-		OldestWaiting:  map[string]time.Duration{"Initialized": 3 * time.Hour, "Waiting": 26 * time.Hour},
+		OldestWaiting:  map[string]time.Duration{"Initialized": 3 * time.Hour, "Waiting": 26 * time.Hour, "Ready": 30 * time.Hour},
 		OldestOverdue:  2 * time.Hour,
 		OldestUnrouted: 20 * time.Minute,
 	}, b)
@@ -93,13 +96,13 @@ func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 # HELP nudgeflow_build_oldest_unrouted_seconds Seconds since the oldest finished build PipelineRun still held under the build-routing finalizer finished (0: none).
 # TYPE nudgeflow_build_oldest_unrouted_seconds gauge
 nudgeflow_build_oldest_unrouted_seconds 1200
-# HELP nudgeflow_changegroup_oldest_overdue_seconds Seconds the most overdue ChangeGroup has been past its spec.timeout without reaching a final phase (0: none).
+# HELP nudgeflow_changegroup_oldest_overdue_seconds Seconds the most overdue ChangeGroup still collecting (Initialized, Waiting) has been past its spec.timeout (0: none).
 # TYPE nudgeflow_changegroup_oldest_overdue_seconds gauge
 nudgeflow_changegroup_oldest_overdue_seconds 7200
 # HELP nudgeflow_changegroup_oldest_waiting_seconds Age in seconds of the oldest ChangeGroup in each phase that is not final (0: none), from the bridge's cache.
 # TYPE nudgeflow_changegroup_oldest_waiting_seconds gauge
 nudgeflow_changegroup_oldest_waiting_seconds{phase="Initialized"} 10800
-nudgeflow_changegroup_oldest_waiting_seconds{phase="Ready"} 0
+nudgeflow_changegroup_oldest_waiting_seconds{phase="Ready"} 108000
 nudgeflow_changegroup_oldest_waiting_seconds{phase="Waiting"} 93600
 `
 	require.NoError(t, testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want),

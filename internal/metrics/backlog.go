@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -24,10 +23,11 @@ const (
 	// business, one released (Ready) and not merged for as long is a person's; both
 	// read differently from a group that never got going.
 	ChangeGroupOldestWaiting = "nudgeflow_changegroup_oldest_waiting_seconds"
-	// ChangeGroupOldestOverdue is how long the most overdue ChangeGroup has been past
-	// its spec.timeout without reaching a final phase, 0 when none. The group's
-	// workflow ends a group at its timeout: a group overdue for minutes is one
-	// nudgeflow lost track of (workflow not running, status not written).
+	// ChangeGroupOldestOverdue is how long the most overdue ChangeGroup still
+	// collecting (Initialized, Waiting) has been past its spec.timeout, 0 when none.
+	// The group's workflow ends a collecting group at its timeout: one overdue for
+	// minutes is one nudgeflow lost track of (workflow not running, status not
+	// written). A Ready group has released CI and follows its PR, timeout or not.
 	ChangeGroupOldestOverdue = "nudgeflow_changegroup_oldest_overdue_seconds"
 	// BuildOldestUnrouted is how long the oldest finished build PipelineRun still held
 	// under the bridge's build-routing finalizer has been finished (or deleted), 0
@@ -57,7 +57,7 @@ var (
 	oldestWaitingDesc = prometheus.NewDesc(ChangeGroupOldestWaiting,
 		"Age in seconds of the oldest ChangeGroup in each phase that is not final (0: none), from the bridge's cache.", []string{"phase"}, nil)
 	oldestOverdueDesc = prometheus.NewDesc(ChangeGroupOldestOverdue,
-		"Seconds the most overdue ChangeGroup has been past its spec.timeout without reaching a final phase (0: none).", nil, nil)
+		"Seconds the most overdue ChangeGroup still collecting (Initialized, Waiting) has been past its spec.timeout (0: none).", nil, nil)
 	oldestUnroutedDesc = prometheus.NewDesc(BuildOldestUnrouted,
 		"Seconds since the oldest finished build PipelineRun still held under the build-routing finalizer finished (0: none).", nil, nil)
 	backlogReader atomic.Pointer[BacklogReader]
@@ -78,17 +78,8 @@ func (backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (backlogCollector) Collect(ch chan<- prometheus.Metric) {
-	read := backlogReader.Load()
-	if read == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	b, err := (*read)(ctx)
-	if err != nil {
-		// As for nudgeflow_changegroups: a cache not started yet leaves the gauges
-		// out of this scrape rather than failing it.
-		slog.Debug("backlog not measured", "error", err)
+	b, ok := readForScrape(&backlogReader, "backlog")
+	if !ok {
 		return
 	}
 	for _, p := range ChangeGroupWaitingPhases {
