@@ -68,6 +68,7 @@ func addBridgeOpsFlags(cmd *cobra.Command, opts *bridge.ManagerOptions) *bridgeO
 // interception is skipped and nudges proceed as without nudgeflow).
 func (o *bridgeOps) setup(mgr ctrl.Manager, c client.Client) error {
 	bridge.CountChangeGroups(mgr)
+	bridge.MeasureBacklog(mgr)
 	if o.opts.HealthAddr == "" {
 		return nil
 	}

@@ -93,6 +93,7 @@ func Declared() []string {
 		BuildsHeld + "_total", BuildsDelivered + "_total", BuildsHandedBack + "_total", CIBuildsSaved + "_total",
 		Nudges + "_total", RenovateRuns + "_total",
 		ChangeGroups, ForgeRequests,
+		ChangeGroupOldestWaiting, ChangeGroupOldestOverdue, BuildOldestUnrouted,
 		ForgeWebhookDuration + "_bucket", ForgeWebhookDuration + "_sum", ForgeWebhookDuration + "_count",
 	}
 }
@@ -227,17 +228,8 @@ type changeGroupsCollector struct{}
 func (changeGroupsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- changeGroupsDesc }
 
 func (changeGroupsCollector) Collect(ch chan<- prometheus.Metric) {
-	count := phaseCounter.Load()
-	if count == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	counts, err := (*count)(ctx)
-	if err != nil {
-		// An invalid metric would fail the whole scrape (the cache starts after
-		// the metrics server): leave the gauge out of this one.
-		slog.Debug("ChangeGroups not counted", "error", err)
+	counts, ok := readForScrape(&phaseCounter, "ChangeGroups by phase")
+	if !ok {
 		return
 	}
 	phases := append([]string(nil), ChangeGroupPhases...)

@@ -501,6 +501,7 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	require.Regexp(t, `nudgeflow_nudges_total\{[^}]*mode="validated"[^}]*outcome="NudgeSucceeded"[^}]*\} 1`, workerMetrics)
 	bridgeMetrics = c.bridge.metrics(bridgeSvc)
 	require.Regexp(t, `nudgeflow_changegroups\{phase="Initialized"\} [1-9]`, bridgeMetrics)
+	require.Regexp(t, `nudgeflow_changegroup_oldest_waiting_seconds\{phase="Initialized"\} [1-9]`, bridgeMetrics, "the backlog gauges read the same cache")
 	require.Regexp(t, `nudgeflow_forge_webhook_duration_seconds_count\{code="401",event="pull_request"\} 1`, bridgeMetrics)
 	for _, name := range []string{"controller_runtime_reconcile_total", "controller_runtime_webhook_latency_seconds_bucket", "temporal_request_total"} {
 		require.Contains(t, bridgeMetrics, name+"{", "the bridge reports %s", name)
