@@ -129,11 +129,19 @@ var cases = []alertCase{
 			webhookLatency("mutate.example.com", map[string]int{"0.005": 0, "0.025": 0, "0.1": 0, "0.5": 0, "1": 0}),
 		at: 30 * time.Minute},
 
-	{alert: "NudgeflowWorkflowNonDeterminism", name: "ChangeGroup tasks fail replay after a rollout (new worker, series born at 1)",
+	{alert: "NudgeflowWorkflowNonDeterminism", name: "ChangeGroup tasks keep failing replay after a rollout (new worker, series born at 1)",
 		series: `
-			temporal_workflow_task_execution_failed_total{` + temporal + `, workflow_type="ChangeGroup", failure_reason="NonDeterminismError"} _x5 1+1x10`,
-		at:     7 * time.Minute,
+			temporal_workflow_task_execution_failed_total{` + temporal + `, workflow_type="ChangeGroup", failure_reason="NonDeterminismError"} _x5 1+1x20`,
+		at:     17 * time.Minute,
 		firing: []map[string]string{{"task_queue": "nudgeflow", "workflow_type": "ChangeGroup"}}},
+	{alert: "NudgeflowWorkflowNonDeterminism", name: "a rolling update: an old pod fails a few tasks for 2 minutes, then the new code runs them",
+		series: `
+			temporal_workflow_task_execution_failed_total{` + temporal + `, workflow_type="ChangeGroup", failure_reason="NonDeterminismError"} _x5 1+1x2 3x20`,
+		at: 14 * time.Minute},
+	{alert: "NudgeflowWorkflowNonDeterminism", name: "the same rolling update, long after",
+		series: `
+			temporal_workflow_task_execution_failed_total{` + temporal + `, workflow_type="ChangeGroup", failure_reason="NonDeterminismError"} _x5 1+1x2 3x20`,
+		at: 25 * time.Minute},
 	{alert: "NudgeflowWorkflowNonDeterminism", name: "a workflow's own errors are not non-determinism",
 		series: `
 			temporal_workflow_task_execution_failed_total{` + temporal + `, workflow_type="ChangeGroup", failure_reason="WorkflowError"} 0+1x30`,
