@@ -140,7 +140,7 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 
 // heldNudge is nudge.HeldProbe on the Nudge's Renovate runs.
 func (a *Activities) heldNudge(ctx context.Context, namespace, workflowID string) (bool, error) {
-	return renovate.LatestRunTakenByGroup(ctx, a.Kube, namespace, workflowID)
+	return renovate.NudgeMayEndHeld(ctx, a.Kube, namespace, workflowID)
 }
 
 // groupKey names the handing-back group in its hand-back Nudge IDs: its UID (a

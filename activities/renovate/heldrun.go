@@ -11,14 +11,16 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
-// LatestRunTakenByGroup reports whether the newest Renovate run of Nudge
-// workflowID was held at admission and a ChangeGroup took its build: that Nudge
-// ends HeldByChangeGroup once it reads the run, so it is not the build's nudge any
-// more even while it still runs. A run returned by its group (the Nudge tries
-// again), one not held, or no run yet (the Nudge has not launched: its run will
-// nudge or be held by a group that then owns the build) is false. A held run whose
-// fate the bridge has not written yet is an error, to be retried.
-func LatestRunTakenByGroup(ctx context.Context, kube ctrlclient.Reader, namespace, workflowID string) (bool, error) {
+// NudgeMayEndHeld reports whether the running Nudge workflowID may still end
+// HeldByChangeGroup, so that a ChangeGroup handing its build back must not count
+// on it (nudge.HeldProbe). It may when its newest Renovate run was held at
+// admission and a group took the build (it ends HeldByChangeGroup once it reads
+// the run), and when it has no run yet: the run it launches may be held for a
+// group that has seen the build, which then counts as taken. It will not when its
+// newest run was not held (it nudges) or was returned by its group (it tries
+// again). A held run whose fate the bridge has not written yet is an error, to be
+// retried.
+func NudgeMayEndHeld(ctx context.Context, kube ctrlclient.Reader, namespace, workflowID string) (bool, error) {
 	var runs tektonv1.PipelineRunList
 	if err := kube.List(ctx, &runs, ctrlclient.InNamespace(namespace), ctrlclient.MatchingLabels{LabelManagedBy: ManagedByNudgeflow}); err != nil {
 		return false, fmt.Errorf("listing the Renovate runs of %s: %w", namespace, err)
@@ -34,7 +36,10 @@ func LatestRunTakenByGroup(ctx context.Context, kube ctrlclient.Reader, namespac
 			latest, latestAttempt = r, n
 		}
 	}
-	if latest == nil || latest.Annotations[konflux.AnnotationHeldBy] == "" {
+	if latest == nil {
+		return true, nil
+	}
+	if latest.Annotations[konflux.AnnotationHeldBy] == "" {
 		return false, nil
 	}
 	st := StatusOf(latest)

@@ -113,8 +113,9 @@ func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup
 }
 
 // Took reports whether the ended (closed) workflow of a group received the build
-// (component@digest): then the group delivered it or handed it back, and nothing
-// else may nudge it. A group that never received it holds nothing: the caller nudges.
+// (component@digest) and kept it: then the group delivered it, or it was replaced
+// by a newer build of the component, and nothing else may nudge it. A group that
+// never received it, or handed it back, holds nothing: the caller nudges.
 func (s *Starter) Took(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, component, digest string) (bool, error) {
 	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 	var st cgwf.State
@@ -129,7 +130,18 @@ func (s *Starter) Took(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, c
 		}
 		return false, fmt.Errorf("reading the result of %s: %w", id, err)
 	}
-	return st.Seen[component+"@"+digest], nil
+	if !st.Seen[component+"@"+digest] {
+		return false, nil
+	}
+	// A build the group handed back is not the group's any more: the Nudge that
+	// carries it may be the very one whose run was held here, so it must hear
+	// "returned" and try again (at worst a second nudge, never none).
+	for _, c := range st.Components {
+		if c.Name == component && c.HandedBack == digest {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // AutoReleaseOf converts the CR's spec.autoRelease for the workflow (nil: none).

@@ -157,3 +157,37 @@ func TestF1HandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Running", desc.GetWorkflowExecutionInfo().GetStatus().String(), "the own Nudge was still running during the hand-back")
 }
+
+// F1, the earlier race: the build's own Nudge is still running and has not
+// launched its Renovate run when the group that collected the build (routed from
+// the build itself) ends. The run it launches later could be held for that group,
+// which has seen the build and would count it as taken: the hand-back must not
+// count on that Nudge, and starts the group's own hand-back Nudge.
+func TestF1HandBackBeforeTheOwnNudgeLaunched(t *testing.T) {
+	s := newScenario(t, "operand-a", "operand-b")
+	s.nudgeable()
+	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
+	s.explainOnFailure("g")
+	ctx := context.Background()
+	digest := digestOf("operand-a", 1)
+	build := s.buildRun("operand-a", digest, time.Now())
+	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
+	_, err := s.w.TemporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "nobody-polls-" + s.ns}, nudge.WorkflowName,
+		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
+			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
+				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)}})
+	require.NoError(t, err)
+	s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
+
+	s.annotate("g", "cancel=F1 early race")
+	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
+	world.Eventually(t, 60*time.Second, "the handed-back build has a Renovate run of the group's hand-back Nudge", func() (bool, error) {
+		for _, r := range s.renovateRuns() {
+			if r.Annotations[renovate.AnnotationWorkflowID] == nudge.HandBackWorkflowID(s.ns, string(build.UID), "bundle", string(s.group("g").UID)) &&
+				r.Annotations[konflux.AnnotationHeldBy] == "" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d Renovate run(s), none of the hand-back Nudge", len(s.renovateRuns()))
+	})
+}

@@ -15,7 +15,7 @@ import (
 // one is reused and a closed one is never started again, so the bridge, a
 // renudge and a ChangeGroup handing a build back can never nudge a build twice.
 func Start(ctx context.Context, c client.Client, taskQueue string, req Request) error {
-	_, err := start(ctx, c, taskQueue, WorkflowID(req.Namespace, req.BuildUID, req.Nudged), req)
+	_, err := start(ctx, c, taskQueue, WorkflowID(req.Namespace, req.BuildUID, req.Nudged), req, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING)
 	return err
 }
 
@@ -36,44 +36,47 @@ func HandBackWorkflowID(namespace, buildUID, nudged, groupUID string) string {
 // otherwise (it nudged, was superseded or cancelled, or failed with an Event) is the
 // build's nudge: nothing more is started.
 //
-// A Nudge still running is the build's nudge unless boundToBeHeld says it is bound
-// to end HeldByChangeGroup (a group took its run's build, and that group may be the
-// one handing it back now, which ended before the Nudge closed): then the hand-back
-// starts under HandBackWorkflowID as for a closed one.
-func StartHandBack(ctx context.Context, c client.Client, taskQueue string, req Request, groupUID string, boundToBeHeld HeldProbe) (string, error) {
+// A Nudge still running is the build's nudge unless mayEndHeld says it may still
+// end HeldByChangeGroup: a group took its run's build (that group may be the one
+// handing it back now, ended before the Nudge closed), or it has not launched yet
+// and its run may be held for a group that has seen the build and handed it back.
+// Then the hand-back starts under HandBackWorkflowID as for a closed one: at worst
+// the build is nudged twice, never not at all.
+func StartHandBack(ctx context.Context, c client.Client, taskQueue string, req Request, groupUID string, mayEndHeld HeldProbe) (string, error) {
 	id := WorkflowID(req.Namespace, req.BuildUID, req.Nudged)
-	closed, err := start(ctx, c, taskQueue, id, req)
-	if err != nil {
+	taken, err := start(ctx, c, taskQueue, id, req, enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL)
+	if err != nil || !taken {
 		return id, err
 	}
-	held := false
-	if closed {
-		held, err = endedHeld(ctx, c, id)
-	} else {
-		held, err = boundToBeHeld(ctx, req.Namespace, id)
-	}
+	held, err := ownNudgeHeld(ctx, c, id, req.Namespace, mayEndHeld)
 	if err != nil || !held {
 		return id, err
 	}
 	hid := HandBackWorkflowID(req.Namespace, req.BuildUID, req.Nudged, groupUID)
-	if _, err := start(ctx, c, taskQueue, hid, req); err != nil {
+	if _, err := start(ctx, c, taskQueue, hid, req, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING); err != nil {
 		return hid, err
 	}
 	return hid, nil
 }
 
-// HeldProbe reports whether the running Nudge workflowID is bound to end
-// HeldByChangeGroup: its latest Renovate run was held and a ChangeGroup took the
-// run's build. It fails (to be retried) while that is not decided yet.
+// HeldProbe reports whether the running Nudge workflowID may still end
+// HeldByChangeGroup (StartHandBack). It fails, to be retried, while a held run's
+// fate is not decided yet.
 type HeldProbe func(ctx context.Context, namespace, workflowID string) (bool, error)
 
-// endedHeld reports whether the closed Nudge id completed HeldByChangeGroup.
-func endedHeld(ctx context.Context, c client.Client, id string) (bool, error) {
+// ownNudgeHeld reports whether the Nudge id that holds the build's own ID ended, or
+// may still end, HeldByChangeGroup: a closed one by its result, a running one by
+// mayEndHeld.
+func ownNudgeHeld(ctx context.Context, c client.Client, id, namespace string, mayEndHeld HeldProbe) (bool, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
-		return false, fmt.Errorf("reading how Nudge %s ended: %w", id, err)
+		return false, fmt.Errorf("reading the state of Nudge %s: %w", id, err)
 	}
-	if desc.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+	switch desc.GetWorkflowExecutionInfo().GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return mayEndHeld(ctx, namespace, id)
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+	default:
 		return false, nil
 	}
 	var res Result
@@ -83,16 +86,17 @@ func endedHeld(ctx context.Context, c client.Client, id string) (bool, error) {
 	return res.Phase == PhaseHeldByChangeGroup, nil
 }
 
-// start starts Nudge id once (REJECT_DUPLICATE, a running one reused); closed
-// reports that a closed run already has the ID.
-func start(ctx context.Context, c client.Client, taskQueue, id string, req Request) (closed bool, err error) {
+// start starts Nudge id once (REJECT_DUPLICATE) and reports whether the ID was
+// taken already: by a closed run, or, with conflict policy FAIL, by a running one
+// (USE_EXISTING reuses a running one without saying so).
+func start(ctx context.Context, c client.Client, taskQueue, id string, req Request, onRunning enumspb.WorkflowIdConflictPolicy) (taken bool, err error) {
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                taskQueue,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		// Without it the SDK answers a closed run with that run, no error: a closed
-		// run must be told apart (StartHandBack reads how it ended).
+		WorkflowIDConflictPolicy: onRunning,
+		// Without it the SDK answers a taken ID with that run, no error: a taken
+		// ID must be told apart (StartHandBack reads how its Nudge ended or runs).
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes:                    temporal.NewSearchAttributes(SearchAttributes(req, PhaseLaunching)...),
 		StaticSummary:                            fmt.Sprintf("nudge %s to %s", req.Nudged, req.PullSpec),
