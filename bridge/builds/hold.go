@@ -32,7 +32,12 @@ const (
 // sees, so the webhook only narrows the window in which a prune can lose a build.
 type Holder struct {
 	// Reader must read through to the API server: a Component or NudgeConfig created
-	// a moment before its first build already counts.
+	// a moment before its first build already counts. Not the informer cache: a
+	// build admitted unheld because the cache had not seen its edges yet, and that
+	// finishes before the cache has, is routed only at the next resync, hours later,
+	// if a pruner has not deleted it by then (the build reconciler re-reads edges
+	// live only for builds it holds). The object selector of this webhook
+	// (deploy/base) limits the read to build PipelineRuns.
 	Reader ctrlclient.Reader
 }
 

@@ -139,3 +139,31 @@ func TestContainerfileBuildsTheImagesBinary(t *testing.T) {
 		require.Contains(t, string(out), sub)
 	}
 }
+
+// The Containerfile's base images (the defaults of its FROM ARGs) carry a fixed
+// tag, never latest, and a digest when one is written is a full sha256: a rebuild
+// cannot move to another release line unseen.
+func TestContainerfileBaseImagesArePinned(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(localenv.RepoRoot(), "Containerfile"))
+	require.NoError(t, err)
+	args := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "ARG "); ok {
+			if name, value, ok := strings.Cut(rest, "="); ok {
+				args[name] = value
+			}
+		}
+	}
+	cf := readContainerfile(t)
+	pinned := regexp.MustCompile(`^[a-z0-9.-]+(/[a-z0-9._-]+)+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(@sha256:[0-9a-f]{64})?$`)
+	for i, stage := range cf.stages {
+		from := strings.Fields(stage[0])[1]
+		image := from
+		if name, ok := strings.CutPrefix(from, "${"); ok {
+			image = args[strings.TrimSuffix(name, "}")]
+		}
+		require.NotEmpty(t, image, "stage %d: FROM %s has a default", i, from)
+		require.NotContains(t, image, ":latest", "stage %d", i)
+		require.Regexp(t, pinned, image, "stage %d: FROM %s is a tagged image", i, from)
+	}
+}

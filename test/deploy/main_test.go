@@ -11,6 +11,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,16 +42,69 @@ import (
 func TestMain(m *testing.M) {
 	// The test client logs errors only (the API server's admission warnings are expected).
 	ctrl.SetLogger(zap.New(zap.Level(zapcore.ErrorLevel)))
-	os.Exit(world.Main(m, world.Options{
-		// The API server calls the webhooks of deploy/webhooks at the address envtest
-		// serves them on: the bridge started from the manifests listens there.
-		WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+	webhooks, err := deployedWebhooks()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rendering the webhook configurations of deploy/base: %v\n", err)
+		os.Exit(1)
+	}
+	code := world.Main(m, world.Options{
+		// The API server calls the webhooks as deploy/base configures them (names,
+		// object and namespace selectors), at the address envtest serves them on: the
+		// bridge started from the manifests listens there.
+		WebhookManifests: []string{webhooks},
 		ExtraCRDDirs:     []string{filepath.Join(localenv.RepoRoot(), "test", "deploy", "crds")},
-	}))
+	})
+	_ = os.RemoveAll(filepath.Dir(webhooks))
+	os.Exit(code)
 }
 
-// The namespace every overlay deploys to.
-const systemNamespace = "nudgeflow-system"
+// deployedWebhooks writes the webhook configurations of `kustomize build
+// deploy/base` to a file of their own (TestMain has no *testing.T for kustomize()).
+func deployedWebhooks() (string, error) {
+	bin, err := exec.Command(filepath.Join(localenv.RepoRoot(), "hack", "tools.sh"), "path", "kustomize").Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/tools.sh path kustomize: %w", err)
+	}
+	cmd := exec.Command(strings.TrimSpace(string(bin)), "build", deployDir("base"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	raw, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("kustomize build deploy/base: %w: %s", err, stderr.String())
+	}
+	var out bytes.Buffer
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return "", err
+		}
+		if kind, _ := obj["kind"].(string); strings.HasSuffix(kind, "WebhookConfiguration") {
+			doc, err := json.Marshal(obj)
+			if err != nil {
+				return "", err
+			}
+			out.WriteString("---\n")
+			out.Write(doc)
+			out.WriteString("\n")
+		}
+	}
+	dir, err := os.MkdirTemp("", "nudgeflow-deploy-webhooks-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "webhooks.yaml")
+	return path, os.WriteFile(path, out.Bytes(), 0o600)
+}
+
+// The namespace every overlay deploys to, and the one the tests re-namespace every
+// variant into, as a GitOps repository's own kustomization would.
+const (
+	systemNamespace = "nudgeflow-system"
+	otherNamespace  = "konflux-nudgeflow"
+)
 
 func deployDir(parts ...string) string {
 	return filepath.Join(append([]string{localenv.RepoRoot(), "deploy"}, parts...)...)
@@ -81,23 +135,30 @@ func kustomize(t *testing.T, dir string) ([]byte, manifests) {
 	return out, parseManifests(t, out)
 }
 
-// composed builds an overlay with extra components, as an operator's own
-// kustomization would (kustomize refuses absolute paths: the scratch folder
-// refers to the repository relatively).
-func composed(t *testing.T, overlay string, components ...string) ([]byte, manifests) {
+// wrapped builds a folder of deploy/ with extra components inside an operator's
+// own kustomization, which sets namespace when it is not empty (kustomize refuses
+// absolute paths: the scratch folder refers to the repository relatively).
+func wrapped(t *testing.T, namespace, dir string, components ...string) ([]byte, manifests) {
 	t.Helper()
-	dir := t.TempDir()
+	scratch := t.TempDir()
 	rel := func(p string) string {
-		r, err := filepath.Rel(dir, p)
+		r, err := filepath.Rel(scratch, p)
 		require.NoError(t, err)
 		return r
 	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + rel(deployDir(overlay)) + "\ncomponents:\n"
-	for _, c := range components {
-		k += "  - " + rel(deployDir(c)) + "\n"
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+	if namespace != "" {
+		k += "namespace: " + namespace + "\n"
 	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600))
-	return kustomize(t, dir)
+	k += "resources:\n  - " + rel(deployDir(dir)) + "\n"
+	if len(components) > 0 {
+		k += "components:\n"
+		for _, c := range components {
+			k += "  - " + rel(deployDir(c)) + "\n"
+		}
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(scratch, "kustomization.yaml"), []byte(k), 0o600))
+	return kustomize(t, scratch)
 }
 
 type manifests []*unstructured.Unstructured

@@ -1,25 +1,32 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,81 +37,143 @@ import (
 
 // variant is one way an operator deploys nudgeflow.
 type variant struct {
-	name     string
-	raw      []byte
-	objs     manifests
-	overlay  string // "", "openshift" or "cert-manager"
-	features []string
+	name      string
+	namespace string // where it installs nudgeflow
+	raw       []byte
+	objs      manifests
+	overlay   string // "", "openshift" or "cert-manager"
+	features  []string
+}
+
+// variantSpec is how an operator composes a variant: a folder of deploy/ with
+// components.
+type variantSpec struct {
+	name, overlay, dir string
+	components         []string
+	features           []string
+}
+
+// variantSpecs are the base, both overlays, and overlays with the Temporal
+// components, monitoring and the Ingress example, as an operator would compose them.
+var variantSpecs = []variantSpec{
+	{name: "base", dir: "base"},
+	{name: "openshift", overlay: "openshift", dir: "overlays/openshift", features: []string{"monitoring", "route"}},
+	{name: "cert-manager", overlay: "cert-manager", dir: "overlays/cert-manager"},
+	{name: "cert-manager+temporal-mtls+monitoring", overlay: "cert-manager", dir: "overlays/cert-manager",
+		components: []string{"components/temporal-mtls", "monitoring"}, features: []string{"mtls", "monitoring"}},
+	{name: "cert-manager+forge-receiver-ingress", overlay: "cert-manager", dir: "overlays/cert-manager",
+		components: []string{"components/forge-receiver-ingress"}, features: []string{"ingress"}},
+	{name: "openshift+temporal-cloud", overlay: "openshift", dir: "overlays/openshift",
+		components: []string{"components/temporal-cloud"}, features: []string{"monitoring", "route", "cloud"}},
+	{name: "openshift+beside-integration-service", overlay: "openshift", dir: "overlays/openshift",
+		components: []string{"components/beside-integration-service"}, features: []string{"monitoring", "route", besideIntegrationService}},
 }
 
 var (
-	variantsOnce sync.Once
-	allVariants  []variant
+	variantsOnce           sync.Once
+	allVariants            []variant
+	renamespacedOnce       sync.Once
+	allRenamespacedVariant []variant
 )
 
-// variants builds the base, both overlays, and overlays with the Temporal
-// components and monitoring, as an operator would compose them.
+// variants builds every variant as shipped, in nudgeflow-system.
 func variants(t *testing.T) []variant {
-	variantsOnce.Do(func() {
-		add := func(name, overlay string, raw []byte, objs manifests, features ...string) {
-			allVariants = append(allVariants, variant{name: name, raw: raw, objs: objs, overlay: overlay, features: features})
-		}
-		raw, objs := kustomize(t, deployDir("base"))
-		add("base", "", raw, objs)
-		raw, objs = kustomize(t, deployDir("overlays", "openshift"))
-		add("openshift", "openshift", raw, objs, "monitoring")
-		raw, objs = kustomize(t, deployDir("overlays", "cert-manager"))
-		add("cert-manager", "cert-manager", raw, objs)
-		raw, objs = composed(t, "overlays/cert-manager", "components/temporal-mtls", "monitoring")
-		add("cert-manager+temporal-mtls+monitoring", "cert-manager", raw, objs, "mtls", "monitoring")
-		raw, objs = composed(t, "overlays/openshift", "components/temporal-cloud")
-		add("openshift+temporal-cloud", "openshift", raw, objs, "monitoring", "cloud")
-		raw, objs = composed(t, "overlays/openshift", "components/beside-integration-service")
-		add("openshift+beside-integration-service", "openshift", raw, objs, "monitoring", besideIntegrationService)
-	})
+	variantsOnce.Do(func() { allVariants = buildVariants(t, "") })
 	return allVariants
+}
+
+// renamespacedVariants builds every variant inside a kustomization that sets
+// `namespace: konflux-nudgeflow`, as Konflux's GitOps repository sets its own
+// namespace over each component.
+func renamespacedVariants(t *testing.T) []variant {
+	renamespacedOnce.Do(func() { allRenamespacedVariant = buildVariants(t, otherNamespace) })
+	return allRenamespacedVariant
+}
+
+func buildVariants(t *testing.T, namespace string) []variant {
+	var out []variant
+	for _, s := range variantSpecs {
+		raw, objs := wrapped(t, namespace, s.dir, s.components...)
+		v := variant{name: s.name, namespace: systemNamespace, raw: raw, objs: objs, overlay: s.overlay, features: s.features}
+		if namespace != "" {
+			v.name, v.namespace = "in "+namespace+"/"+s.name, namespace
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// findVariant is the variant of that spec name among vs.
+func findVariant(t *testing.T, vs []variant, name string) variant {
+	t.Helper()
+	for _, v := range vs {
+		if strings.HasSuffix(v.name, "/"+name) || v.name == name {
+			return v
+		}
+	}
+	t.Fatalf("no variant %s", name)
+	return variant{}
 }
 
 // Every variant holds every generated object unchanged (CRDs, roles, webhooks from
 // `make generate`), and its parts fit together: webhooks reach the bridge's webhook
 // port through the Service, the certificate lands where the bridge reads it,
-// ServiceAccounts are bound to their roles, Services and budgets select pods,
-// probes name declared ports.
+// ServiceAccounts are bound to their roles, Services, budgets and network policies
+// select pods, probes name declared ports. The same holds for every variant
+// re-namespaced by an enclosing kustomization, which then names nudgeflow-system
+// nowhere.
 func TestEveryVariantIsConsistent(t *testing.T) {
 	generated := generatedObjects(t)
-	var baseDeployments [][]byte
-	for _, v := range variants(t) {
-		t.Run(v.name, func(t *testing.T) {
-			checkGenerated(t, v.objs, generated, slices.Contains(v.features, besideIntegrationService))
-			if slices.Contains(v.features, besideIntegrationService) {
-				checkNoShortNameOf(t, v.objs, filepath.Join(localenv.RepoRoot(), "test", "crds"))
-			}
-			checkNamespaces(t, v.objs)
-			bridge := v.objs.deployment(t, "nudgeflow-bridge")
-			worker := v.objs.deployment(t, "nudgeflow-worker")
-			for _, d := range []*appsv1.Deployment{bridge, worker} {
-				checkDeployment(t, v.objs, d)
-			}
-			checkWebhooks(t, v.objs, bridge, slices.Contains(v.features, besideIntegrationService))
-			checkServicesAndBudgets(t, v.objs, []*appsv1.Deployment{bridge, worker})
-			checkCertificate(t, v, bridge)
-			if slices.Contains(v.features, "monitoring") {
-				checkMonitoring(t, v.objs)
-			}
-			checkTemporalEnv(t, v, []*appsv1.Deployment{bridge, worker})
-			checkTrustedCA(t, v.objs, worker)
-			if len(v.features) == 0 || v.name == "openshift" {
-				// The overlays change no Deployment: what the program test runs is
-				// what each overlay deploys.
-				raw, err := json.Marshal([]any{bridge.Spec, worker.Spec})
-				require.NoError(t, err)
-				baseDeployments = append(baseDeployments, raw)
-			}
-		})
-	}
-	require.NotEmpty(t, baseDeployments, "the base was built")
-	for _, d := range baseDeployments[1:] {
-		require.JSONEq(t, string(baseDeployments[0]), string(d), "every overlay deploys the base's Deployments")
+	for _, set := range [][]variant{variants(t), renamespacedVariants(t)} {
+		var baseDeployments [][]byte
+		for _, v := range set {
+			t.Run(v.name, func(t *testing.T) {
+				checkGenerated(t, v.objs, generated, slices.Contains(v.features, besideIntegrationService))
+				if slices.Contains(v.features, besideIntegrationService) {
+					checkNoShortNameOf(t, v.objs, filepath.Join(localenv.RepoRoot(), "test", "crds"))
+				}
+				checkNamespaces(t, v)
+				bridge := v.objs.deployment(t, "nudgeflow-bridge")
+				worker := v.objs.deployment(t, "nudgeflow-worker")
+				for _, d := range []*appsv1.Deployment{bridge, worker} {
+					checkDeployment(t, v, d)
+				}
+				checkImages(t, v.objs)
+				checkWebhooks(t, v, bridge, slices.Contains(v.features, besideIntegrationService))
+				checkServicesAndBudgets(t, v.objs, []*appsv1.Deployment{bridge, worker})
+				checkNetworkPolicies(t, v.objs, []*appsv1.Deployment{bridge, worker})
+				checkCertificate(t, v, bridge)
+				checkForgeReceiverExposure(t, v)
+				if slices.Contains(v.features, "monitoring") {
+					checkMonitoring(t, v.objs)
+				}
+				pods := map[string]corev1.PodSpec{bridge.Name: bridge.Spec.Template.Spec, worker.Name: worker.Spec.Template.Spec}
+				if slices.Contains(v.features, "cloud") {
+					require.Nil(t, v.objs.find("Job", "nudgeflow-temporal-setup"), "Temporal Cloud gets its search attributes with tcld")
+					require.Nil(t, v.objs.find("ServiceAccount", "nudgeflow-temporal-setup"))
+				} else {
+					job := setupJob(t, v.objs)
+					checkSetupJob(t, v.objs, job, bridge)
+					pods[job.Name] = job.Spec.Template.Spec
+				}
+				checkTemporalEnv(t, v, pods)
+				checkTrustedCA(t, v.objs, worker)
+				if v.namespace != systemNamespace {
+					require.NotContains(t, string(v.raw), systemNamespace, "re-namespaced, no object names %s", systemNamespace)
+				}
+				if len(v.features) == 0 || slices.Equal(v.features, []string{"monitoring", "route"}) {
+					// The overlays change no Deployment: what the program test runs is
+					// what each overlay deploys.
+					raw, err := json.Marshal([]any{bridge.Spec, worker.Spec})
+					require.NoError(t, err)
+					baseDeployments = append(baseDeployments, raw)
+				}
+			})
+		}
+		require.GreaterOrEqual(t, len(baseDeployments), 3, "the base and both overlays were built")
+		for _, d := range baseDeployments[1:] {
+			require.JSONEq(t, string(baseDeployments[0]), string(d), "every overlay deploys the base's Deployments")
+		}
 	}
 }
 
@@ -220,14 +289,25 @@ func checkNoShortNameOf(t *testing.T, m manifests, dir string) {
 var clusterScoped = []string{"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
 	"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
 
-func checkNamespaces(t *testing.T, m manifests) {
-	require.NotNil(t, m.find("Namespace", systemNamespace))
-	for _, o := range m {
+func checkNamespaces(t *testing.T, v variant) {
+	require.NotNil(t, v.objs.find("Namespace", v.namespace))
+	for _, o := range v.objs {
 		if slices.Contains(clusterScoped, o.GetKind()) {
 			require.Empty(t, o.GetNamespace(), "%s %s is cluster-scoped", o.GetKind(), o.GetName())
 			continue
 		}
-		require.Equal(t, systemNamespace, o.GetNamespace(), "%s %s lives in %s", o.GetKind(), o.GetName(), systemNamespace)
+		require.Equal(t, v.namespace, o.GetNamespace(), "%s %s lives in %s", o.GetKind(), o.GetName(), v.namespace)
+	}
+	// Every role binding's ServiceAccount subject is one of nudgeflow's, in its namespace.
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, o := range v.objs.ofKind(kind) {
+			b := get[rbacv1.RoleBinding](t, v.objs, kind, o.GetName())
+			for _, s := range b.Subjects {
+				require.Equal(t, "ServiceAccount", s.Kind)
+				require.Equal(t, v.namespace, s.Namespace, "%s %s binds ServiceAccount %s of nudgeflow's namespace", kind, b.Name, s.Name)
+				require.NotNil(t, v.objs.find("ServiceAccount", s.Name), "%s %s binds a shipped ServiceAccount", kind, b.Name)
+			}
+		}
 	}
 }
 
@@ -250,11 +330,12 @@ func containerPort(c corev1.Container, port intstr.IntOrString) (corev1.Containe
 	return corev1.ContainerPort{}, false
 }
 
-func checkDeployment(t *testing.T, m manifests, d *appsv1.Deployment) {
+func checkDeployment(t *testing.T, v variant, d *appsv1.Deployment) {
+	m := v.objs
 	spec := d.Spec.Template.Spec
 	require.Len(t, spec.Containers, 1)
 	c := spec.Containers[0]
-	require.Equal(t, "quay.io/konflux-ci/nudgeflow:latest", c.Image, "the image transformer names the image")
+	require.Regexp(t, `^quay\.io/konflux-ci/nudgeflow@sha256:[0-9a-f]{64}$`, c.Image, "the image transformer names the image, by digest")
 	require.Equal(t, []string{imageBinary}, c.Command, "the Containerfile installs the binary there")
 	require.True(t, labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels)))
 	require.GreaterOrEqual(t, *d.Spec.Replicas, int32(2), "%s survives a node drain", d.Name)
@@ -267,7 +348,7 @@ func checkDeployment(t *testing.T, m manifests, d *appsv1.Deployment) {
 	for _, o := range m.ofKind("ClusterRoleBinding") {
 		b := get[rbacv1.ClusterRoleBinding](t, m, "ClusterRoleBinding", o.GetName())
 		for _, s := range b.Subjects {
-			if b.RoleRef.Name == d.Name && s.Kind == "ServiceAccount" && s.Name == spec.ServiceAccountName && s.Namespace == systemNamespace {
+			if b.RoleRef.Name == d.Name && s.Kind == "ServiceAccount" && s.Name == spec.ServiceAccountName && s.Namespace == v.namespace {
 				bound = true
 			}
 		}
@@ -341,8 +422,11 @@ func checkTrustedCA(t *testing.T, m manifests, worker *appsv1.Deployment) {
 	require.NotContains(t, cm.Object, "data", "an apply never removes an injected bundle")
 }
 
-// webhookService resolves a webhook's clientConfig to the bridge's container port.
-func checkWebhooks(t *testing.T, m manifests, bridge *appsv1.Deployment, besideIS bool) {
+// checkWebhooks: every webhook's clientConfig resolves to the bridge's container
+// port through the Service in nudgeflow's namespace, and the PipelineRun webhooks
+// are scoped (pipelineRunWebhookScopes).
+func checkWebhooks(t *testing.T, v variant, bridge *appsv1.Deployment, besideIS bool) {
+	m := v.objs
 	c := bridge.Spec.Template.Spec.Containers[0]
 	port, ok := argValue(c.Args, "webhook-port")
 	require.True(t, ok, "the bridge's --webhook-port")
@@ -353,7 +437,8 @@ func checkWebhooks(t *testing.T, m manifests, bridge *appsv1.Deployment, besideI
 			for _, h := range hooks {
 				count++
 				svc, _, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig", "service")
-				require.Equal(t, systemNamespace, svc["namespace"], "%s %s", kind, o.GetName())
+				require.Equal(t, v.namespace, svc["namespace"], "%s %s", kind, o.GetName())
+				checkWebhookScope(t, v, kind, h.(map[string]any))
 				s := m.service(t, svc["name"].(string))
 				want := int64(443)
 				if p, ok := svc["port"]; ok {
@@ -424,6 +509,12 @@ func checkServicesAndBudgets(t *testing.T, m manifests, deployments []*appsv1.De
 		}
 		require.True(t, covered, "a PodDisruptionBudget covers %s", d.Name)
 	}
+	for _, o := range budgets {
+		pdb := get[policyv1.PodDisruptionBudget](t, m, "PodDisruptionBudget", o.GetName())
+		require.NotNil(t, pdb.Spec.UnhealthyPodEvictionPolicy, "PodDisruptionBudget %s", pdb.Name)
+		require.Equal(t, policyv1.AlwaysAllow, *pdb.Spec.UnhealthyPodEvictionPolicy,
+			"PodDisruptionBudget %s: a pod not ready during an outage never blocks a node drain", pdb.Name)
+	}
 }
 
 // webhookCertSecret is the Secret mounted where the bridge reads its serving certificate.
@@ -464,11 +555,14 @@ func checkCertificate(t *testing.T, v variant, bridge *appsv1.Deployment) {
 		}
 		require.NotNil(t, cert, "a Certificate writes Secret %s", secret)
 		dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
-		require.Contains(t, dns, fmt.Sprintf("%s.%s.svc", svc.Name, systemNamespace), "the name the API server calls")
+		require.Contains(t, dns, fmt.Sprintf("%s.%s.svc", svc.Name, v.namespace), "the name the API server calls")
+		for _, name := range dns {
+			require.True(t, strings.HasPrefix(name, svc.Name+"."+v.namespace+".svc"), "DNS name %s is the webhook Service's in %s", name, v.namespace)
+		}
 		issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
 		require.NotNil(t, v.objs.find("Issuer", issuer))
 		for _, h := range hooks {
-			require.Equal(t, systemNamespace+"/"+cert.GetName(), h.GetAnnotations()["cert-manager.io/inject-ca-from"], "%s %s gets the Certificate's CA", h.GetKind(), h.GetName())
+			require.Equal(t, v.namespace+"/"+cert.GetName(), h.GetAnnotations()["cert-manager.io/inject-ca-from"], "%s %s gets the Certificate's CA", h.GetKind(), h.GetName())
 		}
 	default:
 		require.Empty(t, svc.Annotations, "the base leaves the certificate to an overlay")
@@ -515,20 +609,21 @@ var (
 	helpText string
 )
 
-// checkTemporalEnv: every Temporal variable a Deployment sets is one the binary
-// reads (its --help names each), and the components set what they promise.
-func checkTemporalEnv(t *testing.T, v variant, deployments []*appsv1.Deployment) {
+// checkTemporalEnv: every Temporal variable a pod of nudgeflow (the Deployments,
+// the setup Job) sets is one the binary reads (its --help names each), and the
+// components set what they promise, in each of them.
+func checkTemporalEnv(t *testing.T, v variant, pods map[string]corev1.PodSpec) {
 	helpOnce.Do(func() {
 		bin := nudgeflowBinary(t)
-		for _, sub := range []string{"worker", "bridge"} {
-			out, err := exec.Command(bin, sub, "--help").CombinedOutput()
+		for _, sub := range [][]string{{"worker"}, {"bridge"}, {"temporal", "setup"}} {
+			out, err := exec.Command(bin, append(sub, "--help")...).CombinedOutput()
 			require.NoError(t, err, "%s", out)
 			helpText += string(out)
 		}
 	})
-	cm := get[corev1.ConfigMap](t, v.objs, "ConfigMap", "nudgeflow-temporal")
-	for _, d := range deployments {
-		c := d.Spec.Template.Spec.Containers[0]
+	for name, spec := range pods {
+		c := spec.Containers[0]
+		cm := temporalConfigMap(t, v.objs, c)
 		names := map[string]corev1.EnvVar{}
 		for _, e := range c.Env {
 			names[e.Name] = e
@@ -536,26 +631,229 @@ func checkTemporalEnv(t *testing.T, v variant, deployments []*appsv1.Deployment)
 		for k := range cm.Data {
 			names[k] = corev1.EnvVar{Name: k}
 		}
-		for name := range names {
-			if strings.HasPrefix(name, "TEMPORAL_") {
-				require.Contains(t, helpText, "$"+name, "%s sets %s, which nudgeflow reads", d.Name, name)
+		for env := range names {
+			if strings.HasPrefix(env, "TEMPORAL_") {
+				require.Contains(t, helpText, "$"+env, "%s sets %s, which nudgeflow reads", name, env)
 			}
 		}
 		if slices.Contains(v.features, "mtls") {
 			for _, k := range []string{"TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"} {
-				require.Contains(t, names, k)
-				require.True(t, strings.HasPrefix(names[k].Value, "/etc/nudgeflow/temporal-tls/"))
+				require.Contains(t, names, k, name)
+				require.True(t, strings.HasPrefix(names[k].Value, "/etc/nudgeflow/temporal-tls/"), name)
 			}
-			require.True(t, slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+			require.True(t, slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
 				return v.Secret != nil && v.Secret.SecretName == "nudgeflow-temporal-tls"
-			}))
+			}), name)
 		}
 		if slices.Contains(v.features, "cloud") {
 			key := names["TEMPORAL_API_KEY"]
-			require.NotNil(t, key.ValueFrom, "the API key comes from a Secret, never a literal")
-			require.Equal(t, "nudgeflow-temporal-api-key", key.ValueFrom.SecretKeyRef.Name)
+			require.NotNil(t, key.ValueFrom, "%s: the API key comes from a Secret, never a literal", name)
+			require.Equal(t, "nudgeflow-temporal-api-key", key.ValueFrom.SecretKeyRef.Name, name)
 		}
 	}
+}
+
+// temporalConfigMap is the ConfigMap nudgeflow-temporal a container reads its
+// Temporal variables from: generated, so its name carries a hash of its content
+// (a change rolls the pods).
+func temporalConfigMap(t *testing.T, m manifests, c corev1.Container) *corev1.ConfigMap {
+	t.Helper()
+	var found *corev1.ConfigMap
+	for _, ef := range c.EnvFrom {
+		if ef.ConfigMapRef != nil && strings.HasPrefix(ef.ConfigMapRef.Name, "nudgeflow-temporal-") {
+			require.Nil(t, found, "%s reads one Temporal ConfigMap", c.Name)
+			found = get[corev1.ConfigMap](t, m, "ConfigMap", ef.ConfigMapRef.Name)
+		}
+	}
+	require.NotNil(t, found, "%s reads the ConfigMap nudgeflow-temporal-<hash>", c.Name)
+	require.Regexp(t, `^nudgeflow-temporal-[a-z0-9]{10}$`, found.Name, "generated with a content hash")
+	return found
+}
+
+// pipelineRunWebhookScopes: the label each PipelineRun webhook's handler acts on
+// (bridge/changegroup's interception: nudge runs; bridge/builds' routing: build runs).
+var pipelineRunWebhookScopes = map[string]map[string]string{
+	"nudge-pipelinerun.nudgeflow.konflux-ci.dev": {"build.appstudio.redhat.com/type": "nudge"},
+	"build-routing.nudgeflow.konflux-ci.dev":     {"pipelines.appstudio.openshift.io/type": "build"},
+}
+
+// checkWebhookScope: a webhook on PipelineRuns is called only for the runs its
+// handler acts on, and never in the system namespaces or nudgeflow's own.
+func checkWebhookScope(t *testing.T, v variant, kind string, hook map[string]any) {
+	name := hook["name"].(string)
+	rules, _, _ := unstructured.NestedSlice(hook, "rules")
+	onPipelineRuns := false
+	for _, r := range rules {
+		resources, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+		onPipelineRuns = onPipelineRuns || slices.Contains(resources, "pipelineruns")
+	}
+	if !onPipelineRuns {
+		return
+	}
+	want, ok := pipelineRunWebhookScopes[name]
+	require.True(t, ok, "%s %s on PipelineRuns has a scope in pipelineRunWebhookScopes", kind, name)
+	var h admissionregistrationv1.MutatingWebhook
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(hook, &h))
+	require.NotNil(t, h.ObjectSelector, "%s is scoped by labels", name)
+	require.Equal(t, want, h.ObjectSelector.MatchLabels, "%s is called for its runs only", name)
+	require.NotNil(t, h.NamespaceSelector, "%s skips system namespaces", name)
+	sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+	require.NoError(t, err)
+	for _, ns := range []string{"kube-system", "kube-public", "kube-node-lease", "openshift", v.namespace} {
+		require.False(t, sel.Matches(labels.Set{corev1.LabelMetadataName: ns}), "%s is not called in %s", name, ns)
+	}
+	require.True(t, sel.Matches(labels.Set{corev1.LabelMetadataName: "tenant-a"}), "%s is called in tenant namespaces", name)
+}
+
+var digestRef = regexp.MustCompile(`^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$`)
+
+// checkImages: every image any object runs is pinned by digest (never latest, never
+// a bare name a node resolves to latest).
+func checkImages(t *testing.T, m manifests) {
+	n := 0
+	for _, o := range m {
+		walkImages(o.Object, func(image string) {
+			n++
+			require.NotContains(t, image, ":latest", "%s %s", o.GetKind(), o.GetName())
+			require.Regexp(t, digestRef, image, "%s %s runs an image pinned by digest", o.GetKind(), o.GetName())
+		})
+	}
+	require.GreaterOrEqual(t, n, 2, "the bridge and the worker (and the setup Job) run an image")
+}
+
+// walkImages calls f with every string under an "image" key of a container list.
+func walkImages(v any, f func(string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, c := range v {
+			if s, ok := c.(string); ok && k == "image" {
+				if _, isContainer := v["name"]; isContainer {
+					f(s)
+				}
+				continue
+			}
+			walkImages(c, f)
+		}
+	case []any:
+		for _, c := range v {
+			walkImages(c, f)
+		}
+	}
+}
+
+// checkNetworkPolicies: every port a Deployment's container declares is open to
+// ingress by a NetworkPolicy selecting its pods, and no policy opens a port the
+// pods do not declare; the bridge's metrics are open only to the monitoring
+// namespaces; egress is not restricted (deploy/base/networkpolicy.yaml says why).
+func checkNetworkPolicies(t *testing.T, m manifests, deployments []*appsv1.Deployment) {
+	policies := m.ofKind("NetworkPolicy")
+	require.Len(t, policies, len(deployments), "a NetworkPolicy per process")
+	for _, d := range deployments {
+		c := d.Spec.Template.Spec.Containers[0]
+		var selecting []*networkingv1.NetworkPolicy
+		for _, o := range policies {
+			np := get[networkingv1.NetworkPolicy](t, m, "NetworkPolicy", o.GetName())
+			sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+			require.NoError(t, err)
+			if sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+				selecting = append(selecting, np)
+			}
+		}
+		require.NotEmpty(t, selecting, "a NetworkPolicy selects %s's pods", d.Name)
+		for _, np := range selecting {
+			require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes, "%s restricts ingress only", np.Name)
+			for _, rule := range np.Spec.Ingress {
+				require.NotEmpty(t, rule.Ports, "%s: every rule names its ports", np.Name)
+				for _, p := range rule.Ports {
+					_, declared := containerPort(c, *p.Port)
+					require.True(t, declared, "%s opens port %s, which %s declares", np.Name, p.Port.String(), d.Name)
+				}
+			}
+		}
+		for _, cp := range c.Ports {
+			var from [][]networkingv1.NetworkPolicyPeer
+			for _, np := range selecting {
+				for _, rule := range np.Spec.Ingress {
+					for _, p := range rule.Ports {
+						if q, _ := containerPort(c, *p.Port); q.ContainerPort == cp.ContainerPort {
+							from = append(from, rule.From)
+						}
+					}
+				}
+			}
+			require.NotEmpty(t, from, "%s's port %s (%d) is open to ingress", d.Name, cp.Name, cp.ContainerPort)
+			if d.Name == "nudgeflow-bridge" && cp.Name == "metrics" {
+				require.Len(t, from, 1, "the bridge's metrics port has one rule")
+				require.Len(t, from[0], 1, "open to the monitoring namespaces only")
+				require.NotNil(t, from[0][0].NamespaceSelector, "open to the monitoring namespaces only")
+			}
+		}
+	}
+}
+
+// checkForgeReceiverExposure: the OpenShift Route and the example Ingress reach
+// the forge webhook receiver's Service on its named port.
+func checkForgeReceiverExposure(t *testing.T, v variant) {
+	svc := v.objs.service(t, "nudgeflow-bridge-forge-webhook")
+	route := v.objs.find("Route", svc.Name)
+	require.Equal(t, slices.Contains(v.features, "route"), route != nil, "the OpenShift overlay ships the Route")
+	if route != nil {
+		to, _, _ := unstructured.NestedString(route.Object, "spec", "to", "name")
+		port, _, _ := unstructured.NestedString(route.Object, "spec", "port", "targetPort")
+		require.Equal(t, svc.Name, to)
+		require.Equal(t, svc.Spec.Ports[0].Name, port)
+	}
+	ing := v.objs.find("Ingress", svc.Name)
+	require.Equal(t, slices.Contains(v.features, "ingress"), ing != nil, "the Ingress is an opt-in component")
+	if ing != nil {
+		i := get[networkingv1.Ingress](t, v.objs, "Ingress", svc.Name)
+		backend := i.Spec.Rules[0].HTTP.Paths[0].Backend.Service
+		require.Equal(t, svc.Name, backend.Name)
+		require.Equal(t, svc.Spec.Ports[0].Name, backend.Port.Name)
+	}
+}
+
+// setupJob is the Job that runs `nudgeflow temporal setup`.
+func setupJob(t *testing.T, m manifests) *batchv1.Job {
+	return get[batchv1.Job](t, m, "Job", "nudgeflow-temporal-setup")
+}
+
+// checkSetupJob: the setup Job runs the image's binary with the Temporal
+// ConfigMap the Deployments read, as a GitOps hook that cleans up after itself,
+// under the restricted pod security profile, with a ServiceAccount that has no
+// role and no token.
+func checkSetupJob(t *testing.T, m manifests, job *batchv1.Job, bridge *appsv1.Deployment) {
+	spec := job.Spec.Template.Spec
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+	require.Equal(t, []string{imageBinary}, c.Command)
+	require.Equal(t, []string{"temporal", "setup", "--create-namespace"}, c.Args)
+	require.Equal(t, temporalConfigMap(t, m, bridge.Spec.Template.Spec.Containers[0]).Name, temporalConfigMap(t, m, c).Name,
+		"the Job prepares the Temporal namespace the processes use")
+	require.Equal(t, bridge.Spec.Template.Spec.Containers[0].Image, c.Image)
+	require.Equal(t, "Sync", job.Annotations["argocd.argoproj.io/hook"], "Argo CD runs it on every sync")
+	require.NotNil(t, job.Spec.TTLSecondsAfterFinished, "a finished Job goes away")
+	require.Equal(t, corev1.RestartPolicyOnFailure, spec.RestartPolicy)
+	require.True(t, *spec.SecurityContext.RunAsNonRoot)
+	require.False(t, *c.SecurityContext.AllowPrivilegeEscalation)
+	require.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
+	require.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
+	require.False(t, c.Resources.Limits.Memory().IsZero())
+
+	require.NotNil(t, m.find("ServiceAccount", spec.ServiceAccountName))
+	require.False(t, *spec.AutomountServiceAccountToken, "it talks to Temporal only: no Kubernetes token")
+	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
+		for _, o := range m.ofKind(kind) {
+			b := get[rbacv1.RoleBinding](t, m, kind, o.GetName())
+			for _, s := range b.Subjects {
+				require.NotEqual(t, spec.ServiceAccountName, s.Name, "%s %s binds nothing to the setup Job", kind, b.Name)
+			}
+		}
+	}
+	_, ok := job.Spec.Template.Labels["app.kubernetes.io/component"]
+	require.True(t, ok)
+	require.NotEqual(t, bridge.Spec.Template.Labels["app.kubernetes.io/component"], job.Spec.Template.Labels["app.kubernetes.io/component"],
+		"no Service or budget of the bridge selects the Job's pod")
 }
 
 var (
@@ -563,62 +861,85 @@ var (
 	applyErr  error
 )
 
-// applied installs the cert-manager overlay for real, except its admission
-// webhook configurations (the API server cannot reach a Service in this world:
-// envtest registers the same webhooks at a local address instead), so the
-// Namespace, ServiceAccounts, roles and bindings exist for the program test.
+// applied installs the cert-manager overlay for real (install), once for the
+// package, so the Namespace, ServiceAccounts, roles and bindings exist for the
+// program test.
 func applied(t *testing.T) {
-	applyOnce.Do(func() {
-		var v variant
-		for _, vv := range variants(t) {
-			if vv.name == "cert-manager" {
-				v = vv
-			}
-		}
-		objs := v.objs.without("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-		out, err := kubectl(t, objs.yaml(t), "apply", "--server-side", "--force-conflicts", "--field-manager", "deploy-test", "-f", "-")
-		if err != nil {
-			applyErr = fmt.Errorf("kubectl apply: %v: %s", err, out)
-		}
-	})
+	applyOnce.Do(func() { applyErr = install(t, findVariant(t, variants(t), "cert-manager")) })
 	require.NoError(t, applyErr)
 }
 
-// The real API server accepts every object of every variant (server-side dry
-// run: admission, schemas of the CRDs, RBAC references), as `kubectl apply -k`
-// would send them.
+// install applies a variant for real, except its admission webhook configurations
+// (the API server cannot reach a Service in this world: envtest registers the same
+// webhooks at a local address instead) and the setup Job (a Job's pod template is
+// immutable: a stored Job would refuse the dry run of every variant that changes
+// it, where a cluster has deleted the finished Job after its TTL or recreates it as
+// a hook; TestTemporalSetup runs it). Cluster-scoped objects are shared by every
+// variant (a ClusterRoleBinding's subjects name one namespace): installing another
+// namespace's variant rebinds them there until the shipped one is installed again.
+func install(t *testing.T, v variant) error {
+	objs := v.objs.without("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Job")
+	out, err := kubectl(t, objs.yaml(t), "apply", "--server-side", "--force-conflicts", "--field-manager", "deploy-test", "-f", "-")
+	if err != nil {
+		return fmt.Errorf("kubectl apply: %v: %s", err, out)
+	}
+	return nil
+}
+
+// The real API server accepts every object of every variant, as shipped and
+// re-namespaced (server-side dry run: admission, schemas of the CRDs, RBAC
+// references), as `kubectl apply -k` would send them.
 func TestServerAcceptsEveryVariant(t *testing.T) {
 	applied(t) // the namespace must exist for a dry run of what lives in it
-	for _, v := range variants(t) {
-		t.Run(v.name, func(t *testing.T) {
-			// The test world registered webhook configurations of its own (envtest's,
-			// calling a local URL); one shares its name with nudgeflow's NudgeConfig
-			// webhook. An apply would merge the two clientConfigs: a replace checks
-			// nudgeflow's object as it would be stored instead.
-			var applyObjs, replaceObjs manifests
-			for _, o := range v.objs {
-				if strings.HasSuffix(o.GetKind(), "WebhookConfiguration") && existsInCluster(t, o) {
-					replaceObjs = append(replaceObjs, o)
-				} else {
-					applyObjs = append(applyObjs, o)
+	for _, set := range [][]variant{variants(t), renamespacedVariants(t)} {
+		for _, v := range set {
+			t.Run(v.name, func(t *testing.T) {
+				if v.namespace != systemNamespace {
+					out, err := kubectl(t, v.objs.ofKind("Namespace").yaml(t), "apply", "--server-side", "--field-manager", "deploy-test", "-f", "-")
+					require.NoError(t, err, "creating namespace %s: %s", v.namespace, out)
 				}
-			}
-			out, err := kubectl(t, applyObjs.yaml(t), "apply", "--server-side", "--dry-run=server", "--field-manager", "deploy-test", "--force-conflicts", "-f", "-")
-			require.NoError(t, err, "kubectl apply --server-side --dry-run=server:\n%s", out)
-			if len(replaceObjs) > 0 {
-				more, err := kubectl(t, replaceObjs.yaml(t), "replace", "--dry-run=server", "-f", "-")
-				require.NoError(t, err, "kubectl replace --dry-run=server:\n%s", more)
-				out += more
-			}
-			require.Contains(t, out, "deployment.apps/nudgeflow-bridge")
-			require.Contains(t, out, "validatingwebhookconfiguration.admissionregistration.k8s.io/nudgeflow-changegroup")
-			if v.objs.find("Certificate", "nudgeflow-bridge-webhook") != nil {
-				require.Contains(t, out, "certificate.cert-manager.io/nudgeflow-bridge-webhook")
-			}
-			if v.objs.find("ServiceMonitor", "nudgeflow") != nil {
-				require.Contains(t, out, "servicemonitor.monitoring.coreos.com/nudgeflow")
-			}
-		})
+				// The test world registered webhook configurations of its own (envtest's,
+				// calling a local URL) under nudgeflow's names. An apply would merge the
+				// two clientConfigs: a replace checks nudgeflow's object as it would be
+				// stored instead.
+				var applyObjs, replaceObjs manifests
+				for _, o := range v.objs {
+					if strings.HasSuffix(o.GetKind(), "WebhookConfiguration") && existsInCluster(t, o) {
+						replaceObjs = append(replaceObjs, o)
+					} else {
+						applyObjs = append(applyObjs, o)
+					}
+				}
+				out, err := kubectl(t, applyObjs.yaml(t), "apply", "--server-side", "--dry-run=server", "--field-manager", "deploy-test", "--force-conflicts", "-f", "-")
+				require.NoError(t, err, "kubectl apply --server-side --dry-run=server:\n%s", out)
+				if len(replaceObjs) > 0 {
+					more, err := kubectl(t, replaceObjs.yaml(t), "replace", "--dry-run=server", "-f", "-")
+					require.NoError(t, err, "kubectl replace --dry-run=server:\n%s", more)
+					out += more
+				}
+				for _, want := range []string{
+					"deployment.apps/nudgeflow-bridge",
+					"validatingwebhookconfiguration.admissionregistration.k8s.io/nudgeflow-changegroup",
+					"mutatingwebhookconfiguration.admissionregistration.k8s.io/nudgeflow-pipelinerun-interception",
+					"networkpolicy.networking.k8s.io/nudgeflow-bridge",
+					"networkpolicy.networking.k8s.io/nudgeflow-worker",
+					"poddisruptionbudget.policy/nudgeflow-worker",
+				} {
+					require.Contains(t, out, want)
+				}
+				for kind, line := range map[string]string{
+					"Job":            "job.batch/nudgeflow-temporal-setup",
+					"Certificate":    "certificate.cert-manager.io/nudgeflow-bridge-webhook",
+					"ServiceMonitor": "servicemonitor.monitoring.coreos.com/nudgeflow",
+					"Route":          "route.route.openshift.io/nudgeflow-bridge-forge-webhook",
+					"Ingress":        "ingress.networking.k8s.io/nudgeflow-bridge-forge-webhook",
+				} {
+					if len(v.objs.ofKind(kind)) > 0 {
+						require.Contains(t, out, line)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -637,10 +958,23 @@ func existsInCluster(t *testing.T, o *unstructured.Unstructured) bool {
 // Operators apply with `kubectl apply -k`: kubectl's own kustomize builds the same
 // objects as the pinned kustomize.
 func TestKubectlKustomizeBuildsTheSame(t *testing.T) {
-	for _, dir := range []string{"base", "overlays/openshift", "overlays/cert-manager"} {
-		want, _ := kustomize(t, deployDir(dir))
-		got, err := exec.Command(tool(t, "kubectl"), "kustomize", deployDir(dir)).CombinedOutput()
-		require.NoError(t, err, "%s", got)
+	dirs := []string{deployDir("base"), deployDir("overlays", "openshift"), deployDir("overlays", "cert-manager")}
+	// And re-namespaced: kubectl's kustomize resolves the namespace vars after an
+	// enclosing kustomization's namespace as well.
+	renamespaced := t.TempDir()
+	rel, err := filepath.Rel(renamespaced, deployDir("overlays", "cert-manager"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(renamespaced, "kustomization.yaml"),
+		[]byte("namespace: "+otherNamespace+"\nresources:\n  - "+rel+"\n"), 0o600))
+	dirs = append(dirs, renamespaced)
+	for _, dir := range dirs {
+		want, _ := kustomize(t, dir)
+		// stdout only: both print a deprecation warning for vars on stderr.
+		cmd := exec.Command(tool(t, "kubectl"), "kustomize", dir)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		got, err := cmd.Output()
+		require.NoError(t, err, "%s", stderr.String())
 		require.Equal(t, string(want), string(got), "kubectl kustomize %s", dir)
 	}
 }

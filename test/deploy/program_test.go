@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,8 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,7 +37,9 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -48,36 +53,65 @@ const (
 )
 
 var (
-	preparedOnce sync.Once
-	preparedErr  error
+	preparedMu sync.Mutex
+	// preparedSecrets are the namespaces whose Secrets prepared created.
+	preparedSecrets = map[string]bool{}
 )
 
 // prepared is what an operator does before the pods can start (README, "Running it
-// on a cluster"): the manifests applied, the forge webhook Secret created, and the
-// webhook serving certificate issued into its Secret — by service-ca or
+// on a cluster"): the manifests of v applied, the forge webhook Secret created, and
+// the webhook serving certificate issued into its Secret — by service-ca or
 // cert-manager on a cluster; here from the certificate envtest serves the webhooks
-// with, so the API server trusts the bridge started from the manifests.
-func prepared(t *testing.T) {
-	applied(t)
-	preparedOnce.Do(func() {
-		_, _, certDir := world.Get(t).WebhookServer()
-		for _, args := range [][]string{
-			{"-n", systemNamespace, "create", "secret", "generic", "nudgeflow-forge-webhook", "--from-literal=secret=" + forgeWebhookSecret},
-			{"-n", systemNamespace, "create", "secret", "tls", "nudgeflow-bridge-webhook-cert",
-				"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
-		} {
-			if out, err := kubectl(t, nil, args...); err != nil {
-				preparedErr = fmt.Errorf("kubectl %s: %v: %s", strings.Join(args, " "), err, out)
-				return
-			}
-		}
-	})
-	require.NoError(t, preparedErr)
+// with, so the API server trusts the bridge started from the manifests. A variant
+// in another namespace than the shipped one is installed for this test only: the
+// shipped variant is installed again afterwards (their ClusterRoleBindings share
+// names).
+func prepared(t *testing.T, v variant) {
+	t.Helper()
+	if v.namespace == systemNamespace {
+		applied(t)
+	} else {
+		require.NoError(t, install(t, v))
+		t.Cleanup(func() {
+			require.NoError(t, install(t, findVariant(t, variants(t), "cert-manager")), "re-binding the shipped namespace's ServiceAccounts")
+		})
+	}
+	preparedMu.Lock()
+	defer preparedMu.Unlock()
+	if preparedSecrets[v.namespace] {
+		return
+	}
+	_, _, certDir := world.Get(t).WebhookServer()
+	for _, args := range [][]string{
+		{"-n", v.namespace, "create", "secret", "generic", "nudgeflow-forge-webhook", "--from-literal=secret=" + forgeWebhookSecret},
+		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-bridge-webhook-cert",
+			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
+	} {
+		out, err := kubectl(t, nil, args...)
+		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
+	}
+	preparedSecrets[v.namespace] = true
 }
 
-// pod is one Deployment's container, run as a process the way a kubelet would run
+// workload is a pod template of the manifests (a Deployment's, a Job's) and where
+// it runs.
+type workload struct {
+	name, namespace string
+	spec            corev1.PodSpec
+}
+
+func deploymentPod(d *appsv1.Deployment) workload {
+	return workload{name: d.Name, namespace: d.Namespace, spec: d.Spec.Template.Spec}
+}
+
+func jobPod(j *batchv1.Job) workload {
+	return workload{name: j.Name, namespace: j.Namespace, spec: j.Spec.Template.Spec}
+}
+
+// pod is one workload's container, run as a process the way a kubelet would run
 // it: its command, args and env as written, its volumes mounted, as its
-// ServiceAccount. Only what must point at the test world is replaced:
+// ServiceAccount (without credentials when the pod mounts no token). Only what
+// must point at the test world is replaced:
 //   - the image's binary path: the binary built as the Containerfile builds it;
 //   - in-cluster credentials: $KUBECONFIG, a kubeconfig impersonating the pod's
 //     ServiceAccount (so RBAC is exactly the manifests');
@@ -97,6 +131,8 @@ type pod struct {
 	logPath   string
 	// addr maps a declared container port to where this process listens.
 	addr map[int32]string
+	// env is the process's environment.
+	env  map[string]string
 	done chan struct{}
 }
 
@@ -105,12 +141,12 @@ type podOptions struct {
 	webhookPort     int
 }
 
-func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *pod {
+func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 	t.Helper()
 	w := world.Get(t)
-	spec := d.Spec.Template.Spec
+	spec := d.spec
 	c := spec.Containers[0]
-	p := &pod{t: t, name: d.Name, container: c, addr: map[int32]string{}, done: make(chan struct{})}
+	p := &pod{t: t, name: d.name, container: c, addr: map[int32]string{}, done: make(chan struct{})}
 
 	// Volumes.
 	mounts := map[string]string{}
@@ -121,17 +157,17 @@ func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *po
 		switch vol := spec.Volumes[i]; {
 		case vol.Secret != nil:
 			var secret corev1.Secret
-			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: vol.Secret.SecretName}, &secret),
-				"Secret %s mounted by %s", vol.Secret.SecretName, d.Name)
+			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.namespace, Name: vol.Secret.SecretName}, &secret),
+				"Secret %s mounted by %s", vol.Secret.SecretName, d.name)
 			for k, v := range secret.Data {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, k), v, 0o600))
 			}
 		case vol.ConfigMap != nil:
-			require.Empty(t, vol.ConfigMap.Items, "%s: ConfigMap volume %s: only whole ConfigMaps are mounted here", d.Name, vol.Name)
+			require.Empty(t, vol.ConfigMap.Items, "%s: ConfigMap volume %s: only whole ConfigMaps are mounted here", d.name, vol.Name)
 			var cm corev1.ConfigMap
-			err := w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: vol.ConfigMap.Name}, &cm)
+			err := w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.namespace, Name: vol.ConfigMap.Name}, &cm)
 			if !apierrors.IsNotFound(err) || !ptr.Deref(vol.ConfigMap.Optional, false) {
-				require.NoError(t, err, "ConfigMap %s mounted by %s", vol.ConfigMap.Name, d.Name)
+				require.NoError(t, err, "ConfigMap %s mounted by %s", vol.ConfigMap.Name, d.name)
 			}
 			for k, v := range cm.Data {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600))
@@ -155,21 +191,23 @@ func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *po
 			env[e.Name] = mounted(expand(e.Value, env), mounts)
 		case e.ValueFrom.FieldRef != nil:
 			require.Equal(t, "metadata.namespace", e.ValueFrom.FieldRef.FieldPath, "only the namespace is read from the pod")
-			env[e.Name] = d.Namespace
+			env[e.Name] = d.namespace
 		case e.ValueFrom.ResourceFieldRef != nil:
 			q := c.Resources.Limits[corev1.ResourceName(strings.TrimPrefix(e.ValueFrom.ResourceFieldRef.Resource, "limits."))]
 			env[e.Name] = fmt.Sprint(q.Value())
 		case e.ValueFrom.SecretKeyRef != nil:
 			var s corev1.Secret
-			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.Namespace, Name: e.ValueFrom.SecretKeyRef.Name}, &s))
+			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.namespace, Name: e.ValueFrom.SecretKeyRef.Name}, &s))
 			env[e.Name] = string(s.Data[e.ValueFrom.SecretKeyRef.Key])
 		default:
-			t.Fatalf("%s: env %s: unsupported source", d.Name, e.Name)
+			t.Fatalf("%s: env %s: unsupported source", d.name, e.Name)
 		}
 	}
 	require.Contains(t, env, "TEMPORAL_ADDRESS")
 	env["TEMPORAL_ADDRESS"] = o.temporalAddress
-	env["KUBECONFIG"] = asServiceAccount(t, d.Namespace, spec.ServiceAccountName)
+	if ptr.Deref(spec.AutomountServiceAccountToken, true) {
+		env["KUBECONFIG"] = asServiceAccount(t, d.namespace, spec.ServiceAccountName)
+	}
 
 	// Args.
 	var args []string
@@ -195,15 +233,16 @@ func startPod(t *testing.T, m manifests, d *appsv1.Deployment, o podOptions) *po
 		args = append(args, a)
 	}
 	require.Equal(t, imageBinary, c.Command[0])
+	p.env = env
 	p.cmd = exec.Command(nudgeflowBinary(t), append(c.Command[1:], args...)...)
 	for k, v := range env {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
 	}
-	p.logPath = filepath.Join(w.LogDir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), d.Name))
+	p.logPath = filepath.Join(w.LogDir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), d.name))
 	logs, err := os.Create(p.logPath)
 	require.NoError(t, err)
 	p.cmd.Stdout, p.cmd.Stderr = logs, logs
-	require.NoError(t, p.cmd.Start(), "starting %s", d.Name)
+	require.NoError(t, p.cmd.Start(), "starting %s", d.name)
 	go func() {
 		_ = p.cmd.Wait()
 		logs.Close()
@@ -263,6 +302,17 @@ func (p *pod) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// wait waits for the process to exit on its own (a Job's) and returns its exit code.
+func (p *pod) wait(timeout time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.t.Fatalf("%s still runs after %s; its log:\n%s", p.name, timeout, p.logs())
+	}
+	return p.cmd.ProcessState.ExitCode()
 }
 
 func (p *pod) exited() bool {
@@ -343,21 +393,26 @@ type cluster struct {
 	bridge, worker *pod
 }
 
-func startCluster(t *testing.T, temporalAddress string, webhookPort int) *cluster {
+// startCluster installs v (prepared) and starts its worker and bridge; the bridge
+// serves its webhooks on webhookPort.
+func startCluster(t *testing.T, v variant, temporalAddress string, webhookPort int) *cluster {
 	t.Helper()
-	prepared(t)
-	var m manifests
-	for _, v := range variants(t) {
-		if v.name == "cert-manager" {
-			m = v.objs
-		}
-	}
+	prepared(t, v)
+	m := v.objs
 	c := &cluster{m: m}
-	c.worker = startPod(t, m, m.deployment(t, "nudgeflow-worker"), podOptions{temporalAddress: temporalAddress})
-	c.bridge = startPod(t, m, m.deployment(t, "nudgeflow-bridge"), podOptions{temporalAddress: temporalAddress, webhookPort: webhookPort})
+	c.worker = startPod(t, m, deploymentPod(m.deployment(t, "nudgeflow-worker")), podOptions{temporalAddress: temporalAddress})
+	c.bridge = startPod(t, m, deploymentPod(m.deployment(t, "nudgeflow-bridge")), podOptions{temporalAddress: temporalAddress, webhookPort: webhookPort})
 	c.worker.waitReady(startupTimeout)
 	c.bridge.waitReady(startupTimeout)
 	return c
+}
+
+// shippedCluster starts the cert-manager overlay as shipped, its bridge serving
+// the webhooks the API server calls.
+func shippedCluster(t *testing.T) *cluster {
+	w := world.Get(t)
+	_, webhookPort, _ := w.WebhookServer()
+	return startCluster(t, findVariant(t, variants(t), "cert-manager"), w.Temporal.Address, webhookPort)
 }
 
 // The bridge's and the worker's Deployments, run as written against the real API
@@ -367,18 +422,18 @@ func startCluster(t *testing.T, temporalAddress string, webhookPort int) *cluste
 // each process with only its ServiceAccount's permissions.
 func TestManifestsAreTheProgram(t *testing.T) {
 	w := world.Get(t)
-	_, webhookPort, certDir := w.WebhookServer()
+	_, _, certDir := w.WebhookServer()
 	// The cluster's trusted CA bundle, injected into the shipped ConfigMap as
 	// OpenShift does (any real PEM will do: envtest's webhook certificate).
-	prepared(t)
+	applied(t)
 	bundle, err := os.ReadFile(filepath.Join(certDir, "tls.crt"))
 	require.NoError(t, err)
 	var trusted corev1.ConfigMap
 	require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: systemNamespace, Name: "nudgeflow-trusted-ca"}, &trusted))
 	trusted.Data = map[string]string{renovate.CABundleKey: string(bundle)}
 	require.NoError(t, w.Kube.Update(context.Background(), &trusted))
-	c := startCluster(t, w.Temporal.Address, webhookPort)
-	require.Equal(t, w.Temporal.Namespace, get[corev1.ConfigMap](t, c.m, "ConfigMap", "nudgeflow-temporal").Data["TEMPORAL_NAMESPACE"],
+	c := shippedCluster(t)
+	require.Equal(t, w.Temporal.Namespace, temporalConfigMap(t, c.m, c.bridge.container).Data["TEMPORAL_NAMESPACE"],
 		"the manifests' Temporal namespace is used as written")
 	for _, p := range []*pod{c.bridge, c.worker} {
 		code, body, err := p.probe(p.container.LivenessProbe)
@@ -394,26 +449,10 @@ func TestManifestsAreTheProgram(t *testing.T) {
 		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s (admission by the bridge)", obj, obj.GetName())
 	}
 	component := func(name, gitURL string, nudges ...string) {
-		comp := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, ContainerImage: "quay.io/org/" + name, BuildNudgesRef: nudges}}
-		if gitURL != "" {
-			comp.Spec.Source.GitSource = &mirrorv1alpha1.GitSource{URL: gitURL, Revision: "main"}
-		}
-		create(comp)
+		create(newComponent(name, gitURL, nudges...))
 	}
 
-	// A ChangeGroup: admitted by the bridge's webhook, started by its reconciler (the
-	// leader), resolved and projected into status by the worker.
-	component("bundle", "https://github.com/org/bundle")
-	component("operand", "", "bundle")
-	create(&appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-update"},
-		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}}}})
-	var cg appstudiov1alpha1.ChangeGroup
-	world.Eventually(t, scenarioWaitTimeout, "the worker writes the ChangeGroup's status", func() (bool, error) {
-		err := w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "bundle-update"}, &cg)
-		return err == nil && cg.Status.WorkflowID != "" && cg.Status.Ready == "0/1", err
-	})
-	require.NotEmpty(t, cg.Finalizers, "the bridge took ownership")
+	runChangeGroup(t, ns)
 
 	// A validated nudge: the bridge routes the build and the Snapshot, the worker
 	// launches the Renovate PipelineRun with its ConfigMap and token Secret.
@@ -478,16 +517,7 @@ func TestManifestsAreTheProgram(t *testing.T) {
 		run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
 	}))
 
-	// The forge webhook receiver answers on its Service's port (an unsigned
-	// delivery is refused).
-	forge := c.m.service(t, "nudgeflow-bridge-forge-webhook")
-	req, err := http.NewRequest(http.MethodPost, c.bridge.url(forge.Spec.Ports[0].TargetPort, "/"), strings.NewReader("{}"))
-	require.NoError(t, err)
-	req.Header.Set("X-GitHub-Event", "pull_request")
-	resp, err := httpClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	c.checkForgeReceiverRefusesUnsigned(t)
 
 	// Metrics, where the ServiceMonitor scrapes them: nudgeflow's, the Temporal SDK's,
 	// controller-runtime's.
@@ -591,7 +621,7 @@ func TestReadinessFollowsTemporal(t *testing.T) {
 	// bridge owns envtest's.
 	port, err := localenv.FreePort()
 	require.NoError(t, err)
-	c := startCluster(t, own.Address, port)
+	c := startCluster(t, findVariant(t, variants(t), "cert-manager"), own.Address, port)
 
 	require.NoError(t, own.Stop())
 	stopped = true
@@ -611,4 +641,147 @@ func TestReadinessFollowsTemporal(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, "%s stays alive: %s", p.name, body)
 		require.False(t, p.exited(), "%s keeps running", p.name)
 	}
+}
+
+func newComponent(name, gitURL string, nudges ...string) *mirrorv1alpha1.Component {
+	comp := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, ContainerImage: "quay.io/org/" + name, BuildNudgesRef: nudges}}
+	if gitURL != "" {
+		comp.Spec.Source.GitSource = &mirrorv1alpha1.GitSource{URL: gitURL, Revision: "main"}
+	}
+	return comp
+}
+
+// runChangeGroup: a ChangeGroup in tenant namespace ns is admitted by the bridge's
+// webhook, started by its reconciler (the leader: leader election works in the
+// bridge's namespace), resolved and projected into status by the worker (both
+// ServiceAccounts' ClusterRoleBindings hold).
+func runChangeGroup(t *testing.T, ns string) {
+	t.Helper()
+	w := world.Get(t)
+	ctx := context.Background()
+	for _, obj := range []ctrlclient.Object{
+		newComponent("bundle", "https://github.com/org/bundle"),
+		newComponent("operand", "", "bundle"),
+		&appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-update"},
+			Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}}}},
+	} {
+		obj.SetNamespace(ns)
+		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s (admission by the bridge)", obj, obj.GetName())
+	}
+	var cg appstudiov1alpha1.ChangeGroup
+	world.Eventually(t, scenarioWaitTimeout, "the worker writes the ChangeGroup's status", func() (bool, error) {
+		err := w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "bundle-update"}, &cg)
+		return err == nil && cg.Status.WorkflowID != "" && cg.Status.Ready == "0/1", err
+	})
+	require.NotEmpty(t, cg.Finalizers, "the bridge took ownership")
+}
+
+// checkForgeReceiverRefusesUnsigned: the forge webhook receiver answers on its
+// Service's port, and refuses an unsigned delivery (after looking for the
+// repository-bound secrets in its own namespace, which its Role allows).
+func (c *cluster) checkForgeReceiverRefusesUnsigned(t *testing.T) {
+	t.Helper()
+	forge := c.m.service(t, "nudgeflow-bridge-forge-webhook")
+	req, err := http.NewRequest(http.MethodPost, c.bridge.url(forge.Spec.Ports[0].TargetPort, "/"), strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("X-GitHub-Event", "pull_request")
+	resp, err := httpClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// Konflux's GitOps repository installs nudgeflow under a namespace of its own
+// (`namespace:` over the overlay): the bridge and the worker started from those
+// manifests become ready, elect a leader and admit and run a ChangeGroup, each
+// with only its ServiceAccount's permissions, bound in that namespace.
+func TestRenamespacedManifestsAreTheProgram(t *testing.T) {
+	w := world.Get(t)
+	_, webhookPort, _ := w.WebhookServer()
+	v := findVariant(t, renamespacedVariants(t), "cert-manager")
+	c := startCluster(t, v, w.Temporal.Address, webhookPort)
+	for _, p := range []*pod{c.bridge, c.worker} {
+		require.Equal(t, otherNamespace, p.env["POD_NAMESPACE"], "%s runs in %s", p.name, otherNamespace)
+	}
+	runChangeGroup(t, w.Namespace(t))
+	c.checkForgeReceiverRefusesUnsigned(t)
+	world.Eventually(t, scenarioWaitTimeout, "the bridge holds its leader election Lease in its namespace", func() (bool, error) {
+		var leases coordinationv1.LeaseList
+		if err := w.Kube.List(context.Background(), &leases, ctrlclient.InNamespace(otherNamespace)); err != nil {
+			return false, err
+		}
+		for _, l := range leases.Items {
+			if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("%d leases", len(leases.Items))
+	})
+	require.NotContains(t, c.bridge.logs(), "forbidden", "the bridge is refused nothing")
+	require.NotContains(t, c.worker.logs(), "forbidden", "the worker is refused nothing")
+}
+
+// webhookRequests is how many admission requests the bridge answered on a webhook
+// path (controller-runtime's controller_runtime_webhook_requests_total).
+func (c *cluster) webhookRequests(t *testing.T, path string) int {
+	t.Helper()
+	body := c.bridge.metrics(c.m.service(t, "nudgeflow-bridge-metrics"))
+	re := regexp.MustCompile(`(?m)^controller_runtime_webhook_requests_total\{[^}]*webhook="` + regexp.QuoteMeta(path) + `"[^}]*\} ([0-9]+)$`)
+	n := 0
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		n += v
+	}
+	return n
+}
+
+// The API server calls the bridge's PipelineRun webhooks, as deploy/base scopes
+// them, only for the runs each acts on: interception for nudge runs, build routing
+// for build runs, neither for any other PipelineRun nor in nudgeflow's own
+// namespace.
+func TestPipelineRunWebhooksCallTheBridgeForTheirRunsOnly(t *testing.T) {
+	w := world.Get(t)
+	c := shippedCluster(t)
+	ctx := context.Background()
+	tenant := w.Namespace(t)
+	run := func(ns, name string, labels map[string]string) {
+		t.Helper()
+		plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+			Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "any"}}}
+		require.NoError(t, w.Kube.Create(ctx, plr))
+	}
+	nudgeLabel := map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue}
+	buildLabel := map[string]string{builds.LabelPipelineType: builds.PipelineTypeBuild, builds.LabelComponent: "lib"}
+	// calls waits until the counts reach at least want, then checks they are exactly want.
+	calls := func(why string, wantNudge, wantBuild int) {
+		t.Helper()
+		world.Eventually(t, time.Minute, why, func() (bool, error) {
+			n, b := c.webhookRequests(t, changegroup.InterceptPath), c.webhookRequests(t, builds.HoldPath)
+			if n < wantNudge || b < wantBuild {
+				return false, fmt.Errorf("interception %d, build routing %d", n, b)
+			}
+			return true, nil
+		})
+		require.Equal(t, wantNudge, c.webhookRequests(t, changegroup.InterceptPath), why)
+		require.Equal(t, wantBuild, c.webhookRequests(t, builds.HoldPath), why)
+	}
+	nudges, buildRuns := c.webhookRequests(t, changegroup.InterceptPath), c.webhookRequests(t, builds.HoldPath)
+
+	// Unlabelled runs (a tenant's own pipeline, a test) and runs of other types:
+	// no call. The nudge run after them is the marker the counts wait for.
+	run(tenant, "tenant-pipeline", nil)
+	run(tenant, "integration-test", map[string]string{"pipelinerun.tekton.dev/type": "test", builds.LabelPipelineType: "test"})
+	run(tenant, "nudge", nudgeLabel)
+	calls("only the nudge run reaches the interception webhook", nudges+1, buildRuns)
+
+	run(tenant, "build", buildLabel)
+	calls("only the build run reaches the build routing webhook", nudges+1, buildRuns+1)
+
+	// In nudgeflow's own namespace neither is called, whatever the labels.
+	run(systemNamespace, "nudge-in-nudgeflow", nudgeLabel)
+	run(systemNamespace, "build-in-nudgeflow", buildLabel)
+	run(tenant, "marker", nudgeLabel)
+	calls("nothing in nudgeflow's namespace reaches the bridge", nudges+2, buildRuns+1)
 }

@@ -21,12 +21,14 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
-// `nudgeflow temporal setup`, as the README has an operator run it with the
-// manifests' ConfigMap as environment, against a bare Temporal (the dev server
-// with only the default namespace and no custom search attribute, like a fresh
-// Helm chart install): it creates the namespace, registers every search attribute
-// nudgeflow sets, and a second run changes nothing. A namespace holding one of
-// them with another type is refused, naming it.
+// `nudgeflow temporal setup`, as the Job nudgeflow-temporal-setup of the manifests
+// runs it (its command, args, env from the ConfigMap, mounts; started like the
+// Deployments' pods), against a bare Temporal (the dev server with only the default
+// namespace and no custom search attribute, like a fresh Helm chart install): it
+// creates the namespace, registers every search attribute nudgeflow sets, and the
+// next run, as each GitOps sync starts it, changes nothing. Without
+// --create-namespace a missing namespace is an error; a namespace holding one of
+// the attributes with another type is refused, naming it.
 func TestTemporalSetup(t *testing.T) {
 	cli, err := localenv.TemporalCLI()
 	require.NoError(t, err)
@@ -51,12 +53,9 @@ func TestTemporalSetup(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _ = srv.Stop() }()
 
-	var cm map[string]string
-	for _, v := range variants(t) {
-		if v.name == "base" {
-			cm = getConfigMapData(t, v.objs, "nudgeflow-temporal")
-		}
-	}
+	base := findVariant(t, variants(t), "base")
+	job := setupJob(t, base.objs)
+	cm := temporalConfigMap(t, base.objs, job.Spec.Template.Spec.Containers[0]).Data
 	// The ConfigMap's values, with the address pointing at this server.
 	env := []string{"TEMPORAL_ADDRESS=" + address, "TEMPORAL_NAMESPACE=" + cm["TEMPORAL_NAMESPACE"]}
 	setup := func(extra ...string) (string, error) {
@@ -65,13 +64,18 @@ func TestTemporalSetup(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	runJob := func() string {
+		t.Helper()
+		p := startPod(t, base.objs, jobPod(job), podOptions{temporalAddress: address})
+		require.Equal(t, 0, p.wait(time.Minute), "the Job's pod succeeds: %s", p.logs())
+		return p.logs()
+	}
 
 	out, err := setup()
 	require.Error(t, err, "without --create-namespace a missing namespace is an error")
 	require.Contains(t, out, "does not exist")
 
-	out, err = setup("--create-namespace")
-	require.NoError(t, err, out)
+	out = runJob()
 	require.Contains(t, out, "namespace nudgeflow registered")
 	require.Contains(t, out, "search attribute ChangeGroup (Keyword) added")
 	require.Contains(t, out, "namespace nudgeflow is ready for nudgeflow")
@@ -83,8 +87,7 @@ func TestTemporalSetup(t *testing.T) {
 		require.Equal(t, typ, list.GetCustomAttributes()[name], "search attribute %s", name)
 	}
 
-	out, err = setup("--create-namespace")
-	require.NoError(t, err, out)
+	out = runJob()
 	require.NotContains(t, out, "added", "idempotent: %s", out)
 	require.Contains(t, out, "namespace nudgeflow exists")
 	require.Contains(t, out, "search attribute ReadyCount (Int) exists")
@@ -101,14 +104,4 @@ func TestTemporalSetup(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, list.GetCustomAttributes(), "ChangeGroup")
 	require.False(t, strings.Contains(out, "added"))
-}
-
-func getConfigMapData(t *testing.T, m manifests, name string) map[string]string {
-	o := m.find("ConfigMap", name)
-	require.NotNil(t, o)
-	data := map[string]string{}
-	for k, v := range o.Object["data"].(map[string]any) {
-		data[k] = v.(string)
-	}
-	return data
 }
