@@ -109,6 +109,11 @@ const (
 	DefaultRetryPeriod   = 26 * time.Second
 )
 
+// The metrics server asks the API server who a scraper is and whether it may get
+// /metrics (serving.Metrics).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // NewManager builds the manager with nudgeflow's scheme and webhook server.
 func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if opts.MetricsAddr == "" {
@@ -130,9 +135,13 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "nudgeflow-bridge",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		LeaseDuration:           ptr.To(orDefault(opts.LeaseDuration, DefaultLeaseDuration)),
-		RenewDeadline:           ptr.To(orDefault(opts.RenewDeadline, DefaultRenewDeadline)),
-		RetryPeriod:             ptr.To(orDefault(opts.RetryPeriod, DefaultRetryPeriod)),
+		// A stopping leader gives its Lease up, so that with a long lease a rollout
+		// does not leave the bridge without a leader for LeaseDuration. Safe: the
+		// process exits as soon as the manager returns.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr.To(orDefault(opts.LeaseDuration, DefaultLeaseDuration)),
+		RenewDeadline:                 ptr.To(orDefault(opts.RenewDeadline, DefaultRenewDeadline)),
+		RetryPeriod:                   ptr.To(orDefault(opts.RetryPeriod, DefaultRetryPeriod)),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.WebhookHost,
 			Port:    opts.WebhookPort,

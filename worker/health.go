@@ -26,6 +26,11 @@ type HealthServer struct {
 	listener net.Listener
 }
 
+// The worker's metrics server (serving.Metrics) asks the API server who a scraper
+// is and whether it may get /metrics.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // CheckTimeout bounds one readiness check of Temporal.
 const CheckTimeout = 5 * time.Second
 

@@ -491,9 +491,13 @@ func checkMonitoring(t *testing.T, m manifests) {
 		}
 	}
 	require.ElementsMatch(t, []string{"nudgeflow-bridge-metrics", "nudgeflow-worker-metrics"}, scraped)
-	// The metrics Services reach /metrics: the bridge's --metrics-bind-address, the
-	// worker's --health-addr.
-	for svc, flag := range map[string]string{"nudgeflow-bridge-metrics": "metrics-bind-address", "nudgeflow-worker-metrics": "health-addr"} {
+	// The metrics Services reach /metrics: each process's --metrics-bind-address,
+	// served over HTTPS to a bearer token, as the ServiceMonitor scrapes it.
+	for _, e := range get[monitoringv1ServiceMonitor](t, m, "ServiceMonitor", "nudgeflow").Spec.Endpoints {
+		require.Equal(t, "https", e.Scheme)
+		require.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/token", e.BearerTokenFile, "Prometheus presents its ServiceAccount's token")
+	}
+	for svc, flag := range map[string]string{"nudgeflow-bridge-metrics": "metrics-bind-address", "nudgeflow-worker-metrics": "metrics-bind-address"} {
 		s := m.service(t, svc)
 		d := m.deployment(t, strings.TrimSuffix(svc, "-metrics"))
 		c := d.Spec.Template.Spec.Containers[0]
@@ -508,6 +512,16 @@ func checkMonitoring(t *testing.T, m manifests) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(raw), dash.Data["nudgeflow.json"])
 	require.Equal(t, "1", dash.Labels["grafana_dashboard"])
+}
+
+// monitoringv1ServiceMonitor is what the test reads of a ServiceMonitor.
+type monitoringv1ServiceMonitor struct {
+	Spec struct {
+		Endpoints []struct {
+			Scheme          string `json:"scheme"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+		} `json:"endpoints"`
+	} `json:"spec"`
 }
 
 var (
@@ -551,9 +565,13 @@ func checkTemporalEnv(t *testing.T, v variant, deployments []*appsv1.Deployment)
 			}))
 		}
 		if slices.Contains(v.features, "cloud") {
-			key := names["TEMPORAL_API_KEY"]
-			require.NotNil(t, key.ValueFrom, "the API key comes from a Secret, never a literal")
-			require.Equal(t, "nudgeflow-temporal-api-key", key.ValueFrom.SecretKeyRef.Name)
+			// The API key comes from a Secret, never a literal: its mounted file, re-read
+			// on rotation.
+			require.NotContains(t, names, "TEMPORAL_API_KEY")
+			require.True(t, strings.HasPrefix(names["TEMPORAL_API_KEY_FILE"].Value, "/etc/nudgeflow/temporal-api-key/"))
+			require.True(t, slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == "nudgeflow-temporal-api-key"
+			}))
 		}
 	}
 }

@@ -328,10 +328,11 @@ func (p *pod) waitReady(timeout time.Duration) {
 	}
 }
 
-// metrics scrapes the port a metrics Service targets.
+// metrics scrapes the port a metrics Service targets as Prometheus does: HTTPS,
+// with the token of a ServiceAccount bound to nudgeflow-metrics-reader.
 func (p *pod) metrics(svc *corev1.Service) string {
 	p.t.Helper()
-	code, body, err := httpGet(p.url(svc.Spec.Ports[0].TargetPort, "/metrics"))
+	code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
 	require.NoError(p.t, err)
 	require.Equal(p.t, http.StatusOK, code, body)
 	return body
@@ -500,6 +501,15 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	})
 	require.Regexp(t, `nudgeflow_nudges_total\{[^}]*mode="validated"[^}]*outcome="NudgeSucceeded"[^}]*\} 1`, workerMetrics)
 	bridgeMetrics = c.bridge.metrics(bridgeSvc)
+	for _, p := range []*pod{c.bridge, c.worker} {
+		svc := map[*pod]*corev1.Service{c.bridge: bridgeSvc, c.worker: workerSvc}[p]
+		code, body, err := scrape(p.metricsURL(svc), "")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, code, "%s refuses an anonymous scrape: %s", p.name, body)
+		code, body, err = scrape(p.metricsURL(svc), serviceAccountToken(t, systemNamespace, "nudgeflow-worker"))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusForbidden, code, "%s refuses a ServiceAccount not bound to nudgeflow-metrics-reader: %s", p.name, body)
+	}
 	require.Regexp(t, `nudgeflow_changegroups\{phase="Initialized"\} [1-9]`, bridgeMetrics)
 	require.Regexp(t, `nudgeflow_forge_webhook_duration_seconds_count\{code="401",event="pull_request"\} 1`, bridgeMetrics)
 	for _, name := range []string{"controller_runtime_reconcile_total", "controller_runtime_webhook_latency_seconds_bucket", "temporal_request_total"} {
@@ -567,47 +577,5 @@ func checkDashboard(t *testing.T, scraped string) {
 			continue
 		}
 		require.Contains(t, queried, n, "the dashboard shows %s", n)
-	}
-}
-
-// Readiness follows Temporal: when the frontend goes away both processes report
-// not ready (the webhook Service then has no endpoint, the worker is out of
-// rotation) while their liveness probes still pass, so nothing restarts.
-func TestReadinessFollowsTemporal(t *testing.T) {
-	logs, err := os.Create(filepath.Join(world.Get(t).LogDir, "readiness-temporal.log"))
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	own, err := localenv.StartTemporal(ctx, localenv.TemporalOptions{Log: logs})
-	require.NoError(t, err)
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = own.Stop()
-		}
-	}()
-	// This bridge serves its webhooks on a port nobody calls: the other test's
-	// bridge owns envtest's.
-	port, err := localenv.FreePort()
-	require.NoError(t, err)
-	c := startCluster(t, own.Address, port)
-
-	require.NoError(t, own.Stop())
-	stopped = true
-	for _, p := range []*pod{c.bridge, c.worker} {
-		world.Eventually(t, time.Minute, p.name+" reports not ready", func() (bool, error) {
-			code, body, err := p.probe(p.container.ReadinessProbe)
-			if err != nil {
-				return false, err
-			}
-			if code == http.StatusOK {
-				return false, fmt.Errorf("%d %s", code, body)
-			}
-			return true, nil
-		})
-		code, body, err := p.probe(p.container.LivenessProbe)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, code, "%s stays alive: %s", p.name, body)
-		require.False(t, p.exited(), "%s keeps running", p.name)
 	}
 }
