@@ -28,8 +28,8 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
-	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	"github.com/nudgeflow/nudgeflow/test/world"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
 // metricsURL is the HTTPS address of the port a metrics Service targets.
