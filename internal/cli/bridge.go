@@ -104,7 +104,7 @@ func newBridgeCommand() *cobra.Command {
 			if secretsNamespace != "" {
 				receiver.RepoSecrets = cgbridge.RepoSecrets(mgr.GetAPIReader(), secretsNamespace)
 			}
-			srv := serving.Receiver(forgeAddr, metrics.ForgeWebhook(receiver))
+			srv := serving.ReceiverLimits.Server(forgeAddr, metrics.ForgeWebhook(receiver))
 			go func() {
 				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					slog.Error("forge webhook receiver stopped", "error", err)

@@ -1,9 +1,9 @@
 // Package metrics holds every Prometheus metric nudgeflow exports, so the names a
 // dashboard or an alert uses live in one place (deploy/monitoring reads them).
 //
-// Both processes serve one registry, controller-runtime's: the bridge's manager
-// serves it on --metrics-bind-address, the worker's health server on
-// --health-addr. It holds three families:
+// Both processes serve one registry, controller-runtime's, on their
+// --metrics-bind-address (HTTPS to authorized scrapers, internal/serving). It
+// holds three families:
 //
 //   - the Temporal SDK's own metrics (temporal_*: requests, polls, task latencies,
 //     sticky cache), through a tally scope with the Prometheus naming conventions

@@ -83,19 +83,21 @@ func (m Metrics) Serve(ctx context.Context, addr string, cfg *rest.Config) (<-ch
 	return done, nil
 }
 
-// ReceiverLimits bound the forge webhook receiver's connections: a client that
-// sends its request or reads its answer slowly (or keeps an idle connection open)
-// ties up a connection at most this long. Forges send a few hundred KB at most
-// and wait up to 10 s (GitHub) for an answer.
-const (
-	ReceiverReadTimeout  = 30 * time.Second
-	ReceiverWriteTimeout = 30 * time.Second
-	ReceiverIdleTimeout  = 2 * time.Minute
-)
+// Limits bound an HTTP server's connections: a client that sends its request or
+// reads its answer slowly, or keeps an idle connection open, ties one up at most
+// this long.
+type Limits struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
 
-// Receiver is an http.Server for h on addr with ReceiverLimits.
-func Receiver(addr string, h http.Handler) *http.Server {
+// ReceiverLimits are the forge webhook receiver's. Forges send a few hundred KB at
+// most and wait about 10 s (GitHub) for an answer; the answer waits on a Temporal
+// signal, which the SDK bounds at 10 s. The body's size is bounded by the handler
+// (forgehook.Handler.MaxBody, 25 MiB: GitHub's own payload cap).
+var ReceiverLimits = Limits{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 2 * time.Minute}
+
+// Server is an http.Server for h on addr with the limits.
+func (l Limits) Server(addr string, h http.Handler) *http.Server {
 	return &http.Server{Addr: addr, Handler: h,
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: ReceiverReadTimeout,
-		WriteTimeout: ReceiverWriteTimeout, IdleTimeout: ReceiverIdleTimeout}
+		ReadHeaderTimeout: l.ReadHeader, ReadTimeout: l.Read, WriteTimeout: l.Write, IdleTimeout: l.Idle}
 }
