@@ -177,6 +177,11 @@ func dialAndCheck(t *testing.T, tf *temporalFlags) error {
 	if err != nil {
 		return err
 	}
+	return connectAndCheck(opts)
+}
+
+// connectAndCheck opens a connection with opts and runs the readiness check on it.
+func connectAndCheck(opts client.Options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := client.DialContext(ctx, opts)
@@ -417,15 +422,7 @@ func TestTemporalServerCARotation(t *testing.T) {
 	connect := func(addr string) error {
 		o := opts
 		o.HostPort = addr
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c, err := client.DialContext(ctx, o)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
-		return err
+		return connectAndCheck(o)
 	}
 	require.NoError(t, connect(oldFrontend.addr))
 	require.ErrorContains(t, connect(newFrontend.addr), "certificate", "the new CA is not trusted yet")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,7 +32,6 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
@@ -292,15 +290,7 @@ func (p *pod) url(port intstr.IntOrString, path string) string {
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 // httpGet answers a GET with its status and body.
-func httpGet(url string) (int, string, error) {
-	resp, err := httpClient.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
+func httpGet(url string) (int, string, error) { return getWith(httpClient, url, "") }
 
 // probe runs a probe of the manifest: its path on its port.
 func (p *pod) probe(pr *corev1.Probe) (int, string, error) {
@@ -308,7 +298,10 @@ func (p *pod) probe(pr *corev1.Probe) (int, string, error) {
 }
 
 // waitReady waits for the readiness probe, failing early when the process died.
-func (p *pod) waitReady(timeout time.Duration) {
+func (p *pod) waitReady(timeout time.Duration) { p.waitReadiness(http.StatusOK, timeout) }
+
+// waitReadiness waits for the readiness probe to answer code (503: up, not ready).
+func (p *pod) waitReadiness(want int, timeout time.Duration) {
 	p.t.Helper()
 	ok, err := world.Poll(timeout, func() (bool, error) {
 		if p.exited() {
@@ -318,13 +311,13 @@ func (p *pod) waitReady(timeout time.Duration) {
 		if err != nil {
 			return false, err
 		}
-		if code != http.StatusOK {
+		if code != want {
 			return false, fmt.Errorf("readiness %d: %s", code, body)
 		}
 		return true, nil
 	})
 	if !ok || p.exited() {
-		p.t.Fatalf("%s is not ready after %s (%v); its log:\n%s", p.name, timeout, err, p.logs())
+		p.t.Fatalf("%s's readiness is not %d after %s (%v); its log:\n%s", p.name, want, timeout, err, p.logs())
 	}
 }
 
@@ -346,6 +339,15 @@ type cluster struct {
 
 func startCluster(t *testing.T, temporalAddress string, webhookPort int) *cluster {
 	t.Helper()
+	c := startPods(t, temporalAddress, webhookPort)
+	c.worker.waitReady(startupTimeout)
+	c.bridge.waitReady(startupTimeout)
+	return c
+}
+
+// startPods starts both pods without waiting for them.
+func startPods(t *testing.T, temporalAddress string, webhookPort int) *cluster {
+	t.Helper()
 	prepared(t)
 	var m manifests
 	for _, v := range variants(t) {
@@ -356,8 +358,6 @@ func startCluster(t *testing.T, temporalAddress string, webhookPort int) *cluste
 	c := &cluster{m: m}
 	c.worker = startPod(t, m, m.deployment(t, "nudgeflow-worker"), podOptions{temporalAddress: temporalAddress})
 	c.bridge = startPod(t, m, m.deployment(t, "nudgeflow-bridge"), podOptions{temporalAddress: temporalAddress, webhookPort: webhookPort})
-	c.worker.waitReady(startupTimeout)
-	c.bridge.waitReady(startupTimeout)
 	return c
 }
 
@@ -389,11 +389,7 @@ func TestManifestsAreTheProgram(t *testing.T) {
 
 	ctx := context.Background()
 	ns := w.Namespace(t)
-	create := func(obj ctrlclient.Object) {
-		t.Helper()
-		obj.SetNamespace(ns)
-		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s (admission by the bridge)", obj, obj.GetName())
-	}
+	create := creator(t, ns)
 	component := func(name, gitURL string, nudges ...string) {
 		comp := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, ContainerImage: "quay.io/org/" + name, BuildNudgesRef: nudges}}
@@ -430,20 +426,9 @@ func TestManifestsAreTheProgram(t *testing.T) {
 		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
 			{From: "lib", To: "app", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "gate"}}}})
 	digest := "sha256:" + strings.Repeat("ab", 32)
-	build := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "lib-on-push-1",
-		Labels:      map[string]string{builds.LabelComponent: "lib", builds.LabelPipelineType: builds.PipelineTypeBuild, builds.KeyEventType: "push"},
-		Annotations: map[string]string{builds.KeyEventType: "push", builds.AnnotationRepo: "https://github.com/org/lib/tree/" + strings.Repeat("1", 40)}},
-		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}}}
+	build := pushBuild("lib-on-push-1", "lib", strings.Repeat("1", 40))
 	create(build)
-	start := metav1.Now()
-	require.NoError(t, world.SetStatus(ctx, w.Kube, build, func() {
-		build.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-		build.Status.StartTime = &start
-		build.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/lib:rev1")},
-			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
-		}
-	}))
+	built(t, build, "quay.io/org/lib:rev1", digest)
 	snap := &mirrorv1alpha1.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "gate-1"}, Spec: mirrorv1alpha1.SnapshotSpec{ComponentGroup: "gate",
 		Components: []mirrorv1alpha1.SnapshotComponent{{Name: "lib", ContainerImage: "quay.io/org/lib@" + digest}}}}
 	// The bridge may see the Snapshot before the build: it is sent again until the

@@ -43,7 +43,11 @@ var scrapeClient = &http.Client{Timeout: 10 * time.Second,
 	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 
 // scrape GETs url with a bearer token ("" for none).
-func scrape(url, token string) (int, string, error) {
+func scrape(url, token string) (int, string, error) { return getWith(scrapeClient, url, token) }
+
+// getWith answers a GET through c, with a bearer token unless it is "", with its
+// status and body.
+func getWith(c *http.Client, url, token string) (int, string, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return 0, "", err
@@ -51,7 +55,7 @@ func scrape(url, token string) (int, string, error) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := scrapeClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -97,6 +101,39 @@ func scraperToken(t *testing.T) string {
 	return scraperTok
 }
 
+// creator creates objects in ns through the API server (and so the bridge's
+// admission webhooks).
+func creator(t *testing.T, ns string) func(ctrlclient.Object) {
+	return func(obj ctrlclient.Object) {
+		t.Helper()
+		obj.SetNamespace(ns)
+		require.NoError(t, world.Get(t).Kube.Create(context.Background(), obj), "creating %T %s (admission by the bridge)", obj, obj.GetName())
+	}
+}
+
+// pushBuild is a push build PipelineRun of component at commit, as Konflux's build
+// pipelines label and annotate them.
+func pushBuild(name, component, commit string) *tektonv1.PipelineRun {
+	return &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels:      map[string]string{builds.LabelComponent: component, builds.LabelPipelineType: builds.PipelineTypeBuild, builds.KeyEventType: "push"},
+		Annotations: map[string]string{builds.KeyEventType: "push", builds.AnnotationRepo: "https://github.com/org/" + component + "/tree/" + commit}},
+		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}}}
+}
+
+// built marks the build succeeded with its image results, as Tekton does.
+func built(t *testing.T, build *tektonv1.PipelineRun, image, digest string) {
+	t.Helper()
+	start := metav1.Now()
+	require.NoError(t, world.SetStatus(context.Background(), world.Get(t).Kube, build, func() {
+		build.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+		build.Status.StartTime = &start
+		build.Status.Results = []tektonv1.PipelineRunResult{
+			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues(image)},
+			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
+		}
+	}))
+}
+
 // The worker's stop timeout fits in its pod's grace period: the kubelet's SIGKILL
 // comes after the drain, not in the middle of it.
 func TestWorkerDrainFitsTheGracePeriod(t *testing.T) {
@@ -127,24 +164,12 @@ func TestPodsStartAndServeDuringATemporalOutage(t *testing.T) {
 	port, err := localenv.FreePort()
 	require.NoError(t, err)
 	address := fmt.Sprintf("127.0.0.1:%d", port) // nothing listens here yet
-	prepared(t)
-	var m manifests
-	for _, v := range variants(t) {
-		if v.name == "cert-manager" {
-			m = v.objs
-		}
-	}
-	worker := startPod(t, m, m.deployment(t, "nudgeflow-worker"), podOptions{temporalAddress: address})
-	bridge := startPod(t, m, m.deployment(t, "nudgeflow-bridge"), podOptions{temporalAddress: address, webhookPort: webhookPort})
+	c := startPods(t, address, webhookPort)
+	bridge, worker := c.bridge, c.worker
 	bridge.waitReady(startupTimeout)
 
 	ctx := context.Background()
-	ns := w.Namespace(t)
-	create := func(obj ctrlclient.Object) {
-		t.Helper()
-		obj.SetNamespace(ns)
-		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s", obj, obj.GetName())
-	}
+	create := creator(t, w.Namespace(t))
 	for _, name := range []string{"lib", "app"} {
 		create(&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, ContainerImage: "quay.io/org/" + name}})
@@ -152,38 +177,15 @@ func TestPodsStartAndServeDuringATemporalOutage(t *testing.T) {
 	create(&konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: konfluxv1alpha1.NudgeConfigName},
 		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
 			{From: "lib", To: "app", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "gate"}}}})
-	build := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "lib-on-push-outage",
-		Labels:      map[string]string{builds.LabelComponent: "lib", builds.LabelPipelineType: builds.PipelineTypeBuild, builds.KeyEventType: "push"},
-		Annotations: map[string]string{builds.KeyEventType: "push", builds.AnnotationRepo: "https://github.com/org/lib/tree/" + strings.Repeat("2", 40)}},
-		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}}}
+	build := pushBuild("lib-on-push-outage", "lib", strings.Repeat("2", 40))
 	create(build)
 	// What the API server answered the create with is what the webhooks admitted:
 	// the reconciler cannot have acted yet.
 	require.True(t, builds.Holds(build), "the build-routing webhook answered during the outage and held the build: %v", build.Finalizers)
-	start := metav1.Now()
-	require.NoError(t, world.SetStatus(ctx, w.Kube, build, func() {
-		build.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-		build.Status.StartTime = &start
-		build.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/lib:outage")},
-			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues("sha256:" + strings.Repeat("cd", 32))},
-		}
-	}))
+	built(t, build, "quay.io/org/lib:outage", "sha256:"+strings.Repeat("cd", 32))
 
 	// The worker waits: alive, answering its probes, not ready.
-	world.Eventually(t, startupTimeout, "the worker answers its readiness probe: not ready without Temporal", func() (bool, error) {
-		if worker.exited() {
-			return false, fmt.Errorf("the worker exited:\n%s", worker.logs())
-		}
-		code, body, err := worker.probe(worker.container.ReadinessProbe)
-		if err != nil {
-			return false, err
-		}
-		if code != http.StatusServiceUnavailable {
-			return false, fmt.Errorf("readiness %d: %s", code, body)
-		}
-		return true, nil
-	})
+	worker.waitReadiness(http.StatusServiceUnavailable, startupTimeout)
 	for _, p := range []*pod{bridge, worker} {
 		code, body, err := p.probe(p.container.LivenessProbe)
 		require.NoError(t, err)
