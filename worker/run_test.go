@@ -49,9 +49,65 @@ func quietLogger() sdklog.Logger {
 	return sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// runningWorker is a Runner of a worker on queue with the slow activity, running
+// until stop.
+type runningWorker struct {
+	runner *nfworker.Runner
+	// activityStarted receives when the slow activity starts.
+	activityStarted chan struct{}
+	stop            context.CancelFunc
+	ran             chan error
+}
+
+func startRunner(c client.Client, queue string, stopTimeout time.Duration) *runningWorker {
+	r := &runningWorker{activityStarted: make(chan struct{}, 1), ran: make(chan error, 1)}
+	r.runner = &nfworker.Runner{Client: c, Retry: 200 * time.Millisecond, New: func() sdkworker.Worker {
+		w := sdkworker.New(c, queue, sdkworker.Options{WorkerStopTimeout: stopTimeout})
+		w.RegisterWorkflow(slowWorkflow)
+		w.RegisterActivityWithOptions(func(ctx context.Context, d time.Duration) (string, error) {
+			r.activityStarted <- struct{}{}
+			return slowActivity(ctx, d)
+		}, activity.RegisterOptions{Name: "slow"})
+		return w
+	}}
+	ctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	go func() { r.ran <- r.runner.Run(ctx) }()
+	return r
+}
+
+// stopDuringActivity starts a workflow whose activity runs 3 s, stops the worker
+// (SIGTERM) once the activity runs, and reports whether the activity completed.
+func (r *runningWorker) stopDuringActivity(t *testing.T, ctx context.Context, c client.Client, queue string) (completed bool) {
+	t.Helper()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: queue}, slowWorkflow, 3*time.Second)
+	require.NoError(t, err)
+	select {
+	case <-r.activityStarted:
+	case <-ctx.Done():
+		t.Fatal("the activity never started")
+	}
+	r.stop()
+	select {
+	case err := <-r.ran:
+		require.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatal("the runner did not return after its stop")
+	}
+	hist := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for hist.HasNext() {
+		ev, err := hist.Next()
+		require.NoError(t, err)
+		completed = completed || ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+	}
+	return completed
+}
+
 // A worker started while Temporal is down waits, not ready, without exiting; it
 // polls once Temporal answers on that address. Stopped with a workflow's activity
-// in flight, it lets the activity finish within its stop timeout.
+// in flight, it lets the activity finish within its stop timeout; without one
+// (the SDK's default, nudgeflow's before --worker-stop-timeout) the activity is
+// cancelled.
 func TestRunnerWaitsForTemporalAndDrainsOnStop(t *testing.T) {
 	port, err := localenv.FreePort()
 	require.NoError(t, err)
@@ -59,59 +115,29 @@ func TestRunnerWaitsForTemporalAndDrainsOnStop(t *testing.T) {
 	c, err := client.NewLazyClient(client.Options{HostPort: address, Namespace: localenv.DefaultNamespace, Logger: quietLogger()})
 	require.NoError(t, err, "a lazy client needs no server")
 	defer c.Close()
-	activityStarted := make(chan struct{}, 1)
-	runner := &nfworker.Runner{Client: c, Retry: 200 * time.Millisecond, New: func() sdkworker.Worker {
-		w := sdkworker.New(c, drainQueue, sdkworker.Options{WorkerStopTimeout: 30 * time.Second})
-		w.RegisterWorkflow(slowWorkflow)
-		w.RegisterActivityWithOptions(func(ctx context.Context, d time.Duration) (string, error) {
-			activityStarted <- struct{}{}
-			return slowActivity(ctx, d)
-		}, activity.RegisterOptions{Name: "slow"})
-		return w
-	}}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	ran := make(chan error, 1)
-	go func() { ran <- runner.Run(ctx) }()
+	draining := startRunner(c, drainQueue, 30*time.Second)
+	defer draining.stop()
 
-	require.Never(t, func() bool { return runner.Ready(context.Background()) == nil }, time.Second, 100*time.Millisecond,
+	require.Never(t, func() bool { return draining.runner.Ready(context.Background()) == nil }, time.Second, 100*time.Millisecond,
 		"not ready while Temporal is down, through several start attempts")
 	select {
-	case err := <-ran:
+	case err := <-draining.ran:
 		t.Fatalf("the runner returned while Temporal was down: %v", err)
 	default:
 	}
 
-	tctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := localenv.StartTemporal(tctx, localenv.TemporalOptions{Port: port})
+	srv, err := localenv.StartTemporal(ctx, localenv.TemporalOptions{Port: port})
 	require.NoError(t, err)
 	defer func() { _ = srv.Stop() }()
-	require.Eventually(t, func() bool { return runner.Ready(context.Background()) == nil }, time.Minute, 200*time.Millisecond,
+	require.Eventually(t, func() bool { return draining.runner.Ready(context.Background()) == nil }, time.Minute, 200*time.Millisecond,
 		"ready once Temporal answers")
+	require.True(t, draining.stopDuringActivity(t, ctx, c, drainQueue), "the activity in flight at the stop finished and reported its result")
 
-	run, err := c.ExecuteWorkflow(tctx, client.StartWorkflowOptions{TaskQueue: drainQueue}, slowWorkflow, 3*time.Second)
-	require.NoError(t, err)
-	select {
-	case <-activityStarted:
-	case <-tctx.Done():
-		t.Fatal("the activity never started")
-	}
-	stop() // SIGTERM: the runner stops the worker, which waits for the activity
-	select {
-	case err := <-ran:
-		require.NoError(t, err)
-	case <-tctx.Done():
-		t.Fatal("the runner did not return after its stop")
-	}
-	hist := c.GetWorkflowHistory(tctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var completed, failed bool
-	for hist.HasNext() {
-		ev, err := hist.Next()
-		require.NoError(t, err)
-		completed = completed || ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-		failed = failed || ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED
-	}
-	require.True(t, completed, "the activity in flight at the stop finished and reported its result")
-	require.False(t, failed)
+	const abruptQueue = drainQueue + "-abrupt"
+	abrupt := startRunner(c, abruptQueue, 0)
+	defer abrupt.stop()
+	require.Eventually(t, func() bool { return abrupt.runner.Ready(context.Background()) == nil }, time.Minute, 200*time.Millisecond)
+	require.False(t, abrupt.stopDuringActivity(t, ctx, c, abruptQueue), "without a stop timeout the activity is cancelled")
 }

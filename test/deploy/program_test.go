@@ -508,10 +508,12 @@ func TestManifestsAreTheProgram(t *testing.T) {
 		checkDashboard(t, bridgeMetrics+workerMetrics)
 	})
 
-	// Secrets stay out of logs and workflow histories.
+	// Secrets stay out of logs and workflow histories; every line is JSON, for a
+	// log collector (--log-format's default for both processes).
 	for _, p := range []*pod{c.bridge, c.worker} {
 		require.NotContains(t, p.logs(), forgeToken, "%s's log", p.name)
 		require.NotContains(t, p.logs(), forgeWebhookSecret, "%s's log", p.name)
+		requireJSONLines(t, p)
 	}
 	w.AssertNoSecretInHistories(t, forgeToken, forgeWebhookSecret)
 }

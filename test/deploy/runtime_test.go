@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -134,6 +135,16 @@ func built(t *testing.T, build *tektonv1.PipelineRun, image, digest string) {
 	}))
 }
 
+// requireJSONLines: every line p wrote is a JSON object.
+func requireJSONLines(t *testing.T, p *pod) {
+	t.Helper()
+	logs := strings.TrimSpace(p.logs())
+	require.NotEmpty(t, logs, "%s logs", p.name)
+	for _, line := range strings.Split(logs, "\n") {
+		require.True(t, json.Valid([]byte(line)) && strings.HasPrefix(line, "{"), "%s logs JSON, not %q", p.name, line)
+	}
+}
+
 // The worker's stop timeout fits in its pod's grace period: the kubelet's SIGKILL
 // comes after the drain, not in the middle of it.
 func TestWorkerDrainFitsTheGracePeriod(t *testing.T) {
@@ -212,5 +223,6 @@ func TestPodsStartAndServeDuringATemporalOutage(t *testing.T) {
 	})
 	for _, p := range []*pod{bridge, worker} {
 		require.False(t, p.exited(), "%s never restarted", p.name)
+		requireJSONLines(t, p)
 	}
 }
