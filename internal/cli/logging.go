@@ -30,6 +30,11 @@ const (
 // jsonByDefault are the commands whose logs a collector reads.
 var jsonByDefault = map[string]bool{"bridge": true, "worker": true}
 
+// ownControllerLogs marks a command that routes controller-runtime's logs itself
+// (dev and bench write the in-process bridge's to a file): controller-runtime
+// takes its logger once per process, so apply must leave it to them.
+const ownControllerLogs = "nudgeflow.konflux-ci.dev/own-controller-logs"
+
 type logFlags struct {
 	format string
 	level  string
@@ -50,8 +55,10 @@ func (f *logFlags) apply(cmd *cobra.Command, w io.Writer) error {
 	}
 	logger := slog.New(h)
 	slog.SetDefault(logger)
-	ctrl.SetLogger(logr.FromSlogHandler(h))
 	klog.SetSlogLogger(logger)
+	if cmd.Annotations[ownControllerLogs] == "" {
+		ctrl.SetLogger(logr.FromSlogHandler(h))
+	}
 	return nil
 }
 
