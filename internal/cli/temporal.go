@@ -56,7 +56,7 @@ With --create-namespace a namespace that does not exist is registered first (sel
 Temporal; Temporal Cloud namespaces are created in Temporal Cloud).
 
 The connection takes the same flags and variables as the worker and the bridge:
-TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, mTLS and TEMPORAL_API_KEY.`,
+TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, mTLS and TEMPORAL_API_KEY (or TEMPORAL_API_KEY_FILE).`,
 		Args: cobra.NoArgs,
 	}
 	tf := addTemporalFlags(cmd)
