@@ -27,7 +27,7 @@ generate:
 	$$cg crd paths=./api/mirror/... output:crd:artifacts:config=test/crds; \
 	$$cg webhook paths=./bridge/... output:webhook:artifacts:config=deploy/webhooks; \
 	$$cg rbac:roleName=nudgeflow-bridge paths=./bridge/... output:rbac:artifacts:config=deploy/rbac/bridge; \
-	$$cg rbac:roleName=nudgeflow-worker paths=./activities/... output:rbac:artifacts:config=deploy/rbac/worker
+	$$cg rbac:roleName=nudgeflow-worker paths=./activities/... paths=./worker/... output:rbac:artifacts:config=deploy/rbac/worker
 
 # Regenerates and fails when anything generated was out of date, so a stale CRD or
 # deepcopy can never pass CI.

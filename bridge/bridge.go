@@ -9,6 +9,7 @@ package bridge
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nudgeflow/nudgeflow/bridge/batching"
@@ -26,6 +26,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	ibatching "github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/serving"
 	changegroupwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
@@ -61,11 +62,18 @@ type ManagerOptions struct {
 	WebhookCertDir string
 	// MetricsAddr serves Prometheus metrics; "0" disables them.
 	MetricsAddr string
+	// Metrics serves them over HTTPS to authenticated and authorized scrapers only,
+	// or as plain HTTP when its Secure is false; its EnableHTTP2 applies to the
+	// admission webhooks too.
+	Metrics serving.Metrics
 	// HealthAddr serves /healthz and /readyz; "" disables them.
 	HealthAddr string
 	// LeaderElection keeps one active bridge when several run.
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader election
+	// (DefaultLeaseDuration and the others when zero).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MaxConcurrentReconciles is how many objects each controller (builds, Renovate
 	// runs, Snapshots, ChangeGroups, held nudges, NudgeConfigs) reconciles at once;
 	// DefaultMaxConcurrentReconciles when zero. One object is never reconciled twice
@@ -87,6 +95,25 @@ type ManagerOptions struct {
 // flag raises it for a frontend far away, where each round trip is long.
 const DefaultMaxConcurrentReconciles = 8
 
+// The leader election's timings, as OpenShift's operators set them
+// (openshift/library-go's LeaderElectionDefaulting): a leader that cannot renew its
+// Lease for RenewDeadline (an API server slow or away for up to 107 s, an etcd
+// leader election, a control-plane upgrade) stops leading and exits, and the pod
+// restarts; the other replica takes over after LeaseDuration. controller-runtime's
+// own defaults (15 s, 10 s, 2 s) turn an API server's 10 s hiccup into a restart
+// of the leader and more Lease writes; a takeover after 137 s is harmless here, as
+// the bridge is stateless and a new leader resyncs everything.
+const (
+	DefaultLeaseDuration = 137 * time.Second
+	DefaultRenewDeadline = 107 * time.Second
+	DefaultRetryPeriod   = 26 * time.Second
+)
+
+// The metrics server asks the API server who a scraper is and whether it may get
+// /metrics (serving.Metrics).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // NewManager builds the manager with nudgeflow's scheme and webhook server.
 func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if opts.MetricsAddr == "" {
@@ -103,21 +130,36 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Scheme:                  kube.NewScheme(),
 		Cache:                   cacheOptions(),
 		Controller:              ctrlOpts,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 opts.Metrics.ServerOptions(opts.MetricsAddr),
 		HealthProbeBindAddress:  opts.HealthAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "nudgeflow-bridge",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
+		// A stopping leader gives its Lease up, so that with a long lease a rollout
+		// does not leave the bridge without a leader for LeaseDuration. Safe: the
+		// process exits as soon as the manager returns.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr.To(orDefault(opts.LeaseDuration, DefaultLeaseDuration)),
+		RenewDeadline:                 ptr.To(orDefault(opts.RenewDeadline, DefaultRenewDeadline)),
+		RetryPeriod:                   ptr.To(orDefault(opts.RetryPeriod, DefaultRetryPeriod)),
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    opts.WebhookHost,
 			Port:    opts.WebhookPort,
 			CertDir: opts.WebhookCertDir,
+			TLSOpts: serving.TLSOptions(opts.Metrics.EnableHTTP2),
 		}),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the bridge's manager: %w", err)
 	}
 	return mgr, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // Setup registers every feature's reconcilers and webhooks with the manager.

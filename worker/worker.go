@@ -3,6 +3,7 @@ package worker
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -63,6 +64,12 @@ type Tuning struct {
 	// the task queue for each kind of task.
 	WorkflowTaskPollers int
 	ActivityTaskPollers int
+	// StopTimeout is how long a stopping worker lets the activities it runs finish
+	// before it cancels them (the SDK's WorkerStopTimeout). Unlike the fields above,
+	// zero is kept: cancel at once, the SDK's default, which tests and benchmarks
+	// want; the worker command's --worker-stop-timeout defaults to
+	// DefaultStopTimeout.
+	StopTimeout time.Duration
 }
 
 // The defaults, chosen for nudgeflow's load: many long-lived, mostly idle
@@ -92,6 +99,19 @@ type Tuning struct {
 // `nudgeflow bench` (300 new groups, a CPU-bound dev server on a loaded machine) 8
 // each started 6.7–9.5 groups/s, 2 each 6.0–6.7: a modest gain, within the noise.
 // 4 each, twice the SDK's 2, hold 8 polls open per worker.
+//
+// StopTimeout: on a rollout or a node drain the kubelet sends SIGTERM, then SIGKILL
+// terminationGracePeriodSeconds later (90 s in deploy/base/worker.yaml). The
+// worker stops polling at once and lets what runs finish for 80 s, leaving 10 s to
+// close its connections before the kill. An activity still running then is
+// cancelled through its context (forge and API calls abort) and Temporal retries
+// it on another worker after its heartbeat timeout (the PR sync: a minute) or its
+// start-to-close timeout; without a stop timeout every rollout cancelled every
+// push in flight. Keep the flag below the grace period when changing either.
+const (
+	DefaultStopTimeout = 80 * time.Second
+)
+
 const (
 	DefaultStickyCacheSize            = 2000
 	DefaultMaxConcurrentActivities    = 100
@@ -135,20 +155,26 @@ func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 	if opts.TaskQueue == "" {
 		opts.TaskQueue = DefaultTaskQueue
 	}
+	sdkworker.SetStickyWorkflowCacheSize(opts.Tuning.WithDefaults().StickyCacheSize)
+	w := sdkworker.New(c, opts.TaskQueue, opts.sdkOptions())
+	register(w, deps)
+	return w
+}
+
+// sdkOptions are the SDK's worker options for opts.
+func (opts Options) sdkOptions() sdkworker.Options {
 	t := opts.Tuning.WithDefaults()
-	sdkworker.SetStickyWorkflowCacheSize(t.StickyCacheSize)
 	wo := sdkworker.Options{
 		MaxConcurrentActivityExecutionSize:     t.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: t.MaxConcurrentWorkflowTasks,
 		MaxConcurrentWorkflowTaskPollers:       t.WorkflowTaskPollers,
 		MaxConcurrentActivityTaskPollers:       t.ActivityTaskPollers,
+		WorkerStopTimeout:                      t.StopTimeout,
 	}
 	if opts.FailWorkflowOnPanic {
 		wo.WorkflowPanicPolicy = sdkworker.FailWorkflow
 	}
-	w := sdkworker.New(c, opts.TaskQueue, wo)
-	register(w, deps)
-	return w
+	return wo
 }
 
 // register adds each feature's workflows and activities, one line per feature.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -17,4 +18,12 @@ func TestTuningDefaultsAndLimits(t *testing.T) {
 	// The SDK panics on one workflow-task poller or slot (sticky and normal polls alternate).
 	require.ErrorContains(t, Tuning{WorkflowTaskPollers: 1}.Validate(), "pollers must be at least 2")
 	require.ErrorContains(t, Tuning{MaxConcurrentWorkflowTasks: 1}.Validate(), "at least 2")
+}
+
+// The SDK's WorkerStopTimeout is the tuning's stop timeout: a stopping worker lets
+// running activities finish that long (the SDK's default, 0, cancels them at once).
+func TestStopTimeoutReachesTheSDK(t *testing.T) {
+	require.Equal(t, DefaultStopTimeout, Options{Tuning: Tuning{StopTimeout: DefaultStopTimeout}}.sdkOptions().WorkerStopTimeout)
+	require.Zero(t, Options{}.sdkOptions().WorkerStopTimeout, "zero is kept: tests stop at once")
+	require.Less(t, DefaultStopTimeout, 90*time.Second, "below deploy/base/worker.yaml's terminationGracePeriodSeconds")
 }

@@ -16,8 +16,9 @@ func newBenchCommand() *cobra.Command {
 	var quick bool
 	var phases string
 	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure nudgeflow at a tenant's scale on this machine (the real servers, bridge and worker)",
+		Use:         "bench",
+		Annotations: map[string]string{ownControllerLogs: "true"},
+		Short:       "Measure nudgeflow at a tenant's scale on this machine (the real servers, bridge and worker)",
 		Long: `Starts what ` + "`make run`" + ` starts — a real kube-apiserver + etcd with every CRD and
 webhook, the Temporal dev server, the GitHub emulator — with the bridge in this
 process and ` + "`nudgeflow worker`" + ` as a separate process, loads them and prints one

@@ -12,13 +12,13 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
+	"github.com/nudgeflow/nudgeflow/internal/serving"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -39,6 +39,10 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint (0 disables it)")
 	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "keep one active bridge when several run")
+	fs.DurationVar(&opts.LeaseDuration, "leader-elect-lease-duration", bridge.DefaultLeaseDuration, "how long the other replicas wait after the leader's last renewal before one takes over")
+	fs.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", bridge.DefaultRenewDeadline, "how long the leader keeps trying to renew its Lease before it gives up leading (and exits; must be less than the lease duration)")
+	fs.DurationVar(&opts.RetryPeriod, "leader-elect-retry-period", bridge.DefaultRetryPeriod, "how often the replicas try to acquire or renew the Lease")
+	opts.Metrics.AddFlags(fs)
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&peers, "nudging-peers", builds.PeersAuto, "the Konflux services that nudge beside nudgeflow, whose edges nudgeflow leaves to them: auto (detected from the CRDs the cluster serves), none, or a comma-separated list of build-service and integration-service")
 	fs.StringVar(&executor, "executor", "", "deprecated: use --nudging-peers (all is none, exclusive is build-service,integration-service)")
@@ -53,13 +57,12 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
 	ops := addBridgeOpsFlags(cmd, &opts)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctrl.SetLogger(zap.New())
 		cfg, err := kf.restConfig()
 		if err != nil {
 			return err
 		}
 		tf.metrics = metrics.TemporalHandler()
-		c, err := tf.dial(slog.LevelWarn)
+		c, err := tf.lazy()
 		if err != nil {
 			return err
 		}
@@ -90,21 +93,18 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 		}
-		if err := ops.setup(mgr, c); err != nil {
-			return err
-		}
+		ops.setup(mgr)
 		ctx := ctrl.SetupSignalHandler()
 		if forgeAddr != "" {
 			secret, err := forgeSecret(secretFile)
 			if err != nil {
 				return err
 			}
-			srv := &http.Server{Addr: forgeAddr, ReadHeaderTimeout: 10 * time.Second,
-				Handler: metrics.ForgeWebhook(&forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents})}
+			receiver := &forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents}
 			if secretsNamespace != "" {
-				srv.Handler = metrics.ForgeWebhook(&forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents,
-					RepoSecrets: cgbridge.RepoSecrets(mgr.GetAPIReader(), secretsNamespace)})
+				receiver.RepoSecrets = cgbridge.RepoSecrets(mgr.GetAPIReader(), secretsNamespace)
 			}
+			srv := serving.ReceiverLimits.Server(forgeAddr, metrics.ForgeWebhook(receiver))
 			go func() {
 				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 					slog.Error("forge webhook receiver stopped", "error", err)

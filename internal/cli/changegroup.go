@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -109,7 +108,7 @@ func resolveGroup(ctx context.Context, kf *kubeFlags, tf *temporalFlags, name st
 	if err := kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cg); err != nil {
 		return "", nil, fmt.Errorf("reading ChangeGroup %s/%s: %w", ns, name, err)
 	}
-	c, err := tf.dial(slog.LevelError)
+	c, err := tf.dial()
 	if err != nil {
 		return "", nil, err
 	}

@@ -24,8 +24,9 @@ func newDevCommand() *cobra.Command {
 	var tuning *nfworker.Tuning
 	var reconciles int
 	cmd := &cobra.Command{
-		Use:   "dev",
-		Short: "Start the whole system locally on embedded defaults (make run)",
+		Use:         "dev",
+		Annotations: map[string]string{ownControllerLogs: "true"},
+		Short:       "Start the whole system locally on embedded defaults (make run)",
 		Long: `Starts a real kube-apiserver + etcd with every CRD and webhook, the Temporal dev
 server with its Web UI, the GitHub emulator with its web pages, the bridge and the
 worker, and seeds the "demo" namespace. State lives in $NUDGEFLOW_DEV_HOME, else

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/require"
@@ -82,9 +83,13 @@ func TestRateFlags(t *testing.T) {
 func TestWorkerTuningFlags(t *testing.T) {
 	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
 	tuning := addWorkerTuningFlags(cmd)
-	require.Equal(t, nfworker.Tuning{}.WithDefaults(), *tuning)
+	want := nfworker.Tuning{}.WithDefaults()
+	want.StopTimeout = nfworker.DefaultStopTimeout
+	require.Equal(t, want, *tuning, "the stop timeout defaults to a drain below the pod's grace period")
 	require.NoError(t, cmd.ParseFlags([]string{"--sticky-cache-size", "10000", "--workflow-task-pollers", "8"}))
 	require.Equal(t, 10000, tuning.StickyCacheSize)
 	require.Equal(t, 8, tuning.WorkflowTaskPollers)
 	require.Equal(t, nfworker.DefaultMaxConcurrentActivities, tuning.MaxConcurrentActivities)
+	require.NoError(t, cmd.ParseFlags([]string{"--worker-stop-timeout", "45s"}))
+	require.Equal(t, 45*time.Second, tuning.StopTimeout)
 }

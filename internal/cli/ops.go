@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
+	"github.com/nudgeflow/nudgeflow/internal/serving"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
@@ -21,31 +22,49 @@ import (
 
 // workerOps are the worker's health and metrics flags.
 type workerOps struct {
-	healthAddr string
+	healthAddr  string
+	metricsAddr string
+	metrics     serving.Metrics
 }
 
 func addWorkerOpsFlags(cmd *cobra.Command) *workerOps {
 	o := &workerOps{}
-	cmd.Flags().StringVar(&o.healthAddr, "health-addr", "", "address of /healthz, /readyz (Temporal reachable) and /metrics, for example :8081 (the Deployment sets it); empty disables them")
+	fs := cmd.Flags()
+	fs.StringVar(&o.healthAddr, "health-addr", "", "address of /healthz and /readyz (polling and Temporal reachable), for example :8081 (the Deployment sets it); empty disables them")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint, for example :8443 (the Deployment sets it); 0 disables it")
+	o.metrics.AddFlags(fs)
 	return o
 }
 
-// serve starts the health server for c; stop shuts it down.
-func (o *workerOps) serve(c client.Client) (stop func(), err error) {
-	if o.healthAddr == "" {
-		return func() {}, nil
+// serve starts the health server (readiness from ready) and the metrics server,
+// which reviews scrapers' tokens through cfg; stop shuts the health server down
+// (the metrics server stops with ctx).
+func (o *workerOps) serve(ctx context.Context, ready func(context.Context) error, cfg *rest.Config) (stop func(), err error) {
+	stop = func() {}
+	if o.healthAddr != "" {
+		h, err := nfworker.ListenHealth(o.healthAddr, ready)
+		if err != nil {
+			return nil, err
+		}
+		go h.Serve()
+		slog.Info("health probes", "address", h.Addr())
+		stop = func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = h.Shutdown(sctx)
+		}
 	}
-	h, err := nfworker.ListenHealth(o.healthAddr, c)
+	done, err := o.metrics.Serve(ctx, o.metricsAddr, cfg)
 	if err != nil {
+		stop()
 		return nil, err
 	}
-	go h.Serve()
-	slog.Info("health and metrics", "address", h.Addr())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = h.Shutdown(ctx)
-	}, nil
+	go func() {
+		if err := <-done; err != nil {
+			slog.Error("the worker's metrics server stopped", "error", err)
+		}
+	}()
+	return stop, nil
 }
 
 // forgeTransport counts the worker's forge requests (nudgeflow_forge_requests_total).
@@ -62,15 +81,16 @@ func addBridgeOpsFlags(cmd *cobra.Command, opts *bridge.ManagerOptions) *bridgeO
 	return &bridgeOps{opts: opts}
 }
 
-// setup adds the Temporal readiness check and nudgeflow's bridge metrics to mgr.
-// /readyz fails while Temporal is unreachable: the webhook Service then has no
-// ready endpoint, so admission follows each webhook's failurePolicy (PipelineRun
-// interception is skipped and nudges proceed as without nudgeflow).
-func (o *bridgeOps) setup(mgr ctrl.Manager, c client.Client) error {
+// setup adds nudgeflow's bridge metrics to mgr.
+//
+// The bridge's readiness does not follow Temporal. Its admission webhooks never
+// call Temporal (they read the API server and the informer cache), so they answer
+// the same during an outage, and the webhook Service must keep its endpoints:
+// without them the API server would skip every hook (failurePolicy Ignore) and
+// nudges that a ChangeGroup holds would run. What needs Temporal waits: a
+// reconcile whose signal fails returns the error and is retried with backoff, and
+// a build stays under the build-routing finalizer until its signal is delivered.
+func (o *bridgeOps) setup(mgr ctrl.Manager) {
 	bridge.CountChangeGroups(mgr)
 	bridge.MeasureBacklog(mgr)
-	if o.opts.HealthAddr == "" {
-		return nil
-	}
-	return mgr.AddReadyzCheck("temporal", func(r *http.Request) error { return nfworker.CheckTemporal(r.Context(), c) })
 }

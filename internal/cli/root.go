@@ -14,6 +14,10 @@ func NewRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	logs := addLogFlags(root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		return logs.apply(cmd, cmd.ErrOrStderr())
+	}
 	root.AddCommand(newDevCommand())
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
 	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand(), newBenchCommand())

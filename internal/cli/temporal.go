@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -57,7 +56,7 @@ With --create-namespace a namespace that does not exist is registered first (sel
 Temporal; Temporal Cloud namespaces are created in Temporal Cloud).
 
 The connection takes the same flags and variables as the worker and the bridge:
-TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, mTLS and TEMPORAL_API_KEY.`,
+TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, mTLS and TEMPORAL_API_KEY (or TEMPORAL_API_KEY_FILE).`,
 		Args: cobra.NoArgs,
 	}
 	tf := addTemporalFlags(cmd)
@@ -67,7 +66,7 @@ TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TLS, mTLS and TEMPORAL_API_KEY.`,
 	cmd.Flags().DurationVar(&s.retention, "retention", 72*time.Hour, "retention of closed workflows in a namespace --create-namespace registers")
 	cmd.Flags().DurationVar(&s.timeout, "timeout", 3*time.Minute, "give up after this long")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		c, err := tf.dial(slog.LevelError)
+		c, err := tf.dial()
 		if err != nil {
 			return err
 		}

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
@@ -40,13 +38,13 @@ func addTemporalFlags(cmd *cobra.Command) *temporalFlags {
 	return f
 }
 
-func (f *temporalFlags) dial(level slog.Level) (client.Client, error) {
-	logger := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+// dial connects at once: the commands a person runs fail right away when
+// Temporal cannot be reached.
+func (f *temporalFlags) dial() (client.Client, error) {
 	opts, err := f.clientOptions()
 	if err != nil {
 		return nil, err
 	}
-	opts.Logger = logger
 	c, err := client.Dial(opts)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Temporal at %s (namespace %s): %w", f.address, f.namespace, err)
@@ -54,10 +52,27 @@ func (f *temporalFlags) dial(level slog.Level) (client.Client, error) {
 	return c, nil
 }
 
+// lazy returns a client that connects on its first call and reconnects after a
+// failure: the bridge and the worker start, serve their webhooks and probes, and
+// stay up through a Temporal outage (a pod restarted during one would otherwise
+// crash-loop); their calls fail, and are retried, until Temporal answers.
+// Configuration errors (TLS files, flags) still fail here, at start.
+func (f *temporalFlags) lazy() (client.Client, error) {
+	opts, err := f.clientOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewLazyClient(opts)
+	if err != nil {
+		return nil, fmt.Errorf("configuring the Temporal client for %s (namespace %s): %w", f.address, f.namespace, err)
+	}
+	return c, nil
+}
+
 // clientOptions are the connection's options: address, namespace, TLS, credentials
 // and the metrics handler.
 func (f *temporalFlags) clientOptions() (client.Options, error) {
-	opts := client.Options{HostPort: f.address, Namespace: f.namespace, MetricsHandler: f.metrics}
+	opts := client.Options{HostPort: f.address, Namespace: f.namespace, MetricsHandler: f.metrics, Logger: temporalLogger()}
 	if err := temporalconn.Apply(&opts, f.compression); err != nil {
 		return client.Options{}, err
 	}

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
+	"sync"
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
@@ -32,6 +36,7 @@ type temporalSecurity struct {
 	caPath, serverName      string
 	disableHostVerification bool
 	apiKey                  string
+	apiKeyFile              string
 }
 
 // Environment variables, newest name first (the Temporal CLI's).
@@ -43,6 +48,7 @@ var (
 	envTLSServerName           = []string{"TEMPORAL_TLS_SERVER_NAME"}
 	envTLSDisableHostVerifying = []string{"TEMPORAL_TLS_DISABLE_HOST_VERIFICATION"}
 	envAPIKey                  = []string{"TEMPORAL_API_KEY"}
+	envAPIKeyFile              = []string{"TEMPORAL_API_KEY_FILE"}
 )
 
 func addTemporalSecurityFlags(fs *pflag.FlagSet) *temporalSecurity {
@@ -54,6 +60,7 @@ func addTemporalSecurityFlags(fs *pflag.FlagSet) *temporalSecurity {
 	fs.StringVar(&s.serverName, "tls-server-name", "", "server name to verify the frontend's certificate against, when it differs from the address's host ($TEMPORAL_TLS_SERVER_NAME)")
 	fs.BoolVar(&s.disableHostVerification, "tls-disable-host-verification", false, "do not verify the frontend's certificate at all (testing only; $TEMPORAL_TLS_DISABLE_HOST_VERIFICATION)")
 	fs.StringVar(&s.apiKey, "api-key", "", "API key sent as a bearer token, for Temporal Cloud ($TEMPORAL_API_KEY; prefer the variable: flags show in process lists)")
+	fs.StringVar(&s.apiKeyFile, "api-key-file", "", "file holding the API key, read again when it changes so a rotated key (a mounted Secret) is used without a restart ($TEMPORAL_API_KEY_FILE; not with --api-key)")
 	return s
 }
 
@@ -92,6 +99,7 @@ func (s *temporalSecurity) resolve() (resolved temporalSecurity, tlsExplicit boo
 	str("tls-ca-path", &r.caPath, envTLSCA)
 	str("tls-server-name", &r.serverName, envTLSServerName)
 	str("api-key", &r.apiKey, envAPIKey)
+	str("api-key-file", &r.apiKeyFile, envAPIKeyFile)
 	if tlsExplicit, err = boolean("tls", &r.tls, envTLS); err != nil {
 		return r, false, err
 	}
@@ -107,15 +115,54 @@ func (s *temporalSecurity) apply(opts *client.Options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := r.tlsConfig(tlsExplicit)
+	cfg, err := r.tlsConfig(tlsExplicit, opts.HostPort)
 	if err != nil {
 		return err
 	}
 	opts.ConnectionOptions.TLS = cfg
-	if r.apiKey != "" {
+	switch {
+	case r.apiKey != "" && r.apiKeyFile != "":
+		return errors.New("an API key and an API key file are both set: keep one")
+	case r.apiKey != "":
 		opts.Credentials = client.NewAPIKeyStaticCredentials(r.apiKey)
+	case r.apiKeyFile != "":
+		key := &reloadingFile{path: r.apiKeyFile, what: "the Temporal API key"}
+		if _, err := key.read(); err != nil {
+			return err
+		}
+		opts.Credentials = client.NewAPIKeyDynamicCredentials(func(context.Context) (string, error) {
+			b, err := key.read()
+			return trimNewline(string(b)), err
+		})
 	}
 	return nil
+}
+
+// reloadingFile is a credential file read again on each use, so that what a
+// rotation writes (the kubelet swaps a mounted Secret's files at once) is used by
+// the next request or handshake. A read that fails after a good one keeps the last
+// good content: a file briefly missing must not break every call.
+type reloadingFile struct {
+	path, what string
+	mu         sync.Mutex
+	last       []byte
+}
+
+func (f *reloadingFile) read() ([]byte, error) {
+	b, err := os.ReadFile(f.path)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil && len(bytes.TrimSpace(b)) > 0 {
+		f.last = b
+		return b, nil
+	}
+	if f.last != nil {
+		return f.last, nil
+	}
+	if err == nil {
+		err = errors.New("the file is empty")
+	}
+	return nil, fmt.Errorf("reading %s from %s: %w", f.what, f.path, err)
 }
 
 // describe says how the connection is secured, for logs; never the key itself.
@@ -124,21 +171,21 @@ func (s *temporalSecurity) describe() []any {
 	if err != nil {
 		return nil
 	}
-	return []any{"tls", r.tlsOn(tlsExplicit), "mtls", r.certPath != "", "apiKey", r.apiKey != ""}
+	return []any{"tls", r.tlsOn(tlsExplicit), "mtls", r.certPath != "", "apiKey", r.apiKey != "" || r.apiKeyFile != ""}
 }
 
 func (s *temporalSecurity) tlsOn(explicit bool) bool {
 	if explicit {
 		return s.tls
 	}
-	return s.apiKey != "" || s.certPath != "" || s.keyPath != "" || s.caPath != "" || s.serverName != "" || s.disableHostVerification
+	return s.apiKey != "" || s.apiKeyFile != "" || s.certPath != "" || s.keyPath != "" || s.caPath != "" || s.serverName != "" || s.disableHostVerification
 }
 
-// tlsConfig is nil when TLS is off. The client certificate is read again at each
-// TLS handshake, so a certificate rotated on disk (cert-manager, a mounted
-// Secret) is used by the next connection without a restart; it is read once here
-// too, so a wrong path fails at start.
-func (s *temporalSecurity) tlsConfig(explicit bool) (*tls.Config, error) {
+// tlsConfig is nil when TLS is off. The client certificate and the server CA are
+// read again at each TLS handshake, so what a rotation writes on disk
+// (cert-manager, a mounted Secret) is used by the next connection without a
+// restart; they are read once here too, so a wrong path fails at start.
+func (s *temporalSecurity) tlsConfig(explicit bool, hostPort string) (*tls.Config, error) {
 	if !s.tlsOn(explicit) {
 		if s.certPath != "" || s.keyPath != "" || s.caPath != "" {
 			return nil, errors.New("TLS options are set but TLS is turned off (--tls=false or $TEMPORAL_TLS=false)")
@@ -151,15 +198,17 @@ func (s *temporalSecurity) tlsConfig(explicit bool) (*tls.Config, error) {
 		InsecureSkipVerify: s.disableHostVerification,
 	}
 	if s.caPath != "" {
-		pem, err := os.ReadFile(s.caPath)
-		if err != nil {
-			return nil, fmt.Errorf("reading the Temporal server CA: %w", err)
+		// The name gRPC verifies by default: the server name, else the address's host.
+		name := s.serverName
+		if name == "" {
+			name = hostPort
+			if host, _, err := net.SplitHostPort(hostPort); err == nil {
+				name = host
+			}
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("no PEM certificate in the Temporal server CA file %s", s.caPath)
+		if err := verifyWithReloadedCA(cfg, s.caPath, name); err != nil {
+			return nil, err
 		}
-		cfg.RootCAs = pool
 	}
 	if s.certPath != "" || s.keyPath != "" {
 		if s.certPath == "" || s.keyPath == "" {
@@ -179,4 +228,51 @@ func (s *temporalSecurity) tlsConfig(explicit bool) (*tls.Config, error) {
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return load() }
 	}
 	return cfg, nil
+}
+
+// verifyWithReloadedCA makes cfg verify the server's certificate chain and name
+// against the CA file as it is at each handshake. crypto/tls reads RootCAs once,
+// so the standard verification is replaced by the same one with a fresh pool:
+// InsecureSkipVerify only turns off the built-in check, VerifyConnection runs
+// it again (the chain to the file's CAs, and serverName: --tls-server-name or the
+// address's host, as gRPC would check; the handshake's own SNI name is empty for
+// an IP address, so it cannot stand in).
+func verifyWithReloadedCA(cfg *tls.Config, caPath, serverName string) error {
+	ca := &reloadingFile{path: caPath, what: "the Temporal server CA"}
+	pool := func() (*x509.CertPool, error) {
+		pem, err := ca.read()
+		if err != nil {
+			return nil, err
+		}
+		p := x509.NewCertPool()
+		if !p.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("no PEM certificate in the Temporal server CA file %s", caPath)
+		}
+		return p, nil
+	}
+	if _, err := pool(); err != nil {
+		return err
+	}
+	if cfg.InsecureSkipVerify {
+		return nil // --tls-disable-host-verification: nothing is verified
+	}
+	cfg.InsecureSkipVerify = true
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		roots, err := pool()
+		if err != nil {
+			return err
+		}
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("the Temporal frontend presented no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: roots, DNSName: serverName, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+			return fmt.Errorf("verifying the Temporal frontend's certificate: %w", err)
+		}
+		return nil
+	}
+	return nil
 }

@@ -177,6 +177,11 @@ func dialAndCheck(t *testing.T, tf *temporalFlags) error {
 	if err != nil {
 		return err
 	}
+	return connectAndCheck(opts)
+}
+
+// connectAndCheck opens a connection with opts and runs the readiness check on it.
+func connectAndCheck(opts client.Options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := client.DialContext(ctx, opts)
@@ -341,4 +346,88 @@ func TestTemporalClientCertificateRotation(t *testing.T) {
 	require.Equal(t, "before-rotation", cn())
 	p.leaf(t, "worker", "after-rotation", nil, false)
 	require.Equal(t, "after-rotation", cn())
+}
+
+// An API key read from a file (a mounted Secret) is read again when it changes:
+// the next call of the same client carries the rotated key, without a restart.
+func TestTemporalAPIKeyFileRotation(t *testing.T) {
+	clearTemporalEnv(t)
+	p := newPKI(t)
+	p.leaf(t, "worker", "nudgeflow-worker", nil, false)
+	f := startFrontend(t, p)
+	keyFile := filepath.Join(t.TempDir(), "api-key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(apiKey+"\n"), 0o600))
+	t.Setenv("TEMPORAL_API_KEY_FILE", keyFile)
+	tf, cmd := temporalCommand(t, "--temporal-address", f.addr, "--tls-server-name", frontendName, "--tls-ca-path", p.path("server-ca.crt"),
+		"--tls-cert-path", p.path("worker.crt"), "--tls-key-path", p.path("worker.key"))
+	opts, err := tf.clientOptions()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(ctx, opts)
+	require.NoError(t, err)
+	defer c.Close()
+	lastAuthorization := func() []string {
+		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		require.NoError(t, err)
+		calls := f.seen()
+		return calls[len(calls)-1].authorization
+	}
+	require.Equal(t, []string{"Bearer " + apiKey}, lastAuthorization())
+
+	rotated := "tmprl-api-key-rotated-0002"
+	require.NoError(t, os.WriteFile(keyFile, []byte(rotated), 0o600))
+	require.Equal(t, []string{"Bearer " + rotated}, lastAuthorization(), "the next call carries the rotated key")
+
+	// A file briefly missing mid-rotation keeps the last key rather than failing.
+	require.NoError(t, os.Remove(keyFile))
+	require.Equal(t, []string{"Bearer " + rotated}, lastAuthorization())
+
+	require.Equal(t, []any{"tls", true, "mtls", true, "apiKey", true}, tf.security.describe())
+	var help bytes.Buffer
+	cmd.SetOut(&help)
+	require.NoError(t, cmd.Help())
+	require.Contains(t, help.String(), "$TEMPORAL_API_KEY_FILE")
+
+	tf, _ = temporalCommand(t, "--api-key", apiKey)
+	_, err = tf.clientOptions()
+	require.ErrorContains(t, err, "keep one", "a key and a key file are refused together")
+	tf, _ = temporalCommand(t, "--api-key-file", filepath.Join(t.TempDir(), "missing"))
+	_, err = tf.clientOptions()
+	require.ErrorContains(t, err, "reading the Temporal API key", "a missing file fails at start")
+}
+
+// The server CA file is read again at each handshake: after the frontend moves to a
+// certificate of a new CA and the file is rotated, the next connection made with
+// the same options trusts the new CA, and no longer the old one.
+func TestTemporalServerCARotation(t *testing.T) {
+	clearTemporalEnv(t)
+	before, after := newPKI(t), newPKI(t)
+	before.leaf(t, "worker", "nudgeflow-worker", nil, false)
+	oldFrontend := startFrontend(t, before)
+	// The new frontend accepts the same client certificate: only the server side rotates.
+	after.clientCA, after.clientCAKey = before.clientCA, before.clientCAKey
+	newFrontend := startFrontend(t, after)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	copyFile := func(from string) {
+		b, err := os.ReadFile(from)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(caFile, b, 0o600))
+	}
+	copyFile(before.path("server-ca.crt"))
+	tf, _ := temporalCommand(t, "--tls-server-name", frontendName, "--tls-ca-path", caFile,
+		"--tls-cert-path", before.path("worker.crt"), "--tls-key-path", before.path("worker.key"))
+	opts, err := tf.clientOptions()
+	require.NoError(t, err)
+	connect := func(addr string) error {
+		o := opts
+		o.HostPort = addr
+		return connectAndCheck(o)
+	}
+	require.NoError(t, connect(oldFrontend.addr))
+	require.ErrorContains(t, connect(newFrontend.addr), "certificate", "the new CA is not trusted yet")
+
+	copyFile(after.path("server-ca.crt"))
+	require.NoError(t, connect(newFrontend.addr), "the rotated CA is trusted by the next connection")
+	require.ErrorContains(t, connect(oldFrontend.addr), "certificate", "the old CA is no longer trusted")
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -49,27 +51,32 @@ func newWorkerCommand() *cobra.Command {
 			return err
 		}
 		tf.metrics = metrics.TemporalHandler()
-		c, err := tf.dial(slog.LevelInfo)
+		c, err := tf.lazy()
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		stopHealth, err := ops.serve(c)
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		runner := &nfworker.Runner{Client: c, New: func() sdkworker.Worker {
+			return nfworker.New(c, nfworker.Deps{
+				Kube: kube, Temporal: c,
+				PullRequest:       pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}, Transport: forgeTransport()},
+				OperatorNamespace: operatorNamespace,
+			}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning})
+		}}
+		stopOps, err := ops.serve(ctx, runner.Ready, cfg)
 		if err != nil {
 			return err
 		}
-		defer stopHealth()
-		w := nfworker.New(c, nfworker.Deps{
-			Kube: kube, Temporal: c,
-			PullRequest:       pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}, Transport: forgeTransport()},
-			OperatorNamespace: operatorNamespace,
-		}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning})
+		defer stopOps()
 		slog.Info("worker starting", append([]any{"temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue,
 			"operatorNamespace", operatorNamespace,
 			"stickyCacheSize", tuning.StickyCacheSize, "maxConcurrentActivities", tuning.MaxConcurrentActivities,
 			"maxConcurrentWorkflowTasks", tuning.MaxConcurrentWorkflowTasks,
-			"workflowTaskPollers", tuning.WorkflowTaskPollers, "activityTaskPollers", tuning.ActivityTaskPollers}, tf.security.describe()...)...)
-		if err := w.Run(sdkworker.InterruptCh()); err != nil {
+			"workflowTaskPollers", tuning.WorkflowTaskPollers, "activityTaskPollers", tuning.ActivityTaskPollers,
+			"stopTimeout", tuning.StopTimeout}, tf.security.describe()...)...)
+		if err := runner.Run(ctx); err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
 		return nil
@@ -87,5 +94,7 @@ func addWorkerTuningFlags(cmd *cobra.Command) *nfworker.Tuning {
 	fs.IntVar(&t.MaxConcurrentWorkflowTasks, "max-concurrent-workflow-tasks", t.MaxConcurrentWorkflowTasks, "workflow tasks run at once (at least 2)")
 	fs.IntVar(&t.WorkflowTaskPollers, "workflow-task-pollers", t.WorkflowTaskPollers, "long polls kept open for workflow tasks (at least 2)")
 	fs.IntVar(&t.ActivityTaskPollers, "activity-task-pollers", t.ActivityTaskPollers, "long polls kept open for activity tasks")
+	fs.DurationVar(&t.StopTimeout, "worker-stop-timeout", nfworker.DefaultStopTimeout,
+		"on SIGTERM, how long running activities may finish before they are cancelled; keep it below the pod's terminationGracePeriodSeconds (90s in deploy/)")
 	return &t
 }

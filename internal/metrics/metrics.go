@@ -1,9 +1,9 @@
 // Package metrics holds every Prometheus metric nudgeflow exports, so the names a
 // dashboard or an alert uses live in one place (deploy/monitoring reads them).
 //
-// Both processes serve one registry, controller-runtime's: the bridge's manager
-// serves it on --metrics-bind-address, the worker's health server on
-// --health-addr. It holds three families:
+// Both processes serve one registry, controller-runtime's, on their
+// --metrics-bind-address (HTTPS to authorized scrapers, internal/serving). It
+// holds three families:
 //
 //   - the Temporal SDK's own metrics (temporal_*: requests, polls, task latencies,
 //     sticky cache), through a tally scope with the Prometheus naming conventions
@@ -179,19 +179,42 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
-// ForgeWebhook measures h, the forge webhook receiver, by GitHub event (the
-// X-GitHub-Event header; "unknown" without one) and status code.
+// ForgeWebhook measures h, the forge webhook receiver, by event and status code.
+// The event is read from headers anyone can send before the signature is checked,
+// so it is bounded to WebhookEvents: another value is "other", none is "unknown".
+// An unbounded label would let an unauthenticated client create a series per
+// request.
 func ForgeWebhook(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		event := r.Header.Get("X-GitHub-Event")
-		if event == "" {
-			event = "unknown"
-		}
-		forgeWebhookDuration.WithLabelValues(event, strconv.Itoa(rec.code)).Observe(time.Since(start).Seconds())
+		forgeWebhookDuration.WithLabelValues(webhookEvent(r.Header), strconv.Itoa(rec.code)).Observe(time.Since(start).Seconds())
 	})
+}
+
+// WebhookEvents are the event label's values besides "other" and "unknown": the
+// events a forge sends a nudgeflow webhook (GitHub's and Forgejo's X-*-Event,
+// GitLab's X-Gitlab-Event).
+var WebhookEvents = []string{"pull_request", "ping", "push", "issue_comment", "pull_request_review",
+	"check_run", "check_suite", "status", "installation", "installation_repositories",
+	"Merge Request Hook", "Note Hook", "Push Hook", "Pipeline Hook", "System Hook"}
+
+func webhookEvent(h http.Header) string {
+	event := h.Get("X-GitHub-Event")
+	for _, other := range []string{"X-Forgejo-Event", "X-Gitea-Event", "X-Gitlab-Event"} {
+		if event != "" {
+			break
+		}
+		event = h.Get(other)
+	}
+	switch {
+	case event == "":
+		return "unknown"
+	case slices.Contains(WebhookEvents, event):
+		return event
+	}
+	return "other"
 }
 
 type statusRecorder struct {

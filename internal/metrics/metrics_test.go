@@ -2,8 +2,10 @@ package metrics_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +99,33 @@ nudgeflow_changegroups{phase="Ready"} 0
 nudgeflow_changegroups{phase="Waiting"} 2
 `
 	require.NoError(t, testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want), metrics.ChangeGroups))
+}
+
+// The event label comes from headers anyone can send before the signature is
+// checked: values outside the known events collapse into "other", so a client
+// cannot add a series per request.
+func TestForgeWebhookEventLabelIsBounded(t *testing.T) {
+	h := metrics.ForgeWebhook(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot) // a code no other test uses: its series are this test's
+	}))
+	send := func(header, event string) {
+		req := httptest.NewRequest(http.MethodPost, "/", nil)
+		if header != "" {
+			req.Header.Set(header, event)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	for i := range 50 {
+		send("X-GitHub-Event", fmt.Sprintf("made-up-%d", i))
+	}
+	send("X-Gitlab-Event", "Merge Request Hook")
+	send("X-Forgejo-Event", "pull_request")
+	send("", "")
+	out := gathered(t, metrics.ForgeWebhookDuration)
+	require.NotContains(t, out, "made-up")
+	counts := map[string]string{}
+	for _, m := range regexp.MustCompile(`value:"418"\}\s+label:\{name:"event"\s+value:"([^"]+)"\}\s+histogram:\{sample_count:(\d+)`).FindAllStringSubmatch(out, -1) {
+		counts[m[1]] = m[2]
+	}
+	require.Equal(t, map[string]string{"other": "50", "Merge Request Hook": "1", "pull_request": "1", "unknown": "1"}, counts, out)
 }

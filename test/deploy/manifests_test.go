@@ -585,9 +585,13 @@ func checkMonitoring(t *testing.T, m manifests) {
 		}
 	}
 	require.ElementsMatch(t, []string{"nudgeflow-bridge-metrics", "nudgeflow-worker-metrics"}, scraped)
-	// The metrics Services reach /metrics: the bridge's --metrics-bind-address, the
-	// worker's --health-addr.
-	for svc, flag := range map[string]string{"nudgeflow-bridge-metrics": "metrics-bind-address", "nudgeflow-worker-metrics": "health-addr"} {
+	// The metrics Services reach /metrics: each process's --metrics-bind-address,
+	// served over HTTPS to a bearer token, as the ServiceMonitor scrapes it.
+	for _, e := range get[monitoringv1ServiceMonitor](t, m, "ServiceMonitor", "nudgeflow").Spec.Endpoints {
+		require.Equal(t, "https", e.Scheme)
+		require.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/token", e.BearerTokenFile, "Prometheus presents its ServiceAccount's token")
+	}
+	for svc, flag := range map[string]string{"nudgeflow-bridge-metrics": "metrics-bind-address", "nudgeflow-worker-metrics": "metrics-bind-address"} {
 		s := m.service(t, svc)
 		d := m.deployment(t, strings.TrimSuffix(svc, "-metrics"))
 		c := d.Spec.Template.Spec.Containers[0]
@@ -602,6 +606,16 @@ func checkMonitoring(t *testing.T, m manifests) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(raw), dash.Data["nudgeflow.json"])
 	require.Equal(t, "1", dash.Labels["grafana_dashboard"])
+}
+
+// monitoringv1ServiceMonitor is what the test reads of a ServiceMonitor.
+type monitoringv1ServiceMonitor struct {
+	Spec struct {
+		Endpoints []struct {
+			Scheme          string `json:"scheme"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+		} `json:"endpoints"`
+	} `json:"spec"`
 }
 
 var (
@@ -646,9 +660,13 @@ func checkTemporalEnv(t *testing.T, v variant, pods map[string]corev1.PodSpec) {
 			}), name)
 		}
 		if slices.Contains(v.features, "cloud") {
-			key := names["TEMPORAL_API_KEY"]
-			require.NotNil(t, key.ValueFrom, "%s: the API key comes from a Secret, never a literal", name)
-			require.Equal(t, "nudgeflow-temporal-api-key", key.ValueFrom.SecretKeyRef.Name, name)
+			// The API key comes from a Secret, never a literal: its mounted file, re-read
+			// on rotation.
+			require.NotContains(t, names, "TEMPORAL_API_KEY", name)
+			require.True(t, strings.HasPrefix(names["TEMPORAL_API_KEY_FILE"].Value, "/etc/nudgeflow/temporal-api-key/"), name)
+			require.True(t, slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
+				return v.Secret != nil && v.Secret.SecretName == "nudgeflow-temporal-api-key"
+			}), name)
 		}
 	}
 }
@@ -743,7 +761,7 @@ func walkImages(v any, f func(string)) {
 
 // checkNetworkPolicies: every port a Deployment's container declares is open to
 // ingress by a NetworkPolicy selecting its pods, and no policy opens a port the
-// pods do not declare; the bridge's metrics are open only to the monitoring
+// pods do not declare; the metrics ports are open only to the monitoring
 // namespaces; egress is not restricted (deploy/base/networkpolicy.yaml says why).
 func checkNetworkPolicies(t *testing.T, m manifests, deployments []*appsv1.Deployment) {
 	policies := m.ofKind("NetworkPolicy")
@@ -782,8 +800,8 @@ func checkNetworkPolicies(t *testing.T, m manifests, deployments []*appsv1.Deplo
 				}
 			}
 			require.NotEmpty(t, from, "%s's port %s (%d) is open to ingress", d.Name, cp.Name, cp.ContainerPort)
-			if d.Name == "nudgeflow-bridge" && cp.Name == "metrics" {
-				require.Len(t, from, 1, "the bridge's metrics port has one rule")
+			if cp.Name == "metrics" {
+				require.Len(t, from, 1, "%s's metrics port has one rule", d.Name)
 				require.Len(t, from[0], 1, "open to the monitoring namespaces only")
 				require.NotNil(t, from[0][0].NamespaceSelector, "open to the monitoring namespaces only")
 			}

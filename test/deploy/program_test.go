@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -342,15 +341,7 @@ func (p *pod) url(port intstr.IntOrString, path string) string {
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 // httpGet answers a GET with its status and body.
-func httpGet(url string) (int, string, error) {
-	resp, err := httpClient.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), err
-}
+func httpGet(url string) (int, string, error) { return getWith(httpClient, url, "") }
 
 // probe runs a probe of the manifest: its path on its port.
 func (p *pod) probe(pr *corev1.Probe) (int, string, error) {
@@ -358,7 +349,10 @@ func (p *pod) probe(pr *corev1.Probe) (int, string, error) {
 }
 
 // waitReady waits for the readiness probe, failing early when the process died.
-func (p *pod) waitReady(timeout time.Duration) {
+func (p *pod) waitReady(timeout time.Duration) { p.waitReadiness(http.StatusOK, timeout) }
+
+// waitReadiness waits for the readiness probe to answer code (503: up, not ready).
+func (p *pod) waitReadiness(want int, timeout time.Duration) {
 	p.t.Helper()
 	ok, err := world.Poll(timeout, func() (bool, error) {
 		if p.exited() {
@@ -368,20 +362,21 @@ func (p *pod) waitReady(timeout time.Duration) {
 		if err != nil {
 			return false, err
 		}
-		if code != http.StatusOK {
+		if code != want {
 			return false, fmt.Errorf("readiness %d: %s", code, body)
 		}
 		return true, nil
 	})
 	if !ok || p.exited() {
-		p.t.Fatalf("%s is not ready after %s (%v); its log:\n%s", p.name, timeout, err, p.logs())
+		p.t.Fatalf("%s's readiness is not %d after %s (%v); its log:\n%s", p.name, want, timeout, err, p.logs())
 	}
 }
 
-// metrics scrapes the port a metrics Service targets.
+// metrics scrapes the port a metrics Service targets as Prometheus does: HTTPS,
+// with the token of a ServiceAccount bound to nudgeflow-metrics-reader.
 func (p *pod) metrics(svc *corev1.Service) string {
 	p.t.Helper()
-	code, body, err := httpGet(p.url(svc.Spec.Ports[0].TargetPort, "/metrics"))
+	code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
 	require.NoError(p.t, err)
 	require.Equal(p.t, http.StatusOK, code, body)
 	return body
@@ -397,13 +392,20 @@ type cluster struct {
 // serves its webhooks on webhookPort.
 func startCluster(t *testing.T, v variant, temporalAddress string, webhookPort int) *cluster {
 	t.Helper()
+	c := startPods(t, v, temporalAddress, webhookPort)
+	c.worker.waitReady(startupTimeout)
+	c.bridge.waitReady(startupTimeout)
+	return c
+}
+
+// startPods starts both pods of v (prepared) without waiting for them.
+func startPods(t *testing.T, v variant, temporalAddress string, webhookPort int) *cluster {
+	t.Helper()
 	prepared(t, v)
 	m := v.objs
 	c := &cluster{m: m}
 	c.worker = startPod(t, m, deploymentPod(m.deployment(t, "nudgeflow-worker")), podOptions{temporalAddress: temporalAddress})
 	c.bridge = startPod(t, m, deploymentPod(m.deployment(t, "nudgeflow-bridge")), podOptions{temporalAddress: temporalAddress, webhookPort: webhookPort})
-	c.worker.waitReady(startupTimeout)
-	c.bridge.waitReady(startupTimeout)
 	return c
 }
 
@@ -443,11 +445,7 @@ func TestManifestsAreTheProgram(t *testing.T) {
 
 	ctx := context.Background()
 	ns := w.Namespace(t)
-	create := func(obj ctrlclient.Object) {
-		t.Helper()
-		obj.SetNamespace(ns)
-		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s (admission by the bridge)", obj, obj.GetName())
-	}
+	create := creator(t, ns)
 	component := func(name, gitURL string, nudges ...string) {
 		create(newComponent(name, gitURL, nudges...))
 	}
@@ -468,20 +466,9 @@ func TestManifestsAreTheProgram(t *testing.T) {
 		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
 			{From: "lib", To: "app", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "gate"}}}})
 	digest := "sha256:" + strings.Repeat("ab", 32)
-	build := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "lib-on-push-1",
-		Labels:      map[string]string{builds.LabelComponent: "lib", builds.LabelPipelineType: builds.PipelineTypeBuild, builds.KeyEventType: "push"},
-		Annotations: map[string]string{builds.KeyEventType: "push", builds.AnnotationRepo: "https://github.com/org/lib/tree/" + strings.Repeat("1", 40)}},
-		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}}}
+	build := pushBuild("lib-on-push-1", "lib", strings.Repeat("1", 40))
 	create(build)
-	start := metav1.Now()
-	require.NoError(t, world.SetStatus(ctx, w.Kube, build, func() {
-		build.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-		build.Status.StartTime = &start
-		build.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/lib:rev1")},
-			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
-		}
-	}))
+	built(t, build, "quay.io/org/lib:rev1", digest)
 	snap := &mirrorv1alpha1.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "gate-1"}, Spec: mirrorv1alpha1.SnapshotSpec{ComponentGroup: "gate",
 		Components: []mirrorv1alpha1.SnapshotComponent{{Name: "lib", ContainerImage: "quay.io/org/lib@" + digest}}}}
 	// The bridge may see the Snapshot before the build: it is sent again until the
@@ -530,6 +517,15 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	})
 	require.Regexp(t, `nudgeflow_nudges_total\{[^}]*mode="validated"[^}]*outcome="NudgeSucceeded"[^}]*\} 1`, workerMetrics)
 	bridgeMetrics = c.bridge.metrics(bridgeSvc)
+	for _, p := range []*pod{c.bridge, c.worker} {
+		svc := map[*pod]*corev1.Service{c.bridge: bridgeSvc, c.worker: workerSvc}[p]
+		code, body, err := scrape(p.metricsURL(svc), "")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, code, "%s refuses an anonymous scrape: %s", p.name, body)
+		code, body, err = scrape(p.metricsURL(svc), serviceAccountToken(t, systemNamespace, "nudgeflow-worker"))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusForbidden, code, "%s refuses a ServiceAccount not bound to nudgeflow-metrics-reader: %s", p.name, body)
+	}
 	require.Regexp(t, `nudgeflow_changegroups\{phase="Initialized"\} [1-9]`, bridgeMetrics)
 	require.Regexp(t, `nudgeflow_changegroup_oldest_waiting_seconds\{phase="Initialized"\} [1-9]`, bridgeMetrics, "the backlog gauges read the same cache")
 	require.Regexp(t, `nudgeflow_forge_webhook_duration_seconds_count\{code="401",event="pull_request"\} 1`, bridgeMetrics)
@@ -544,10 +540,12 @@ func TestManifestsAreTheProgram(t *testing.T) {
 		checkDashboard(t, bridgeMetrics+workerMetrics)
 	})
 
-	// Secrets stay out of logs and workflow histories.
+	// Secrets stay out of logs and workflow histories; every line is JSON, for a
+	// log collector (--log-format's default for both processes).
 	for _, p := range []*pod{c.bridge, c.worker} {
 		require.NotContains(t, p.logs(), forgeToken, "%s's log", p.name)
 		require.NotContains(t, p.logs(), forgeWebhookSecret, "%s's log", p.name)
+		requireJSONLines(t, p)
 	}
 	w.AssertNoSecretInHistories(t, forgeToken, forgeWebhookSecret)
 }
@@ -598,48 +596,6 @@ func checkDashboard(t *testing.T, scraped string) {
 			continue
 		}
 		require.Contains(t, queried, n, "the dashboard shows %s", n)
-	}
-}
-
-// Readiness follows Temporal: when the frontend goes away both processes report
-// not ready (the webhook Service then has no endpoint, the worker is out of
-// rotation) while their liveness probes still pass, so nothing restarts.
-func TestReadinessFollowsTemporal(t *testing.T) {
-	logs, err := os.Create(filepath.Join(world.Get(t).LogDir, "readiness-temporal.log"))
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	own, err := localenv.StartTemporal(ctx, localenv.TemporalOptions{Log: logs})
-	require.NoError(t, err)
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = own.Stop()
-		}
-	}()
-	// This bridge serves its webhooks on a port nobody calls: the other test's
-	// bridge owns envtest's.
-	port, err := localenv.FreePort()
-	require.NoError(t, err)
-	c := startCluster(t, findVariant(t, variants(t), "cert-manager"), own.Address, port)
-
-	require.NoError(t, own.Stop())
-	stopped = true
-	for _, p := range []*pod{c.bridge, c.worker} {
-		world.Eventually(t, time.Minute, p.name+" reports not ready", func() (bool, error) {
-			code, body, err := p.probe(p.container.ReadinessProbe)
-			if err != nil {
-				return false, err
-			}
-			if code == http.StatusOK {
-				return false, fmt.Errorf("%d %s", code, body)
-			}
-			return true, nil
-		})
-		code, body, err := p.probe(p.container.LivenessProbe)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, code, "%s stays alive: %s", p.name, body)
-		require.False(t, p.exited(), "%s keeps running", p.name)
 	}
 }
 
