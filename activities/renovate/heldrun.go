@@ -49,5 +49,5 @@ func NudgeMayEndHeld(ctx context.Context, kube ctrlclient.Reader, namespace, wor
 	case st.Reason == ReasonHeldReturned:
 		return false, nil
 	}
-	return false, fmt.Errorf("Renovate run %s/%s of %s is held and the bridge has not yet written which ChangeGroup takes its build", namespace, latest.Name, workflowID)
+	return false, fmt.Errorf("the held Renovate run %s/%s of %s: the bridge has not yet written which ChangeGroup takes its build", namespace, latest.Name, workflowID)
 }
