@@ -42,6 +42,12 @@ type chaosRace struct {
 	number                int
 }
 
+// raceDeadline bounds each wait of the race phase. A group there may be between a
+// worker killed mid-activity (its start-to-close timeout, then a retry) and a forge
+// answering 429 or 502 (the scenario's faults), each costing up to a minute or two
+// on a loaded machine: the deadline leaves room for both.
+const raceDeadline = 5 * time.Minute
+
 // injectChaosRaces ends the scenario's active group (cancelled: one group collects
 // the members at a time), opens a fresh one (open), makes its PR with one build,
 // then makes a second push race a person's commit and sends the forged event.
@@ -50,7 +56,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 	var cg appstudiov1alpha1.ChangeGroup
 	if active != "" && s.w.Kube.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: active}, &cg) == nil && !cg.Status.Phase.IsFinal() {
 		s.annotate(active, "cancel=chaos: the race group takes over")
-		world.Eventually(t, 3*time.Minute, "the active group "+active+" ended before the race group opens", func() (bool, error) {
+		world.Eventually(t, raceDeadline, "the active group "+active+" ended before the race group opens", func() (bool, error) {
 			err := s.w.Kube.Get(ctx, types.NamespacedName{Namespace: s.ns, Name: active}, &cg)
 			if apierrors.IsNotFound(err) {
 				return true, nil
@@ -61,7 +67,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 	name := open()
 	build(s.components[0])
 	var pr githubemu.PR
-	world.Eventually(t, 2*time.Minute, "the race group's PR opened", func() (bool, error) {
+	world.Eventually(t, raceDeadline, "the race group's PR opened", func() (bool, error) {
 		for _, p := range shared.emu.PRs(s.ns, "bundle") {
 			if p.State == "open" && strings.Contains(p.Head, "/"+name+"-") {
 				pr = p
@@ -82,7 +88,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 		}
 	})
 	build(s.components[1])
-	world.Eventually(t, 2*time.Minute, "the person's push landed between the read and the branch move", func() (bool, error) {
+	world.Eventually(t, raceDeadline, "the person's push landed between the read and the branch move", func() (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return race.person != "", nil
@@ -91,7 +97,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 	// from its cache: an event for a PR no status names yet is dropped (polling
 	// covers a lost event). So the forged event is sent once the group's status
 	// names its PR, and sent again, as a forge redelivers, until the workflow has it.
-	world.Eventually(t, 3*time.Minute, "the race group's status names its PR", func() (bool, error) {
+	world.Eventually(t, raceDeadline, "the race group's status names its PR", func() (bool, error) {
 		return strings.HasSuffix(s.group(name).Status.PullRequestURL, "/pull/"+strconv.Itoa(pr.Number)), nil
 	})
 	forgedID := sendForgedMerged(t, s, pr.Number)
@@ -100,7 +106,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 	id := cgwf.WorkflowID(g.Namespace, g.Name, string(g.UID))
 	// Once a workflow task completed after the forged signal, the workflow has
 	// handled it: its state then says whether the event ended the group.
-	world.Eventually(t, 3*time.Minute, "the workflow handled the forged event", func() (bool, error) {
+	world.Eventually(t, raceDeadline, "the workflow handled the forged event", func() (bool, error) {
 		handled, err := handledSignal(s, id, forgedID)
 		if !handled && err == nil && time.Since(sent) > 10*time.Second {
 			sendForgedMerged(t, s, pr.Number)
