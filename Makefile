@@ -63,7 +63,7 @@ test: check-generated lint
 e2e:
 	$(test-env) go test $(GO_TEST_FLAGS) -v -run 'E2E' ./test/changegroup/ 2>&1 | grep -E '^(=== RUN|--- |\s+\S+_test.go|changegroup-e2e|ok|FAIL|PASS)'
 
-# Issue 11's measures at a tenant's scale (README "Performance"); BENCH_FLAGS=--quick
+# Issue 11's measures at a tenant's scale (docs/performance.md); BENCH_FLAGS=--quick
 # for a smoke run.
 bench: build
 	$(test-env) ./bin/nudgeflow bench $(BENCH_FLAGS)

@@ -91,7 +91,7 @@ type ManagerOptions struct {
 // acknowledgement patch, not on CPU (under a millisecond of the bridge's CPU per
 // signal), so one worker per controller leaves Temporal idle between round trips.
 // Eight keep a Temporal server busy: in `nudgeflow bench` on 2 cores, 16 sent
-// between 0.8 and 1.3 times what 8 sent, 32 no more (README "Performance"); the
+// between 0.8 and 1.3 times what 8 sent, 32 no more (docs/performance.md); the
 // flag raises it for a frontend far away, where each round trip is long.
 const DefaultMaxConcurrentReconciles = 8
 

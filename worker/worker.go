@@ -77,7 +77,7 @@ type Tuning struct {
 // its Snapshot) and I/O-bound activities (the Kubernetes API and the forge).
 //
 // StickyCacheSize: a cached execution costs its goroutines and its state, 55–70 KB
-// of worker RSS for an idle ChangeGroup (`nudgeflow bench`, README "Performance");
+// of worker RSS for an idle ChangeGroup (`nudgeflow bench`, docs/performance.md);
 // one that is not cached is rebuilt by replaying its history when its next task
 // comes, a few milliseconds of CPU and one history read for an idle group's short
 // history. An idle group needs no memory between its events, so the cache only has

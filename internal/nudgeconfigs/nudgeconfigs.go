@@ -126,7 +126,7 @@ func IgnoreBatchingError(err error) error {
 }
 
 // FromShipped is a shipped NudgeConfig in nudgeflow's shape: the same edges, modes
-// and gating groups (a validated edge may have none there; see the README's gating
+// and gating groups (a validated edge may have none there; see docs/nudgeconfig.md, the gating
 // rule), batching from AnnotationBatching, metadata and status as read.
 func FromShipped(in *mirrorv1beta2.NudgeConfig) (*konfluxv1alpha1.NudgeConfig, error) {
 	out := &konfluxv1alpha1.NudgeConfig{ObjectMeta: *in.ObjectMeta.DeepCopy()}

@@ -57,8 +57,8 @@ var (
 	preparedSecrets = map[string]bool{}
 )
 
-// prepared is what an operator does before the pods can start (README, "Running it
-// on a cluster"): the manifests of v applied, the forge webhook Secret created, and
+// prepared is what an operator does before the pods can start (deploy/README.md):
+// the manifests of v applied, the forge webhook Secret created, and
 // the webhook serving certificate issued into its Secret — by service-ca or
 // cert-manager on a cluster; here from the certificate envtest serves the webhooks
 // with, so the API server trusts the bridge started from the manifests. A variant
