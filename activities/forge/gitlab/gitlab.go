@@ -209,7 +209,7 @@ func (c *Client) Blob(ctx context.Context, sha string) ([]byte, error) {
 // last_commit_id is per file (the file's last commit, not the branch's), and the
 // Branches API only creates and deletes. So a person's push landing between this
 // read and the write can be overwritten: the window is one request, the
-// narrowest the API allows (deploy/README.md).
+// narrowest the API allows (docs/changegroup.md, "A push never overwrites").
 func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	paths := make([]string, 0, len(p.Files))
 	for path := range p.Files {
