@@ -28,6 +28,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
@@ -223,11 +224,7 @@ func latestImage(ctx context.Context, kube ctrlclient.Client, ns, component stri
 			}
 		}
 		if imageURL != "" && digest != "" {
-			repo, _, _ := strings.Cut(imageURL, "@")
-			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-				repo = repo[:i]
-			}
-			return repo + "@" + digest, nil
+			return digestref.PullSpec(imageURL, digest), nil
 		}
 	}
 	var comp mirrorv1alpha1.Component

@@ -152,3 +152,52 @@ func FuzzHasSkipMarker(f *testing.F) {
 		}
 	})
 }
+
+func TestParseReference(t *testing.T) {
+	for _, tc := range []struct {
+		ref  string
+		want Reference
+	}{
+		{"quay.io/org/img", Reference{Repository: "quay.io/org/img"}},
+		{"quay.io/org/img:v1", Reference{Repository: "quay.io/org/img", Tag: "v1"}},
+		{"quay.io/org/img@" + d1, Reference{Repository: "quay.io/org/img", Digest: d1}},
+		{"quay.io/org/img:v1@" + d1, Reference{Repository: "quay.io/org/img", Tag: "v1", Digest: d1}},
+		{"registry.local:5000/org/img", Reference{Repository: "registry.local:5000/org/img"}},
+		{"registry.local:5000/org/img:on-push-abc", Reference{Repository: "registry.local:5000/org/img", Tag: "on-push-abc"}},
+		{"registry.local:5000/org/img@" + d1, Reference{Repository: "registry.local:5000/org/img", Digest: d1}},
+		{"registry.local:5000/org/img:v1@" + d1, Reference{Repository: "registry.local:5000/org/img", Tag: "v1", Digest: d1}},
+		{"127.0.0.1:5000/img:v1", Reference{Repository: "127.0.0.1:5000/img", Tag: "v1"}},
+		// Without a "/", a ":" can only start a tag (Docker reads busybox:5000 the same way).
+		{"img:v1", Reference{Repository: "img", Tag: "v1"}},
+		{"", Reference{}},
+	} {
+		got := ParseReference(tc.ref)
+		if got != tc.want {
+			t.Errorf("ParseReference(%q) = %+v, want %+v", tc.ref, got, tc.want)
+		}
+		if got.Repository != Repository(tc.ref) {
+			t.Errorf("Repository(%q) = %q, want %q", tc.ref, Repository(tc.ref), got.Repository)
+		}
+	}
+}
+
+func TestReferenceTaggedAndPullSpec(t *testing.T) {
+	for ref, tagged := range map[string]string{
+		"registry.local:5000/org/img:v1@" + d1: "registry.local:5000/org/img:v1",
+		"registry.local:5000/org/img@" + d1:    "registry.local:5000/org/img",
+		"quay.io/org/img:v1":                   "quay.io/org/img:v1",
+	} {
+		if got := ParseReference(ref).Tagged(); got != tagged {
+			t.Errorf("ParseReference(%q).Tagged() = %q, want %q", ref, got, tagged)
+		}
+	}
+	for image, want := range map[string]string{
+		"registry.local:5000/org/img:v1":       "registry.local:5000/org/img@" + d2,
+		"registry.local:5000/org/img:v1@" + d1: "registry.local:5000/org/img@" + d2,
+		"quay.io/org/img":                      "quay.io/org/img@" + d2,
+	} {
+		if got := PullSpec(image, d2); got != want {
+			t.Errorf("PullSpec(%q) = %q, want %q", image, got, want)
+		}
+	}
+}

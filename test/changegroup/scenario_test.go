@@ -21,6 +21,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -241,8 +242,8 @@ func (s *scenario) csvDigests(ref string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(body, "\n") {
 		if _, ref, ok := strings.Cut(line, "image: "); ok {
-			repo, dig, _ := strings.Cut(ref, "@")
-			out[strings.TrimPrefix(repo, "quay.io/org/")] = dig
+			image := digestref.ParseReference(ref)
+			out[strings.TrimPrefix(image.Repository, "quay.io/org/")] = image.Digest
 		}
 	}
 	return out
