@@ -15,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
@@ -182,13 +180,8 @@ func (s *scenario) buildRunWith(component, digest string, completedAt time.Time,
 	}
 	require.NoError(s.t, s.w.Kube.Create(ctx, build))
 	require.NoError(s.t, world.SetStatus(ctx, s.w.Kube, build, func() {
-		build.Status.StartTime = &metav1.Time{Time: completedAt.Add(-time.Minute)}
-		build.Status.CompletionTime = &metav1.Time{Time: completedAt}
-		build.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}
-		build.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageOf(component) + ":on-push-abc")},
-			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
-		}
+		konflux.SucceededBuild{ImageURL: imageOf(component) + ":on-push-abc", Digest: digest,
+			Started: completedAt.Add(-time.Minute), Completed: completedAt}.WriteStatus(build)
 	}))
 	return build
 }
