@@ -21,6 +21,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
 
@@ -366,7 +367,7 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 // skipCI puts PaC's marker on a commit's title line.
 func skipCI(message string) string {
 	title, rest, _ := strings.Cut(message, "\n")
-	return title + " " + digestref.SkipMarker + "\n" + rest
+	return title + " " + pac.SkipMarker + "\n" + rest
 }
 
 // sameRepo reports whether an origin key (owner/repo#N) is in the repository.

@@ -1,10 +1,9 @@
 // Package digestref splits image references into repository, tag and digest, selects
 // the files of a repository that may hold image references (Renovate's fileMatch
 // semantics) and rewrites `<repo>(:tag)?@sha256:<hex>` references of one image
-// repository to a new digest. It also owns the Pipelines as Code skip marker, so the
-// activities and the forge emulator agree on what holds CI.
+// repository to a new digest.
 //
-// Everything here handles untrusted input (repository files, commit messages, regexes
+// Everything here handles untrusted input (repository files, regexes
 // from ConfigMaps) and never panics on it.
 package digestref
 
@@ -17,16 +16,6 @@ import (
 // DefaultFileMatch is build-service's default when neither the ConfigMap nor the
 // PipelineRun annotation names files.
 var DefaultFileMatch = []string{`.*Dockerfile.*`, `.*.yaml`, `.*Containerfile.*`}
-
-// skipMarker is Pipelines as Code's regex (pkg/provider/provider.go): case-sensitive,
-// lowercase, brackets required. PaC checks it on the HEAD commit message only.
-var skipMarker = regexp.MustCompile(`\[(skip ci|ci skip|skip tkn|tkn skip)\]`)
-
-// SkipMarker is the marker nudgeflow writes while it holds CI.
-const SkipMarker = "[skip ci]"
-
-// HasSkipMarker reports whether msg holds a Pipelines as Code skip marker.
-func HasSkipMarker(msg string) bool { return skipMarker.MatchString(msg) }
 
 // FileMatcher selects repository-relative paths by Renovate fileMatch regexes: a path
 // is selected when any regex matches anywhere in it (RegExp.test, not a full match).

@@ -11,24 +11,6 @@ var (
 	dn = "sha256:" + strings.Repeat("a", 64)
 )
 
-func TestHasSkipMarker(t *testing.T) {
-	for msg, want := range map[string]bool{
-		"update [skip ci]":        true,
-		"[ci skip] x":             true,
-		"x [skip tkn]":            true,
-		"[tkn skip]":              true,
-		"[SKIP CI]":               false,
-		"skip ci":                 false,
-		"[skip  ci]":              false,
-		"title\n\nbody [skip ci]": true,
-		"":                        false,
-	} {
-		if got := HasSkipMarker(msg); got != want {
-			t.Errorf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
-		}
-	}
-}
-
 func TestFileMatcher(t *testing.T) {
 	def, err := NewFileMatcher(nil)
 	if err != nil {
@@ -135,20 +117,6 @@ func FuzzRewrite(f *testing.F) {
 		}
 		if n == 0 && out != content {
 			t.Fatalf("content changed without a reference")
-		}
-	})
-}
-
-func FuzzHasSkipMarker(f *testing.F) {
-	f.Add("x [skip ci]")
-	f.Fuzz(func(t *testing.T, msg string) {
-		got := HasSkipMarker(msg)
-		want := false
-		for _, m := range []string{"[skip ci]", "[ci skip]", "[skip tkn]", "[tkn skip]"} {
-			want = want || strings.Contains(msg, m)
-		}
-		if got != want {
-			t.Fatalf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
 		}
 	})
 }
