@@ -44,5 +44,5 @@ func LatestRunTakenByGroup(ctx context.Context, kube ctrlclient.Reader, namespac
 	case st.Reason == ReasonHeldReturned:
 		return false, nil
 	}
-	return false, fmt.Errorf("Renovate run %s/%s of %s is held and the bridge has not yet written which ChangeGroup takes its build", namespace, latest.Name, workflowID)
+	return false, fmt.Errorf("the Renovate run %s/%s of %s is held and the bridge has not yet written which ChangeGroup takes its build", namespace, latest.Name, workflowID)
 }
