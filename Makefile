@@ -28,10 +28,12 @@ generate:
 	$$cg webhook paths=./bridge/... output:webhook:artifacts:config=deploy/webhooks; \
 	$$cg rbac:roleName=nudgeflow-bridge paths=./bridge/... output:rbac:artifacts:config=deploy/rbac/bridge; \
 	$$cg rbac:roleName=nudgeflow-worker paths=./activities/... paths=./worker/... output:rbac:artifacts:config=deploy/rbac/worker
+	@$$($(TOOLS) path crd-ref-docs) --log-level=WARN --config=docs/reference/crd-ref-docs.yaml --source-path=./api \
+		--renderer=markdown --output-path=docs/reference/api.md
 
-# Regenerates and fails when anything generated was out of date, so a stale CRD or
-# deepcopy can never pass CI.
-GENERATED = api deploy/crds deploy/webhooks deploy/rbac test/crds
+# Regenerates and fails when anything generated was out of date, so a stale CRD,
+# deepcopy or API reference can never pass CI.
+GENERATED = api deploy/crds deploy/webhooks deploy/rbac test/crds docs/reference
 check-generated:
 	@before=$$(find $(GENERATED) -type f -print0 | sort -z | xargs -0 sha256sum); \
 	$(MAKE) --no-print-directory generate; \

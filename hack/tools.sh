@@ -20,6 +20,8 @@ GITEA_VERSION=v1.26.0
 # kustomize v5.8.3 needs go 1.27; v5.8.2 (go 1.26.0, no replace directives) is
 # go-installable with the local toolchain.
 KUSTOMIZE_VERSION=v5.8.2
+# crd-ref-docs renders docs/reference/api.md from the api/ packages (make generate).
+CRD_REF_DOCS_VERSION=v0.3.0
 # Renovate 39 is the newest line that runs on Node 20 (engines ^20.15.1 || ^22.11.0) and
 # still takes fileMatch natively, like the pinned mintmaker Renovate image. It comes from
 # the npm registry (the one tool that is not Go).
@@ -113,6 +115,9 @@ tool_path() {
 	kustomize)
 		dir=$cache/kustomize-$KUSTOMIZE_VERSION
 		build_into "$dir" kustomize go_install sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION ;;
+	crd-ref-docs)
+		dir=$cache/crd-ref-docs-$CRD_REF_DOCS_VERSION
+		build_into "$dir" crd-ref-docs go_install github.com/elastic/crd-ref-docs@$CRD_REF_DOCS_VERSION ;;
 	renovate-config-validator)
 		dir=$cache/renovate-$RENOVATE_VERSION
 		build_into "$dir" renovate-config-validator npm_install renovate@$RENOVATE_VERSION "$dir" ;;
@@ -137,6 +142,6 @@ path) tool_path "$2" ;;
 assets) assets ;;
 all)
 	assets >/dev/null
-	for t in temporal controller-gen staticcheck workflowcheck kustomize gitea renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
+	for t in temporal controller-gen crd-ref-docs staticcheck workflowcheck kustomize gitea renovate-config-validator; do tool_path "$t" >/dev/null; done ;;
 *) echo "usage: $0 path NAME | assets | all" >&2; exit 2 ;;
 esac

@@ -28,6 +28,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
@@ -262,16 +263,10 @@ func repoOf(c *mirrorv1alpha1.Component) (pullrequest.Repo, error) {
 // imageAndDigest splits the last promoted image (repo@sha256:...) into the image
 // repository and the digest; spec.containerImage names the repository when set.
 func imageAndDigest(containerImage, lastPromoted string) (image, digest string) {
-	repo, dig, found := strings.Cut(lastPromoted, "@")
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
+	promoted := digestref.ParseReference(lastPromoted)
 	image = containerImage
 	if image == "" {
-		image = repo
+		image = promoted.Repository
 	}
-	if found {
-		digest = dig
-	}
-	return image, digest
+	return image, promoted.Digest
 }

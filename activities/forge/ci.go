@@ -3,6 +3,8 @@ package forge
 import (
 	"sort"
 	"strings"
+
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 // CIReport is one report a CI system left on a commit: a GitHub check run, a
@@ -30,28 +32,6 @@ const (
 	CIPipeline = "pipeline"
 )
 
-// What Pipelines as Code writes when it will not run CI for a pull request until
-// someone trusted comments `/ok-to-test` (tektoncd/pipelines-as-code at 707a00d):
-//   - the title of the check run, and the description of the commit status, on
-//     every forge: "Pending approval, waiting for an /ok-to-test"
-//     (pkg/pipelineascode/match.go verifyRepoAndUser; pkg/provider/github/status.go
-//     pendingApproval); GitLab reports it with state "running", GitHub and Gitea
-//     "pending", a check run is "queued";
-//   - the text: "User <login> is not allowed to trigger CI via <event> in this
-//     repo." (pkg/pipelineascode/errors.go checkAccessOrError);
-//   - a GitHub check run's summary "<application> is waiting for approval."; PaC
-//     itself recognises its waiting check run by a title holding "Pending" and a
-//     summary holding "is waiting for approval" (status.go isPendingApprovalCheckrun).
-//
-// A skipped commit gets "CI Skipped" (pkg/adapter/sinker.go createSkipCIStatus),
-// which is no pipeline either.
-const (
-	PaCPendingApprovalTitle = "Pending approval, waiting for an /ok-to-test"
-	paCNotAllowed           = "is not allowed to trigger CI"
-	paCWaitingSummary       = "is waiting for approval"
-	paCSkipped              = "CI Skipped"
-)
-
 // CIVerdict is what the reports on one commit say about its pipelines.
 type CIVerdict struct {
 	// Started: a report other than a wait for approval or a skip is there: a
@@ -65,18 +45,24 @@ type CIVerdict struct {
 	Detail string
 }
 
-// ClassifyCI reads the reports on a commit the way Pipelines as Code writes them.
-// A forge where nothing reported is neither started nor awaiting approval.
+// ClassifyCI reads the reports on a commit the way Pipelines as Code writes them
+// (package pac has its words). When it will not run CI for a pull request until
+// someone trusted comments `/ok-to-test`, PaC titles the check run, or describes the
+// commit status, pac.PendingApprovalTitle on every forge (GitLab with state
+// "running", GitHub and Gitea "pending", a check run "queued"), its text says who
+// is not allowed, and a GitHub check run's summary says it is waiting for approval.
+// A skipped commit's pac.SkippedTitle is no pipeline either. A forge where nothing
+// reported is neither started nor awaiting approval.
 func ClassifyCI(reports []CIReport) CIVerdict {
 	var v CIVerdict
 	for _, r := range reports {
 		switch {
 		case awaitsApproval(r):
 			v.AwaitingApproval = true
-			if d := approvalDetail(r); d != "" && (v.Detail == "" || strings.Contains(d, paCNotAllowed)) {
+			if d := approvalDetail(r); d != "" && (v.Detail == "" || strings.Contains(d, pac.NotAllowedPhrase)) {
 				v.Detail = d
 			}
-		case strings.Contains(r.Title, paCSkipped) || strings.Contains(r.Summary, paCSkipped):
+		case strings.Contains(r.Title, pac.SkippedTitle) || strings.Contains(r.Summary, pac.SkippedTitle):
 		default:
 			v.Started = true
 			v.Names = append(v.Names, r.Name)
@@ -88,16 +74,16 @@ func ClassifyCI(reports []CIReport) CIVerdict {
 
 func awaitsApproval(r CIReport) bool {
 	for _, s := range []string{r.Title, r.Summary, r.Text} {
-		if strings.Contains(s, PaCPendingApprovalTitle) || strings.Contains(s, paCNotAllowed) {
+		if strings.Contains(s, pac.PendingApprovalTitle) || strings.Contains(s, pac.NotAllowedPhrase) {
 			return true
 		}
 	}
-	return strings.Contains(r.Title, "Pending") && strings.Contains(r.Summary, paCWaitingSummary)
+	return strings.Contains(r.Title, "Pending") && strings.Contains(r.Summary, pac.WaitingForApprovalPhrase)
 }
 
 func approvalDetail(r CIReport) string {
 	for _, s := range []string{r.Text, r.Summary, r.Title} {
-		if strings.Contains(s, paCNotAllowed) {
+		if strings.Contains(s, pac.NotAllowedPhrase) {
 			return Truncate(strings.TrimSpace(s))
 		}
 	}

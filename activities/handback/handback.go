@@ -29,6 +29,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -195,9 +196,8 @@ func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string
 // nudgeRequest describes the build for the Nudge workflow: from its PipelineRun when
 // it still exists (tag, repo link, nudge files), else from what the group kept.
 func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nudge.Request, error) {
-	repo, _, _ := strings.Cut(b.PullSpec, "@")
 	nb := nudge.Build{
-		ImageURL: repo, Digest: b.Digest, PullSpec: b.PullSpec,
+		ImageURL: digestref.ParseReference(b.PullSpec).Tagged(), Digest: b.Digest, PullSpec: b.PullSpec,
 		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
 	}
 	if b.BuildPipelineRun != "" {

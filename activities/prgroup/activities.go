@@ -21,6 +21,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
 
@@ -366,7 +367,7 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 // skipCI puts PaC's marker on a commit's title line.
 func skipCI(message string) string {
 	title, rest, _ := strings.Cut(message, "\n")
-	return title + " " + digestref.SkipMarker + "\n" + rest
+	return title + " " + pac.SkipMarker + "\n" + rest
 }
 
 // sameRepo reports whether an origin key (owner/repo#N) is in the repository.
@@ -520,7 +521,7 @@ func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest
 		if imageURL == "" || digest == "" {
 			continue
 		}
-		b := PushBuild{Found: true, Image: imageRepo(imageURL), Digest: digest, BuildPipelineRun: plr.Name,
+		b := PushBuild{Found: true, Image: digestref.Repository(imageURL), Digest: digest, BuildPipelineRun: plr.Name,
 			BuildUID: string(plr.UID), BuiltAt: started, CommitSHA: sha}
 		// The commit's newest build (a re-run), or the first build after the merge.
 		if best == nil || (req.CommitSHA != "" && b.BuiltAt.After(best.BuiltAt)) || (req.CommitSHA == "" && b.BuiltAt.Before(best.BuiltAt)) {
@@ -539,15 +540,6 @@ func isPush(plr *tektonv1.PipelineRun) bool {
 		ev = plr.Labels[konflux.AnnotationEventType]
 	}
 	return strings.EqualFold(ev, "push") || strings.EqualFold(ev, "incoming")
-}
-
-// imageRepo drops the tag (and any digest) of IMAGE_URL.
-func imageRepo(imageURL string) string {
-	repo, _, _ := strings.Cut(imageURL, "@")
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	return repo
 }
 
 // ---- Close / comment ----

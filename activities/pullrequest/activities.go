@@ -19,7 +19,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
 
@@ -307,7 +307,7 @@ func observed(f forge.Forge, st state, known PRRef, held bool) Observed {
 	o.Draft = st.pr.Draft
 	if st.hasHead {
 		o.HeadSHA = st.head.SHA
-		o.HeadHasSkipMarker = digestref.HasSkipMarker(st.head.Message)
+		o.HeadHasSkipMarker = pac.HasSkipMarker(st.head.Message)
 		if isBot(f, st.head) {
 			o.PR.LastPushedSHA = st.head.SHA
 		}

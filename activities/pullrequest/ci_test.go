@@ -12,8 +12,8 @@ import (
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 func (a activityRunner) readCI(req pr.CIRequest) pr.CIObserved {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
@@ -250,7 +251,7 @@ func commitMessage(req SyncRequest, hold bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chore(deps): update %s for ChangeGroup %s", req.NudgedComponent, req.ChangeGroup)
 	if hold {
-		b.WriteString(" " + digestref.SkipMarker)
+		b.WriteString(" " + pac.SkipMarker)
 	}
 	b.WriteString("\n\n")
 	for _, r := range req.Rows {
@@ -315,7 +316,7 @@ func pushIfNeeded(ctx context.Context, f forge.Forge, req SyncRequest, d desired
 		if err != nil {
 			return head, err
 		}
-		if same && digestref.HasSkipMarker(head.Message) == hold {
+		if same && pac.HasSkipMarker(head.Message) == hold {
 			return head, nil
 		}
 		if same {
@@ -494,7 +495,7 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 		if st.pr.Draft {
 			// Only the marker matters for ready_for_review: a held commit of nudgeflow's
 			// is enough, whatever digests it carries (the final commit has the new ones).
-			if !st.hasHead || !isBot(f, head) || !digestref.HasSkipMarker(head.Message) {
+			if !st.hasHead || !isBot(f, head) || !pac.HasSkipMarker(head.Message) {
 				if head, err = pushIfNeeded(ctx, f, req, d, head, st.hasHead, true); err != nil {
 					return Observed{}, err
 				}

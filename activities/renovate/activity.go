@@ -38,6 +38,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
@@ -178,7 +179,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	if err != nil {
 		return LaunchResult{}, err
 	}
-	repo, tag := SplitImage(req.ImageURL)
+	built := digestref.ParseReference(req.ImageURL)
 	cfg := GenerateConfig(ConfigInput{
 		Platform:          forge.platform,
 		Endpoint:          forge.endpoint,
@@ -188,8 +189,8 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		BaseBranch:        git.Revision,
 		Nudging:           req.Nudging,
 		Nudged:            req.Nudged,
-		BuiltRepo:         repo,
-		BuiltTag:          tag,
+		BuiltRepo:         built.Repository,
+		BuiltTag:          built.Tag,
 		DistributionRepos: distribution,
 		RepoAtSHA:         req.RepoAtSHA,
 		SimpleBranch:      simpleBranch(nudging),

@@ -279,17 +279,6 @@ func (c Config) JSON() ([]byte, error) {
 	return b, nil
 }
 
-// SplitImage splits IMAGE_URL into repository and tag at the last ":" after the last
-// "/", so a registry port (registry:5000/org/img) is never mistaken for a tag.
-func SplitImage(image string) (repo, tag string) {
-	slash := strings.LastIndex(image, "/")
-	colon := strings.LastIndex(image, ":")
-	if colon > slash {
-		return image[:colon], image[colon+1:]
-	}
-	return image, ""
-}
-
 var sha40 = regexp.MustCompile(`[a-f0-9]{40}`)
 
 // CommitFromRepoLink extracts the commit of a repo-at-sha link defensively: GitLab

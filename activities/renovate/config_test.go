@@ -52,13 +52,7 @@ func TestFileMatchPrecedence(t *testing.T) {
 	require.Equal(t, []string{".*Dockerfile.*", ".*.yaml", ".*Containerfile.*"}, FileMatch(Options{}, ""))
 }
 
-func TestSplitImageAndCommit(t *testing.T) {
-	repo, tag := SplitImage("registry.local:5000/org/img:abc")
-	require.Equal(t, "registry.local:5000/org/img", repo)
-	require.Equal(t, "abc", tag)
-	repo, tag = SplitImage("registry.local:5000/org/img")
-	require.Equal(t, "registry.local:5000/org/img", repo, "a port is not a tag")
-	require.Empty(t, tag)
+func TestCommitFromRepoLink(t *testing.T) {
 	sha := "0123456789abcdef0123456789abcdef01234567"
 	require.Equal(t, sha, CommitFromRepoLink("https://gitlab.com/org/repo/-/tree/"+sha))
 	require.Equal(t, sha, CommitFromRepoLink("https://github.com/org/repo?rev="+sha))

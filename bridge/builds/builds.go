@@ -1,5 +1,5 @@
-// Package builds is the bridge of issue 5: it turns succeeded push builds, finished
-// Snapshots and ended Renovate runs into Temporal starts and signals.
+// Package builds is the bridge's part for nudging: it turns succeeded push builds,
+// finished Snapshots and ended Renovate runs into Temporal starts and signals.
 //
 //   - A succeeded push build PipelineRun, per nudge edge from its component: an edge
 //     held by an active ChangeGroup signals that group's workflow (and nothing
@@ -44,6 +44,7 @@ import (
 	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -273,9 +274,8 @@ const maxEdgesInFlight = 8
 
 // buildFrom describes a succeeded build PipelineRun for the nudge workflows.
 func buildFrom(plr *tektonv1.PipelineRun, imageURL, digest string) validatednudge.Build {
-	repo, _ := renovate.SplitImage(imageURL)
 	b := validatednudge.Build{
-		ImageURL: imageURL, Digest: digest, PullSpec: repo + "@" + digest,
+		ImageURL: imageURL, Digest: digest, PullSpec: digestref.PullSpec(imageURL, digest),
 		BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
 		RepoAtSHA: plr.Annotations[AnnotationRepo], NudgeFiles: plr.Annotations[renovate.AnnotationNudgeFiles],
 		BuiltAt: plr.CreationTimestamp.Time,

@@ -3,15 +3,14 @@ package builds
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -30,11 +29,7 @@ func TestHeldBuildIsRoutedOnLiveEdgesWhenTheCacheLags(t *testing.T) {
 	build := pushBuild("a")
 	build.Finalizers = []string{konflux.FinalizerBuildRouting}
 	build.UID = "build-uid"
-	build.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-	build.Status.Results = []tektonv1.PipelineRunResult{
-		{Name: ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/a:rev1")},
-		{Name: ResultImageDigest, Value: *tektonv1.NewStructuredValues("sha256:1111")},
-	}
+	konflux.SucceededBuild{ImageURL: "quay.io/org/a:rev1", Digest: "sha256:1111", Started: time.Now(), Completed: time.Now()}.WriteStatus(build)
 	stale := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(build,
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}},
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}},

@@ -23,6 +23,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -341,7 +342,7 @@ func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun,
 		if err == nil {
 			url, digest := konflux.BuildResults(&build)
 			if url != "" && digest != "" {
-				b.Digest, b.PullSpec, b.BuildPipelineRun, b.BuildUID = digest, repoOf(url)+"@"+digest, name, string(build.UID)
+				b.Digest, b.PullSpec, b.BuildPipelineRun, b.BuildUID = digest, digestref.PullSpec(url, digest), name, string(build.UID)
 				// Builds are ordered by when they started, as bridge/builds and
 				// integration-service order them: one order whichever path delivers.
 				b.BuiltAt = build.CreationTimestamp.UTC()
@@ -358,21 +359,12 @@ func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun,
 	if err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: source}, &c); err != nil {
 		return b, fmt.Errorf("no build results and no Component %q to read the image from: %w", source, err)
 	}
-	repo, digest, ok := strings.Cut(c.Status.LastPromotedImage, "@")
-	if !ok {
+	promoted := digestref.ParseReference(c.Status.LastPromotedImage)
+	if promoted.Digest == "" {
 		return b, fmt.Errorf("no build results, and Component %q has no lastPromotedImage", source)
 	}
-	b.Digest, b.PullSpec = digest, repoOf(repo)+"@"+digest
+	b.Digest, b.PullSpec = promoted.Digest, digestref.PullSpec(promoted.Repository, promoted.Digest)
 	return b, nil
-}
-
-// repoOf strips a tag (not a registry port) from an image reference.
-func repoOf(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
-		return image[:i]
-	}
-	return image
 }
 
 // heldOnly passes the PipelineRuns nudgeflow cancelled: held for a group or a

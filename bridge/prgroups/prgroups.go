@@ -35,6 +35,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
@@ -224,8 +225,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			"image", imageURL != "" && digest != "", "sourceBranch", branch, "pullRequest", number, "repoURL", repoURL)
 		return ctrl.Result{}, nil
 	}
-	repo, _ := renovate.SplitImage(imageURL)
-	b := prgroup.PRBuild{Component: component, Image: repo, Digest: digest, BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
+	b := prgroup.PRBuild{Component: component, Image: digestref.Repository(imageURL), Digest: digest, BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
 		BuiltAt: plr.CreationTimestamp.Time, CommitSHA: either(&plr, KeySHA), SourceBranch: branch,
 		Origin: prgroup.OriginRef{RepoURL: strings.TrimSuffix(repoURL, ".git"), Number: number}}
 	if b.CommitSHA == "" {

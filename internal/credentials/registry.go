@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 )
 
 // ErrNoRegistryCredentials means no linked dockerconfigjson Secret holds a
@@ -102,7 +104,7 @@ func LookupRegistry(ctx context.Context, r ctrlclient.Reader, namespace, service
 		entries = append(entries, got...)
 		out.Skipped = append(out.Skipped, skipped...)
 	}
-	repo := repositoryOf(image)
+	repo := digestref.Repository(image)
 	if c, ok := matchRegistry(repo, entries); ok {
 		out.Credential = c
 		return out, nil
@@ -148,16 +150,6 @@ func dockerConfigEntries(s *corev1.Secret) (entries []RegistryCredential, skippe
 		entries = append(entries, RegistryCredential{SecretName: s.Name, Key: k, Username: user, Password: pass})
 	}
 	return entries, skipped
-}
-
-// repositoryOf drops a digest and a tag from image; a ":" before the last "/" is a
-// registry port, not a tag.
-func repositoryOf(image string) string {
-	repo, _, _ := strings.Cut(image, "@")
-	if colon := strings.LastIndex(repo, ":"); colon > strings.LastIndex(repo, "/") {
-		repo = repo[:colon]
-	}
-	return strings.TrimSuffix(repo, "/")
 }
 
 // matchRegistry is build-service's matching: the repository itself, then each

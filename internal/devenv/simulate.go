@@ -15,19 +15,18 @@ import (
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
@@ -122,13 +121,7 @@ func markBuildSucceeded(ctx context.Context, kube ctrlclient.Client, plr *tekton
 		if err := kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
 			return err
 		}
-		plr.Status.StartTime, plr.Status.CompletionTime = &at, &at
-		plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded",
-			Message: message}}
-		plr.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageURL)},
-			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
-		}
+		konflux.SucceededBuild{ImageURL: imageURL, Digest: digest, Started: at.Time, Completed: at.Time, Message: message}.WriteStatus(plr)
 		return kube.Status().Update(ctx, plr)
 	})
 	if err != nil {
@@ -223,11 +216,7 @@ func latestImage(ctx context.Context, kube ctrlclient.Client, ns, component stri
 			}
 		}
 		if imageURL != "" && digest != "" {
-			repo, _, _ := strings.Cut(imageURL, "@")
-			if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-				repo = repo[:i]
-			}
-			return repo + "@" + digest, nil
+			return digestref.PullSpec(imageURL, digest), nil
 		}
 	}
 	var comp mirrorv1alpha1.Component

@@ -1,9 +1,9 @@
-// Package digestref selects the files of a repository that may hold image references
-// (Renovate's fileMatch semantics) and rewrites `<repo>(:tag)?@sha256:<hex>` references
-// of one image repository to a new digest. It also owns the Pipelines as Code skip
-// marker, so the activities and the forge emulator agree on what holds CI.
+// Package digestref splits image references into repository, tag and digest, selects
+// the files of a repository that may hold image references (Renovate's fileMatch
+// semantics) and rewrites `<repo>(:tag)?@sha256:<hex>` references of one image
+// repository to a new digest.
 //
-// Everything here handles untrusted input (repository files, commit messages, regexes
+// Everything here handles untrusted input (repository files, regexes
 // from ConfigMaps) and never panics on it.
 package digestref
 
@@ -16,16 +16,6 @@ import (
 // DefaultFileMatch is build-service's default when neither the ConfigMap nor the
 // PipelineRun annotation names files.
 var DefaultFileMatch = []string{`.*Dockerfile.*`, `.*.yaml`, `.*Containerfile.*`}
-
-// skipMarker is Pipelines as Code's regex (pkg/provider/provider.go): case-sensitive,
-// lowercase, brackets required. PaC checks it on the HEAD commit message only.
-var skipMarker = regexp.MustCompile(`\[(skip ci|ci skip|skip tkn|tkn skip)\]`)
-
-// SkipMarker is the marker nudgeflow writes while it holds CI.
-const SkipMarker = "[skip ci]"
-
-// HasSkipMarker reports whether msg holds a Pipelines as Code skip marker.
-func HasSkipMarker(msg string) bool { return skipMarker.MatchString(msg) }
 
 // FileMatcher selects repository-relative paths by Renovate fileMatch regexes: a path
 // is selected when any regex matches anywhere in it (RegExp.test, not a full match).
@@ -62,6 +52,40 @@ func (m *FileMatcher) Match(path string) bool {
 	}
 	return false
 }
+
+// Reference is an image reference split into its parts:
+// `<Repository>(:<Tag>)?(@<Digest>)?`. The repository keeps a registry port.
+type Reference struct {
+	Repository, Tag, Digest string
+}
+
+// ParseReference splits ref. The digest is what follows the "@"; the tag is what
+// follows the last ":" after the last "/", so the port of a registry host
+// (registry:5000/org/img) is never mistaken for a tag. It does not validate: see
+// ValidImage and ValidDigest for untrusted input.
+func ParseReference(ref string) Reference {
+	name, digest, _ := strings.Cut(ref, "@")
+	r := Reference{Repository: name, Digest: digest}
+	if colon := strings.LastIndex(name, ":"); colon > strings.LastIndex(name, "/") {
+		r.Repository, r.Tag = name[:colon], name[colon+1:]
+	}
+	return r
+}
+
+// Tagged is the reference without its digest: `<Repository>(:<Tag>)?`.
+func (r Reference) Tagged() string {
+	if r.Tag == "" {
+		return r.Repository
+	}
+	return r.Repository + ":" + r.Tag
+}
+
+// Repository is the image repository of ref, without tag or digest.
+func Repository(ref string) string { return ParseReference(ref).Repository }
+
+// PullSpec pins the repository of image (any tag or digest dropped) to digest:
+// `<repository>@<digest>`, the reference nudges write.
+func PullSpec(image, digest string) string { return Repository(image) + "@" + digest }
 
 var (
 	digestRE = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)

@@ -11,24 +11,6 @@ var (
 	dn = "sha256:" + strings.Repeat("a", 64)
 )
 
-func TestHasSkipMarker(t *testing.T) {
-	for msg, want := range map[string]bool{
-		"update [skip ci]":        true,
-		"[ci skip] x":             true,
-		"x [skip tkn]":            true,
-		"[tkn skip]":              true,
-		"[SKIP CI]":               false,
-		"skip ci":                 false,
-		"[skip  ci]":              false,
-		"title\n\nbody [skip ci]": true,
-		"":                        false,
-	} {
-		if got := HasSkipMarker(msg); got != want {
-			t.Errorf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
-		}
-	}
-}
-
 func TestFileMatcher(t *testing.T) {
 	def, err := NewFileMatcher(nil)
 	if err != nil {
@@ -139,16 +121,51 @@ func FuzzRewrite(f *testing.F) {
 	})
 }
 
-func FuzzHasSkipMarker(f *testing.F) {
-	f.Add("x [skip ci]")
-	f.Fuzz(func(t *testing.T, msg string) {
-		got := HasSkipMarker(msg)
-		want := false
-		for _, m := range []string{"[skip ci]", "[ci skip]", "[skip tkn]", "[tkn skip]"} {
-			want = want || strings.Contains(msg, m)
+func TestParseReference(t *testing.T) {
+	for _, tc := range []struct {
+		ref  string
+		want Reference
+	}{
+		{"quay.io/org/img", Reference{Repository: "quay.io/org/img"}},
+		{"quay.io/org/img:v1", Reference{Repository: "quay.io/org/img", Tag: "v1"}},
+		{"quay.io/org/img@" + d1, Reference{Repository: "quay.io/org/img", Digest: d1}},
+		{"quay.io/org/img:v1@" + d1, Reference{Repository: "quay.io/org/img", Tag: "v1", Digest: d1}},
+		{"registry.local:5000/org/img", Reference{Repository: "registry.local:5000/org/img"}},
+		{"registry.local:5000/org/img:on-push-abc", Reference{Repository: "registry.local:5000/org/img", Tag: "on-push-abc"}},
+		{"registry.local:5000/org/img@" + d1, Reference{Repository: "registry.local:5000/org/img", Digest: d1}},
+		{"registry.local:5000/org/img:v1@" + d1, Reference{Repository: "registry.local:5000/org/img", Tag: "v1", Digest: d1}},
+		{"127.0.0.1:5000/img:v1", Reference{Repository: "127.0.0.1:5000/img", Tag: "v1"}},
+		// Without a "/", a ":" can only start a tag (Docker reads busybox:5000 the same way).
+		{"img:v1", Reference{Repository: "img", Tag: "v1"}},
+		{"", Reference{}},
+	} {
+		got := ParseReference(tc.ref)
+		if got != tc.want {
+			t.Errorf("ParseReference(%q) = %+v, want %+v", tc.ref, got, tc.want)
 		}
-		if got != want {
-			t.Fatalf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
+		if got.Repository != Repository(tc.ref) {
+			t.Errorf("Repository(%q) = %q, want %q", tc.ref, Repository(tc.ref), got.Repository)
 		}
-	})
+	}
+}
+
+func TestReferenceTaggedAndPullSpec(t *testing.T) {
+	for ref, tagged := range map[string]string{
+		"registry.local:5000/org/img:v1@" + d1: "registry.local:5000/org/img:v1",
+		"registry.local:5000/org/img@" + d1:    "registry.local:5000/org/img",
+		"quay.io/org/img:v1":                   "quay.io/org/img:v1",
+	} {
+		if got := ParseReference(ref).Tagged(); got != tagged {
+			t.Errorf("ParseReference(%q).Tagged() = %q, want %q", ref, got, tagged)
+		}
+	}
+	for image, want := range map[string]string{
+		"registry.local:5000/org/img:v1":       "registry.local:5000/org/img@" + d2,
+		"registry.local:5000/org/img:v1@" + d1: "registry.local:5000/org/img@" + d2,
+		"quay.io/org/img":                      "quay.io/org/img@" + d2,
+	} {
+		if got := PullSpec(image, d2); got != want {
+			t.Errorf("PullSpec(%q) = %q, want %q", image, got, want)
+		}
+	}
 }

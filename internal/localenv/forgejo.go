@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 // Gitea is the real Forgejo/Gitea API server of the test world: the Gitea binary that
@@ -843,13 +844,11 @@ func (f *Forgejo) CIEvents(ctx context.Context, owner, name string) ([]ForgejoCI
 }
 
 // ciWatcher receives the webhooks and applies Pipelines as Code's rules for
-// Gitea/Forgejo (pkg/provider/gitea/detect.go, pkg/adapter/sinker.go): a
-// pull_request event whose action is opened, synchronize(d) or reopened starts a
-// build unless the head commit's message holds a skip marker, read through the API
-// when the event arrives, as PaC's GetCommitInfo does. edited (title, description,
-// a lifted WIP prefix) starts none; label_updated only matches on-label pipelines
-// (nudgeflow labels nothing); closed cancels. Pushes to a PR branch match no Konflux
-// PipelineRun (they build pushes to the default branch only), so they are not builds.
+// Gitea/Forgejo (package pac: GiteaBuilds, then Decide): an event that builds
+// starts one unless the head commit's message holds a skip marker, read through the
+// API when the event arrives, as PaC's GetCommitInfo does. The test server trusts
+// every author (no ACL). Pushes to a PR branch match no Konflux PipelineRun (they
+// build pushes to the default branch only), so they are not builds.
 type ciWatcher struct {
 	f   *Forgejo
 	srv *loopbackServer
@@ -893,8 +892,6 @@ func (w *ciWatcher) changed() <-chan struct{} {
 	return w.notify
 }
 
-var skipMarker = regexp.MustCompile(`\[(skip ci|ci skip|skip tkn|tkn skip)\]`)
-
 func (w *ciWatcher) receive(rw http.ResponseWriter, r *http.Request) {
 	data, _ := io.ReadAll(r.Body)
 	rw.WriteHeader(http.StatusOK)
@@ -908,11 +905,10 @@ func (w *ciWatcher) receive(rw http.ResponseWriter, r *http.Request) {
 	}
 	repo, sha := ev.Repository.FullName, ev.PullRequest.Head.SHA
 	build := false
-	switch ev.Action {
-	case "opened", "synchronize", "synchronized", "reopened":
+	if pac.GiteaBuilds(ev.Action) {
 		owner, name, _ := strings.Cut(repo, "/")
 		c, err := w.f.Commit(owner, name, sha)
-		build = err == nil && !skipMarker.MatchString(c.Message)
+		build = err == nil && pac.Decide(pac.Event{Builds: true, HeadMessage: c.Message}, pac.ACL{}) == pac.Run
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -1,5 +1,6 @@
-// Package nudges registers issue 5's workflows and activities on a worker: the
-// Nudge and ValidatedNudge workflows and the Renovate activities.
+// Package nudges registers nudging on a worker: the Nudge workflow (one build
+// nudged into one target now), the ValidatedNudge workflow (a nudge that waits for
+// its gating ComponentGroup's tests) and the Renovate activities both run.
 package nudges
 
 import (

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 const (
@@ -142,7 +143,7 @@ func Render(in Input) string {
 			"or add the reference.\n\n", strings.Join(names, ", "), strings.Join(patterns, ", "))
 	}
 	if in.Hold {
-		b.WriteString(digestref.SkipMarker + "\n\n")
+		b.WriteString(pac.SkipMarker + "\n\n")
 		if in.NoDraft {
 			b.WriteString("This repository does not allow draft pull requests, so this PR is open for review, but it is " +
 				"held: the directive above and nudgeflow's commits keep Pipelines as Code from triggering builds until " +
@@ -175,7 +176,7 @@ func sectionSum(section string) string {
 	for _, line := range strings.Split(strings.ReplaceAll(section, "\r\n", "\n"), "\n") {
 		line = strings.TrimRight(line, " \t")
 		switch {
-		case strings.HasPrefix(line, statePrefix), line == "", digestref.HasSkipMarker(line) && len(line) < 16:
+		case strings.HasPrefix(line, statePrefix), line == "", pac.HasSkipMarker(line) && len(line) < 16:
 			continue
 		}
 		if m := checkboxRE.FindStringSubmatch(line); m != nil {
@@ -224,7 +225,7 @@ var checkboxRE = regexp.MustCompile(`(?m)^\s*[-*]\s+\[([ xX])\]\s+(.*?)\s*$`)
 // Parse reads a description (untrusted).
 func Parse(body string) Parsed {
 	body = strings.ReplaceAll(body, "\r\n", "\n")
-	p := Parsed{SkipMarker: digestref.HasSkipMarker(body)}
+	p := Parsed{SkipMarker: pac.HasSkipMarker(body)}
 	i := strings.Index(body, Begin)
 	j := strings.LastIndex(body, End)
 	if i < 0 || j < i {

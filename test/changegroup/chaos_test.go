@@ -20,6 +20,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -353,8 +354,8 @@ func (s *scenario) csvDigestsAt(sha string) map[string]string {
 	}
 	for _, line := range strings.Split(body, "\n") {
 		if _, ref, ok := strings.Cut(line, "image: "); ok {
-			repo, dig, _ := strings.Cut(ref, "@")
-			out[strings.TrimPrefix(repo, "quay.io/org/")] = dig
+			image := digestref.ParseReference(ref)
+			out[strings.TrimPrefix(image.Repository, "quay.io/org/")] = image.Digest
 		}
 	}
 	return out

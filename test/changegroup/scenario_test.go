@@ -15,12 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -181,13 +180,8 @@ func (s *scenario) buildRunWith(component, digest string, completedAt time.Time,
 	}
 	require.NoError(s.t, s.w.Kube.Create(ctx, build))
 	require.NoError(s.t, world.SetStatus(ctx, s.w.Kube, build, func() {
-		build.Status.StartTime = &metav1.Time{Time: completedAt.Add(-time.Minute)}
-		build.Status.CompletionTime = &metav1.Time{Time: completedAt}
-		build.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}
-		build.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageOf(component) + ":on-push-abc")},
-			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
-		}
+		konflux.SucceededBuild{ImageURL: imageOf(component) + ":on-push-abc", Digest: digest,
+			Started: completedAt.Add(-time.Minute), Completed: completedAt}.WriteStatus(build)
 	}))
 	return build
 }
@@ -241,8 +235,8 @@ func (s *scenario) csvDigests(ref string) map[string]string {
 	out := map[string]string{}
 	for _, line := range strings.Split(body, "\n") {
 		if _, ref, ok := strings.Cut(line, "image: "); ok {
-			repo, dig, _ := strings.Cut(ref, "@")
-			out[strings.TrimPrefix(repo, "quay.io/org/")] = dig
+			image := digestref.ParseReference(ref)
+			out[strings.TrimPrefix(image.Repository, "quay.io/org/")] = image.Digest
 		}
 	}
 	return out

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"knative.dev/pkg/apis"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -245,14 +244,10 @@ func pushBuild(t *testing.T, w *world.World, ns, component string, n int) *tekto
 			builds.AnnotationRepo: fmt.Sprintf("https://github.com/org/%s?rev=%040x", component, n)},
 	}, Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}}}
 	require.NoError(t, w.Kube.Create(ctx, plr))
-	start := metav1.NewTime(time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC))
+	start := time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC)
 	require.NoError(t, world.SetStatus(ctx, w.Kube, plr, func() {
-		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-		plr.Status.StartTime, plr.Status.CompletionTime = &start, &start
-		plr.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues(fmt.Sprintf("quay.io/org/%s:rev%d", component, n))},
-			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digestOf(component, n))},
-		}
+		konflux.SucceededBuild{ImageURL: fmt.Sprintf("quay.io/org/%s:rev%d", component, n), Digest: digestOf(component, n),
+			Started: start, Completed: start}.WriteStatus(plr)
 	}))
 	return plr
 }

@@ -53,6 +53,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -87,7 +88,6 @@ func succeeded(plr *tektonv1.PipelineRun) bool {
 // names differ). The pipeline is a placeholder: nothing here runs it.
 func nudgeRun(build *tektonv1.PipelineRun, name, createdBy string, targets []string) *tektonv1.PipelineRun {
 	imageURL, _ := konflux.BuildResults(build)
-	repo, tag := renovate.SplitImage(imageURL)
 	commit := renovate.CommitFromRepoLink(build.Annotations[builds.AnnotationRepo])
 	return &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{
@@ -96,7 +96,7 @@ func nudgeRun(build *tektonv1.PipelineRun, name, createdBy string, targets []str
 			Annotations: map[string]string{
 				konflux.AnnotationNudged:     strings.Join(targets, " "),
 				konflux.AnnotationNudging:    build.Labels[builds.LabelComponent],
-				konflux.AnnotationNudgingImg: repo + ":" + tag,
+				konflux.AnnotationNudgingImg: digestref.ParseReference(imageURL).Tagged(),
 				konflux.AnnotationNudgingPLR: build.Name,
 				konflux.AnnotationNudgingSHA: commit,
 			},

@@ -36,6 +36,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localbridge"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
@@ -255,14 +256,12 @@ func (f *fixture) newBuild(component string, n int, extraLabels, extraAnnotation
 func (f *fixture) succeed(plr *tektonv1.PipelineRun, n int) {
 	f.t.Helper()
 	component := plr.Labels[builds.LabelComponent]
-	start := metav1.NewTime(time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC))
+	// Started on a fixed clock (builds are ordered by it); finished now, as the
+	// fixture's builds succeed while the test runs.
+	start := time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC)
 	require.NoError(f.t, world.SetStatus(f.ctx, f.w.Kube, plr, func() {
-		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-		plr.Status.StartTime = &start
-		plr.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: builds.ResultImageURL, Value: *tektonv1.NewStructuredValues(fmt.Sprintf("quay.io/org/%s:rev%d", component, n))},
-			{Name: builds.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digestOf(n))},
-		}
+		konflux.SucceededBuild{ImageURL: fmt.Sprintf("quay.io/org/%s:rev%d", component, n), Digest: digestOf(n),
+			Started: start, Completed: time.Now()}.WriteStatus(plr)
 	}))
 }
 

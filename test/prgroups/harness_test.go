@@ -14,8 +14,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"knative.dev/pkg/apis"
-	duckv1 "knative.dev/pkg/apis/duck/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
@@ -96,14 +94,8 @@ func (s *scenario) build(component string, annotations map[string]string, digest
 	}
 	require.NoError(s.t, s.w.Kube.Create(ctx, plr))
 	require.NoError(s.t, world.SetStatus(ctx, s.w.Kube, plr, func() {
-		now := metav1.Now()
-		plr.Status.StartTime = &now
-		plr.Status.CompletionTime = &now
-		plr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}
-		plr.Status.Results = []tektonv1.PipelineRunResult{
-			{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues(imageOf(component) + ":tag")},
-			{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues(digest)},
-		}
+		now := time.Now()
+		konflux.SucceededBuild{ImageURL: imageOf(component) + ":tag", Digest: digest, Started: now, Completed: now}.WriteStatus(plr)
 	}))
 	return plr
 }

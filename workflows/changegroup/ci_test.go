@@ -11,7 +11,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 // The tests of the CIStarted watch: two members build a minute apart (the first

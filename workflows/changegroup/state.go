@@ -11,6 +11,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 )
 
 // Component is one nudging component's progress inside the workflow.
@@ -339,7 +340,7 @@ func (s *State) applyBuild(now time.Time, b ComponentBuilt, handBack bool) (bool
 	c.PipelineRun = b.PipelineRun
 	c.BuildPipelineRun, c.BuildUID = b.BuildPipelineRun, b.BuildUID
 	if c.Image == "" {
-		c.Image = imageOf(b.PullSpec)
+		c.Image = digestref.Repository(b.PullSpec)
 	}
 	c.State = appstudiov1alpha1.ComponentReady
 	s.LastBuildAt = now
@@ -628,13 +629,4 @@ func appendUnique(list []string, v string) []string {
 		}
 	}
 	return append(list, v)
-}
-
-// imageOf strips the digest and tag from a pull spec: quay.io/o/r:t@sha256:x -> quay.io/o/r.
-func imageOf(pullSpec string) string {
-	repo, _, _ := strings.Cut(pullSpec, "@")
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	return repo
 }

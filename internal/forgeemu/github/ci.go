@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 // What Pipelines as Code leaves on commits, and the REST reads of it: commit

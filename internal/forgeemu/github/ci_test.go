@@ -8,7 +8,7 @@ import (
 
 	gogithub "github.com/google/go-github/v92/github"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 var maintainer = User{Login: "maintainer", Name: "Maintainer", Email: "maintainer@example.com"}

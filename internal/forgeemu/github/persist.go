@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 // stateVersion is bumped when the saved shape changes incompatibly.

@@ -5,7 +5,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 func client(t *testing.T, s *Server, token string) *gl.Client {

@@ -34,7 +34,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/pac"
+	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
 // User is an account a token authenticates as.

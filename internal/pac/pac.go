@@ -1,9 +1,10 @@
-// Package pac is Pipelines as Code's decision for the forge emulators, in one place
-// for the GitHub and the GitLab emulator: which pull request events start a
-// pipeline run, when the skip marker holds it back, whether the event's author is
-// allowed to run CI (PaC's ACL), and what an `/ok-to-test` comment does. It also
-// spells the reports PaC leaves on a commit, in PaC's own words, so the emulators
-// show nudgeflow what a real PaC would. Everything here is read from
+// Package pac holds Pipelines as Code's rules, in one place for nudgeflow and for
+// the forges it is tested against: which pull request events start a pipeline run
+// on each forge, the skip marker that holds one back, whether the event's author
+// may run CI (PaC's ACL), what an `/ok-to-test` comment does, and the words of the
+// reports PaC leaves on a commit. nudgeflow holds CI with the marker and reads the
+// reports (activities/forge ClassifyCI); the forge emulators and the Forgejo CI
+// watcher count pipeline runs by the same rules. Everything here is read from
 // tektoncd/pipelines-as-code at 707a00d (2026-08-19); each rule names its source.
 package pac
 
@@ -11,9 +12,18 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
 )
+
+// skipMarker is PaC's regex (pkg/provider/provider.go): case-sensitive, lowercase,
+// brackets required. PaC checks it on the head commit message only, never on the
+// pull request's title or description.
+var skipMarker = regexp.MustCompile(`\[(skip ci|ci skip|skip tkn|tkn skip)\]`)
+
+// SkipMarker is the marker nudgeflow writes while it holds CI.
+const SkipMarker = "[skip ci]"
+
+// HasSkipMarker reports whether msg holds a skip marker.
+func HasSkipMarker(msg string) bool { return skipMarker.MatchString(msg) }
 
 // GitHubBuilds reports whether a GitHub pull_request action is one PaC runs
 // pipelines on (pkg/provider/github/detect.go pullRequestOpenSyncEvent); edited,
@@ -21,6 +31,19 @@ import (
 func GitHubBuilds(action string) bool {
 	switch action {
 	case "opened", "synchronize", "synchronized", "reopened", "ready_for_review":
+		return true
+	}
+	return false
+}
+
+// GiteaBuilds reports whether a Gitea/Forgejo pull_request action is one PaC runs
+// pipelines on (pkg/provider/gitea/detect.go): opened, synchronize(d) and reopened.
+// edited (title, description, a lifted WIP prefix) never is, and nor is lifting a
+// draft: Gitea has no ready_for_review. label_updated matches only on-label
+// pipelines, which nudgeflow never triggers (it labels nothing).
+func GiteaBuilds(action string) bool {
+	switch action {
+	case "opened", "synchronize", "synchronized", "reopened":
 		return true
 	}
 	return false
@@ -89,7 +112,7 @@ func Decide(ev Event, acl ACL) Outcome {
 	switch {
 	case !ev.Builds:
 		return Nothing
-	case digestref.HasSkipMarker(ev.HeadMessage):
+	case HasSkipMarker(ev.HeadMessage):
 		return Skipped
 	case acl.Allows(ev.Sender):
 		return Run
@@ -122,23 +145,32 @@ func OkToTestRuns(comment string, acl ACL, commenter string, ranForSHA bool) boo
 const (
 	ApplicationName = "Pipelines as Code CI"
 	// PendingApprovalTitle is the check run title and the commit status
-	// description of an event waiting for approval (pkg/pipelineascode/match.go,
-	// pkg/provider/github/status.go pendingApproval).
+	// description of an event waiting for approval, on every forge
+	// (pkg/pipelineascode/match.go, pkg/provider/github/status.go pendingApproval).
 	PendingApprovalTitle = "Pending approval, waiting for an /ok-to-test"
 	// StartedTitle is a running pipeline's title on GitHub and Gitea
 	// (CreateStatus: Status in_progress).
 	StartedTitle = "CI has Started"
+	// SkippedTitle is the neutral report on a commit whose skip marker held CI
+	// (pkg/adapter/sinker.go createSkipCIStatus): no pipeline ran.
+	SkippedTitle = "CI Skipped"
+	// NotAllowedPhrase is in every "not allowed" text (NotAllowedText).
+	NotAllowedPhrase = "is not allowed to trigger CI"
+	// WaitingForApprovalPhrase ends PendingApprovalSummary; PaC itself recognises
+	// its waiting check run by a title holding "Pending" and a summary holding this
+	// (pkg/provider/github/status.go isPendingApprovalCheckrun).
+	WaitingForApprovalPhrase = "is waiting for approval"
 )
 
 // NotAllowedText is the text PaC gives the pending report: who may not trigger CI,
 // and through which event (pkg/pipelineascode/errors.go checkAccessOrError).
 func NotAllowedText(sender, trigger string) string {
-	return fmt.Sprintf("User %s is not allowed to trigger CI via %s in this repo.", sender, trigger)
+	return fmt.Sprintf("User %s %s via %s in this repo.", sender, NotAllowedPhrase, trigger)
 }
 
 // PendingApprovalSummary is a GitHub check run's summary for the wait
 // (pkg/provider/github/status.go CreateStatus, ConclusionPending with a title).
-const PendingApprovalSummary = ApplicationName + " is waiting for approval."
+const PendingApprovalSummary = ApplicationName + " " + WaitingForApprovalPhrase + "."
 
 // RunName is the name of the check run or status context of a pipeline run: the
 // application name, then the PipelineRun's name (pkg/provider/provider.go GetCheckName).

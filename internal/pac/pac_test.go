@@ -1,6 +1,9 @@
 package pac
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestDecide(t *testing.T) {
 	open := ACL{}
@@ -27,11 +30,35 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+func TestHasSkipMarker(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"update [skip ci]":        true,
+		"[ci skip] x":             true,
+		"x [skip tkn]":            true,
+		"[tkn skip]":              true,
+		"[SKIP CI]":               false,
+		"skip ci":                 false,
+		"[skip  ci]":              false,
+		"title\n\nbody [skip ci]": true,
+		"":                        false,
+	} {
+		if got := HasSkipMarker(msg); got != want {
+			t.Errorf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}
+
 func TestProviderEventRules(t *testing.T) {
 	for action, want := range map[string]bool{"opened": true, "synchronize": true, "synchronized": true, "reopened": true,
 		"ready_for_review": true, "edited": false, "closed": false, "converted_to_draft": false} {
 		if GitHubBuilds(action) != want {
 			t.Errorf("GitHubBuilds(%q) = %v, want %v", action, !want, want)
+		}
+	}
+	for action, want := range map[string]bool{"opened": true, "synchronize": true, "synchronized": true, "reopened": true,
+		"ready_for_review": false, "edited": false, "label_updated": false, "closed": false} {
+		if GiteaBuilds(action) != want {
+			t.Errorf("GiteaBuilds(%q) = %v, want %v", action, !want, want)
 		}
 	}
 	for _, tc := range []struct {
@@ -80,4 +107,18 @@ func TestOkToTestRuns(t *testing.T) {
 	if OkToTestRuns("lgtm", acl, "maintainer", false) {
 		t.Error("a comment without the command must not run")
 	}
+}
+
+func FuzzHasSkipMarker(f *testing.F) {
+	f.Add("x [skip ci]")
+	f.Fuzz(func(t *testing.T, msg string) {
+		got := HasSkipMarker(msg)
+		want := false
+		for _, m := range []string{"[skip ci]", "[ci skip]", "[skip tkn]", "[tkn skip]"} {
+			want = want || strings.Contains(msg, m)
+		}
+		if got != want {
+			t.Fatalf("HasSkipMarker(%q) = %v, want %v", msg, got, want)
+		}
+	})
 }
