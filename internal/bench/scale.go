@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +35,9 @@ const (
 	// bridgeMemoryLimit is the bridge's memory limit in deploy/ and its GOMEMLIMIT.
 	bridgeMemoryLimit = "512MiB"
 	nsScaleProbe      = "bench-scale-probe"
+	// bridgeRSSCeiling stops a bridge that outgrows four times its pod's limit (in
+	// the pod it was OOMKilled long before): the machine is shared.
+	bridgeRSSCeiling = 2 << 30
 )
 
 // benchBridgeScale: PipelineRuns PipelineRuns like a Konflux cluster's (see
@@ -107,13 +111,8 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 		}
 	}()
 	err = parallel(ctx, n, scaleWriters, func(ctx context.Context, i int) error {
-		plr := scaleRun(i, pipelineSpec)
-		if err := c.Create(ctx, plr); err != nil {
-			return fmt.Errorf("creating PipelineRun %d: %w", i, err)
-		}
-		finishScaleRun(plr, i, pipelineSpec)
-		if err := c.Status().Update(ctx, plr); err != nil {
-			return fmt.Errorf("writing the status of PipelineRun %s/%s: %w", plr.Namespace, plr.Name, err)
+		if err := writeScaleRun(ctx, c, i, pipelineSpec); err != nil {
+			return err
 		}
 		progress <- struct{}{}
 		return nil
@@ -126,6 +125,47 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 		s.progress("a build PipelineRun weighs %.1f KB as JSON", float64(size)/1024)
 	}
 	return time.Since(began), nil
+}
+
+// writeScaleRun creates the i-th run and writes its status. An API server this
+// loaded drops a connection now and then: each write is tried again, and a create
+// that went through before its answer was lost is found by its name.
+func writeScaleRun(ctx context.Context, c ctrlclient.Client, i int, pipelineSpec *tektonv1.PipelineSpec) error {
+	plr := scaleRun(i, pipelineSpec)
+	plr.Name, plr.GenerateName = fmt.Sprintf("%s%06d", plr.GenerateName, i), ""
+	key := ctrlclient.ObjectKeyFromObject(plr)
+	err := retryTransient(ctx, func() error {
+		err := c.Create(ctx, plr)
+		if apierrors.IsAlreadyExists(err) {
+			return c.Get(ctx, key, plr)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("creating PipelineRun %s: %w", key, err)
+	}
+	finishScaleRun(plr, i, pipelineSpec)
+	if err := retryTransient(ctx, func() error { return c.Status().Update(ctx, plr) }); err != nil {
+		return fmt.Errorf("writing the status of PipelineRun %s: %w", key, err)
+	}
+	return nil
+}
+
+// retryTransient runs write until it succeeds, fails for a reason a retry does not
+// change (invalid, forbidden, a conflict), or failed five times.
+func retryTransient(ctx context.Context, write func() error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if err = write(); err == nil || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsConflict(err) || apierrors.IsBadRequest(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(time.Duration(attempt+1) * time.Second):
+		}
+	}
+	return err
 }
 
 // objectSize is the JSON size of the first build PipelineRun of ns.
@@ -165,8 +205,17 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 		if err := p.exited(); err != nil {
 			return false, &fatalError{err}
 		}
+		if rss, _, err := memory(p.pid()); err == nil && rss > bridgeRSSCeiling {
+			return false, &fatalError{errOverCeiling{rss: rss, after: time.Since(began)}}
+		}
 		return controllersStarted(logPath)
 	}); err != nil {
+		var over errOverCeiling
+		if errors.As(err, &over) {
+			s.progress("bridge %s stopped before its cache synced: RSS %.0f MiB after %s, over %d MiB", binary, mb(over.rss), over.after.Round(time.Second), bridgeRSSCeiling>>20)
+			s.result("bridge-scale plrs=%d rss_mib=%.0f intercept_p99_ms=NaN sync_s=NaN", s.opts.PipelineRuns, mb(over.rss))
+			return nil
+		}
 		return err
 	}
 	synced := time.Since(began)
@@ -247,6 +296,16 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 	s.result("bridge-scale plrs=%d rss_mib=%.0f intercept_p99_ms=%.3f sync_s=%.1f", s.opts.PipelineRuns, mb(rss),
 		float64(handler.quantile(0.99))/float64(time.Millisecond), synced.Seconds())
 	return nil
+}
+
+// errOverCeiling: the bridge's RSS passed bridgeRSSCeiling.
+type errOverCeiling struct {
+	rss   int64
+	after time.Duration
+}
+
+func (e errOverCeiling) Error() string {
+	return fmt.Sprintf("RSS %.0f MiB after %s, over %d MiB", mb(e.rss), e.after.Round(time.Second), bridgeRSSCeiling>>20)
 }
 
 // controllersStarted reads the bridge's (controller-runtime's JSON) log: every

@@ -22,7 +22,7 @@ import (
 // the bridge has no business with.
 const (
 	scaleNamespaces = 50 // tenant namespaces the runs spread over
-	scaleTasks      = 24 // tasks of a docker-build-oci-ta pipeline, roughly
+	scaleTasks      = 18 // tasks of a docker-build-oci-ta pipeline, roughly
 )
 
 // scaleKind is the kind of the i-th run: 70% builds (half push, half pull
