@@ -190,26 +190,23 @@ func (c *pipelineRunCache) GetInformer(ctx context.Context, obj ctrlclient.Objec
 	if !c.pipelineRuns(obj) {
 		return c.Cache.GetInformer(ctx, obj, opts...)
 	}
-	builds, err := c.Cache.GetInformer(ctx, obj, opts...)
-	if err != nil {
-		return nil, err
-	}
-	nudges, err := c.nudges.GetInformer(ctx, obj, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return bothInformers{builds, nudges}, nil
+	return c.bothInformers(func(from cache.Cache) (cache.Informer, error) { return from.GetInformer(ctx, obj, opts...) })
 }
 
 func (c *pipelineRunCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	if gvk != pipelineRunGVK {
 		return c.Cache.GetInformerForKind(ctx, gvk, opts...)
 	}
-	builds, err := c.Cache.GetInformerForKind(ctx, gvk, opts...)
+	return c.bothInformers(func(from cache.Cache) (cache.Informer, error) { return from.GetInformerForKind(ctx, gvk, opts...) })
+}
+
+// bothInformers are the builds' and the nudges' PipelineRun informers as one.
+func (c *pipelineRunCache) bothInformers(get func(cache.Cache) (cache.Informer, error)) (cache.Informer, error) {
+	builds, err := get(c.Cache)
 	if err != nil {
 		return nil, err
 	}
-	nudges, err := c.nudges.GetInformerForKind(ctx, gvk, opts...)
+	nudges, err := get(c.nudges)
 	if err != nil {
 		return nil, err
 	}

@@ -144,25 +144,29 @@ func writeScaleRun(ctx context.Context, c ctrlclient.Client, i int, pipelineSpec
 	if err != nil {
 		return fmt.Errorf("creating PipelineRun %s: %w", key, err)
 	}
+	// A merge patch without a resourceVersion: tried again after a lost answer, it
+	// writes the same status instead of conflicting with itself.
+	created := plr.DeepCopy()
 	finishScaleRun(plr, i, pipelineSpec)
-	if err := retryTransient(ctx, func() error { return c.Status().Update(ctx, plr) }); err != nil {
+	if err := retryTransient(ctx, func() error { return c.Status().Patch(ctx, plr, ctrlclient.MergeFrom(created)) }); err != nil {
 		return fmt.Errorf("writing the status of PipelineRun %s: %w", key, err)
 	}
 	return nil
 }
 
 // retryTransient runs write until it succeeds, fails for a reason a retry does not
-// change (invalid, forbidden, a conflict), or failed five times.
+// change (invalid, forbidden, a conflict), or failed for about three minutes (a
+// machine shared with other jobs stalls etcd for a minute at times).
 func retryTransient(ctx context.Context, write func() error) error {
 	var err error
-	for attempt := 0; attempt < 5; attempt++ {
+	for attempt := 0; attempt < 20; attempt++ {
 		if err = write(); err == nil || apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsConflict(err) || apierrors.IsBadRequest(err) {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(time.Duration(attempt+1) * time.Second):
+		case <-time.After(time.Duration(min(attempt+1, 10)) * time.Second):
 		}
 	}
 	return err
