@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -160,6 +161,8 @@ type stack struct {
 	managers   int
 	stops      []func()
 	seeded     map[string]bool
+	// progressCount is how many PipelineRuns the bridge-scale measure has written.
+	progressCount atomic.Int64
 }
 
 // Run starts the system, runs the measures and stops everything.
