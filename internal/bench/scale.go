@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -248,6 +249,11 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 	args := []string{"--kubeconfig", s.kubeconfig, "--task-queue", taskQueue,
 		"--webhook-port", strconv.Itoa(wio.LocalServingPort), "--webhook-cert-dir", wio.LocalServingCertDir,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", "", "--forge-webhook-bind-address", ""}
+	// The bench scrapes plain HTTP on loopback; a bridge that serves its metrics
+	// over HTTPS with authentication by default is told not to.
+	if help, err := exec.CommandContext(ctx, binary, "bridge", "--help").CombinedOutput(); err == nil && strings.Contains(string(help), "--metrics-secure") {
+		args = append(args, "--metrics-secure=false")
+	}
 	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.tmp.Address, "TEMPORAL_NAMESPACE="+s.tmp.Namespace, "GOMEMLIMIT="+bridgeMemoryLimit)
 	logPath := filepath.Join(s.logDir, fmt.Sprintf("bridge-scale-%d.log", n))
 	s.progress("starting %s bridge (log %s)", binary, logPath)
