@@ -32,7 +32,7 @@ line per measure:
   bridge-scale plrs=P ...                   ` + "`nudgeflow bridge`" + ` as its own process (GOMEMLIMIT 512MiB)
                                             with P PipelineRuns like a Konflux cluster's:
                                             RSS after a GC, interception p99, cache sync
-                                            (runs last; written at 45-85 per second on 2
+                                            (only with --only; runs last; written at 45-85 per second on 2
                                             cores; kube-apiserver's watch cache takes about
                                             0.5 MB per run: the writing stops when the
                                             machine has less than 2 GiB available)
@@ -73,7 +73,7 @@ Everything runs in a temporary folder; its logs are kept when a measure fails.`,
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, "the bridge's --max-concurrent-reconciles (default: the bridge's)")
 	fs.StringArrayVar(&opts.WorkerArgs, "worker-flag", nil, "extra flag of `nudgeflow worker`, for example --worker-flag=--sticky-cache-size=10000 (repeatable)")
 	fs.StringArrayVar(&opts.TemporalArgs, "temporal-flag", nil, "extra flag of `temporal server start-dev`, for example --temporal-flag=--dynamic-config-value=KEY=VALUE (repeatable)")
-	fs.StringVar(&phases, "only", "", "comma-separated measures to run: "+strings.Join(bench.Phases, ","))
+	fs.StringVar(&phases, "only", "", "comma-separated measures to run: "+strings.Join(bench.Phases, ",")+" (default: all but bridge-scale, which runs only when named)")
 	fs.BoolVar(&quick, "quick", false, "small sizes (groups 20, samples 20, builds 40, worker-groups 40, plrs 2000) for a smoke run; explicit flags still win")
 	fs.BoolVar(&opts.KeepLogs, "keep-logs", false, "keep the servers', bridge's and worker's logs")
 	fs.StringVar(&opts.ProfileDir, "profile-dir", "", "write a CPU and an allocation profile of this process (the bench and the in-process bridge) per measure into this folder (cpu-<measure>.pprof, allocs-<measure>.pprof)")
