@@ -129,6 +129,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  kube.NewScheme(),
 		Cache:                   cacheOptions(),
+		NewCache:                newCache,
 		Controller:              ctrlOpts,
 		Metrics:                 opts.Metrics.ServerOptions(opts.MetricsAddr),
 		HealthProbeBindAddress:  opts.HealthAddr,

@@ -1,24 +1,32 @@
 package bridge
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 // TestStripPipelineRunKeepsWhatTheBridgeReads: the cache transform drops the heavy
-// status fields and managedFields, and every question the bridge asks of a cached
-// PipelineRun gets the same answer as on the full object.
+// status fields, the spec but spec.status, managedFields and other services'
+// bookkeeping keys, and every question the bridge asks of a cached PipelineRun
+// gets the same answer as on the full object.
 func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 	start, done := metav1.Unix(1000, 0), metav1.Unix(1600, 0)
 	full := &tektonv1.PipelineRun{
@@ -30,6 +38,8 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 				builds.KeyEventType: "push", builds.AnnotationRepo: "https://github.com/org/operand/tree/abc",
 				renovate.AnnotationNudgeFiles: ".*Dockerfile.*", konflux.AnnotationHeldBy: "bundle=g",
 				konflux.AnnotationNudging: "operand", konflux.AnnotationNudged: "bundle",
+				"pipelinesascode.tekton.dev/sha": "abc", "pipelinesascode.tekton.dev/log-url": "https://console.example.com/abc",
+				"results.tekton.dev/record": "ns/results/abc/records/def", "chains.tekton.dev/signed": "true",
 			},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "tekton", Operation: metav1.ManagedFieldsOperationUpdate}},
 		},
@@ -67,8 +77,12 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 	require.Nil(t, got.Status.SpanContext)
 
 	want.ManagedFields = nil
-	require.Equal(t, want.ObjectMeta, got.ObjectMeta, "metadata but managedFields is kept whole (an Update from the cache writes it back)")
-	require.Equal(t, want.Spec, got.Spec, "the spec is kept whole")
+	for _, dropped := range []string{"pipelinesascode.tekton.dev/log-url", "results.tekton.dev/record", "chains.tekton.dev/signed"} {
+		require.NotContains(t, got.Annotations, dropped)
+		delete(want.Annotations, dropped)
+	}
+	require.Equal(t, want.ObjectMeta, got.ObjectMeta, "metadata but managedFields and other services' bookkeeping is kept (the bridge's own keys, Pipelines as Code's SHA)")
+	require.Equal(t, tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusCancelled}, got.Spec, "of the spec, spec.status alone")
 	require.Equal(t, want.Status.Conditions, got.Status.Conditions)
 	require.Equal(t, want.Status.Results, got.Status.Results)
 	require.Equal(t, want.Status.StartTime, got.Status.StartTime)
@@ -89,4 +103,114 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 	same, err := StripPipelineRun(other)
 	require.NoError(t, err)
 	require.Equal(t, other, same)
+}
+
+// TestPipelineRunCache runs the bridge's cache against a real API server: it holds
+// the build and nudge runs (two informers) and no other run, one informer handler
+// hears both kinds, and a finalizer, annotation or spec.status patch computed from
+// a stripped cached run leaves the spec the cache dropped whole on the server.
+func TestPipelineRunCache(t *testing.T) {
+	cp, err := localenv.StartControlPlane(localenv.ControlPlaneOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cp.Stop() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	opts := cacheOptions()
+	opts.Scheme = kube.NewScheme()
+	c, err := newCache(cp.Config, opts)
+	require.NoError(t, err)
+	go func() { _ = c.Start(ctx) }()
+	kc, err := ctrlclient.New(cp.Config, ctrlclient.Options{Scheme: opts.Scheme, Cache: &ctrlclient.CacheOptions{Reader: c}})
+	require.NoError(t, err)
+	live, err := ctrlclient.New(cp.Config, ctrlclient.Options{Scheme: opts.Scheme})
+	require.NoError(t, err)
+
+	heard := make(chan string, 10)
+	inf, err := c.GetInformer(ctx, &tektonv1.PipelineRun{})
+	require.NoError(t, err)
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
+		heard <- o.(*tektonv1.PipelineRun).Name
+	}})
+	require.NoError(t, err)
+	require.True(t, c.WaitForCacheSync(ctx))
+
+	const ns = "default"
+	spec := func() tektonv1.PipelineRunSpec {
+		return tektonv1.PipelineRunSpec{
+			PipelineRef: &tektonv1.PipelineRef{ResolverRef: tektonv1.ResolverRef{Resolver: "bundles", Params: tektonv1.Params{
+				{Name: "bundle", Value: *tektonv1.NewStructuredValues("quay.io/konflux-ci/tekton-catalog/pipeline-docker-build:0.4")}}}},
+			Params:          tektonv1.Params{{Name: "git-url", Value: *tektonv1.NewStructuredValues("https://github.com/org/operand")}},
+			Workspaces:      []tektonv1.WorkspaceBinding{{Name: "git-auth", Secret: &corev1.SecretVolumeSource{SecretName: "git-auth"}}},
+			TaskRunTemplate: tektonv1.PipelineTaskRunTemplate{ServiceAccountName: "build-pipeline-operand"},
+		}
+	}
+	run := func(name string, labels map[string]string) *tektonv1.PipelineRun {
+		plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels,
+			Annotations: map[string]string{"pipelinesascode.tekton.dev/log-url": "https://console.example.com/" + name}}, Spec: spec()}
+		require.NoError(t, live.Create(ctx, plr))
+		return plr
+	}
+	run("operand-on-push-1", map[string]string{builds.LabelPipelineType: builds.PipelineTypeBuild, builds.LabelComponent: "operand"})
+	nudge := run("renovate-1", map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue})
+	run("app-enterprise-contract-1", map[string]string{builds.LabelPipelineType: "test"}) // an integration test
+	run("managed-1", nil)                                                                 // a release pipeline
+	nudge.Spec.PipelineRef, nudge.Spec.PipelineSpec = nil, &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{Name: "renovate"}}}
+	require.NoError(t, live.Delete(ctx, nudge))
+	nudge.ResourceVersion = ""
+	require.NoError(t, live.Create(ctx, nudge)) // a nudge embeds its pipeline
+
+	seen := map[string]bool{}
+	listsBoth := func() bool {
+		var list tektonv1.PipelineRunList
+		require.NoError(t, kc.List(ctx, &list, ctrlclient.InNamespace(ns)))
+		return len(list.Items) == 2
+	}
+	require.Eventually(t, listsBoth, 30*time.Second, 50*time.Millisecond, "the cache lists the build and the nudge")
+	for len(heard) > 0 {
+		seen[<-heard] = true
+	}
+	require.True(t, seen["operand-on-push-1"] && seen["renovate-1"], "one handler hears both informers: %v", seen)
+
+	// The runs of neither kind are not cached: read through the cache, they are not found.
+	var other tektonv1.PipelineRun
+	for _, name := range []string{"app-enterprise-contract-1", "managed-1"} {
+		require.True(t, apierrors.IsNotFound(kc.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, &other)), name)
+		require.False(t, seen[name], name)
+	}
+	var nudges tektonv1.PipelineRunList
+	require.NoError(t, kc.List(ctx, &nudges, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{konflux.LabelNudgeType: konflux.NudgeTypeValue}))
+	require.Len(t, nudges.Items, 1)
+	require.Equal(t, "renovate-1", nudges.Items[0].Name)
+
+	// A finalizer and an annotation patched from the stripped cached build.
+	var build tektonv1.PipelineRun
+	require.NoError(t, kc.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "operand-on-push-1"}, &build))
+	require.Nil(t, build.Spec.Params, "the cached build is stripped")
+	require.NotContains(t, build.Annotations, "pipelinesascode.tekton.dev/log-url")
+	before := build.DeepCopy()
+	build.Finalizers = append(build.Finalizers, konflux.FinalizerBuildRouting)
+	build.Annotations[konflux.AnnotationNudgeRouted] = "operand"
+	require.NoError(t, kc.Patch(ctx, &build, ctrlclient.MergeFromWithOptions(before, ctrlclient.MergeFromWithOptimisticLock{})))
+	var onServer tektonv1.PipelineRun
+	require.NoError(t, live.Get(ctx, ctrlclient.ObjectKeyFromObject(&build), &onServer))
+	require.Equal(t, spec(), onServer.Spec, "the spec the cache dropped is whole on the server")
+	require.Contains(t, onServer.Finalizers, konflux.FinalizerBuildRouting)
+	require.Equal(t, "operand", onServer.Annotations[konflux.AnnotationNudgeRouted])
+	require.Equal(t, "https://console.example.com/operand-on-push-1", onServer.Annotations["pipelinesascode.tekton.dev/log-url"],
+		"an annotation the cache dropped is kept on the server")
+
+	// spec.status patched from the stripped cached nudge (as the held-nudge reconciler cancels).
+	var cached tektonv1.PipelineRun
+	require.Eventually(t, func() bool {
+		return kc.Get(ctx, ctrlclient.ObjectKeyFromObject(nudge), &cached) == nil && cached.UID == nudge.UID
+	}, 30*time.Second, 50*time.Millisecond)
+	require.Nil(t, cached.Spec.PipelineSpec, "the cached nudge is stripped")
+	before = cached.DeepCopy()
+	cached.Spec.Status = tektonv1.PipelineRunSpecStatusCancelled
+	require.NoError(t, kc.Patch(ctx, &cached, ctrlclient.MergeFrom(before)))
+	require.NoError(t, live.Get(ctx, ctrlclient.ObjectKeyFromObject(nudge), &onServer))
+	require.EqualValues(t, tektonv1.PipelineRunSpecStatusCancelled, onServer.Spec.Status)
+	require.Equal(t, nudge.Spec.PipelineSpec, onServer.Spec.PipelineSpec, "the embedded pipeline the cache dropped is whole on the server")
+	require.Equal(t, nudge.Spec.Params, onServer.Spec.Params)
 }

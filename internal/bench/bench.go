@@ -8,6 +8,8 @@
 //	bench intercept groups=N ...               nudge PipelineRun interception, N active groups vs none
 //	bench changegroup-admission groups=N ...   ChangeGroup create admission, N groups vs none
 //	bench worker groups=G ...                  worker RSS with G open, idle ChangeGroups
+//	bridge-scale plrs=P ...                    `nudgeflow bridge` (its own process) with P PipelineRuns
+//	                                           in the cluster: RSS, interception p99, cache sync
 //
 // Waits are on conditions with deadlines (counted signals, CR status, the task
 // queue's backlog, Temporal visibility), never on sleeps. The ChangeGroup workflows
@@ -25,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -51,10 +54,11 @@ const (
 	PhaseIntercept = "intercept"
 	PhaseAdmission = "changegroup-admission"
 	PhaseWorker    = "worker"
+	PhaseScale     = "bridge-scale"
 )
 
 // Phases are every measure, in order.
-var Phases = []string{PhaseBridge, PhaseIntercept, PhaseAdmission, PhaseWorker}
+var Phases = []string{PhaseBridge, PhaseIntercept, PhaseAdmission, PhaseWorker, PhaseScale}
 
 // Options size the bench.
 type Options struct {
@@ -72,11 +76,17 @@ type Options struct {
 	WorkerGroups int
 	// MaxConcurrentReconciles of the bridge (zero: the bridge's default).
 	MaxConcurrentReconciles int
+	// PipelineRuns in the cluster for the bridge-scale measure.
+	PipelineRuns int
+	// BridgeBinaries are the nudgeflow binaries whose `nudgeflow bridge` the
+	// bridge-scale measure runs, one after the other on the same PipelineRuns (nil:
+	// this one), to compare two builds without writing the runs twice.
+	BridgeBinaries []string
 	// WorkerArgs are extra flags of `nudgeflow worker` (its tuning).
 	WorkerArgs []string
 	// TemporalArgs are extra flags of `temporal server start-dev`.
 	TemporalArgs []string
-	// Phases to run (nil: all).
+	// Phases to run (nil: all but PhaseScale, which runs when named).
 	Phases []string
 	// Out receives the result lines, Log the progress.
 	Out, Log io.Writer
@@ -88,18 +98,25 @@ type Options struct {
 	ProfileDir string
 }
 
-// Defaults are the sizes of issue 11: 1,000 groups, 1,000 builds, 10,000 open groups.
+// Defaults are the sizes of issue 11 (1,000 groups, 1,000 builds, 10,000 open
+// groups) and issue 22 (100,000 PipelineRuns).
 func Defaults() Options {
-	return Options{Groups: 1000, GroupsPerBundle: 10, Samples: 500, Builds: 1000, Edges: 4, WorkerGroups: 10000}
+	return Options{Groups: 1000, GroupsPerBundle: 10, Samples: 500, Builds: 1000, Edges: 4, WorkerGroups: 10000, PipelineRuns: 100000}
 }
 
 // Quick are small sizes for a smoke run (tens of seconds).
 func Quick() Options {
-	return Options{Groups: 20, GroupsPerBundle: 10, Samples: 20, Builds: 40, Edges: 4, WorkerGroups: 40}
+	return Options{Groups: 20, GroupsPerBundle: 10, Samples: 20, Builds: 40, Edges: 4, WorkerGroups: 40, PipelineRuns: 2000}
 }
 
+// runs: the measures asked for with --only, else every measure but bridge-scale,
+// which is asked for by name: 100,000 PipelineRuns take the better part of an hour
+// to write on 2 cores and kube-apiserver's watch cache about 50 GB to hold them.
 func (o Options) runs(phase string) bool {
-	return len(o.Phases) == 0 || slices.Contains(o.Phases, phase)
+	if len(o.Phases) == 0 {
+		return phase != PhaseScale
+	}
+	return slices.Contains(o.Phases, phase)
 }
 
 // Validate checks the sizes.
@@ -109,7 +126,7 @@ func (o Options) Validate() error {
 			return fmt.Errorf("unknown measure %q (measures: %s)", p, strings.Join(Phases, ", "))
 		}
 	}
-	if o.Groups < 1 || o.GroupsPerBundle < 1 || o.Samples < 1 || o.Builds < 1 || o.Edges < 1 || o.WorkerGroups < 1 {
+	if o.Groups < 1 || o.GroupsPerBundle < 1 || o.Samples < 1 || o.Builds < 1 || o.Edges < 1 || o.WorkerGroups < 1 || o.PipelineRuns < 1 {
 		return errors.New("every size must be at least 1")
 	}
 	return nil
@@ -121,6 +138,11 @@ const (
 	forgeToken    = "ghs_benchTokenNeverLogged0000000000000001"
 	credentialsNS = "forge-credentials"
 )
+
+// etcdQuota is etcd's backend quota: the bridge-scale measure's 100,000
+// PipelineRuns of about 30 KB each, and their history until the API server
+// compacts it, outgrow etcd's 2 GiB default. 8 GiB is etcd's largest recommended.
+const etcdQuota = 8 << 30
 
 // benchSettings park what a group collects: no push while the bench measures.
 var benchSettings = cgwf.Settings{Debounce: 24 * time.Hour}
@@ -145,6 +167,8 @@ type stack struct {
 	managers   int
 	stops      []func()
 	seeded     map[string]bool
+	// progressCount is how many PipelineRuns the bridge-scale measure has written.
+	progressCount atomic.Int64
 }
 
 // Run starts the system, runs the measures and stops everything.
@@ -178,6 +202,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	measures := map[string]func(context.Context) error{
 		PhaseBridge: s.benchBridge, PhaseIntercept: s.benchIntercept, PhaseAdmission: s.benchAdmission, PhaseWorker: s.benchWorker,
+		PhaseScale: s.benchBridgeScale,
 	}
 	for _, p := range Phases {
 		if !opts.runs(p) {
@@ -238,6 +263,7 @@ func (s *stack) start(ctx context.Context) error {
 			s.cp, cpErr = localenv.StartControlPlane(localenv.ControlPlaneOptions{
 				Log: cpLog, EtcdDataDir: filepath.Join(s.logDir, "etcd"), DieWithParentDir: shims,
 				WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
+				EtcdQuotaBytes:   etcdQuota,
 			})
 		})
 	}()

@@ -21,9 +21,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
-// workerProcess is `nudgeflow worker` in its own OS process, so that its memory is
-// measured alone.
+// workerProcess is a nudgeflow command (`nudgeflow worker`, `nudgeflow bridge`) in
+// its own OS process, so that its memory is measured alone.
 type workerProcess struct {
+	name string // "nudgeflow worker", for messages
 	cmd  *exec.Cmd
 	log  *os.File
 	done chan error
@@ -32,19 +33,30 @@ type workerProcess struct {
 // startWorker runs `<self> worker ARGS...` through the parent-death exec, so the
 // worker dies with the bench (Linux).
 func startWorker(self string, args, env []string, logPath string) (*workerProcess, error) {
+	return startCommand(self, "worker", args, env, logPath)
+}
+
+// startCommand runs `<binary> SUBCOMMAND ARGS...` through the parent-death exec of
+// this process (any nudgeflow binary of this repository has it), so it dies with
+// the bench (Linux).
+func startCommand(binary, subcommand string, args, env []string, logPath string) (*workerProcess, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	argv := append([]string{localenv.ParentDeathExecArg, strconv.Itoa(os.Getpid()), self, "worker"}, args...)
-	p := &workerProcess{cmd: exec.Command(self, argv...), log: log, done: make(chan error, 1)}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the nudgeflow binary: %w", err)
+	}
+	argv := append([]string{localenv.ParentDeathExecArg, strconv.Itoa(os.Getpid()), binary, subcommand}, args...)
+	p := &workerProcess{name: "nudgeflow " + subcommand, cmd: exec.Command(self, argv...), log: log, done: make(chan error, 1)}
 	p.cmd.Env = env
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	var startErr error
 	localenv.OnLongLivedThread(func() { startErr = p.cmd.Start() })
 	if startErr != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("starting nudgeflow worker: %w", startErr)
+		return nil, fmt.Errorf("starting %s: %w", p.name, startErr)
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	return p, nil
@@ -52,7 +64,7 @@ func startWorker(self string, args, env []string, logPath string) (*workerProces
 
 func (p *workerProcess) pid() int { return p.cmd.Process.Pid }
 
-// stop asks the worker to stop (SIGTERM: it finishes what it runs) and kills it
+// stop asks the process to stop (SIGTERM: it finishes what it runs) and kills it
 // when it has not stopped within grace.
 func (p *workerProcess) stop(grace time.Duration) {
 	defer p.log.Close()
@@ -72,7 +84,7 @@ func (p *workerProcess) exited() error {
 	select {
 	case err := <-p.done:
 		p.done <- err
-		return fmt.Errorf("nudgeflow worker exited (%v); its log: %s", err, p.log.Name())
+		return fmt.Errorf("%s exited (%v); its log: %s", p.name, err, p.log.Name())
 	default:
 		return nil
 	}

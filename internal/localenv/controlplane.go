@@ -32,6 +32,10 @@ type ControlPlaneOptions struct {
 	// HandleParentDeathExec, which the running binary's main must call). Call
 	// StartControlPlane inside OnLongLivedThread then.
 	DieWithParentDir string
+	// EtcdQuotaBytes raises etcd's backend quota (--quota-backend-bytes) above its
+	// 2 GiB default, which a cluster's worth of PipelineRuns outgrows (etcd then
+	// refuses every write with "mvcc: database space exceeded"); zero keeps it.
+	EtcdQuotaBytes int64
 }
 
 // ControlPlane is a running kube-apiserver + etcd with every CRD installed.
@@ -116,6 +120,9 @@ func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
 		apiServer.SecureServing.Port = strconv.Itoa(opts.APIServerPort)
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Out: opts.Log, Err: opts.Log, DataDir: opts.EtcdDataDir}
+	if opts.EtcdQuotaBytes > 0 {
+		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(opts.EtcdQuotaBytes, 10))
+	}
 	if opts.DieWithParentDir != "" {
 		// envtest sets its own process attributes (a process group, no parent-death
 		// signal) but takes the binaries' paths: give it the shims.
