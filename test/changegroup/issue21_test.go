@@ -106,19 +106,8 @@ func TestF6OverrideAtCreationIsAppliedEndToEnd(t *testing.T) {
 // good (its task queue has no worker), as a slow or restarting worker leaves it for
 // a while; its held run is written as nudgeflow's launch writes it.
 func TestF1HandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
-	s := newScenario(t, "operand-a", "operand-b")
-	s.nudgeable()
-	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
-	s.explainOnFailure("g")
+	s, build, id := groupWithRunningOwnNudge(t)
 	ctx := context.Background()
-	digest := digestOf("operand-a", 1)
-	build := s.buildRun("operand-a", digest, time.Now())
-	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
-	_, err := s.w.TemporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "nobody-polls-" + s.ns}, nudge.WorkflowName,
-		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
-			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
-				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)}})
-	require.NoError(t, err)
 	held := &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{Name: renovate.RunName(id, 1), Namespace: s.ns,
 			Labels: map[string]string{renovate.LabelType: renovate.LabelTypeNudge, renovate.LabelManagedBy: renovate.ManagedByNudgeflow},
@@ -164,19 +153,7 @@ func TestF1HandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
 // which has seen the build and would count it as taken: the hand-back must not
 // count on that Nudge, and starts the group's own hand-back Nudge.
 func TestF1HandBackBeforeTheOwnNudgeLaunched(t *testing.T) {
-	s := newScenario(t, "operand-a", "operand-b")
-	s.nudgeable()
-	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
-	s.explainOnFailure("g")
-	ctx := context.Background()
-	digest := digestOf("operand-a", 1)
-	build := s.buildRun("operand-a", digest, time.Now())
-	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
-	_, err := s.w.TemporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "nobody-polls-" + s.ns}, nudge.WorkflowName,
-		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
-			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
-				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)}})
-	require.NoError(t, err)
+	s, build, _ := groupWithRunningOwnNudge(t)
 	s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
 
 	s.annotate("g", "cancel=F1 early race")
@@ -190,4 +167,24 @@ func TestF1HandBackBeforeTheOwnNudgeLaunched(t *testing.T) {
 		}
 		return false, fmt.Errorf("%d Renovate run(s), none of the hand-back Nudge", len(s.renovateRuns()))
 	})
+}
+
+// groupWithRunningOwnNudge is a group g collecting operand-a and operand-b, a build
+// of operand-a, and that build's own Nudge running for good: its task queue has no
+// worker, as a slow or restarting worker leaves it for a while. It returns the
+// scenario, the build and the Nudge's ID.
+func groupWithRunningOwnNudge(t *testing.T) (*scenario, *tektonv1.PipelineRun, string) {
+	s := newScenario(t, "operand-a", "operand-b")
+	s.nudgeable()
+	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
+	s.explainOnFailure("g")
+	digest := digestOf("operand-a", 1)
+	build := s.buildRun("operand-a", digest, time.Now())
+	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
+	_, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: "nobody-polls-" + s.ns}, nudge.WorkflowName,
+		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
+			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
+				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)}})
+	require.NoError(t, err)
+	return s, build, id
 }
