@@ -486,7 +486,13 @@ func (s *stack) workerSetting(key string) string {
 	if err != nil {
 		return "?"
 	}
-	m := regexp.MustCompile(`\b` + regexp.QuoteMeta(key) + `=(\S+)`).FindSubmatch(raw)
+	return loggedSetting(raw, key)
+}
+
+// loggedSetting is the first value logged under key, "?" when none is. The worker
+// logs JSON ("key":value) by default, text (key=value) with --log-format=text.
+func loggedSetting(log []byte, key string) string {
+	m := regexp.MustCompile(`"?\b` + regexp.QuoteMeta(key) + `"?[=:]"?([^\s",}]+)`).FindSubmatch(log)
 	if m == nil {
 		return "?"
 	}
