@@ -141,8 +141,8 @@ func TestContainerfileBuildsTheImagesBinary(t *testing.T) {
 }
 
 // The Containerfile's base images (the defaults of its FROM ARGs) carry a fixed
-// tag, never latest, and a digest when one is written is a full sha256: a rebuild
-// cannot move to another release line unseen.
+// tag, never latest, and a full sha256 digest: a rebuild cannot move to another
+// image unseen.
 func TestContainerfileBaseImagesArePinned(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(localenv.RepoRoot(), "Containerfile"))
 	require.NoError(t, err)
@@ -155,7 +155,7 @@ func TestContainerfileBaseImagesArePinned(t *testing.T) {
 		}
 	}
 	cf := readContainerfile(t)
-	pinned := regexp.MustCompile(`^[a-z0-9.-]+(/[a-z0-9._-]+)+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(@sha256:[0-9a-f]{64})?$`)
+	pinned := regexp.MustCompile(`^[a-z0-9.-]+(/[a-z0-9._-]+)+:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}@sha256:[0-9a-f]{64}$`)
 	for i, stage := range cf.stages {
 		from := strings.Fields(stage[0])[1]
 		image := from
@@ -164,6 +164,6 @@ func TestContainerfileBaseImagesArePinned(t *testing.T) {
 		}
 		require.NotEmpty(t, image, "stage %d: FROM %s has a default", i, from)
 		require.NotContains(t, image, ":latest", "stage %d", i)
-		require.Regexp(t, pinned, image, "stage %d: FROM %s is a tagged image", i, from)
+		require.Regexp(t, pinned, image, "stage %d: FROM %s is a tagged image pinned by digest", i, from)
 	}
 }
