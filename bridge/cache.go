@@ -443,8 +443,13 @@ func readKeys(m map[string]string) map[string]string {
 			n++
 		}
 	}
-	if n == 0 {
+	if m == nil {
 		return nil
+	}
+	if n == 0 {
+		// Not nil: a reader that sets a key on a run that had some (the server's
+		// object has a map) must not meet a nil map.
+		return map[string]string{}
 	}
 	// Sized to what is kept: a map made for the 20 keys PaC and Tekton put on a
 	// run takes a table of 32 slots, over 1 KB, for the 5 kept.
