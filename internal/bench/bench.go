@@ -111,7 +111,7 @@ func Quick() Options {
 
 // runs: the measures asked for with --only, else every measure but bridge-scale,
 // which is asked for by name: 100,000 PipelineRuns take the better part of an hour
-// to write on 2 cores and kube-apiserver's watch cache about 50 GB to hold them.
+// to write on 2 cores.
 func (o Options) runs(phase string) bool {
 	if len(o.Phases) == 0 {
 		return phase != PhaseScale
