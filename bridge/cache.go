@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,10 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -298,71 +303,159 @@ func (b bothInformers) HasSynced() bool { return b[0].HasSynced() && b[1].HasSyn
 func (b bothInformers) IsStopped() bool { return b[0].IsStopped() || b[1].IsStopped() }
 
 // StripPipelineRun is the cache transform of PipelineRuns. It keeps what the
-// bridge's readers read:
-//   - metadata but managedFields, and but the labels and annotations of the
-//     services the bridge never asks (keptKey);
+// bridge's readers read, and nothing else (at 100,000 PipelineRuns every byte
+// kept per run is 75 MB of heap):
+//   - of the metadata, the name, namespace, UID, resource version, generation,
+//     creation and deletion timestamps, finalizers, and the labels and annotations
+//     some reader reads (readKey) — not managedFields, generateName or owner
+//     references (no reader of the bridge reads them, and no controller of the
+//     bridge is enqueued by a PipelineRun's owner);
 //   - of the spec, spec.status alone (held nudges, the Renovate branch queue); a
 //     nudge's spec embeds its whole pipeline;
-//   - of the status, conditions, results, start and completion times — not the
-//     resolved pipeline (status.pipelineSpec, tens of KB for a Konflux build),
-//     child references, skipped tasks, provenance or span context.
+//   - of the status, the Succeeded condition (its message only on nudge runs, whose
+//     outcome carries it to the Nudge workflow; a build's is Tekton's task count,
+//     which no reader reads), the results the bridge reads (readResults), start and
+//     completion times — not the resolved pipeline (status.pipelineSpec, tens of KB
+//     for a Konflux build), child references, skipped tasks, provenance, span
+//     context, other conditions or results.
 //
-// Label and annotation keys, and the short values many runs share, are interned:
-// 75,000 builds repeat the same few dozen keys.
+// Keys, and the short values many runs share (namespaces, label values, condition
+// types, statuses and reasons, Tekton's messages, result names), are interned:
+// 75,000 builds repeat the same few dozen of them.
 func StripPipelineRun(in any) (any, error) {
 	plr, ok := in.(*tektonv1.PipelineRun)
 	if !ok {
 		return in, nil // a tombstone: client-go hands it on untransformed
 	}
+	nudge := plr.Labels[konflux.LabelNudgeType] == konflux.NudgeTypeValue
 	plr.ManagedFields = nil
-	plr.Labels = keptKeys(plr.Labels)
-	plr.Annotations = keptKeys(plr.Annotations)
+	plr.GenerateName = ""
+	plr.OwnerReferences = nil
+	plr.Namespace = internedValues.intern(plr.Namespace)
+	for i, f := range plr.Finalizers {
+		plr.Finalizers[i] = internedKeys.intern(f)
+	}
+	plr.Labels = readKeys(plr.Labels)
+	plr.Annotations = readKeys(plr.Annotations)
 	plr.Spec = tektonv1.PipelineRunSpec{Status: plr.Spec.Status}
-	st := &plr.Status.PipelineRunStatusFields
-	st.PipelineSpec = nil
-	st.ChildReferences = nil
-	st.SkippedTasks = nil
-	st.Provenance = nil
-	st.SpanContext = nil
+	plr.Status = tektonv1.PipelineRunStatus{
+		Status: duckv1.Status{Conditions: succeededOnly(plr.Status.Conditions, nudge)},
+		PipelineRunStatusFields: tektonv1.PipelineRunStatusFields{
+			StartTime:      plr.Status.StartTime,
+			CompletionTime: plr.Status.CompletionTime,
+			Results:        readResults(plr.Status.Results),
+		},
+	}
 	return plr, nil
 }
 
-// Keys of other services no reader of the bridge asks for: Pipelines as Code's
-// bookkeeping (but the event type, source branch, pull request, repository URL
-// and SHA, which the bridge reads), Tekton Results' and Chains' records, kubectl's
-// last applied configuration.
-var (
-	droppedKeyPrefixes = []string{"pipelinesascode.tekton.dev/", "results.tekton.dev/", "chains.tekton.dev/"}
-	droppedKeys        = map[string]bool{"kubectl.kubernetes.io/last-applied-configuration": true}
-	keptPaCKeys        = map[string]bool{
-		konflux.AnnotationEventType:                true,
-		"pipelinesascode.tekton.dev/source-branch": true,
-		"pipelinesascode.tekton.dev/pull-request":  true,
-		"pipelinesascode.tekton.dev/repo-url":      true,
-		"pipelinesascode.tekton.dev/sha":           true,
-	}
-)
-
-func keptKey(k string) bool {
-	if droppedKeys[k] {
-		return false
-	}
-	for _, p := range droppedKeyPrefixes {
-		if strings.HasPrefix(k, p) {
-			return keptPaCKeys[k]
+// succeededOnly is the Succeeded condition of conds (IsDone, renovate.StatusOf, the
+// backlog's completion time), its message dropped unless keepMessage.
+func succeededOnly(conds duckv1.Conditions, keepMessage bool) duckv1.Conditions {
+	for _, c := range conds {
+		if c.Type != apis.ConditionSucceeded {
+			continue
 		}
+		c.Type = apis.ConditionSucceeded
+		c.Status = corev1.ConditionStatus(internedValues.intern(string(c.Status)))
+		c.Severity = ""
+		c.Reason = internedValues.intern(c.Reason)
+		if !keepMessage {
+			c.Message = ""
+		} else if len(c.Message) <= maxInternedMessage {
+			c.Message = internedValues.intern(c.Message)
+		}
+		return duckv1.Conditions{c}
 	}
-	return true
+	return nil
 }
 
-// keptKeys is m without the dropped keys, its keys and short values interned.
-func keptKeys(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return m
+// readResultNames are the results the bridge reads: a build's image
+// (konflux.BuildResults) and a Renovate run's outcome (renovate.StatusOf).
+var readResultNames = map[string]bool{
+	konflux.ResultImageURL:    true,
+	konflux.ResultImageDigest: true,
+	renovate.ResultOutcome:    true,
+}
+
+func readResults(results []tektonv1.PipelineRunResult) []tektonv1.PipelineRunResult {
+	var kept []tektonv1.PipelineRunResult
+	for _, r := range results {
+		if !readResultNames[r.Name] {
+			continue
+		}
+		if kept == nil {
+			kept = make([]tektonv1.PipelineRunResult, 0, len(readResultNames))
+		}
+		r.Name = internedKeys.intern(r.Name)
+		r.Value.Type = tektonv1.ParamType(internedKeys.intern(string(r.Value.Type)))
+		kept = append(kept, r)
 	}
-	out := make(map[string]string, len(m))
+	return kept
+}
+
+// readKeysOfOthers are the labels and annotations of other services some reader of
+// the bridge reads on a build or nudge run; every key of nudgeflow's own
+// (ownKeyPrefix) is kept as well. A reader of a new key adds it here:
+// TestStripPipelineRunKeepsWhatTheBridgeReads lists the keys each reader reads.
+var readKeysOfOthers = map[string]bool{
+	// which run: the cache's selectors, builds.BuildReconciler, prgroups
+	konflux.LabelPipelineType: true,
+	konflux.LabelNudgeType:    true,
+	konflux.LabelComponent:    true,
+	renovate.LabelManagedBy:   true, // nudgeflow's Renovate runs (isOurRenovateRun, the branch queue)
+	renovate.LabelKueueQueue:  true, // the branch queue leaves Kueue's runs alone
+	// Pipelines as Code: the event (IsPushBuild), a PR build's group (prgroups)
+	konflux.AnnotationEventType: true,
+	prgroups.KeySourceBranch:    true,
+	prgroups.KeyPullRequest:     true,
+	prgroups.KeyRepoURL:         true,
+	prgroups.KeySHA:             true,
+	// build-service: a build's repository and nudge files, a PR build's number and
+	// commit, a nudge run's source and targets
+	konflux.AnnotationRepo:       true,
+	konflux.AnnotationNudgeFiles: true,
+	prgroups.AnnotationPRNumber:  true,
+	prgroups.AnnotationCommitSHA: true,
+	konflux.AnnotationNudged:     true,
+	konflux.AnnotationNudging:    true,
+	konflux.AnnotationNudgingImg: true,
+	konflux.AnnotationNudgingPLR: true,
+	konflux.AnnotationNudgingSHA: true,
+	// integration-service's acknowledgement of a push build (build routing)
+	konflux.AnnotationISNudgeProcessed: true,
+}
+
+// ownKeyPrefix: nudgeflow's own labels and annotations (held-by, workflow id,
+// branch, nudge-routed, ...), all read by the bridge or the worker's activities
+// it calls.
+const ownKeyPrefix = "nudgeflow.konflux-ci.dev/"
+
+func readKey(k string) bool {
+	return readKeysOfOthers[k] || strings.HasPrefix(k, ownKeyPrefix)
+}
+
+// readKeys is m with the keys some reader reads, keys and short values interned.
+func readKeys(m map[string]string) map[string]string {
+	n := 0
+	for k := range m {
+		if readKey(k) {
+			n++
+		}
+	}
+	if m == nil {
+		return nil
+	}
+	if n == 0 {
+		// Not nil: a reader that sets a key on a run that had some (the server's
+		// object has a map) must not meet a nil map.
+		return map[string]string{}
+	}
+	// Sized to what is kept: a map made for the 20 keys PaC and Tekton put on a
+	// run takes a table of 32 slots, over 1 KB, for the 5 kept.
+	out := make(map[string]string, n)
 	for k, v := range m {
-		if keptKey(k) {
+		if readKey(k) {
 			if len(v) <= maxInternedValue {
 				v = internedValues.intern(v)
 			}
@@ -383,6 +476,9 @@ var internedKeys, internedValues = &internTable{m: map[string]string{}}, &intern
 const (
 	maxInterned      = 20000
 	maxInternedValue = 48
+	// maxInternedMessage: Tekton's messages ("Tasks Completed: 19 (Failed: 0,
+	// Cancelled 0), Skipped: 2") repeat across runs.
+	maxInternedMessage = 96
 )
 
 type internTable struct {

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
@@ -49,12 +51,16 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 			Status:      tektonv1.PipelineRunSpecStatusCancelled,
 		},
 		Status: tektonv1.PipelineRunStatus{
-			Status: duckv1.Status{Conditions: duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"}}},
+			Status: duckv1.Status{Conditions: duckv1.Conditions{
+				{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded", Message: "Tasks Completed: 19 (Failed: 0, Cancelled 0), Skipped: 2"},
+				{Type: "Other", Status: corev1.ConditionTrue},
+			}},
 			PipelineRunStatusFields: tektonv1.PipelineRunStatusFields{
 				StartTime: &start, CompletionTime: &done,
 				Results: []tektonv1.PipelineRunResult{
 					{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues("quay.io/org/operand:abc")},
 					{Name: konflux.ResultImageDigest, Value: *tektonv1.NewStructuredValues("sha256:0123")},
+					{Name: "CHAINS-GIT_URL", Value: *tektonv1.NewStructuredValues("https://github.com/org/operand")},
 				},
 				PipelineSpec:    &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{Name: "build-container"}}},
 				ChildReferences: []tektonv1.ChildStatusReference{{Name: "operand-on-push-1-build-container", PipelineTaskName: "build-container"}},
@@ -83,8 +89,10 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 	}
 	require.Equal(t, want.ObjectMeta, got.ObjectMeta, "metadata but managedFields and other services' bookkeeping is kept (the bridge's own keys, Pipelines as Code's SHA)")
 	require.Equal(t, tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusCancelled}, got.Spec, "of the spec, spec.status alone")
-	require.Equal(t, want.Status.Conditions, got.Status.Conditions)
-	require.Equal(t, want.Status.Results, got.Status.Results)
+	wantCond := want.Status.Conditions[0]
+	wantCond.Message = "" // a build's: Tekton's task count, read by no reader
+	require.Equal(t, duckv1.Conditions{wantCond}, got.Status.Conditions, "the Succeeded condition alone")
+	require.Equal(t, want.Status.Results[:2], got.Status.Results, "IMAGE_URL and IMAGE_DIGEST alone")
 	require.Equal(t, want.Status.StartTime, got.Status.StartTime)
 	require.Equal(t, want.Status.CompletionTime, got.Status.CompletionTime)
 
@@ -103,6 +111,100 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 	same, err := StripPipelineRun(other)
 	require.NoError(t, err)
 	require.Equal(t, other, same)
+}
+
+// keysReadersRead are the label and annotation keys the bridge's readers read on a build
+// or nudge PipelineRun, from the readers' own constants (docs-notes/scale.md has the
+// readers' table): a reader of a new key adds it here and to
+// readKeysOfOthers in cache.go (unless it is nudgeflow's own).
+var keysReadersRead = []string{
+	// builds.BuildReconciler, IsPushBuild, routing, Renudger
+	builds.LabelComponent, builds.LabelPipelineType, builds.KeyEventType, builds.AnnotationRepo,
+	konflux.AnnotationNudgeRouted, konflux.AnnotationISNudgeProcessed, renovate.AnnotationNudgeFiles,
+	konflux.AnnotationNudgingPLR, konflux.AnnotationNudging, konflux.AnnotationNudged, konflux.AnnotationNudgingImg,
+	konflux.AnnotationNudgingSHA,
+	// builds.RunReconciler, renovate.StatusOf, the branch queue, supersede
+	renovate.LabelType, renovate.LabelManagedBy, renovate.LabelKueueQueue, renovate.AnnotationWorkflowID,
+	renovate.AnnotationBranch, renovate.AnnotationQueuedForBranch, renovate.AnnotationAttempt,
+	renovate.AnnotationBuiltAt, renovate.AnnotationSupersededBy, renovate.AnnotationNudgingComponent,
+	renovate.AnnotationNudgingImage, renovate.AnnotationNudgingPipeline, renovate.AnnotationNudgedComponents,
+	renovate.AnnotationNudgingCommit,
+	// changegroup.HeldReconciler, heldOnly
+	konflux.AnnotationHeldBy, konflux.AnnotationHeldOutcome, konflux.AnnotationHeldForBatch,
+	konflux.AnnotationHeldSettled, konflux.AnnotationCancelReason, konflux.AnnotationRenudge,
+	konflux.AnnotationHandedBackBy, konflux.AnnotationWorkflowID,
+	// prgroups.BuildReconciler, PushBuildReconciler
+	prgroups.KeySourceBranch, prgroups.KeyPullRequest, prgroups.KeyRepoURL, prgroups.KeySHA,
+	prgroups.AnnotationPRNumber, prgroups.AnnotationCommitSHA,
+}
+
+// TestStripPipelineRunKeepsEveryKeyAReaderReads: every key a reader reads survives,
+// as a label and as an annotation; the keys no reader reads (Tekton's, PaC's
+// bookkeeping, build-service's target branch, the application) do not.
+func TestStripPipelineRunKeepsEveryKeyAReaderReads(t *testing.T) {
+	unread := []string{"tekton.dev/pipeline", "appstudio.openshift.io/application", "build.appstudio.redhat.com/target_branch",
+		"pipelinesascode.tekton.dev/on-cel-expression", "pipelinesascode.tekton.dev/log-url", "results.tekton.dev/record",
+		"chains.tekton.dev/signed", "kubectl.kubernetes.io/last-applied-configuration"}
+	all := map[string]string{}
+	for _, k := range append(append([]string{}, keysReadersRead...), unread...) {
+		all[k] = "value of " + k
+	}
+	plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", GenerateName: "r-",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "pipelinesascode.tekton.dev/v1alpha1", Kind: "Repository", Name: "repo", UID: "u"}},
+		Labels:          maps.Clone(all), Annotations: maps.Clone(all)}}
+	out, err := StripPipelineRun(plr)
+	require.NoError(t, err)
+	got := out.(*tektonv1.PipelineRun)
+	for _, k := range keysReadersRead {
+		require.Equal(t, all[k], got.Labels[k], "label %s", k)
+		require.Equal(t, all[k], got.Annotations[k], "annotation %s", k)
+	}
+	for _, k := range unread {
+		require.NotContains(t, got.Labels, k)
+		require.NotContains(t, got.Annotations, k)
+	}
+	require.Empty(t, got.GenerateName)
+	require.Nil(t, got.OwnerReferences)
+
+	none, err := StripPipelineRun(&tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tekton.dev/pipeline": "p"}}})
+	require.NoError(t, err)
+	require.NotNil(t, none.(*tektonv1.PipelineRun).Labels, "no key read: an empty map, never nil where the run had one")
+	require.Empty(t, none.(*tektonv1.PipelineRun).Labels)
+}
+
+// TestStripPipelineRunNudge: a nudge run keeps its Succeeded condition's message
+// and its Renovate outcome, so renovate.StatusOf reads the same outcome (reason and
+// message go to the Nudge workflow); other conditions and results are dropped.
+func TestStripPipelineRunNudge(t *testing.T) {
+	for _, outcome := range []string{renovate.OutcomeOK, renovate.OutcomeRegistryAuthFailed} {
+		for _, cond := range []apis.Condition{
+			{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded", Message: "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"},
+			{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Failed", Message: "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0"},
+			{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: tektonv1.PipelineRunReasonCancelled.String(), Message: "cancelled"},
+		} {
+			full := &tektonv1.PipelineRun{
+				ObjectMeta: metav1.ObjectMeta{Name: "renovate-1", Namespace: "ns",
+					Labels: map[string]string{renovate.LabelType: renovate.LabelTypeNudge, renovate.LabelManagedBy: renovate.ManagedByNudgeflow},
+					Annotations: map[string]string{renovate.AnnotationWorkflowID: "wf", renovate.AnnotationNudgingImage: "quay.io/org/a:1",
+						renovate.AnnotationNudgingComponent: "a"}},
+				Spec: tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusCancelled},
+				Status: tektonv1.PipelineRunStatus{
+					Status: duckv1.Status{Conditions: duckv1.Conditions{cond, {Type: "Other", Status: corev1.ConditionTrue}}},
+					PipelineRunStatusFields: tektonv1.PipelineRunStatusFields{Results: []tektonv1.PipelineRunResult{
+						{Name: "CHAINS-GIT_URL", Value: *tektonv1.NewStructuredValues("https://github.com/org/a")},
+						{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)},
+					}},
+				},
+			}
+			want := renovate.StatusOf(full.DeepCopy())
+			out, err := StripPipelineRun(full)
+			require.NoError(t, err)
+			got := out.(*tektonv1.PipelineRun)
+			require.Equal(t, want, renovate.StatusOf(got))
+			require.Equal(t, duckv1.Conditions{cond}, got.Status.Conditions)
+			require.Len(t, got.Status.Results, 1)
+		}
+	}
 }
 
 // TestPipelineRunCache runs the bridge's cache against a real API server: it holds

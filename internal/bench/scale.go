@@ -135,8 +135,9 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 }
 
 // minAvailableMemory is the machine's available memory below which the writing
-// stops: kube-apiserver's watch cache holds each custom resource as unstructured
-// maps, about 0.5 MB per 29 KB PipelineRun (22 GB at 43,000 on a 23 GiB machine).
+// stops, to spare a shared machine. The bench's kube-apiserver keeps no watch cache
+// for PipelineRuns (which took about 0.5 MB per 29 KB run: 22 GB at 43,000 on a
+// 23 GiB machine); etcd and the API server stayed under 2 GB at 100,000.
 const minAvailableMemory = 2 << 30
 
 // guardMemory cancels ctx, saying why, when the machine's available memory falls
@@ -155,8 +156,8 @@ func guardMemory(parent context.Context, written *atomic.Int64) (context.Context
 				return
 			case <-tick.C:
 				if avail, ok := availableMemory(); ok && avail < minAvailableMemory {
-					cancel(fmt.Errorf("stopped after %d PipelineRuns: the machine has %d MiB of memory left (kube-apiserver's watch cache "+
-						"takes about 0.5 MB per run); run fewer (--plrs) or on a larger machine", written.Load(), avail>>20))
+					cancel(fmt.Errorf("stopped after %d PipelineRuns: the machine has %d MiB of memory left; "+
+						"run fewer (--plrs) or on a larger machine", written.Load(), avail>>20))
 					return
 				}
 			}

@@ -33,10 +33,11 @@ line per measure:
   bridge-scale plrs=P ...                   ` + "`nudgeflow bridge`" + ` as its own process (GOMEMLIMIT 512MiB)
                                             with P PipelineRuns like a Konflux cluster's:
                                             RSS after a GC, interception p99, cache sync
-                                            (only with --only; runs last; written at 45-85 per second on 2
-                                            cores; kube-apiserver's watch cache takes about
-                                            0.5 MB per run: the writing stops when the
-                                            machine has less than 2 GiB available)
+                                            (only with --only; runs last; written at 30-60 per second on 2
+                                            cores; the bench's kube-apiserver keeps no watch
+                                            cache for PipelineRuns: lists, the bridge's sync
+                                            included, come from etcd; the writing stops when
+                                            the machine has less than 2 GiB available)
 
 p50/p99 are the webhook handler's own time (nudgeflow_admission_duration_seconds,
 native histogram: each quantile is its bucket's upper bound, at most 5% high);

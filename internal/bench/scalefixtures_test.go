@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/nudgeflow/nudgeflow/bridge"
+)
+
+// TestStrippedRunHeap: what the bridge's cache keeps of one bridge-scale build or
+// nudge, decoded from JSON as the informer decodes it and stripped by the cache's
+// transform, measured as live heap over a few thousand runs. At 100,000
+// PipelineRuns the bridge caches 75,000 of them: every 100 bytes here is 7.5 MB
+// of the bridge's heap (before the informer's own index, about 150 bytes a run).
+// The budget fails a change that makes the cache keep more without saying so.
+func TestStrippedRunHeap(t *testing.T) {
+	const n = 4000
+	spec := scalePipelineSpec()
+	var raw [][]byte
+	for i := 0; len(raw) < n; i++ {
+		if k := scaleKindOf(i); k != scalePushBuild && k != scalePRBuild && k != scaleNudge {
+			continue
+		}
+		plr := scaleRun(i, spec)
+		plr.Name = fmt.Sprintf("%s%05d", plr.GenerateName, i)
+		plr.UID = "0f9a8b7c-1d2e-4f30-a1b2-c3d4e5f6a7b8"
+		plr.ResourceVersion = fmt.Sprint(100000 + i)
+		finishScaleRun(plr, i, spec)
+		b, err := json.Marshal(plr)
+		require.NoError(t, err)
+		raw = append(raw, b)
+	}
+	kept := make([]*tektonv1.PipelineRun, 0, n)
+	before := liveHeap()
+	for _, b := range raw {
+		var plr tektonv1.PipelineRun
+		require.NoError(t, json.Unmarshal(b, &plr))
+		out, err := bridge.StripPipelineRun(&plr)
+		require.NoError(t, err)
+		kept = append(kept, out.(*tektonv1.PipelineRun))
+	}
+	perRun := (liveHeap() - before) / n
+	runtime.KeepAlive(kept)
+	t.Logf("a cached build or nudge: %d bytes of heap (%d bytes of JSON on the server)", perRun, len(raw[0]))
+	require.LessOrEqual(t, perRun, int64(strippedRunBudget), "heap per cached build or nudge")
+}
+
+// strippedRunBudget: 2,177 bytes measured (3,791 before the cache kept only what
+// its readers read), with room for the runtime's variation.
+const strippedRunBudget = 2400
+
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
