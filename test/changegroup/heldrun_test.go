@@ -8,12 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	"go.temporal.io/sdk/client"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -25,24 +22,11 @@ import (
 // HeldByChangeGroup after that one run — it neither fails nor launches again.
 func TestOwnRenovateRunHeldEndsTheNudge(t *testing.T) {
 	s := newScenario(t, "operand-a", "operand-b")
-	// Renovate tells the forge by host, and 127.0.0.1 names none: say it, as a
-	// Component on a self-hosted forge does.
-	var bundle mirrorv1alpha1.Component
-	require.NoError(t, s.w.Kube.Get(context.Background(), types.NamespacedName{Namespace: s.ns, Name: "bundle"}, &bundle))
-	bundle.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: "github"}
-	require.NoError(t, s.w.Kube.Update(context.Background(), &bundle))
+	s.nudgeable()
 	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
 	s.explainOnFailure("g")
 	build := s.buildRun("operand-a", digestOf("operand-a", 1), time.Now())
-	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
-	// A small backoff and several attempts: were the held run counted as a failure,
-	// the Nudge would launch again within the test's deadline.
-	run, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, nudge.WorkflowName,
-		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
-			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digestOf("operand-a", 1),
-				PullSpec: imageOf("operand-a") + "@" + digestOf("operand-a", 1), BuildPipelineRun: build.Name, BuildUID: string(build.UID)},
-			Tuning: nudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: 2 * time.Second}})
-	require.NoError(t, err)
+	id, run := s.startOwnNudge(build, digestOf("operand-a", 1), taskQueue)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var res nudge.Result

@@ -42,13 +42,7 @@ func TestF1HandBackAfterHeldNudge(t *testing.T) {
 	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
 	s.explainOnFailure("g")
 	build := s.buildRun("operand-a", digestOf("operand-a", 1), time.Now())
-	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
-	run, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, nudge.WorkflowName,
-		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
-			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digestOf("operand-a", 1),
-				PullSpec: imageOf("operand-a") + "@" + digestOf("operand-a", 1), BuildPipelineRun: build.Name, BuildUID: string(build.UID)},
-			Tuning: nudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: 2 * time.Second}})
-	require.NoError(t, err)
+	id, run := s.startOwnNudge(build, digestOf("operand-a", 1), taskQueue)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var res nudge.Result
@@ -180,11 +174,22 @@ func groupWithRunningOwnNudge(t *testing.T) (*scenario, *tektonv1.PipelineRun, s
 	s.explainOnFailure("g")
 	digest := digestOf("operand-a", 1)
 	build := s.buildRun("operand-a", digest, time.Now())
+	id, _ := s.startOwnNudge(build, digest, "nobody-polls-"+s.ns)
+	return s, build, id
+}
+
+// startOwnNudge starts the immediate Nudge of operand-a's build (of digest) for
+// bundle under the build's own workflow ID, as the bridge does, on queue. A small
+// backoff and several attempts: were a held run counted as a failure, the Nudge
+// would launch again within a test's deadline.
+func (s *scenario) startOwnNudge(build *tektonv1.PipelineRun, digest, queue string) (string, client.WorkflowRun) {
+	s.t.Helper()
 	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
-	_, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: "nobody-polls-" + s.ns}, nudge.WorkflowName,
+	run, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, nudge.WorkflowName,
 		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
 			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
-				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)}})
-	require.NoError(t, err)
-	return s, build, id
+				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)},
+			Tuning: nudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: 2 * time.Second}})
+	require.NoError(s.t, err)
+	return id, run
 }
