@@ -43,7 +43,11 @@ import (
 // a read must go to the API reader (mgr.GetAPIReader()).
 //
 // What of them: StripPipelineRun keeps what the bridge reads and drops the rest
-// (see there). A cached PipelineRun is therefore not the object on the server: the
+// (see there), and the informers hold that as a cachedRun, half the heap of a
+// stripped PipelineRun; Get, List and every event handler and indexer of a
+// PipelineRun informer see it expanded back into a *tektonv1.PipelineRun. (A
+// PipelineRun read as metadata or unstructured comes from controller-runtime's own
+// informers of those, not from these.) A cached PipelineRun is therefore not the object on the server: the
 // bridge writes PipelineRuns only with patches computed between two versions of
 // the cached copy (client.MergeFrom), which carry only what changed. Never Update
 // a cached PipelineRun (it would erase the spec on the server) nor
@@ -68,42 +72,52 @@ func cacheOptions() cache.Options {
 	}
 }
 
-// newInformer lists PipelineRuns page by page, each page stripped as it arrives.
+// newInformer lists PipelineRuns page by page, each page made cachedRuns as it
+// arrives.
 //
 // An informer's first list asks for resourceVersion "0", which the API server
 // answers from its watch cache in one piece whatever the limit: 75,000 builds of
 // 35 KB, 2.6 GB of JSON, decoded whole before the cache's transform sees the
 // first run — a bridge limited to 512 MiB is killed before it syncs. Asked for the
 // current version instead (resourceVersion "", a consistent read), the API server
-// pages the list (the reflector asks for 500 at a time), and stripping each page
-// before the next one is read keeps only stripped runs: the peak is one page.
+// pages the list (the reflector asks for 500 at a time), and compacting each page
+// before the next one is read keeps only cachedRuns: the peak is one page. The
+// reflector collects the pages' items before it fills the store; they are
+// cachedRuns already, which the transform passes as they are.
 func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	if _, ok := obj.(*tektonv1.PipelineRun); ok {
-		lw = pagedStrippedPipelineRuns(toolscache.ToListerWatcherWithContext(lw))
+		lw = pagedCachedPipelineRuns(toolscache.ToListerWatcherWithContext(lw))
 	}
 	return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 }
 
-func pagedStrippedPipelineRuns(lw toolscache.ListerWatcherWithContext) *toolscache.ListWatch {
+func pagedCachedPipelineRuns(lw toolscache.ListerWatcherWithContext) *toolscache.ListWatch {
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			if opts.ResourceVersion == "0" && opts.Limit > 0 {
 				opts.ResourceVersion = ""
 			}
 			list, err := lw.ListWithContext(ctx, opts)
-			if runs, ok := list.(*tektonv1.PipelineRunList); ok && err == nil {
-				for i := range runs.Items {
-					_, _ = StripPipelineRun(&runs.Items[i])
-				}
+			runs, ok := list.(*tektonv1.PipelineRunList)
+			if err != nil || !ok {
+				return list, err
 			}
-			return list, err
+			page := &cachedRunList{TypeMeta: runs.TypeMeta, ListMeta: runs.ListMeta, Items: make([]*cachedRun, len(runs.Items))}
+			for i := range runs.Items {
+				run, err := CompactPipelineRun(&runs.Items[i])
+				if err != nil {
+					return nil, err
+				}
+				page.Items[i] = run.(*cachedRun)
+			}
+			return page, nil
 		},
 		WatchFuncWithContext: lw.WatchWithContext,
 	}
 }
 
 func pipelineRunsBy(selector labels.Selector) cache.ByObject {
-	return cache.ByObject{Label: selector, Transform: StripPipelineRun}
+	return cache.ByObject{Label: selector, Transform: CompactPipelineRun}
 }
 
 // newCache is the manager's cache: the cache of opts (builds among PipelineRuns)
@@ -143,19 +157,108 @@ func (c *pipelineRunCache) pipelineRuns(obj runtime.Object) bool {
 }
 
 func (c *pipelineRunCache) Get(ctx context.Context, key ctrlclient.ObjectKey, obj ctrlclient.Object, opts ...ctrlclient.GetOption) error {
-	err := c.Cache.Get(ctx, key, obj, opts...)
-	if !apierrors.IsNotFound(err) || !c.pipelineRuns(obj) {
-		return err
+	out, ok := obj.(*tektonv1.PipelineRun)
+	if !ok {
+		err := c.Cache.Get(ctx, key, obj, opts...)
+		if !apierrors.IsNotFound(err) || !c.pipelineRuns(obj) {
+			return err
+		}
+		return c.nudges.Get(ctx, key, obj, opts...)
 	}
-	return c.nudges.Get(ctx, key, obj, opts...)
+	for _, from := range []cache.Cache{c.Cache, c.nudges} {
+		runs, err := cachedRunsOf(ctx, from)
+		if err != nil {
+			return err
+		}
+		found, exists, err := runs.GetByKey(key.Namespace + "/" + key.Name)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			continue
+		}
+		run, ok := found.(*cachedRun)
+		if !ok {
+			return fmt.Errorf("the PipelineRun cache holds a %T", found)
+		}
+		*out = *run.expand()
+		return nil
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Group: pipelineRunGVK.Group, Resource: pipelineRunGVK.Kind}, key.Name)
 }
 
-// List of PipelineRuns: both caches' (each applies the options), a run of both
-// kinds once. A limit would cut each list, not their union: refused.
+// cachedRunsOf is the store of from's PipelineRun informer, once it has synced.
+func cachedRunsOf(ctx context.Context, from cache.Cache) (toolscache.Indexer, error) {
+	informer, err := from.GetInformer(ctx, &tektonv1.PipelineRun{})
+	if err != nil {
+		return nil, err
+	}
+	if !informer.HasSynced() {
+		return nil, &cache.ErrCacheNotStarted{}
+	}
+	shared, ok := informer.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("the PipelineRun informer is a %T, not a SharedIndexInformer", informer)
+	}
+	return shared.GetIndexer(), nil
+}
+
+// List of PipelineRuns: both caches' (builds first), a run of both kinds once,
+// filtered by namespace and label selector. A limit would cut each list, not
+// their union, and no field index of PipelineRuns exists: both refused.
 func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList, opts ...ctrlclient.ListOption) error {
-	if !c.pipelineRuns(list) {
+	out, ok := list.(*tektonv1.PipelineRunList)
+	if !ok {
+		if c.pipelineRuns(list) {
+			return c.listBoth(ctx, list, opts...)
+		}
 		return c.Cache.List(ctx, list, opts...)
 	}
+	o := (&ctrlclient.ListOptions{}).ApplyOptions(opts)
+	switch {
+	case o.Limit > 0:
+		return errors.New("listing cached PipelineRuns with a limit: the bridge caches them in two informers")
+	case o.FieldSelector != nil && !o.FieldSelector.Empty():
+		return errors.New("listing cached PipelineRuns by field: the bridge indexes no field of them")
+	case o.Continue != "":
+		return errors.New("continuing a list of cached PipelineRuns: the cache lists in one piece")
+	}
+	seen := map[string]bool{}
+	var items []tektonv1.PipelineRun
+	for _, from := range []cache.Cache{c.Cache, c.nudges} {
+		runs, err := cachedRunsOf(ctx, from)
+		if err != nil {
+			return err
+		}
+		var objs []any
+		if o.Namespace != "" {
+			if objs, err = runs.ByIndex(toolscache.NamespaceIndex, o.Namespace); err != nil {
+				return err
+			}
+		} else {
+			objs = runs.List()
+		}
+		for _, obj := range objs {
+			run, ok := obj.(*cachedRun)
+			if !ok {
+				return fmt.Errorf("the PipelineRun cache holds a %T", obj)
+			}
+			key := run.namespace + "/" + run.name
+			if seen[key] || (o.LabelSelector != nil && !o.LabelSelector.Matches(cachedLabels{run})) {
+				continue
+			}
+			seen[key] = true
+			items = append(items, *run.expand())
+		}
+	}
+	out.Items = items
+	out.Continue = ""
+	return nil
+}
+
+// listBoth lists PipelineRuns read some other way (metadata, unstructured) from
+// both caches' informers of that kind, a run of both kinds once.
+func (c *pipelineRunCache) listBoth(ctx context.Context, list ctrlclient.ObjectList, opts ...ctrlclient.ListOption) error {
 	if (&ctrlclient.ListOptions{}).ApplyOptions(opts).Limit > 0 {
 		return errors.New("listing cached PipelineRuns with a limit: the bridge caches them in two informers")
 	}
@@ -189,6 +292,29 @@ func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList,
 		}
 	}
 	return meta.SetList(list, items)
+}
+
+// cachedLabels are a cached run's labels as a label selector reads them, without
+// building a map per run.
+type cachedLabels struct{ run *cachedRun }
+
+func (l cachedLabels) Has(key string) bool {
+	_, ok := l.Lookup(key)
+	return ok
+}
+
+func (l cachedLabels) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
+}
+
+func (l cachedLabels) Lookup(key string) (string, bool) {
+	for i := 0; i < int(l.run.labels); i++ {
+		if cachedKeys.name(l.run.keys[i]) == key {
+			return l.run.values[i], true
+		}
+	}
+	return "", false
 }
 
 func (c *pipelineRunCache) GetInformer(ctx context.Context, obj ctrlclient.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
@@ -229,7 +355,8 @@ func (c *pipelineRunCache) IndexField(ctx context.Context, obj ctrlclient.Object
 	if !c.pipelineRuns(obj) {
 		return c.Cache.IndexField(ctx, obj, field, extract)
 	}
-	return errors.Join(c.Cache.IndexField(ctx, obj, field, extract), c.nudges.IndexField(ctx, obj, field, extract))
+	// List could not answer a field selector from the cachedRuns: say so at setup.
+	return fmt.Errorf("indexing PipelineRuns by %s: the bridge's PipelineRun cache has no field indexes", field)
 }
 
 // Start runs both caches until ctx ends.
@@ -271,19 +398,19 @@ func (b bothInformers) register(add func(cache.Informer) (toolscache.ResourceEve
 
 func (b bothInformers) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	return b.register(func(i cache.Informer) (toolscache.ResourceEventHandlerRegistration, error) {
-		return i.AddEventHandler(h)
+		return i.AddEventHandler(expandingHandler{h})
 	})
 }
 
 func (b bothInformers) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
 	return b.register(func(i cache.Informer) (toolscache.ResourceEventHandlerRegistration, error) {
-		return i.AddEventHandlerWithResyncPeriod(h, resync)
+		return i.AddEventHandlerWithResyncPeriod(expandingHandler{h}, resync)
 	})
 }
 
 func (b bothInformers) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	return b.register(func(i cache.Informer) (toolscache.ResourceEventHandlerRegistration, error) {
-		return i.AddEventHandlerWithOptions(h, o)
+		return i.AddEventHandlerWithOptions(expandingHandler{h}, o)
 	})
 }
 
@@ -296,15 +423,33 @@ func (b bothInformers) RemoveEventHandler(handle toolscache.ResourceEventHandler
 }
 
 func (b bothInformers) AddIndexers(indexers toolscache.Indexers) error {
-	return errors.Join(b[0].AddIndexers(indexers), b[1].AddIndexers(indexers))
+	expanding := make(toolscache.Indexers, len(indexers))
+	for name, index := range indexers {
+		expanding[name] = func(obj any) ([]string, error) { return index(expandCached(obj)) }
+	}
+	return errors.Join(b[0].AddIndexers(expanding), b[1].AddIndexers(expanding))
 }
+
+// expandingHandler hands a handler PipelineRuns, not the cachedRuns the
+// informers hold.
+type expandingHandler struct {
+	h toolscache.ResourceEventHandler
+}
+
+func (e expandingHandler) OnAdd(obj any, isInInitialList bool) {
+	e.h.OnAdd(expandCached(obj), isInInitialList)
+}
+func (e expandingHandler) OnUpdate(oldObj, newObj any) {
+	e.h.OnUpdate(expandCached(oldObj), expandCached(newObj))
+}
+func (e expandingHandler) OnDelete(obj any) { e.h.OnDelete(expandCached(obj)) }
 
 func (b bothInformers) HasSynced() bool { return b[0].HasSynced() && b[1].HasSynced() }
 func (b bothInformers) IsStopped() bool { return b[0].IsStopped() || b[1].IsStopped() }
 
 // StripPipelineRun is the cache transform of PipelineRuns. It keeps what the
 // bridge's readers read, and nothing else (at 100,000 PipelineRuns every byte
-// kept per run is 75 MB of heap):
+// kept per run is 75 KB of heap, every 100 bytes 7.5 MB):
 //   - of the metadata, the name, namespace, UID, resource version, generation,
 //     creation and deletion timestamps, finalizers, and the labels and annotations
 //     some reader reads (readKey) — not managedFields, generateName or owner

@@ -269,6 +269,8 @@ func (s *stack) start(ctx context.Context) error {
 				// bridge reads from the API server (paged lists with
 				// resourceVersion="", watches) is served from etcd instead.
 				WithoutWatchCache: []string{"pipelineruns.tekton.dev"},
+				// Listing 100,000 runs from etcd outlasts the 5-minute compaction.
+				NoEtcdCompaction: true,
 			})
 		})
 	}()

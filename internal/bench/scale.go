@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
@@ -32,9 +32,6 @@ import (
 )
 
 const (
-	// scaleWriters write the measure's PipelineRuns at once (each a create and a
-	// status update), past any client-side rate limit.
-	scaleWriters = 32
 	// bridgeMemoryLimit is the bridge's memory limit in deploy/ and its GOMEMLIMIT.
 	bridgeMemoryLimit = "512MiB"
 	nsScaleProbe      = "bench-scale-probe"
@@ -84,13 +81,11 @@ func (s *stack) benchBridgeScale(ctx context.Context) error {
 	return nil
 }
 
-// createScaleRuns writes the measure's PipelineRuns: a create, then the status
-// Tekton would write (a subresource: a second request). The bridge is down: the
-// PipelineRun webhooks fail open at once (connection refused).
+// createScaleRuns creates the namespaces through the API server, seeds the runs
+// into etcd (seedScaleRuns: as the API server stores them, with their final
+// status), and checks that the API server lists them all. The bridge is down.
 func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
-	cfg := rest.CopyConfig(s.cp.Config)
-	cfg.QPS, cfg.Burst = -1, 0 // no client-side limit: the API server's own flow control applies
-	c, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: kube.NewScheme()})
+	c, err := ctrlclient.New(s.cp.Config, ctrlclient.Options{Scheme: kube.NewScheme()})
 	if err != nil {
 		return 0, fmt.Errorf("kubernetes client: %w", err)
 	}
@@ -99,39 +94,42 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 			return 0, fmt.Errorf("creating namespace %s: %w", scaleNamespace(ns), err)
 		}
 	}
-	pipelineSpec := scalePipelineSpec()
 	n := s.opts.PipelineRuns
 	ctx, stopGuard := guardMemory(ctx, &s.progressCount)
 	defer stopGuard()
 	began, last := time.Now(), time.Now()
-	var done int64
 	s.progressCount.Store(0)
-	progress := make(chan struct{}, scaleWriters)
-	go func() {
-		for range progress {
-			done++
-			s.progressCount.Store(done)
-			if time.Since(last) > 30*time.Second {
-				s.progress("%d of %d PipelineRuns written", done, n)
-				last = time.Now()
-			}
+	var mu sync.Mutex
+	err = seedScaleRuns(ctx, s.cp.Env.ControlPlane.Etcd.URL.String(), n, func(written int) {
+		done := s.progressCount.Add(int64(written))
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) > 30*time.Second {
+			s.progress("%d of %d PipelineRuns written into etcd", done, n)
+			last = time.Now()
 		}
-	}()
-	err = parallel(ctx, n, scaleWriters, func(ctx context.Context, i int) error {
-		if err := writeScaleRun(ctx, c, i, pipelineSpec); err != nil {
-			return err
-		}
-		progress <- struct{}{}
-		return nil
 	})
-	close(progress)
 	if err != nil {
 		return 0, err
+	}
+	took := time.Since(began)
+	// Listed through the API server, one per page: the list's remaining count says
+	// how many it serves.
+	var page tektonv1.PipelineRunList
+	if err := c.List(ctx, &page, ctrlclient.Limit(1)); err != nil {
+		return 0, fmt.Errorf("listing the seeded PipelineRuns: %w", err)
+	}
+	served := int64(len(page.Items))
+	if page.RemainingItemCount != nil {
+		served += *page.RemainingItemCount
+	}
+	if served != int64(n) {
+		return 0, fmt.Errorf("the API server lists %d PipelineRuns, %d were seeded", served, n)
 	}
 	if size, err := objectSize(ctx, c, scaleNamespace(0)); err == nil {
 		s.progress("a build PipelineRun weighs %.1f KB as JSON", float64(size)/1024)
 	}
-	return time.Since(began), nil
+	return took, nil
 }
 
 // minAvailableMemory is the machine's available memory below which the writing
@@ -179,33 +177,6 @@ func availableMemory() (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// writeScaleRun creates the i-th run and writes its status. An API server this
-// loaded drops a connection now and then: each write is tried again, and a create
-// that went through before its answer was lost is found by its name.
-func writeScaleRun(ctx context.Context, c ctrlclient.Client, i int, pipelineSpec *tektonv1.PipelineSpec) error {
-	plr := scaleRun(i, pipelineSpec)
-	plr.Name, plr.GenerateName = fmt.Sprintf("%s%06d", plr.GenerateName, i), ""
-	key := ctrlclient.ObjectKeyFromObject(plr)
-	err := retryTransient(ctx, func() error {
-		err := c.Create(ctx, plr)
-		if apierrors.IsAlreadyExists(err) {
-			return c.Get(ctx, key, plr)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("creating PipelineRun %s: %w", key, err)
-	}
-	// A merge patch without a resourceVersion: tried again after a lost answer, it
-	// writes the same status instead of conflicting with itself.
-	created := plr.DeepCopy()
-	finishScaleRun(plr, i, pipelineSpec)
-	if err := retryTransient(ctx, func() error { return c.Status().Patch(ctx, plr, ctrlclient.MergeFrom(created)) }); err != nil {
-		return fmt.Errorf("writing the status of PipelineRun %s: %w", key, err)
-	}
-	return nil
 }
 
 // retryTransient runs write until it succeeds, fails for a reason a retry does not

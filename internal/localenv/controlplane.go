@@ -36,6 +36,13 @@ type ControlPlaneOptions struct {
 	// 2 GiB default, which a cluster's worth of PipelineRuns outgrows (etcd then
 	// refuses every write with "mvcc: database space exceeded"); zero keeps it.
 	EtcdQuotaBytes int64
+	// NoEtcdCompaction stops kube-apiserver compacting etcd
+	// (--etcd-compaction-interval=0; every 5 minutes by default). A paged list
+	// served from etcd must end before the next compaction, or its continue token
+	// expires and client-go's pager falls back to one unpaged list: for 100,000
+	// PipelineRuns a 3 GB etcd response, over gRPC's 2 GB limit, and the informer
+	// starts again. Served from etcd on 2 cores, listing 100,000 runs takes longer.
+	NoEtcdCompaction bool
 	// WithoutWatchCache lists resources ("pipelineruns.tekton.dev") kube-apiserver
 	// keeps no watch cache for (--watch-cache-sizes=<resource>#0): it then serves
 	// their lists from etcd (paged when asked) and their watches from etcd watches.
@@ -124,6 +131,9 @@ func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
 	apiServer.Configure().Append("enable-admission-plugins", OpenShiftAdmissionPlugins...)
 	for _, resource := range opts.WithoutWatchCache {
 		apiServer.Configure().Append("watch-cache-sizes", resource+"#0")
+	}
+	if opts.NoEtcdCompaction {
+		apiServer.Configure().Set("etcd-compaction-interval", "0")
 	}
 	if opts.APIServerPort != 0 {
 		apiServer.SecureServing.Address = "127.0.0.1"
