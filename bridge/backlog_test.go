@@ -80,7 +80,9 @@ func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 		build("routed", 50*time.Hour, nil, succeeded(48*time.Hour, true)),
 		build("held-by-another-service", 50*time.Hour, []string{"example.com/other"}, succeeded(48*time.Hour, true)),
 	}
-	r := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(objs...).Build()
+	indexed := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(objs...)
+	require.NoError(t, IndexHeldBuilds(fakeIndexer{indexed}))
+	r := indexed.Build()
 
 	b, err := ReadBacklog(context.Background(), r, now)
 	require.NoError(t, err)
@@ -107,4 +109,13 @@ nudgeflow_changegroup_oldest_waiting_seconds{phase="Waiting"} 93600
 `
 	require.NoError(t, testutil.GatherAndCompare(metrics.Registry, strings.NewReader(want),
 		metrics.ChangeGroupOldestWaiting, metrics.ChangeGroupOldestOverdue, metrics.BuildOldestUnrouted))
+}
+
+// fakeIndexer registers an index with a fake client's builder, as the manager's
+// field indexer registers it with the cache.
+type fakeIndexer struct{ b *fake.ClientBuilder }
+
+func (f fakeIndexer) IndexField(_ context.Context, obj ctrlclient.Object, field string, extract ctrlclient.IndexerFunc) error {
+	f.b.WithIndex(obj, field, extract)
+	return nil
 }

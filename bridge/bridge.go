@@ -68,6 +68,9 @@ type ManagerOptions struct {
 	Metrics serving.Metrics
 	// HealthAddr serves /healthz and /readyz; "" disables them.
 	HealthAddr string
+	// PprofAddr serves Go's profiles (/debug/pprof/) for an operator looking into
+	// the bridge's memory or CPU; "" (the default) serves none.
+	PprofAddr string
 	// LeaderElection keeps one active bridge when several run.
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -140,6 +143,7 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 		Controller:              ctrlOpts,
 		Metrics:                 opts.Metrics.ServerOptions(opts.MetricsAddr),
 		HealthProbeBindAddress:  opts.HealthAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "nudgeflow-bridge",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"knative.dev/pkg/apis"
@@ -204,8 +205,9 @@ func cachedRunsOf(ctx context.Context, from cache.Cache) (toolscache.Indexer, er
 }
 
 // List of PipelineRuns: both caches' (builds first), a run of both kinds once,
-// filtered by namespace and label selector. A limit would cut each list, not
-// their union, and no field index of PipelineRuns exists: both refused.
+// filtered by namespace, label selector and one exact field selector (an
+// IndexField's index). Only the runs that pass are expanded. A limit would cut
+// each list, not their union: refused.
 func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList, opts ...ctrlclient.ListOption) error {
 	out, ok := list.(*tektonv1.PipelineRunList)
 	if !ok {
@@ -218,8 +220,6 @@ func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList,
 	switch {
 	case o.Limit > 0:
 		return errors.New("listing cached PipelineRuns with a limit: the bridge caches them in two informers")
-	case o.FieldSelector != nil && !o.FieldSelector.Empty():
-		return errors.New("listing cached PipelineRuns by field: the bridge indexes no field of them")
 	case o.Continue != "":
 		return errors.New("continuing a list of cached PipelineRuns: the cache lists in one piece")
 	}
@@ -230,13 +230,9 @@ func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList,
 		if err != nil {
 			return err
 		}
-		var objs []any
-		if o.Namespace != "" {
-			if objs, err = runs.ByIndex(toolscache.NamespaceIndex, o.Namespace); err != nil {
-				return err
-			}
-		} else {
-			objs = runs.List()
+		objs, err := listed(runs, o)
+		if err != nil {
+			return err
 		}
 		for _, obj := range objs {
 			run, ok := obj.(*cachedRun)
@@ -254,6 +250,22 @@ func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList,
 	out.Items = items
 	out.Continue = ""
 	return nil
+}
+
+// listed are the runs of one informer's store in o's namespace, or matching o's
+// field selector (one exact requirement) there.
+func listed(runs toolscache.Indexer, o *ctrlclient.ListOptions) ([]any, error) {
+	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
+		reqs := o.FieldSelector.Requirements()
+		if len(reqs) != 1 || (reqs[0].Operator != selection.Equals && reqs[0].Operator != selection.DoubleEquals) {
+			return nil, fmt.Errorf("listing cached PipelineRuns by %q: one exact field requirement only", o.FieldSelector)
+		}
+		return runs.ByIndex(fieldIndexName(reqs[0].Field), fieldIndexKey(o.Namespace, reqs[0].Value))
+	}
+	if o.Namespace != "" {
+		return runs.ByIndex(toolscache.NamespaceIndex, o.Namespace)
+	}
+	return runs.List(), nil
 }
 
 // listBoth lists PipelineRuns read some other way (metadata, unstructured) from
@@ -351,12 +363,40 @@ func (c *pipelineRunCache) RemoveInformer(ctx context.Context, obj ctrlclient.Ob
 	return errors.Join(c.Cache.RemoveInformer(ctx, obj), c.nudges.RemoveInformer(ctx, obj))
 }
 
+// IndexField of PipelineRuns indexes both informers' runs, each expanded for
+// extract, under controller-runtime's index names and keys, which List reads for
+// an exact field selector.
 func (c *pipelineRunCache) IndexField(ctx context.Context, obj ctrlclient.Object, field string, extract ctrlclient.IndexerFunc) error {
 	if !c.pipelineRuns(obj) {
 		return c.Cache.IndexField(ctx, obj, field, extract)
 	}
-	// List could not answer a field selector from the cachedRuns: say so at setup.
-	return fmt.Errorf("indexing PipelineRuns by %s: the bridge's PipelineRun cache has no field indexes", field)
+	informer, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	return informer.AddIndexers(toolscache.Indexers{fieldIndexName(field): func(o any) ([]string, error) {
+		obj, ok := o.(ctrlclient.Object)
+		if !ok {
+			return nil, fmt.Errorf("indexing %T by %s: not an object", o, field)
+		}
+		values := extract(obj)
+		keys := make([]string, 0, 2*len(values))
+		for _, v := range values {
+			keys = append(keys, fieldIndexKey("", v), fieldIndexKey(obj.GetNamespace(), v))
+		}
+		return keys, nil
+	}})
+}
+
+// fieldIndexName and fieldIndexKey name an index and its keys as controller-runtime's
+// cache does (its IndexField and List).
+func fieldIndexName(field string) string { return "field:" + field }
+
+func fieldIndexKey(namespace, value string) string {
+	if namespace == "" {
+		namespace = "__all_namespaces"
+	}
+	return namespace + "/" + value
 }
 
 // Start runs both caches until ctx ends.

@@ -222,6 +222,7 @@ func TestPipelineRunCache(t *testing.T) {
 	opts.Scheme = kube.NewScheme()
 	c, err := newCache(cp.Config, opts)
 	require.NoError(t, err)
+	require.NoError(t, IndexHeldBuilds(c))
 	go func() { _ = c.Start(ctx) }()
 	kc, err := ctrlclient.New(cp.Config, ctrlclient.Options{Scheme: opts.Scheme, Cache: &ctrlclient.CacheOptions{Reader: c}})
 	require.NoError(t, err)
@@ -301,6 +302,22 @@ func TestPipelineRunCache(t *testing.T) {
 	require.Equal(t, "operand", onServer.Annotations[konflux.AnnotationNudgeRouted])
 	require.Equal(t, "https://console.example.com/operand-on-push-1", onServer.Annotations["pipelinesascode.tekton.dev/log-url"],
 		"an annotation the cache dropped is kept on the server")
+
+	// The field index (the backlog's) finds the held build once the cache has the
+	// finalizer, by namespace or across namespaces; a label selector still applies.
+	heldBuilds := func(opts ...ctrlclient.ListOption) []string {
+		var list tektonv1.PipelineRunList
+		require.NoError(t, kc.List(ctx, &list, append(opts, ctrlclient.MatchingFields{HeldBuildsField: "true"})...))
+		var names []string
+		for _, plr := range list.Items {
+			names = append(names, plr.Name)
+		}
+		return names
+	}
+	require.Eventually(t, func() bool { return len(heldBuilds()) == 1 }, 30*time.Second, 50*time.Millisecond)
+	require.Equal(t, []string{"operand-on-push-1"}, heldBuilds(ctrlclient.InNamespace(ns)))
+	require.Empty(t, heldBuilds(ctrlclient.InNamespace("elsewhere")))
+	require.Empty(t, heldBuilds(ctrlclient.MatchingLabels{builds.LabelComponent: "other"}))
 
 	// spec.status patched from the stripped cached nudge (as the held-nudge reconciler cancels).
 	var cached tektonv1.PipelineRun

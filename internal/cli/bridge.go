@@ -38,6 +38,7 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&opts.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the admission webhooks")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint (0 disables it)")
 	fs.StringVar(&opts.HealthAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&opts.PprofAddr, "pprof-bind-address", "", "address of Go's profiles (/debug/pprof/), e.g. 127.0.0.1:6060 to read with kubectl port-forward; none when empty")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false, "keep one active bridge when several run")
 	fs.DurationVar(&opts.LeaseDuration, "leader-elect-lease-duration", bridge.DefaultLeaseDuration, "how long the other replicas wait after the leader's last renewal before one takes over")
 	fs.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", bridge.DefaultRenewDeadline, "how long the leader keeps trying to renew its Lease before it gives up leading (and exits; must be less than the lease duration)")
@@ -93,7 +94,9 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 		}
-		ops.setup(mgr)
+		if err := ops.setup(mgr); err != nil {
+			return err
+		}
 		ctx := ctrl.SetupSignalHandler()
 		if forgeAddr != "" {
 			secret, err := forgeSecret(secretFile)

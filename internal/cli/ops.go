@@ -90,7 +90,7 @@ func addBridgeOpsFlags(cmd *cobra.Command, opts *bridge.ManagerOptions) *bridgeO
 // nudges that a ChangeGroup holds would run. What needs Temporal waits: a
 // reconcile whose signal fails returns the error and is retried with backoff, and
 // a build stays under the build-routing finalizer until its signal is delivered.
-func (o *bridgeOps) setup(mgr ctrl.Manager) {
+func (o *bridgeOps) setup(mgr ctrl.Manager) error {
 	bridge.CountChangeGroups(mgr)
-	bridge.MeasureBacklog(mgr)
+	return bridge.MeasureBacklog(mgr)
 }
