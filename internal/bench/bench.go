@@ -84,6 +84,8 @@ type Options struct {
 	BridgeBinaries []string
 	// WorkerArgs are extra flags of `nudgeflow worker` (its tuning).
 	WorkerArgs []string
+	// BridgeArgs are extra flags of the bridge-scale measure's `nudgeflow bridge`.
+	BridgeArgs []string
 	// TemporalArgs are extra flags of `temporal server start-dev`.
 	TemporalArgs []string
 	// Phases to run (nil: all but PhaseScale, which runs when named).

@@ -226,6 +226,7 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 	if help, err := exec.CommandContext(ctx, binary, "bridge", "--help").CombinedOutput(); err == nil && strings.Contains(string(help), "--metrics-secure") {
 		args = append(args, "--metrics-secure=false")
 	}
+	args = append(args, s.opts.BridgeArgs...)
 	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.tmp.Address, "TEMPORAL_NAMESPACE="+s.tmp.Namespace, "GOMEMLIMIT="+bridgeMemoryLimit)
 	logPath := filepath.Join(s.logDir, fmt.Sprintf("bridge-scale-%d.log", n))
 	s.progress("starting %s bridge (log %s)", binary, logPath)

@@ -73,6 +73,7 @@ Everything runs in a temporary folder; its logs are kept when a measure fails.`,
 	fs.IntVar(&opts.PipelineRuns, "plrs", opts.PipelineRuns, "PipelineRuns in the cluster for the bridge-scale measure")
 	fs.StringArrayVar(&opts.BridgeBinaries, "bridge-binary", nil, "nudgeflow binary whose bridge the bridge-scale measure runs (default: this one); repeat to compare builds on the same PipelineRuns")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, "the bridge's --max-concurrent-reconciles (default: the bridge's)")
+	fs.StringArrayVar(&opts.BridgeArgs, "bridge-flag", nil, "extra flag of the bridge-scale measure's `nudgeflow bridge`, for example --bridge-flag=--pprof-bind-address=127.0.0.1:6060 (repeatable)")
 	fs.StringArrayVar(&opts.WorkerArgs, "worker-flag", nil, "extra flag of `nudgeflow worker`, for example --worker-flag=--sticky-cache-size=10000 (repeatable)")
 	fs.StringArrayVar(&opts.TemporalArgs, "temporal-flag", nil, "extra flag of `temporal server start-dev`, for example --temporal-flag=--dynamic-config-value=KEY=VALUE (repeatable)")
 	fs.StringVar(&phases, "only", "", "comma-separated measures to run: "+strings.Join(bench.Phases, ",")+" (default: all but bridge-scale, which runs only when named)")
