@@ -180,6 +180,9 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(returnSyncPeak{mgr.GetCache()}); err != nil {
+		return nil, err
+	}
 	if err := nudgeconfig.Setup(mgr, peers); err != nil {
 		return nil, err
 	}

@@ -32,8 +32,10 @@ import (
 )
 
 const (
-	// bridgeMemoryLimit is the bridge's memory limit in deploy/ and its GOMEMLIMIT.
+	// bridgeMemoryLimit is the bridge's memory limit in deploy/ and its GOMEMLIMIT,
+	// bridgeGOGC its GOGC there (TestBridgeScaleRunsTheBridgeAsDeployed).
 	bridgeMemoryLimit = "512MiB"
+	bridgeGOGC        = "25"
 	nsScaleProbe      = "bench-scale-probe"
 	// bridgeRSSCeiling stops a bridge that outgrows four times its pod's limit (in
 	// the pod it was OOMKilled long before): the machine is shared.
@@ -227,7 +229,7 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 		args = append(args, "--metrics-secure=false")
 	}
 	args = append(args, s.opts.BridgeArgs...)
-	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.tmp.Address, "TEMPORAL_NAMESPACE="+s.tmp.Namespace, "GOMEMLIMIT="+bridgeMemoryLimit)
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.tmp.Address, "TEMPORAL_NAMESPACE="+s.tmp.Namespace, "GOMEMLIMIT="+bridgeMemoryLimit, "GOGC="+bridgeGOGC)
 	logPath := filepath.Join(s.logDir, fmt.Sprintf("bridge-scale-%d.log", n))
 	s.progress("starting %s bridge (log %s)", binary, logPath)
 	began := time.Now()

@@ -3,13 +3,21 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 // TestCachedRunHeap: what the bridge's cache keeps of one bridge-scale build or
@@ -62,4 +70,28 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestBridgeScaleRunsTheBridgeAsDeployed: the bridge-scale measure gives the bridge
+// the memory limit and GOGC that deploy/base gives its container.
+func TestBridgeScaleRunsTheBridgeAsDeployed(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(localenv.RepoRoot(), "deploy", "base", "bridge.yaml"))
+	require.NoError(t, err)
+	var deployment appsv1.Deployment
+	for _, doc := range strings.Split(string(raw), "\n---") {
+		var d appsv1.Deployment
+		if yaml.Unmarshal([]byte(doc), &d) == nil && d.Kind == "Deployment" {
+			deployment = d
+		}
+	}
+	require.NotEmpty(t, deployment.Spec.Template.Spec.Containers, "the bridge's Deployment in deploy/base/bridge.yaml")
+	bridge := deployment.Spec.Template.Spec.Containers[0]
+	limit := bridge.Resources.Limits[corev1.ResourceMemory]
+	require.Equal(t, strings.TrimSuffix(bridgeMemoryLimit, "B"), limit.String(), "memory limit")
+	env := map[string]corev1.EnvVar{}
+	for _, e := range bridge.Env {
+		env[e.Name] = e
+	}
+	require.Equal(t, "limits.memory", env["GOMEMLIMIT"].ValueFrom.ResourceFieldRef.Resource, "GOMEMLIMIT follows the limit")
+	require.Equal(t, bridgeGOGC, env["GOGC"].Value, "GOGC")
 }
