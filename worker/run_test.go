@@ -16,7 +16,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 

@@ -24,6 +24,9 @@ import (
 // DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
 const DefaultTaskQueue = "nudgeflow"
 
+// DefaultNamespace is the Temporal namespace nudgeflow uses unless told otherwise.
+const DefaultNamespace = "nudgeflow"
+
 // Deps is what activities need: clients of the outside world. Secrets are read by
 // activities when they need them, never passed through workflows.
 type Deps struct {

@@ -15,7 +15,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 // barrierReader lets a replica's first look at the groups finish only once the

@@ -15,8 +15,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/serving"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 func serve(t *testing.T, srv *http.Server) string {

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 

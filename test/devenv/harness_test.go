@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/devenv"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/devenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 

@@ -21,9 +21,9 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/devenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 

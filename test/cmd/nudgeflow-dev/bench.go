@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"os"
@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nudgeflow/nudgeflow/internal/bench"
+	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/test/bench"
 )
 
 func newBenchCommand() *cobra.Command {
@@ -17,7 +18,7 @@ func newBenchCommand() *cobra.Command {
 	var phases string
 	cmd := &cobra.Command{
 		Use:         "bench",
-		Annotations: map[string]string{ownControllerLogs: "true"},
+		Annotations: map[string]string{cli.OwnControllerLogs: "true"},
 		Short:       "Measure nudgeflow at a tenant's scale on this machine (the real servers, bridge and worker)",
 		Long: `Starts what ` + "`make run`" + ` starts — a real kube-apiserver + etcd with every CRD and
 webhook, the Temporal dev server, the GitHub emulator — with the bridge in this

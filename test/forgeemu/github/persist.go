@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
 // stateVersion is bumped when the saved shape changes incompatibly.

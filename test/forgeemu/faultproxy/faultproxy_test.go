@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/faultproxy"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/faultproxy"
 )
 
 func TestProxyInjectsFailuresWhereAsked(t *testing.T) {

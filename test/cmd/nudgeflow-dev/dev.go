@@ -1,4 +1,4 @@
-package cli
+package main
 
 import (
 	"context"
@@ -13,8 +13,9 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/internal/devenv"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/test/devenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
@@ -25,7 +26,7 @@ func newDevCommand() *cobra.Command {
 	var reconciles int
 	cmd := &cobra.Command{
 		Use:         "dev",
-		Annotations: map[string]string{ownControllerLogs: "true"},
+		Annotations: map[string]string{cli.OwnControllerLogs: "true"},
 		Short:       "Start the whole system locally on embedded defaults (make run)",
 		Long: `Starts a real kube-apiserver + etcd with every CRD and webhook, the Temporal dev
 server with its Web UI, the GitHub emulator with its web pages, the bridge and the
@@ -63,7 +64,7 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.GitLab, "gitlab-port", ports.GitLab, "GitLab emulator port (API and web pages)")
 	fs.BoolVar(&forgejo, "forgejo", false, "also start the real Gitea server (Forgejo's API) with a third bundle; its first build takes minutes")
 	fs.IntVar(&ports.Forgejo, "forgejo-port", ports.Forgejo, "Forgejo (Gitea) server port, with --forgejo")
-	tuning = addWorkerTuningFlags(cmd)
+	tuning = cli.AddWorkerTuningFlags(cmd)
 	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
 	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow dev` (tests of the crash recovery)")
 	_ = fs.MarkHidden("no-parent-death-signal")
@@ -84,17 +85,13 @@ func running() (*devenv.Running, error) {
 // kubeconfig when neither --kubeconfig nor $KUBECONFIG says otherwise. The
 // returned function resolves them into a client and the namespace.
 func devKubeFlags(cmd *cobra.Command) func() (ctrlclient.Client, string, error) {
-	kf := addKubeFlags(cmd, false)
-	return func() (ctrlclient.Client, string, error) {
-		if kf.kubeconfig == "" && os.Getenv("KUBECONFIG") == "" {
-			r, err := running()
-			if err != nil {
-				return nil, "", err
-			}
-			kf.kubeconfig = r.Kubeconfig
+	return cli.AddKubeFlags(cmd, func() (string, error) {
+		r, err := running()
+		if err != nil {
+			return "", err
 		}
-		return kf.resolve()
-	}
+		return r.Kubeconfig, nil
+	})
 }
 
 func newDevEnvCommand() *cobra.Command {

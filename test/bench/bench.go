@@ -39,11 +39,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/internal/localbridge"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	"github.com/nudgeflow/nudgeflow/test/localbridge"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )

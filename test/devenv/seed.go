@@ -22,9 +22,9 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
-	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 // The demo namespace: an operator, its three operands and the OLM bundle they all

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
 func (s *Server) routes() http.Handler {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
 const stateVersion = 1

@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 // workerProcess is a nudgeflow command (`nudgeflow worker`, `nudgeflow bridge`) in

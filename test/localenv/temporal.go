@@ -19,10 +19,11 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
+	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
 // DefaultNamespace is the Temporal namespace nudgeflow uses unless told otherwise.
-const DefaultNamespace = "nudgeflow"
+const DefaultNamespace = nfworker.DefaultNamespace
 
 // TemporalOptions configures a local Temporal dev server.
 type TemporalOptions struct {

@@ -33,8 +33,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/gitstore"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
 // User is an account a token authenticates as.
