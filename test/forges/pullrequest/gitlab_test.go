@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
+	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
 const glToken = "glpat-Sup3rSecretProjectToken"

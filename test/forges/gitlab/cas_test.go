@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
-	emu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
+	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
 // TestF9GitLabPushWindowIsOneRequest pins what GitLab allows (issue 21, F9): its

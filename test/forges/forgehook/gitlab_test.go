@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
-	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
+	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
 // The GitLab emulator's Merge Request Hooks reach the sink when X-Gitlab-Token is

@@ -20,8 +20,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/faultproxy"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/faultproxy"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 // The Forgejo tests run the sync, observe and close activities against a real Gitea

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
 // Issue 21, F7: a rate limit or a transient GraphQL error at release is retried,

@@ -1,4 +1,4 @@
-package github
+package github_test
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 	"testing"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
-	emu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
+	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
 // TestF9PersonsCommitBetweenReadAndWriteIsNeverOverwritten: a person pushes to the
@@ -24,7 +25,7 @@ func TestF9PersonsCommitBetweenReadAndWriteIsNeverOverwritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(forge.ClientOptions{Repo: repo, Token: "tok", Bot: forge.Signature{Name: "nudgeflow", Email: "bot@example.com"}})
+	c, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: "tok", Bot: forge.Signature{Name: "nudgeflow", Email: "bot@example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
 type chanSink chan forgehook.Event

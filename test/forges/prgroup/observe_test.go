@@ -17,7 +17,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
+	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
 const glToken = "glpat-origin-reader-token-0000000000000"

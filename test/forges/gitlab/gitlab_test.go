@@ -14,7 +14,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	emu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
+	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
 const token = "glpat-ThisTokenMustNeverAppearInAnError01"

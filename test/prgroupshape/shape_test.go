@@ -1,4 +1,4 @@
-package prgroup
+package prgroupshape_test
 
 import (
 	"bytes"
@@ -22,7 +22,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
+	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
 // TestF4NotFoundShapeOnTheTemporalServer runs F4's scenario (an originating PR
@@ -43,7 +44,7 @@ func TestF4NotFoundShapeOnTheTemporalServer(t *testing.T) {
 
 	const tq = "prgroup-shape"
 	w := worker.New(c, tq, worker.Options{WorkflowPanicPolicy: worker.FailWorkflow})
-	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
 	var mu sync.Mutex
 	observed := 0
 	var closedAt []int
@@ -61,7 +62,7 @@ func TestF4NotFoundShapeOnTheTemporalServer(t *testing.T) {
 		return []acts.OriginObservation{ob}, nil
 	}, activity.RegisterOptions{Name: acts.ObserveOriginsActivity})
 	w.RegisterActivityWithOptions(func(context.Context, acts.SyncRequest) (acts.SyncResult, error) {
-		return openDraft(0, acts.SyncRequest{}), nil
+		return acts.SyncResult{PR: acts.PRRef{Number: 5, URL: "https://h/org/bundle/pull/5"}, State: acts.PROpen, Draft: true}, nil
 	}, activity.RegisterOptions{Name: acts.SyncActivity})
 	w.RegisterActivityWithOptions(func(context.Context, acts.FindPushBuildRequest) (acts.PushBuild, error) {
 		return acts.PushBuild{}, nil
@@ -75,15 +76,15 @@ func TestF4NotFoundShapeOnTheTemporalServer(t *testing.T) {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	id := WorkflowID("ns", "g", "bundle")
-	build := PRBuild{Component: "a", Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64),
-		BuildUID: "pr-1", BuiltAt: time.Unix(10, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/a", Number: 1}}
-	run, err := c.SignalWithStartWorkflow(ctx, id, SignalPRBuild, build, client.StartWorkflowOptions{ID: id, TaskQueue: tq},
-		WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle", Settings: Settings{PollInterval: time.Second}})
+	id := prgroup.WorkflowID("ns", "g", "bundle")
+	build := prgroup.PRBuild{Component: "a", Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64),
+		BuildUID: "pr-1", BuiltAt: time.Unix(10, 0), SourceBranch: "g", Origin: prgroup.OriginRef{RepoURL: "https://h/org/a", Number: 1}}
+	run, err := c.SignalWithStartWorkflow(ctx, id, prgroup.SignalPRBuild, build, client.StartWorkflowOptions{ID: id, TaskQueue: tq},
+		prgroup.WorkflowName, prgroup.Input{Namespace: "ns", Group: "g", Target: "bundle", Settings: prgroup.Settings{PollInterval: time.Second}})
 	require.NoError(t, err)
-	var st State
+	var st prgroup.State
 	require.NoError(t, run.Get(ctx, &st))
-	require.Equal(t, PhaseClosed, st.Phase)
+	require.Equal(t, prgroup.PhaseClosed, st.Phase)
 	mu.Lock()
 	require.Equal(t, []int{5}, closedAt, "closed only when the forge says the origin closed")
 	mu.Unlock()
@@ -105,12 +106,12 @@ func TestF4NotFoundShapeOnTheTemporalServer(t *testing.T) {
 			changes = append(changes, change)
 		}
 	}
-	require.Equal(t, []string{changeNotFoundIsUnreadable}, changes, "the history carries the version marker")
+	require.Equal(t, []string{"origin-not-found-after-seen-is-unreadable"}, changes, "the history carries the version marker")
 
 	if os.Getenv("NUDGEFLOW_RECORD_HISTORIES") == "" {
 		return
 	}
-	path := filepath.Join("testdata", "TestF4OriginNotFoundAfterSeen@not-found-unreadable.json.gz")
+	path := filepath.Join("..", "..", "workflows", "prgroup", "testdata", "TestF4OriginNotFoundAfterSeen@not-found-unreadable.json.gz")
 	if _, err := os.Stat(path); err == nil {
 		t.Logf("not re-recording %s: it exists (record a new shape under a new name)", path)
 		return

@@ -13,7 +13,7 @@ import (
 	"code.gitea.io/sdk/gitea"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
 // giteaPayload is a pull_request payload as Gitea and Forgejo marshal it

@@ -10,10 +10,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
-	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 func (a activityRunner) readCI(req pr.CIRequest) pr.CIObserved {
