@@ -1,4 +1,4 @@
-// Package bench is `nudgeflow bench`: it starts the real system on this machine —
+// Package bench is `nudgeflow-dev bench`: it starts the real system on this machine —
 // kube-apiserver + etcd with every CRD and webhook, the Temporal dev server, the
 // GitHub emulator, the bridge (in this process, its admission webhooks registered in
 // the API server) and `nudgeflow worker` as a separate process — loads it to a

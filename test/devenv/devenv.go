@@ -1,4 +1,4 @@
-// Package devenv is `nudgeflow dev`: the whole system on one machine. It starts a
+// Package devenv is `nudgeflow-dev dev`: the whole system on one machine. It starts a
 // real kube-apiserver + etcd with every CRD and webhook, the Temporal dev server
 // with its Web UI, the GitHub emulator with its web pages, the bridge and the
 // worker; seeds a demo namespace; and keeps their state under one folder so a
@@ -65,7 +65,7 @@ type Options struct {
 	// Settings tune the ChangeGroup workflows (short debounce and poll for a demo).
 	Settings cgwf.Settings
 	// NoParentDeathSignal starts the servers without the parent-death signal, so
-	// they outlive a killed `nudgeflow dev` (tests of the recovery in the next start).
+	// they outlive a killed `nudgeflow-dev dev` (tests of the recovery in the next start).
 	NoParentDeathSignal bool
 	// Worker sizes the worker (zero fields: worker's defaults).
 	Worker nfworker.Tuning
@@ -79,7 +79,7 @@ type Options struct {
 
 // ForgejoPassword is the password of the Forgejo person (localenv.ForgejoHuman) who
 // merges and edits in the web UI: a local demo credential, printed in the banner,
-// that only ever signs in to the loopback server `nudgeflow dev --forgejo` starts.
+// that only ever signs in to the loopback server `nudgeflow-dev dev --forgejo` starts.
 const ForgejoPassword = "nudgeflow-demo"
 
 // Bot is the commit identity of nudgeflow in the local world.
@@ -388,7 +388,7 @@ func printReady(out io.Writer, r *Running, took time.Duration) {
 `, r.ForgejoURL, localenv.ForgejoHuman, ForgejoPassword)
 	}
 	fmt.Fprintf(out, `
-nudgeflow dev is ready (started in %s)
+nudgeflow-dev dev is ready (started in %s)
 
   Temporal Web UI     %s/namespaces/%s/workflows
   GitHub emulator     %s   (repositories, pull requests, CI events)
@@ -400,7 +400,7 @@ nudgeflow dev is ready (started in %s)
 
 Next, in another terminal:
 
-  eval "$(./bin/nudgeflow dev env)"     # KUBECONFIG, TEMPORAL_ADDRESS, PATH with kubectl and temporal
+  eval "$(./bin/nudgeflow-dev dev env)"     # KUBECONFIG, TEMPORAL_ADDRESS, PATH with kubectl and temporal
   kubectl get components,nudgeconfigs
   # then follow "Walkthrough" in README.md
 
@@ -435,7 +435,7 @@ func checkPorts(p Ports, forgejo bool) error {
 }
 
 // recoverCrash reads the running.json a previous start left. It refuses when that
-// `nudgeflow dev` still runs; otherwise it crashed (kill -9, power loss): it stops
+// `nudgeflow-dev dev` still runs; otherwise it crashed (kill -9, power loss): it stops
 // the servers it left running, removes envtest's folders it left behind and the
 // file, so the start goes on as usual.
 func recoverCrash(home string, out io.Writer) error {
@@ -448,10 +448,10 @@ func recoverCrash(home string, out io.Writer) error {
 		return os.Remove(filepath.Join(home, fileRunning))
 	}
 	if r.ownerAlive() {
-		return fmt.Errorf("nudgeflow dev is already running with this state folder, pid %d (%s): stop it first, or set %s to another folder",
+		return fmt.Errorf("nudgeflow-dev dev is already running with this state folder, pid %d (%s): stop it first, or set %s to another folder",
 			r.PID, home, HomeEnv)
 	}
-	fmt.Fprintf(out, "the last `nudgeflow dev` with %s (pid %d) did not stop cleanly: cleaning up\n", home, r.PID)
+	fmt.Fprintf(out, "the last `nudgeflow-dev dev` with %s (pid %d) did not stop cleanly: cleaning up\n", home, r.PID)
 	stopProcs(r.Children, 15*time.Second, out)
 	for _, d := range r.TempDirs {
 		// Only envtest's folders under the temporary folder, whatever the file says.
@@ -514,7 +514,7 @@ type emulator interface {
 }
 
 // saveLoop writes the emulator's state whenever it changed, every two seconds, so
-// even a killed `nudgeflow dev` loses little; Run saves once more when it stops.
+// even a killed `nudgeflow-dev dev` loses little; Run saves once more when it stops.
 func saveLoop(emu emulator, path string, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	var last []byte

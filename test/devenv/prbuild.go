@@ -178,7 +178,7 @@ func PRBuild(ctx context.Context, kube ctrlclient.Client, forgeURL, token, ns, c
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)
 	}
-	if err := markBuildSucceeded(ctx, kube, plr, res.ImageURL, res.Digest, "simulated by nudgeflow dev build --pr", metav1.Now()); err != nil {
+	if err := markBuildSucceeded(ctx, kube, plr, res.ImageURL, res.Digest, "simulated by nudgeflow-dev dev build --pr", metav1.Now()); err != nil {
 		return nil, err
 	}
 	return res, nil

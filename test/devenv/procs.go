@@ -128,11 +128,11 @@ func stopProcs(procs []Proc, grace time.Duration, log io.Writer) []Proc {
 		if !signalAndWait(p, syscall.SIGTERM, grace) {
 			how = fmt.Sprintf("SIGKILL: still running %s after SIGTERM", grace)
 			if !signalAndWait(p, syscall.SIGKILL, 5*time.Second) {
-				fmt.Fprintf(log, "  could not stop %s, left running by a crashed `nudgeflow dev`\n", p)
+				fmt.Fprintf(log, "  could not stop %s, left running by a crashed `nudgeflow-dev dev`\n", p)
 				continue
 			}
 		}
-		fmt.Fprintf(log, "  stopped %s, left running by a crashed `nudgeflow dev` (%s)\n", p, how)
+		fmt.Fprintf(log, "  stopped %s, left running by a crashed `nudgeflow-dev dev` (%s)\n", p, how)
 		stopped = append(stopped, p)
 	}
 	return stopped

@@ -54,7 +54,7 @@ func TestStopProcsStopsTheSameProcess(t *testing.T) {
 	if stopped := stopProcs([]Proc{p}, 10*time.Second, &log); len(stopped) != 1 {
 		t.Fatalf("stopProcs stopped %v, want %v", stopped, p)
 	}
-	if !strings.Contains(log.String(), "stopped "+p.String()+", left running by a crashed `nudgeflow dev` (SIGTERM)") {
+	if !strings.Contains(log.String(), "stopped "+p.String()+", left running by a crashed `nudgeflow-dev dev` (SIGTERM)") {
 		t.Fatalf("log: %q", log.String())
 	}
 	// Dead, not yet reaped (a zombie): not alive.

@@ -54,7 +54,7 @@ const GitLabBundle = "operator-bundle-gitlab"
 // GitLabNudgers nudge GitLabBundle.
 var GitLabNudgers = []string{"gl-operand-a", "gl-operand-b"}
 
-// The third bundle lives on the real Gitea server that `nudgeflow dev --forgejo`
+// The third bundle lives on the real Gitea server that `nudgeflow-dev dev --forgejo`
 // starts (repository demo/operator-bundle-forgejo, git-provider: forgejo), nudged by
 // its own two components. Without --forgejo none of it is seeded.
 const ForgejoBundle = "operator-bundle-forgejo"

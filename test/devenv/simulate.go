@@ -85,7 +85,7 @@ func BuildAt(ctx context.Context, kube ctrlclient.Client, ns, component, sha str
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)
 	}
-	if err := markBuildSucceeded(ctx, kube, plr, res.ImageURL, res.Digest, "simulated by nudgeflow dev build", now); err != nil {
+	if err := markBuildSucceeded(ctx, kube, plr, res.ImageURL, res.Digest, "simulated by nudgeflow-dev dev build", now); err != nil {
 		return nil, err
 	}
 	targets, err := buildServiceTargets(ctx, kube, &comp)
@@ -178,9 +178,9 @@ func Snapshot(ctx context.Context, kube ctrlclient.Client, ns, group string, pas
 		return "", fmt.Errorf("creating a Snapshot of %s/%s: %w", ns, group, err)
 	}
 	cond := metav1.Condition{Type: mirrorv1alpha1.SnapshotTestSucceeded, Status: metav1.ConditionTrue, Reason: "Passed",
-		Message: "All Integration Pipeline tests passed (simulated by nudgeflow dev snapshot)"}
+		Message: "All Integration Pipeline tests passed (simulated by nudgeflow-dev dev snapshot)"}
 	if !passed {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Failed", "Some Integration Pipeline tests failed (simulated by nudgeflow dev snapshot)"
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Failed", "Some Integration Pipeline tests failed (simulated by nudgeflow-dev dev snapshot)"
 	}
 	meta.SetStatusCondition(&snap.Status.Conditions, cond)
 	if err := kube.Status().Update(ctx, snap); err != nil {
@@ -232,7 +232,7 @@ func buildNumber(name string) int {
 	return i
 }
 
-// PRRef names a pull (or merge) request as `nudgeflow dev merge` takes it.
+// PRRef names a pull (or merge) request as `nudgeflow-dev dev merge` takes it.
 type PRRef struct {
 	// Base is scheme://host of a web URL ("" for OWNER/REPO#N).
 	Base        string
@@ -317,7 +317,7 @@ func MergeAsMaintainer(ctx context.Context, home string, kube ctrlclient.Client,
 	case forge.ProviderForgejo:
 		users, err := localenv.ReadForgejoUsers(filepath.Join(home, dirForgejo))
 		if err != nil {
-			return "", fmt.Errorf("merging %s on Forgejo (is `nudgeflow dev --forgejo` running?): %w", ref, err)
+			return "", fmt.Errorf("merging %s on Forgejo (is `nudgeflow-dev dev --forgejo` running?): %w", ref, err)
 		}
 		return mergeForgejo(ctx, base, users[localenv.ForgejoHuman], ref)
 	default:

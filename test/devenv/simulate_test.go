@@ -2,7 +2,7 @@ package devenv
 
 import "testing"
 
-// TestParsePR reads the references `nudgeflow dev merge` takes on every forge.
+// TestParsePR reads the references `nudgeflow-dev dev merge` takes on every forge.
 func TestParsePR(t *testing.T) {
 	for in, want := range map[string]PRRef{
 		"demo/operand-a#1":                                                     {Owner: "demo", Repo: "operand-a", Number: 1},

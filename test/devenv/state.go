@@ -15,7 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// HomeEnv overrides where `nudgeflow dev` keeps its state.
+// HomeEnv overrides where `nudgeflow-dev dev` keeps its state.
 const HomeEnv = "NUDGEFLOW_DEV_HOME"
 
 // Home is the state folder: $NUDGEFLOW_DEV_HOME, else
@@ -48,13 +48,13 @@ const (
 	dirForgejo = "forgejo"
 )
 
-// Running describes a started environment. `nudgeflow dev` writes it before it
+// Running describes a started environment. `nudgeflow-dev dev` writes it before it
 // starts anything (Owner), again once the servers run (Children, TempDirs) and
 // when ready (the addresses), and removes it when it stops; the simulator
 // subcommands read it. After a crash it tells the next start what to stop.
 type Running struct {
 	PID int `json:"pid"` // Owner.PID
-	// Owner is the `nudgeflow dev` process; Children the servers it started
+	// Owner is the `nudgeflow-dev dev` process; Children the servers it started
 	// (kube-apiserver, etcd, temporal, gitea with --forgejo); TempDirs the folders envtest made outside the state.
 	Owner    Proc     `json:"owner"`
 	Children []Proc   `json:"children,omitempty"`
@@ -72,20 +72,20 @@ type Running struct {
 	Logs            string `json:"logs"`
 }
 
-// ReadRunning reads what the running, ready `nudgeflow dev` in home wrote.
+// ReadRunning reads what the running, ready `nudgeflow-dev dev` in home wrote.
 func ReadRunning(home string) (*Running, error) {
 	r, err := readRunningFile(home)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no running `nudgeflow dev` in %s: start it with `make run`", home)
+		return nil, fmt.Errorf("no running `nudgeflow-dev dev` in %s: start it with `make run`", home)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !r.ownerAlive() {
-		return nil, fmt.Errorf("`nudgeflow dev` (pid %d) with %s is no longer running: start it again with `make run`", r.PID, home)
+		return nil, fmt.Errorf("`nudgeflow-dev dev` (pid %d) with %s is no longer running: start it again with `make run`", r.PID, home)
 	}
 	if r.Kubeconfig == "" {
-		return nil, fmt.Errorf("`nudgeflow dev` (pid %d) with %s is still starting: wait for it to print ready", r.PID, home)
+		return nil, fmt.Errorf("`nudgeflow-dev dev` (pid %d) with %s is still starting: wait for it to print ready", r.PID, home)
 	}
 	return r, nil
 }
@@ -104,7 +104,7 @@ func readRunningFile(home string) (*Running, error) {
 	return &r, nil
 }
 
-// ownerAlive reports whether the `nudgeflow dev` that wrote r still runs.
+// ownerAlive reports whether the `nudgeflow-dev dev` that wrote r still runs.
 func (r *Running) ownerAlive() bool {
 	if r.Owner.PID == 0 { // written before running.json named its owner: the pid only
 		return processAlive(r.PID)

@@ -1,6 +1,6 @@
 // Package localbridge runs nudgeflow's bridge in this process against a local world
 // (an envtest API server and a Temporal dev server). The end-to-end tests, `nudgeflow
-// dev` and `nudgeflow bench` all start it the same way, here: a manager serving the
+// dev` and `nudgeflow-dev bench` all start it the same way, here: a manager serving the
 // admission webhooks where the API server sends them, the features' Setup, the forge
 // webhook receiver registered with the forges, then the manager, waited on until its
 // cache is synced and its webhooks serve.
@@ -116,7 +116,7 @@ func Start(ctx context.Context, opts Options) (*Running, error) {
 		}
 	}
 	// Not ctx: the manager runs until Stop, past the start (a test's TestMain, a
-	// restart in `nudgeflow bench`).
+	// restart in `nudgeflow-dev bench`).
 	mctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {

@@ -55,7 +55,7 @@ type ForgejoOptions struct {
 	// UI as that user (a random one when empty).
 	HumanPassword string
 	// NoParentDeathSignal lets the server outlive the thread that started it (tests
-	// of `nudgeflow dev`'s crash recovery, which must find it still running).
+	// of `nudgeflow-dev dev`'s crash recovery, which must find it still running).
 	NoParentDeathSignal bool
 }
 
@@ -690,7 +690,7 @@ func (f *Forgejo) Comments(owner, name string, number int) ([]string, error) {
 // events, signed with secret) to url: how a bridge's forge webhook receiver hears
 // of repositories a test creates later.
 func (f *Forgejo) AddSystemWebhook(url, secret string) error {
-	// A resumed server (`nudgeflow dev --forgejo` started again) has it already:
+	// A resumed server (`nudgeflow-dev dev --forgejo` started again) has it already:
 	// a second one would deliver every event twice.
 	var hooks []struct {
 		Config map[string]string `json:"config"`

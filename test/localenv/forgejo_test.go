@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestForgejoResume starts the real server twice on one folder, as `nudgeflow dev`
+// TestForgejoResume starts the real server twice on one folder, as `nudgeflow-dev dev`
 // does across restarts: the second start keeps the users, their tokens, the known
 // password and the repositories, and creates no user twice.
 func TestForgejoResume(t *testing.T) {

@@ -46,7 +46,7 @@ type TemporalOptions struct {
 
 // temporalStopWait bounds Stop's wait for the dev server to exit after SIGINT.
 // The SDK's DevServer.Stop sends SIGINT and waits for the process with no
-// deadline: a server that hangs on its way out would hang `nudgeflow dev`'s
+// deadline: a server that hangs on its way out would hang `nudgeflow-dev dev`'s
 // shutdown and the test worlds' cleanup with it. start-dev exits within a second
 // or two; 30 s leaves a loaded machine plenty.
 const temporalStopWait = 30 * time.Second

@@ -1,6 +1,6 @@
 // Package localenv starts nudgeflow's real dependencies on this machine: a
 // kube-apiserver + etcd control plane with every CRD, and a Temporal dev server.
-// Tests and `nudgeflow dev` share it. The binaries come from the tool cache that
+// Tests and `nudgeflow-dev dev` share it. The binaries come from the tool cache that
 // hack/tools.sh fills from the Go module proxy.
 package localenv
 

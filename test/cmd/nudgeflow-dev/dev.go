@@ -66,13 +66,13 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.Forgejo, "forgejo-port", ports.Forgejo, "Forgejo (Gitea) server port, with --forgejo")
 	tuning = cli.AddWorkerTuningFlags(cmd)
 	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
-	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow dev` (tests of the crash recovery)")
+	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow-dev dev` (tests of the crash recovery)")
 	_ = fs.MarkHidden("no-parent-death-signal")
 	cmd.AddCommand(newDevEnvCommand(), newDevBuildCommand(), newDevSnapshotCommand(), newDevMergeCommand())
 	return cmd
 }
 
-// running reads the environment `nudgeflow dev` wrote.
+// running reads the environment `nudgeflow-dev dev` wrote.
 func running() (*devenv.Running, error) {
 	home, err := devenv.Home()
 	if err != nil {
@@ -97,7 +97,7 @@ func devKubeFlags(cmd *cobra.Command) func() (ctrlclient.Client, string, error) 
 func newDevEnvCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "env",
-		Short: `Print the shell exports for the running environment: eval "$(nudgeflow dev env)"`,
+		Short: `Print the shell exports for the running environment: eval "$(nudgeflow-dev dev env)"`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := running()
