@@ -5,9 +5,8 @@
 // webhook receiver registered with the forges, then the manager, waited on until its
 // cache is synced and its webhooks serve.
 //
-// It is not under test/ because internal/devenv and internal/bench use it too, and it
-// is not part of internal/localenv because localenv is imported by tests of packages
-// the bridge itself imports (an import cycle).
+// It is its own package, not part of localenv, because localenv is imported by tests
+// of packages the bridge itself imports (an import cycle).
 package localbridge
 
 import (
