@@ -1,12 +1,12 @@
 // Package localbridge runs nudgeflow's bridge in this process against a local world
-// (an envtest API server and a Temporal dev server). The end-to-end tests, `nudgeflow
+// (an envtest API server and a Temporal dev server). The end-to-end tests, `nudgeflow-dev
 // dev` and `nudgeflow-dev bench` all start it the same way, here: a manager serving the
 // admission webhooks where the API server sends them, the features' Setup, the forge
 // webhook receiver registered with the forges, then the manager, waited on until its
 // cache is synced and its webhooks serve.
 //
-// It is its own package, not part of localenv, because localenv is imported by tests
-// of packages the bridge itself imports (an import cycle).
+// It is its own package so the test world (world/worldbridge), devenv and bench
+// share one way to start the bridge, and localenv (servers only) stays free of it.
 package localbridge
 
 import (
