@@ -7,15 +7,21 @@ SHELL := /usr/bin/env bash
 export GOTOOLCHAIN := local
 export GOPROXY ?= https://proxy.golang.org
 
-TOOLS := hack/tools.sh
+TOOLS := $(CURDIR)/hack/tools.sh
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: all build tools generate check-generated lint test e2e bench regen-histories run run-forgejo clean-tools image
+.PHONY: all build build-dev tools generate check-generated lint check-shipped-deps test e2e bench regen-histories run run-forgejo clean-tools image
 
 all: build
 
+# The binary that ships (worker, bridge, the cluster tools).
 build:
 	go build -o bin/nudgeflow ./cmd/nudgeflow
+
+# The dev binary of the test module: the shipped commands plus `dev` (make run)
+# and `bench` (make bench).
+build-dev:
+	cd test && go build -o ../bin/nudgeflow-dev ./cmd/nudgeflow-dev
 
 tools:
 	$(TOOLS) all
@@ -43,11 +49,21 @@ check-generated:
 		echo "generated files were stale: 'make generate' rewrote them; commit the result" >&2; exit 1; \
 	fi
 
-lint:
+# Both modules: the root (what ships) and test/ (the test module).
+lint: check-shipped-deps
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
 	go vet ./...
-	$$($(TOOLS) path staticcheck) ./...
-	$$($(TOOLS) path workflowcheck) ./...
+	cd test && go vet ./...
+	@sc=$$($(TOOLS) path staticcheck); set -x; $$sc ./...; (cd test && $$sc ./...)
+	@wc=$$($(TOOLS) path workflowcheck); set -x; $$wc ./...; (cd test && $$wc ./...)
+
+# Fails when the shipped binary reaches a package of the test module or a dev
+# package (the local stack, the dev environment, the bench, the forge emulators).
+DEV_PACKAGES = ^github.com/nudgeflow/nudgeflow/(test(/|$$)|(.*/)?(localenv|devenv|bench|forgeemu|localbridge)(/|$$))
+check-shipped-deps:
+	@deps=$$(go list -deps ./cmd/nudgeflow); \
+	bad=$$(grep -E '$(DEV_PACKAGES)' <<<"$$deps" || true); \
+	if [ -n "$$bad" ]; then echo "cmd/nudgeflow (the shipped binary) imports dev packages:" >&2; echo "$$bad" >&2; exit 1; fi
 
 # Tests find the real servers through these; hack/tools.sh builds what is missing.
 test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path temporal) \
@@ -56,29 +72,30 @@ test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path 
 # The whole verbose log goes to test-output.log; the terminal gets each package's
 # result, the e2e report line, and the full story of any failure.
 test: check-generated lint
-	@rc=0; $(test-env) go test $(GO_TEST_FLAGS) -v ./... > test-output.log 2>&1 || rc=$$?; \
+	@rc=0; { $(test-env) go test $(GO_TEST_FLAGS) -v ./... || rc=$$?; \
+		(cd test && $(test-env) go test $(GO_TEST_FLAGS) -v ./...) || rc=$$?; } > test-output.log 2>&1; \
 	grep -E '^(ok|FAIL|panic:|changegroup-e2e |changegroup-chaos |konflux-coexist |held-under-kueue )|^--- FAIL' test-output.log || true; \
 	if [ $$rc -ne 0 ]; then echo "--- failures (full log: test-output.log) ---"; grep -E -B3 -A40 -- '--- FAIL|^panic:|^# |setup failed|build failed' test-output.log | head -400; fi; \
 	exit $$rc
 
 # The ChangeGroup end-to-end scenario alone (ADR 59 at scale).
 e2e:
-	$(test-env) go test $(GO_TEST_FLAGS) -v -run 'E2E' ./test/changegroup/ 2>&1 | grep -E '^(=== RUN|--- |\s+\S+_test.go|changegroup-e2e|ok|FAIL|PASS)'
+	cd test && $(test-env) go test $(GO_TEST_FLAGS) -v -run 'E2E' ./changegroup/ 2>&1 | grep -E '^(=== RUN|--- |\s+\S+_test.go|changegroup-e2e|ok|FAIL|PASS)'
 
 # Issue 11's measures at a tenant's scale (docs/performance.md); BENCH_FLAGS=--quick
 # for a smoke run.
-bench: build
-	$(test-env) ./bin/nudgeflow bench $(BENCH_FLAGS)
+bench: build-dev
+	$(test-env) ./bin/nudgeflow-dev bench $(BENCH_FLAGS)
 
 # Re-records the workflow histories the replay tests replay (after a deliberate,
 # GetVersion-guarded change of a workflow's command sequence: keep the old files).
 regen-histories:
-	NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./test/changegroup/ ./test/nudges/ ./test/prgroups/
+	cd test && NUDGEFLOW_RECORD_HISTORIES=1 $(test-env) go test $(GO_TEST_FLAGS) ./changegroup/ ./nudges/ ./prgroups/ ./prgroupshape/
 
 # FORGEJO=1 (or `make run-forgejo`) adds the real Gitea server and the third bundle
-# (`nudgeflow dev --forgejo`); opt-in, as its first build takes minutes.
-run: build
-	./bin/nudgeflow dev $(if $(filter 1 yes true,$(FORGEJO)),--forgejo)
+# (`nudgeflow-dev dev --forgejo`); opt-in, as its first build takes minutes.
+run: build build-dev
+	./bin/nudgeflow-dev dev $(if $(filter 1 yes true,$(FORGEJO)),--forgejo)
 
 run-forgejo:
 	$(MAKE) run FORGEJO=1

@@ -84,7 +84,7 @@ type ManagerOptions struct {
 	// when they were built, not by when their signal arrives.
 	MaxConcurrentReconciles int
 	// SkipControllerNameValidation lets one process build a second manager (tests and
-	// `nudgeflow bench` restart the bridge in-process); controller names must be
+	// `nudgeflow-dev bench` restart the bridge in-process); controller names must be
 	// unique per process otherwise.
 	SkipControllerNameValidation bool
 }
@@ -93,7 +93,7 @@ type ManagerOptions struct {
 // (a SignalWithStart per nudge edge, a build's edges at once) and on its
 // acknowledgement patch, not on CPU (under a millisecond of the bridge's CPU per
 // signal), so one worker per controller leaves Temporal idle between round trips.
-// Eight keep a Temporal server busy: in `nudgeflow bench` on 2 cores, 16 sent
+// Eight keep a Temporal server busy: in `nudgeflow-dev bench` on 2 cores, 16 sent
 // between 0.8 and 1.3 times what 8 sent, 32 no more (docs/performance.md); the
 // flag raises it for a frontend far away, where each round trip is long.
 const DefaultMaxConcurrentReconciles = 8

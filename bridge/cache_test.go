@@ -15,6 +15,7 @@ import (
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
@@ -22,7 +23,6 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 // TestStripPipelineRunKeepsWhatTheBridgeReads: the cache transform drops the heavy
@@ -212,21 +212,24 @@ func TestStripPipelineRunNudge(t *testing.T) {
 // hears both kinds, and a finalizer, annotation or spec.status patch computed from
 // a stripped cached run leaves the spec the cache dropped whole on the server.
 func TestPipelineRunCache(t *testing.T) {
-	cp, err := localenv.StartControlPlane(localenv.ControlPlaneOptions{})
+	// A bare envtest (KUBEBUILDER_ASSETS, as make test exports it) with the CRDs:
+	// the local stack of the test module is not importable from here.
+	env := &envtest.Environment{CRDDirectoryPaths: []string{"../deploy/crds", "../test/crds"}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = cp.Stop() })
+	t.Cleanup(func() { _ = env.Stop() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
 	opts := cacheOptions()
 	opts.Scheme = kube.NewScheme()
-	c, err := newCache(cp.Config, opts)
+	c, err := newCache(cfg, opts)
 	require.NoError(t, err)
 	require.NoError(t, IndexHeldBuilds(c))
 	go func() { _ = c.Start(ctx) }()
-	kc, err := ctrlclient.New(cp.Config, ctrlclient.Options{Scheme: opts.Scheme, Cache: &ctrlclient.CacheOptions{Reader: c}})
+	kc, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: opts.Scheme, Cache: &ctrlclient.CacheOptions{Reader: c}})
 	require.NoError(t, err)
-	live, err := ctrlclient.New(cp.Config, ctrlclient.Options{Scheme: opts.Scheme})
+	live, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: opts.Scheme})
 	require.NoError(t, err)
 
 	heard := make(chan string, 10)

@@ -24,6 +24,9 @@ import (
 // DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
 const DefaultTaskQueue = "nudgeflow"
 
+// DefaultNamespace is the Temporal namespace nudgeflow uses unless told otherwise.
+const DefaultNamespace = "nudgeflow"
+
 // Deps is what activities need: clients of the outside world. Secrets are read by
 // activities when they need them, never passed through workflows.
 type Deps struct {
@@ -77,7 +80,7 @@ type Tuning struct {
 // its Snapshot) and I/O-bound activities (the Kubernetes API and the forge).
 //
 // StickyCacheSize: a cached execution costs its goroutines and its state, 55–70 KB
-// of worker RSS for an idle ChangeGroup (`nudgeflow bench`, docs/performance.md);
+// of worker RSS for an idle ChangeGroup (`nudgeflow-dev bench`, docs/performance.md);
 // one that is not cached is rebuilt by replaying its history when its next task
 // comes, a few milliseconds of CPU and one history read for an idle group's short
 // history. An idle group needs no memory between its events, so the cache only has
@@ -96,7 +99,7 @@ type Tuning struct {
 //
 // Pollers: one long poll returns one task, so a burst (a resync starting thousands
 // of groups) is dispatched at about pollers per round trip to the frontend. In
-// `nudgeflow bench` (300 new groups, a CPU-bound dev server on a loaded machine) 8
+// `nudgeflow-dev bench` (300 new groups, a CPU-bound dev server on a loaded machine) 8
 // each started 6.7–9.5 groups/s, 2 each 6.0–6.7: a modest gain, within the noise.
 // 4 each, twice the SDK's 2, hold 8 polls open per worker.
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +32,6 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 const (
@@ -43,7 +43,7 @@ const (
 type unitWorld struct {
 	t    *testing.T
 	kube ctrlclient.Client
-	logs *world.LogBuffer
+	logs *logBuffer
 	env  *testsuite.TestActivityEnvironment
 	a    *Activities
 }
@@ -67,7 +67,7 @@ func newInterceptedWorld(t *testing.T, funcs interceptor.Funcs, operatorNamespac
 			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("bot"), "password": []byte(unitToken)}},
 	}
 	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).WithInterceptorFuncs(funcs).Build()
-	logs := &world.LogBuffer{}
+	logs := &logBuffer{}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	env := suite.NewTestActivityEnvironment()
@@ -495,4 +495,23 @@ func TestLaunchThatCannotReleaseDeletesTheRun(t *testing.T) {
 			require.False(t, got.IsPending())
 		})
 	}
+}
+
+// logBuffer collects the log lines the activities write from several goroutines,
+// for a test to read while it runs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

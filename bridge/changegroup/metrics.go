@@ -15,7 +15,7 @@ import (
 // admission request once it is decoded: label webhook is "intercept" (nudge
 // PipelineRuns) or "changegroup" (the validator), operation the request's
 // (CREATE, UPDATE, DELETE). It is served with controller-runtime's metrics (the
-// manager's metrics endpoint) and read by `nudgeflow bench`. Besides the classic
+// manager's metrics endpoint) and read by `nudgeflow-dev bench`. Besides the classic
 // buckets it keeps a native histogram with about 5% wide buckets, fine enough for a
 // p99 of a fraction of a millisecond.
 const AdmissionMetric = "nudgeflow_admission_duration_seconds"

@@ -1,5 +1,6 @@
-// Command nudgeflow is the one binary of nudgeflow: worker, bridge, local
-// development environment and the tools people use (see `nudgeflow --help`).
+// Command nudgeflow is the binary that ships: worker, bridge and the tools people
+// use on a cluster (see `nudgeflow --help`). The local development environment
+// and the benchmark are the test module's nudgeflow-dev (test/cmd/nudgeflow-dev).
 package main
 
 import (
@@ -7,12 +8,9 @@ import (
 	"os"
 
 	"github.com/nudgeflow/nudgeflow/internal/cli"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 func main() {
-	// `nudgeflow dev` starts its servers through this binary so they die with it.
-	localenv.HandleParentDeathExec(os.Args)
 	if err := cli.NewRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

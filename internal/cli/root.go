@@ -6,7 +6,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// NewRoot returns the `nudgeflow` command with every subcommand.
+// NewRoot returns the `nudgeflow` command with every product subcommand; the
+// dev binary (test/cmd/nudgeflow-dev) adds `dev` and `bench` to it.
 func NewRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "nudgeflow",
@@ -18,9 +19,8 @@ func NewRoot() *cobra.Command {
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		return logs.apply(cmd, cmd.ErrOrStderr())
 	}
-	root.AddCommand(newDevCommand())
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
-	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand(), newBenchCommand())
+	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand())
 	root.AddCommand(newTemporalCommand())
 	return root
 }

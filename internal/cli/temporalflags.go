@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
@@ -30,7 +29,7 @@ func addTemporalFlags(cmd *cobra.Command) *temporalFlags {
 	f := &temporalFlags{}
 	fs := cmd.Flags()
 	fs.StringVar(&f.address, "temporal-address", envOr("TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port ($TEMPORAL_ADDRESS)")
-	fs.StringVar(&f.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", localenv.DefaultNamespace), "Temporal namespace ($TEMPORAL_NAMESPACE)")
+	fs.StringVar(&f.namespace, "temporal-namespace", envOr("TEMPORAL_NAMESPACE", nfworker.DefaultNamespace), "Temporal namespace ($TEMPORAL_NAMESPACE)")
 	fs.StringVar(&f.taskQueue, "task-queue", nfworker.DefaultTaskQueue, "Temporal task queue of nudgeflow's worker")
 	fs.StringVar(&f.compression, "temporal-grpc-compression", temporalconn.DefaultCompression,
 		"compression of the gRPC requests to Temporal: none (CPU over bytes, for a frontend in or near the cluster) or gzip (the SDK's default, for a slow or metered link)")

@@ -85,7 +85,7 @@ func newWorkerCommand() *cobra.Command {
 }
 
 // addWorkerTuningFlags registers the worker's sizing flags (nudgeflow worker and
-// nudgeflow dev); the defaults and why are in worker.Tuning.
+// nudgeflow-dev dev); the defaults and why are in worker.Tuning.
 func addWorkerTuningFlags(cmd *cobra.Command) *nfworker.Tuning {
 	t := nfworker.Tuning{}.WithDefaults()
 	fs := cmd.Flags()

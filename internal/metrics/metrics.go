@@ -122,7 +122,7 @@ var (
 
 // TemporalHandler is the Temporal SDK metrics handler of this process, reporting
 // into Registry with Prometheus names (counters _total, timers _seconds histograms).
-// One per process: the bridge and the worker in one process (nudgeflow dev) share it.
+// One per process: the bridge and the worker in one process (nudgeflow-dev dev) share it.
 func TemporalHandler() client.MetricsHandler {
 	temporalOnce.Do(func() {
 		reporter := tallyprom.NewReporter(tallyprom.Options{

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
-	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 // gathered is the registry's exposition of the named families.
@@ -41,10 +40,10 @@ func TestTemporalHandlerReportsPrometheusNames(t *testing.T) {
 	require.Equal(t, h, metrics.TemporalHandler(), "one handler per process")
 	metrics.Count(h, metrics.Nudges, 2, "mode", metrics.ModeImmediate, "outcome", "NudgeSucceeded")
 	metrics.Count(h, metrics.Nudges, 0, "mode", metrics.ModeImmediate, "outcome", "Ignored")
-	world.Eventually(t, 10*time.Second, "the tally scope reports the counter", func() (bool, error) {
+	require.Eventually(t, func() bool {
 		out := gathered(t, metrics.Nudges+"_total")
-		return strings.Contains(out, `value:"immediate"`) && strings.Contains(out, "value:2"), nil
-	})
+		return strings.Contains(out, `value:"immediate"`) && strings.Contains(out, "value:2")
+	}, 10*time.Second, 20*time.Millisecond, "the tally scope reports the counter")
 	require.NotContains(t, gathered(t, metrics.Nudges+"_total"), "Ignored", "nothing is recorded for n <= 0")
 }
 

@@ -15,7 +15,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 	"github.com/nudgeflow/nudgeflow/internal/serving"
 )
 
@@ -64,7 +63,7 @@ func TestHTTP2OffByDefault(t *testing.T) {
 	require.Nil(t, serving.Metrics{}.ServerOptions("0").FilterProvider, "--metrics-secure=false: plain HTTP")
 
 	negotiated := func(m serving.Metrics) string {
-		port, err := localenv.FreePort()
+		port, err := freePort()
 		require.NoError(t, err)
 		o := m.ServerOptions(fmt.Sprintf("127.0.0.1:%d", port))
 		o.FilterProvider = nil // no API server here; test/deploy scrapes through the filter
@@ -84,4 +83,14 @@ func TestHTTP2OffByDefault(t *testing.T) {
 	}
 	require.Equal(t, "http/1.1", negotiated(serving.Metrics{Secure: true}))
 	require.Equal(t, "h2", negotiated(serving.Metrics{Secure: true, EnableHTTP2: true}))
+}
+
+// freePort is a TCP port free on 127.0.0.1 when asked.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

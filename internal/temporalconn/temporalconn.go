@@ -1,5 +1,5 @@
 // Package temporalconn holds the gRPC settings nudgeflow's Temporal clients share
-// (the bridge, the worker, the CLI, and `nudgeflow bench`, which must measure the
+// (the bridge, the worker, the CLI, and `nudgeflow-dev bench`, which must measure the
 // bridge's own client).
 package temporalconn
 
@@ -16,7 +16,7 @@ const (
 )
 
 // DefaultCompression: none. The SDK's default gzips every request, and the server
-// then gzips its answers (workflow task histories included): in `nudgeflow bench`
+// then gzips its answers (workflow task histories included): in `nudgeflow-dev bench`
 // gzip was 40% of the bridge's CPU per SignalWithStart (a request of about 1 KB),
 // paid again by the server to inflate it. nudgeflow talks to a Temporal frontend
 // in or near its cluster, where that CPU costs more than the bytes; gzip is for a

@@ -1,4 +1,4 @@
-// Package bench_test runs `nudgeflow bench --quick` with every measure named: the real servers, the bridge
+// Package bench_test runs `nudgeflow-dev bench --quick` with every measure named: the real servers, the bridge
 // (in process, and as its own process for bridge-scale) and a worker process,
 // small sizes. It checks that every measure prints its line
 // with sane fields, never how fast anything was.
@@ -19,16 +19,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
 func TestBenchQuickPrintsEveryMeasure(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "nudgeflow")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/nudgeflow")
-	build.Dir = localenv.RepoRoot()
+	bin := filepath.Join(t.TempDir(), "nudgeflow-dev")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/nudgeflow-dev")
+	build.Dir = filepath.Join(localenv.RepoRoot(), "test")
 	out, err := build.CombinedOutput()
-	require.NoError(t, err, "building nudgeflow: %s", out)
+	require.NoError(t, err, "building nudgeflow-dev: %s", out)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -37,7 +37,7 @@ func TestBenchQuickPrintsEveryMeasure(t *testing.T) {
 	cmd.Env = os.Environ()
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
-	t.Logf("nudgeflow bench --quick:\n%s%s", stdout.String(), stderr.String())
+	t.Logf("nudgeflow-dev bench --quick:\n%s%s", stdout.String(), stderr.String())
 	require.NoError(t, err)
 
 	lines := map[string]map[string]string{}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 

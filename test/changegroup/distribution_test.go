@@ -13,7 +13,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
 // Issue 10: a bundle references its operands where they are released. Two operands

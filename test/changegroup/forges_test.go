@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/forgeemu/faultproxy"
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
-	glemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/faultproxy"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 

@@ -19,12 +19,12 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/test/devenv"
 )
 
 // TestCrashRecovery proves that `make run` starts again after `kill -9` of
-// `nudgeflow dev`, with the real servers: first the servers die with it (the
+// `nudgeflow-dev dev`, with the real servers: first the servers die with it (the
 // parent-death signal); then, started without that signal so they outlive it, the
 // next start finds them in running.json and stops them. The state survives both.
 func TestCrashRecovery(t *testing.T) {
@@ -41,11 +41,11 @@ func TestCrashRecovery(t *testing.T) {
 	// A second start on the same state folder refuses, naming the first.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	second := exec.CommandContext(ctx, filepath.Join(dir, "bin", "nudgeflow"), devArgs(p)...)
+	second := exec.CommandContext(ctx, filepath.Join(dir, "bin", "nudgeflow-dev"), devArgs(p)...)
 	second.Dir, second.Env = dir, env
 	out, err := second.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "nudgeflow dev is already running with this state folder, pid "+strconv.Itoa(d1.cmd.Process.Pid)) {
-		t.Fatalf("a second nudgeflow dev on the same state folder: %v\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), "nudgeflow-dev dev is already running with this state folder, pid "+strconv.Itoa(d1.cmd.Process.Pid)) {
+		t.Fatalf("a second nudgeflow-dev dev on the same state folder: %v\n%s", err, out)
 	}
 
 	// kill -9: the kernel kills the servers with it, before anything starts again.
@@ -63,12 +63,12 @@ func TestCrashRecovery(t *testing.T) {
 	d2.kill(t)
 	for _, o := range orphans {
 		if !o.Alive() {
-			t.Fatalf("%s died with nudgeflow dev although started without the parent-death signal", o)
+			t.Fatalf("%s died with nudgeflow-dev dev although started without the parent-death signal", o)
 		}
 	}
 	d3, _ := startDev(t, dir, env, p)
 	for _, o := range orphans {
-		contains(t, d3.out.String(), "stopped "+o.String()+", left running by a crashed `nudgeflow dev`")
+		contains(t, d3.out.String(), "stopped "+o.String()+", left running by a crashed `nudgeflow-dev dev`")
 		if o.Alive() {
 			t.Fatalf("%s of the crashed run still runs after the next start", o)
 		}
@@ -82,7 +82,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// kill is kill -9 of `nudgeflow dev`.
+// kill is kill -9 of `nudgeflow-dev dev`.
 func (d *dev) kill(t *testing.T) {
 	t.Helper()
 	if err := d.cmd.Process.Kill(); err != nil {
@@ -91,7 +91,7 @@ func (d *dev) kill(t *testing.T) {
 	select {
 	case <-d.done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("nudgeflow dev still running 30s after SIGKILL")
+		t.Fatal("nudgeflow-dev dev still running 30s after SIGKILL")
 	}
 }
 
@@ -134,7 +134,7 @@ func waitGone(t *testing.T, procs []devenv.Proc) {
 	for _, p := range procs {
 		for p.Alive() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s still runs 30s after nudgeflow dev was killed", p)
+				t.Fatalf("%s still runs 30s after nudgeflow-dev dev was killed", p)
 			}
 			<-tick.C
 		}

@@ -14,18 +14,18 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/devenv"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/devenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 // forgejoStep prefixes the README's walkthrough blocks that need
-// `nudgeflow dev --forgejo`.
+// `nudgeflow-dev dev --forgejo`.
 const forgejoStep = "forgejo-"
 
 const forgejoRepo = devenv.DemoNamespace + "/" + devenv.ForgejoBundle
 
-// giteaAPI reads the real Gitea server of `nudgeflow dev --forgejo` as its admin.
+// giteaAPI reads the real Gitea server of `nudgeflow-dev dev --forgejo` as its admin.
 type giteaAPI struct{ base, token string }
 
 func (g giteaAPI) get(path string, into any) error {
@@ -111,9 +111,9 @@ func gitea(t *testing.T, home string, p ports) giteaAPI {
 }
 
 // TestForgejoWalkthrough runs README.md's Forgejo walkthrough blocks against
-// `nudgeflow dev --forgejo` (on a state folder a start without the flag seeded) and
+// `nudgeflow-dev dev --forgejo` (on a state folder a start without the flag seeded) and
 // the real Gitea server: the group collects both
-// builds in one work-in-progress PR, releases it, and `nudgeflow dev merge` ends it
+// builds in one work-in-progress PR, releases it, and `nudgeflow-dev dev merge` ends it
 // Completed. Then a restart resumes the server's state (the group still Completed,
 // no user or repository twice), and after `kill -9` of a run whose servers outlive
 // it, the next start stops the Gitea server it left.
@@ -130,7 +130,7 @@ func TestForgejoWalkthrough(t *testing.T) {
 	// start adds the third bundle, its edges and its Secret to the seeded namespace.
 	d0, _ := startDev(t, dir, childEnv, p)
 	if strings.Contains(d0.out.String(), "Forgejo (Gitea)") { // the banner's line with --forgejo
-		t.Fatalf("nudgeflow dev without --forgejo mentions Forgejo:\n%s", d0.out.String())
+		t.Fatalf("nudgeflow-dev dev without --forgejo mentions Forgejo:\n%s", d0.out.String())
 	}
 	d0.interrupt(t)
 
@@ -140,11 +140,11 @@ func TestForgejoWalkthrough(t *testing.T) {
 	contains(t, d.out.String(), fjURL, `"dev"`, `"`+devenv.ForgejoPassword+`"`, "local demo credential")
 	e.connect()
 	g := gitea(t, home, p)
-	envCmd := exec.Command(filepath.Join(dir, "bin", "nudgeflow"), "dev", "env")
+	envCmd := exec.Command(filepath.Join(dir, "bin", "nudgeflow-dev"), "dev", "env")
 	envCmd.Dir, envCmd.Env = dir, childEnv
 	envOut, err := envCmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("nudgeflow dev env: %v\n%s", err, envOut)
+		t.Fatalf("nudgeflow-dev dev env: %v\n%s", err, envOut)
 	}
 	contains(t, string(envOut), "export NUDGEFLOW_FORGEJO_URL='"+fjURL+"'")
 	prURL := fjURL + "/" + forgejoRepo + "/pulls/1"
@@ -236,10 +236,10 @@ func TestForgejoWalkthrough(t *testing.T) {
 	}
 	d2.kill(t)
 	if !giteaProc.Alive() {
-		t.Fatalf("%s died with nudgeflow dev although started without the parent-death signal", giteaProc)
+		t.Fatalf("%s died with nudgeflow-dev dev although started without the parent-death signal", giteaProc)
 	}
 	d3, _ := startDev(t, dir, childEnv, p, "--forgejo")
-	contains(t, d3.out.String(), "stopped "+giteaProc.String()+", left running by a crashed `nudgeflow dev`")
+	contains(t, d3.out.String(), "stopped "+giteaProc.String()+", left running by a crashed `nudgeflow-dev dev`")
 	if giteaProc.Alive() {
 		t.Fatalf("%s of the crashed run still runs after the next start", giteaProc)
 	}
@@ -248,7 +248,7 @@ func TestForgejoWalkthrough(t *testing.T) {
 	d3.interrupt(t)
 }
 
-// checkForgejoResumed checks a restarted `nudgeflow dev --forgejo`: the group is
+// checkForgejoResumed checks a restarted `nudgeflow-dev dev --forgejo`: the group is
 // still Completed with its one merged PR, the server has its three users (with the
 // tokens stored before), one repository and one system webhook, to the bridge's
 // receiver on hookPort.

@@ -1,4 +1,4 @@
-// Package devenv_test proves `make run`: it builds the binary, starts `nudgeflow dev`
+// Package devenv_test proves `make run`: it builds the binary, starts `nudgeflow-dev dev`
 // on free ports with a fresh state folder, runs the README's walkthrough command by
 // command in one bash session, checks what each step promises (also in a headless
 // chromium), stops it with SIGINT and resumes it.
@@ -24,13 +24,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/devenv"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/devenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
 // toolEnv resolves the tools once (hack/tools.sh builds what is missing) and hands
-// their paths to every child, so `nudgeflow dev env` finds them too.
+// their paths to every child, so `nudgeflow-dev dev env` finds them too.
 func toolEnv(t *testing.T) []string {
 	t.Helper()
 	assets, err := localenv.KubeAssets()
@@ -47,7 +47,7 @@ func toolEnv(t *testing.T) []string {
 	}
 	var env []string
 	for _, kv := range os.Environ() {
-		// What the walkthrough must set itself (eval "$(nudgeflow dev env)").
+		// What the walkthrough must set itself (eval "$(nudgeflow-dev dev env)").
 		if k, _, _ := strings.Cut(kv, "="); k == "KUBECONFIG" || strings.HasPrefix(k, "TEMPORAL_") || k == "NUDGEFLOW_FORGE_URL" {
 			continue
 		}
@@ -56,13 +56,18 @@ func toolEnv(t *testing.T) []string {
 	return append(env, "KUBEBUILDER_ASSETS="+assets, "TEMPORAL_CLI="+temporal, "KUBECTL="+kubectl)
 }
 
-// buildBinary builds bin/nudgeflow inside dir, as `make build` does in a clone.
+// buildBinary builds bin/nudgeflow and bin/nudgeflow-dev inside dir, as `make run`
+// does in a clone: the dev binary runs the stack, and the walkthrough's commands
+// of the shipped binary (nudgeflow changegroup ...) find it beside it on the PATH
+// that `nudgeflow-dev dev env` prints.
 func buildBinary(t *testing.T, dir string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "nudgeflow"), "./cmd/nudgeflow")
-	cmd.Dir = localenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	for _, b := range []struct{ name, module string }{{"nudgeflow", "."}, {"nudgeflow-dev", "test"}} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", b.name), "./cmd/"+b.name)
+		cmd.Dir = filepath.Join(localenv.RepoRoot(), b.module)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b.name, err, out)
+		}
 	}
 }
 
@@ -86,9 +91,9 @@ func freePorts(t *testing.T) ports {
 	return ports{p[0], p[1], p[2], p[3], p[4], p[5], p[6]}
 }
 
-// setUp builds bin/nudgeflow into a fresh folder and returns that folder, the
+// setUp builds bin/nudgeflow-dev into a fresh folder and returns that folder, the
 // state folder inside it (whose logs a failed test keeps), the environment of
-// `nudgeflow dev` with that state folder, and free ports.
+// `nudgeflow-dev dev` with that state folder, and free ports.
 func setUp(t *testing.T) (dir, home string, env []string, p ports) {
 	t.Helper()
 	dir = t.TempDir()
@@ -108,18 +113,18 @@ func keepLogs(t *testing.T, home string) {
 		if err == nil {
 			err = os.CopyFS(keep, os.DirFS(filepath.Join(home, "logs")))
 		}
-		t.Logf("nudgeflow dev's logs: %s (%v)", keep, err)
+		t.Logf("nudgeflow-dev dev's logs: %s (%v)", keep, err)
 	})
 }
 
-// dev is a running `nudgeflow dev`.
+// dev is a running `nudgeflow-dev dev`.
 type dev struct {
 	cmd  *exec.Cmd
 	out  *world.LogBuffer
 	done chan error
 }
 
-// devArgs is `nudgeflow dev` on ports p, then extra.
+// devArgs is `nudgeflow-dev dev` on ports p, then extra.
 func devArgs(p ports, extra ...string) []string {
 	return append([]string{"dev",
 		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
@@ -127,12 +132,12 @@ func devArgs(p ports, extra ...string) []string {
 		"--gitlab-port", strconv.Itoa(p.gitlab), "--forgejo-port", strconv.Itoa(p.forgejo)}, extra...)
 }
 
-// startDev starts `nudgeflow dev` (with extra flags) and waits for its ready banner.
+// startDev starts `nudgeflow-dev dev` (with extra flags) and waits for its ready banner.
 func startDev(t *testing.T, dir string, env []string, p ports, extra ...string) (*dev, time.Duration) {
 	t.Helper()
 	began := time.Now()
 	d := &dev{out: &world.LogBuffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow"), devArgs(p, extra...)...)
+	d.cmd = exec.Command(filepath.Join(dir, "bin", "nudgeflow-dev"), devArgs(p, extra...)...)
 	d.cmd.Dir, d.cmd.Env, d.cmd.Stdout, d.cmd.Stderr = dir, env, d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -148,18 +153,18 @@ func startDev(t *testing.T, dir string, env []string, p ports, extra ...string) 
 			}
 		}
 		if t.Failed() {
-			t.Logf("nudgeflow dev output:\n%s", d.out.String())
+			t.Logf("nudgeflow-dev dev output:\n%s", d.out.String())
 		}
 	})
 	deadline := time.After(5 * time.Minute)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for !strings.Contains(d.out.String(), "nudgeflow dev is ready") {
+	for !strings.Contains(d.out.String(), "nudgeflow-dev dev is ready") {
 		select {
 		case err := <-d.done:
-			t.Fatalf("nudgeflow dev exited before ready (%v):\n%s", err, d.out.String())
+			t.Fatalf("nudgeflow-dev dev exited before ready (%v):\n%s", err, d.out.String())
 		case <-deadline:
-			t.Fatalf("nudgeflow dev not ready after 5 minutes:\n%s", d.out.String())
+			t.Fatalf("nudgeflow-dev dev not ready after 5 minutes:\n%s", d.out.String())
 		case <-tick.C:
 		}
 	}
@@ -175,10 +180,10 @@ func (d *dev) interrupt(t *testing.T) {
 	select {
 	case err := <-d.done:
 		if err != nil {
-			t.Fatalf("nudgeflow dev after SIGINT: %v\n%s", err, d.out.String())
+			t.Fatalf("nudgeflow-dev dev after SIGINT: %v\n%s", err, d.out.String())
 		}
 	case <-time.After(90 * time.Second):
-		t.Fatalf("nudgeflow dev did not stop within 90s of SIGINT:\n%s", d.out.String())
+		t.Fatalf("nudgeflow-dev dev did not stop within 90s of SIGINT:\n%s", d.out.String())
 	}
 }
 

@@ -21,9 +21,9 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/devenv"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/devenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
@@ -156,7 +156,7 @@ func contains(t *testing.T, out string, want ...string) {
 	}
 }
 
-// TestWalkthrough runs README.md's walkthrough as written against `nudgeflow dev`,
+// TestWalkthrough runs README.md's walkthrough as written against `nudgeflow-dev dev`,
 // checks every outcome it promises, then stops it with SIGINT and resumes it.
 func TestWalkthrough(t *testing.T) {
 	dir, home, childEnv, p := setUp(t)
@@ -165,7 +165,7 @@ func TestWalkthrough(t *testing.T) {
 	d, took := startDev(t, dir, childEnv, e.p)
 	t.Logf("first start, tools cached: ready after %s", took)
 	contains(t, d.out.String(), fmt.Sprintf("http://127.0.0.1:%d/namespaces/nudgeflow/workflows", e.p.ui),
-		fmt.Sprintf("http://127.0.0.1:%d", e.p.forge), filepath.Join(home, "kubeconfig"), `eval "$(./bin/nudgeflow dev env)"`)
+		fmt.Sprintf("http://127.0.0.1:%d", e.p.forge), filepath.Join(home, "kubeconfig"), `eval "$(./bin/nudgeflow-dev dev env)"`)
 	e.connect()
 
 	checks := map[string]func(out string){
@@ -331,7 +331,7 @@ func TestWalkthrough(t *testing.T) {
 	seen := map[string]bool{}
 	for _, st := range readmeSteps(t) {
 		if strings.HasPrefix(st.id, forgejoStep) {
-			continue // they need `nudgeflow dev --forgejo`: TestForgejoWalkthrough runs them
+			continue // they need `nudgeflow-dev dev --forgejo`: TestForgejoWalkthrough runs them
 		}
 		check, ok := checks[st.id]
 		if !ok {

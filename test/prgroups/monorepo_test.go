@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	githubemu "github.com/nudgeflow/nudgeflow/internal/forgeemu/github"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	prgroupwf "github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )

@@ -1,6 +1,6 @@
 // Package renovatetest runs Renovate's own renovate-config-validator on generated
 // configs, for tests. The validator comes from RENOVATE_CONFIG_VALIDATOR or from
-// `hack/tools.sh path renovate-config-validator` (through localenv), which installs
+// `hack/tools.sh path renovate-config-validator`, which installs
 // the pinned npm package into the tool cache on first use.
 package renovatetest
 
@@ -11,10 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
-
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
 )
 
 // Validate writes each config (name -> JSON) into a temporary folder and runs the
@@ -22,7 +21,7 @@ import (
 // through RENOVATE_CONFIG_FILE). It returns the validator's output for each config
 // and an error naming every config it rejected.
 func Validate(ctx context.Context, configs map[string][]byte) (map[string]string, error) {
-	validator, err := localenv.RenovateConfigValidator()
+	validator, err := validatorPath()
 	if err != nil {
 		return nil, err
 	}
@@ -76,4 +75,21 @@ func WithHostRules(config, hostRules []byte) ([]byte, error) {
 		return nil, fmt.Errorf("rendering the merged config: %w", err)
 	}
 	return out, nil
+}
+
+// validatorPath is RENOVATE_CONFIG_VALIDATOR (the Makefile exports it), else what
+// hack/tools.sh installs (found from this source file, so any package's tests find it).
+func validatorPath() (string, error) {
+	if p := os.Getenv("RENOVATE_CONFIG_VALIDATOR"); p != "" {
+		return p, nil
+	}
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "..", "hack", "tools.sh")
+	cmd := exec.Command(script, "path", "renovate-config-validator")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/tools.sh path renovate-config-validator: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }

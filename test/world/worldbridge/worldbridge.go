@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nudgeflow/nudgeflow/internal/localbridge"
+	"github.com/nudgeflow/nudgeflow/test/localbridge"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 

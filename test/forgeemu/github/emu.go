@@ -1,0 +1,711 @@
+// Package githubemu is a stateful fake GitHub reachable over real HTTP on 127.0.0.1.
+//
+// It speaks the REST subset nudgeflow uses under /api/v3/ (GitHub Enterprise style, as
+// go-github's WithEnterpriseURLs expects) and GraphQL at /api/graphql for the draft
+// mutations, answers with GitHub's status codes (401, 404, 422, rate limits on demand),
+// sends signed pull_request webhooks, and counts CI-triggering events by Pipelines as
+// Code's rules (package pac): opened, synchronize, reopened and ready_for_review start a
+// build unless the head commit message holds a skip marker; edited never does. On a
+// repository a test restricts (RestrictCI) PaC's ACL applies: an untrusted author's
+// pull request waits for `/ok-to-test`, and PaC's reports (commit statuses, or check
+// runs with ReportAsApp) can be read back through the API.
+//
+// All methods are safe for concurrent use.
+package github
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
+)
+
+// User is an account a token authenticates as; commits without an author get it.
+type User struct {
+	Login string
+	Name  string
+	Email string
+	// Type is GitHub's user type: "User" (or empty) or UserTypeBot.
+	Type string
+}
+
+// Server is the emulator.
+type Server struct {
+	srv *httptest.Server
+	// writeScopes records, per write request, the repositories its token was scoped to.
+	writeScopes []string
+
+	mu     sync.Mutex
+	tokens map[string]User
+	repos  map[string]*repo // "owner/name"
+	nextID int64
+	clock  int64 // logical clock: makes every commit distinct, like git's dates
+	fails  []failure
+	// gqlRateLimited answers that many GraphQL requests with GitHub's RATE_LIMITED
+	// error (HTTP 200, like GitHub).
+	gqlRateLimited int
+	// gqlFaults answer the next GraphQL requests, one each, before gqlRateLimited.
+	gqlFaults []GraphQLFault
+	// noDrafts names repositories ("owner/name") whose plan has no draft PRs.
+	noDrafts map[string]bool
+	// blobReads counts blob contents served through the API.
+	blobReads int
+	// beforeCommit runs once, outside the lock, before the next commit is created
+	// through the API (a person pushing while a client is mid-update).
+	beforeCommit func()
+	// beforeBranchMove runs once, outside the lock, before the next request that
+	// moves a branch through the API (PATCH git/refs, GraphQL updateRefs).
+	beforeBranchMove func()
+	// failWriteAt is the write count at which a write fails (0: none).
+	failWriteAt, failWriteStatus int
+	writes                       int
+	hooks                        []hook
+	ci                           []CIEvent
+	app                          *appConfig
+	deliver                      chan delivery
+	done                         chan struct{}
+	delivers                     []Delivery
+	hookWG                       sync.WaitGroup
+}
+
+type failure struct {
+	status     int
+	retryAfter int
+	// scope limits the failure to request paths containing it ("" = any request).
+	scope string
+}
+
+// CIEvent is one event that started a build by PaC's rules.
+type CIEvent struct {
+	Repo    string
+	Number  int
+	Action  string
+	HeadSHA string
+}
+
+// New starts an emulator on 127.0.0.1; Close stops it.
+func New() *Server {
+	s := newServer()
+	s.srv = httptest.NewServer(s.routes())
+	s.startDelivery()
+	return s
+}
+
+// NewAt starts an emulator listening on addr (host:port), for `nudgeflow dev`'s
+// fixed, documented port. It fails when the address is taken.
+func NewAt(addr string) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("GitHub emulator: listening on %s: %w", addr, err)
+	}
+	s := newServer()
+	s.srv = httptest.NewUnstartedServer(s.routes())
+	_ = s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	s.startDelivery()
+	return s, nil
+}
+
+func newServer() *Server {
+	return &Server{
+		tokens:  map[string]User{},
+		repos:   map[string]*repo{},
+		nextID:  1000,
+		deliver: make(chan delivery, 1024),
+		done:    make(chan struct{}),
+	}
+}
+
+func (s *Server) startDelivery() {
+	s.hookWG.Add(1)
+	go s.deliveryLoop()
+}
+
+// Close stops the server and the webhook sender.
+func (s *Server) Close() {
+	s.srv.Close()
+	close(s.done)
+	s.hookWG.Wait()
+}
+
+// URL is the web base (http://127.0.0.1:port); repositories are URL()/owner/name.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Host is host:port of the server.
+func (s *Server) Host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+
+// APIURL is the REST base, GHE style: URL()/api/v3/.
+func (s *Server) APIURL() string { return s.srv.URL + "/api/v3/" }
+
+// GraphQLURL is the GraphQL endpoint.
+func (s *Server) GraphQLURL() string { return s.srv.URL + "/api/graphql" }
+
+// AddToken lets token authenticate as user.
+func (s *Server) AddToken(token string, u User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tokens[token] = u
+}
+
+// FailNext makes the next n API requests fail with status: 429 (primary rate limit,
+// X-RateLimit-Remaining 0) or 403 (secondary rate limit), both with Retry-After
+// retryAfter seconds and X-RateLimit-* headers; any other status fails plainly.
+func (s *Server) FailNext(n, status, retryAfter int) {
+	s.FailNextFor("", n, status, retryAfter)
+}
+
+// FailNextFor is FailNext for requests about the repositories of one owner only, so
+// a test's rate limit does not land on other tests' traffic.
+func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	scope := ""
+	if owner != "" {
+		scope = "/repos/" + owner + "/"
+	}
+	for range n {
+		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
+	}
+}
+
+// BlobReads counts blob contents read through the API so far.
+func (s *Server) BlobReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.blobReads
+}
+
+// BeforeNextCommit runs fn (once) when the next API request to create a commit
+// arrives, before it is handled: a race a test can replay exactly.
+func (s *Server) BeforeNextCommit(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeCommit = fn
+}
+
+func (s *Server) runBeforeCommit() {
+	s.mu.Lock()
+	fn := s.beforeCommit
+	s.beforeCommit = nil
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+// GraphQLFault is how FailGraphQL answers a GraphQL request.
+type GraphQLFault int
+
+const (
+	// GraphQLSecondaryLimit is GitHub's secondary rate limit as it often comes: 403
+	// with the documented message, neither Retry-After nor X-RateLimit-Remaining 0.
+	GraphQLSecondaryLimit GraphQLFault = iota + 1
+	// GraphQLTransient is HTTP 200 whose only error has no type: GitHub's "Something
+	// went wrong while executing your query" (a timeout on its side).
+	GraphQLTransient
+)
+
+// FailGraphQL makes the next n GraphQL requests fail with fault.
+func (s *Server) FailGraphQL(n int, fault GraphQLFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.gqlFaults = append(s.gqlFaults, fault)
+	}
+}
+
+// ClearGraphQLFaults drops the GraphQL faults no request has met yet.
+func (s *Server) ClearGraphQLFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gqlFaults = nil
+}
+
+// IsAncestor reports whether commit anc is sha or one of its ancestors in owner/name.
+func (s *Server) IsAncestor(owner, name, anc, sha string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	return r != nil && r.IsAncestor(anc, sha)
+}
+
+// BeforeNextBranchMove runs fn (once) when the next API request that moves a
+// branch arrives (REST PATCH git/refs or GraphQL updateRefs), before it is
+// handled: a person's push between a client's last read and its write.
+func (s *Server) BeforeNextBranchMove(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeBranchMove = fn
+}
+
+func (s *Server) runBeforeBranchMove() {
+	s.mu.Lock()
+	fn := s.beforeBranchMove
+	s.beforeBranchMove = nil
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+// RateLimitGraphQL makes the next n GraphQL requests fail as GitHub does when the
+// GraphQL rate limit is exhausted: HTTP 200 with an error of type RATE_LIMITED.
+func (s *Server) RateLimitGraphQL(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gqlRateLimited += n
+}
+
+// DisallowDrafts makes the repository refuse draft pull requests with GitHub's 422,
+// as repositories on plans without drafts do.
+func (s *Server) DisallowDrafts(owner, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.noDrafts == nil {
+		s.noDrafts = map[string]bool{}
+	}
+	s.noDrafts[owner+"/"+name] = true
+}
+
+// RevokeToken forgets a token (a rotated credential): requests with it get 401.
+func (s *Server) RevokeToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tokens, token)
+}
+
+// FailWrite lets `after` more write requests through, then fails the next write with
+// status (a crash or outage in the middle of a multi-step change).
+func (s *Server) FailWrite(after, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
+}
+
+// WriteScopes lists, for each write request, the repositories ("owner/name",
+// comma-joined) its token was limited to; "" for an unscoped token.
+func (s *Server) WriteScopes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.writeScopes...)
+}
+
+// Writes is how many authenticated write requests (POST/PATCH/PUT/DELETE) arrived.
+func (s *Server) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// CIBuilds is how many CI builds PaC would have started for the repository.
+func (s *Server) CIBuilds(owner, name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.ci {
+		if e.Repo == owner+"/"+name {
+			n++
+		}
+	}
+	return n
+}
+
+// CIBuildsForPR is how many CI builds PaC would have started for one PR.
+func (s *Server) CIBuildsForPR(owner, name string, number int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.ci {
+		if e.Repo == owner+"/"+name && e.Number == number {
+			n++
+		}
+	}
+	return n
+}
+
+// CIEvents lists every CI-triggering event so far.
+func (s *Server) CIEvents() []CIEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]CIEvent(nil), s.ci...)
+}
+
+// ---- repositories ----
+
+type repo struct {
+	id          int64
+	owner, name string
+	// Repo holds the objects, the default branch and the branches (refs/heads/*).
+	*gitstore.Repo
+	// otherRefs are the refs outside refs/heads ("tags/v1" -> SHA), which GitHub's
+	// git refs API creates too.
+	otherRefs  map[string]string
+	pulls      []*pull // index = number-1 of PRs; issues share numbers
+	nextNumber int
+	comments   map[int][]*comment
+	// statuses and checks are the commit statuses and check runs by commit SHA,
+	// oldest first; acl is who Pipelines as Code trusts, pacApp says it reports as
+	// a GitHub App (check runs).
+	statuses map[string][]*commitStatus
+	checks   map[string][]*checkRun
+	acl      pac.ACL
+	pacApp   bool
+}
+
+// newRepo wraps a store. GitHub reads a directory's tree by its SHA, so every
+// subtree is stored too.
+func newRepo(id int64, owner, name string, git *gitstore.Repo) *repo {
+	git.Init()
+	git.Subtrees = true
+	return &repo{id: id, owner: owner, name: name, Repo: git, otherRefs: map[string]string{}, comments: map[int][]*comment{},
+		statuses: map[string][]*commitStatus{}, checks: map[string][]*checkRun{}}
+}
+
+// ref reads a ref named as GitHub's API does, below refs/ ("heads/main", "tags/v1").
+func (r *repo) ref(name string) (string, bool) {
+	if branch, ok := strings.CutPrefix(name, "heads/"); ok {
+		sha, ok := r.Branches[branch]
+		return sha, ok
+	}
+	sha, ok := r.otherRefs[name]
+	return sha, ok
+}
+
+// setRef points a ref at sha; moveBranch also tells a branch's pull requests.
+func (r *repo) setRef(name, sha string) {
+	if branch, ok := strings.CutPrefix(name, "heads/"); ok {
+		r.Branches[branch] = sha
+	} else {
+		r.otherRefs[name] = sha
+	}
+}
+
+type pull struct {
+	Number    int
+	NodeID    string
+	Title     string
+	Body      string
+	State     string // open, closed
+	Draft     bool
+	Merged    bool
+	Head      string // branch
+	Base      string // branch
+	HeadSHA   string
+	Author    string
+	CreatedAt time.Time
+	MergeSHA  string `json:",omitempty"`
+}
+
+type comment struct {
+	ID   int64
+	Body string
+	User string
+}
+
+// ---- test helpers ----
+
+// CreateRepo creates owner/name with one commit holding files on defaultBranch.
+func (s *Server) CreateRepo(owner, name, defaultBranch string, files map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	git := &gitstore.Repo{DefaultBranch: defaultBranch}
+	r := newRepo(s.nextID, owner, name, git)
+	sig := gitstore.Signature{Name: "Repo Owner", Email: "owner@example.com"}
+	c := r.NewCommit(&s.clock, r.WriteTree("", files), nil, "Initial commit", sig, sig)
+	r.Branches[defaultBranch] = c.SHA
+	s.repos[owner+"/"+name] = r
+}
+
+// FileAt returns the content of path at ref (a branch or commit SHA).
+func (s *Server) FileAt(owner, name, ref, path string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil {
+		return "", false
+	}
+	c := r.Resolve(ref)
+	if c == nil {
+		return "", false
+	}
+	e, ok := r.Lookup(c.Tree, path)
+	return string(r.Blobs[e.SHA]), ok
+}
+
+// Commit is a commit as tests see it.
+type Commit = gitstore.Summary
+
+// CommitOf returns a commit by SHA.
+func (s *Server) CommitOf(owner, name, sha string) (Commit, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil || r.Commits[sha] == nil {
+		return Commit{}, false
+	}
+	c := r.Commits[sha]
+	return c.Summary(), true
+}
+
+// Head returns the commit at the tip of branch.
+func (s *Server) Head(owner, name, branch string) (Commit, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil {
+		return Commit{}, false
+	}
+	c := r.Commits[r.Branches[branch]]
+	if c == nil {
+		return Commit{}, false
+	}
+	return c.Summary(), true
+}
+
+// PR is a pull request as tests see it.
+type PR struct {
+	Number  int
+	NodeID  string
+	Title   string
+	Body    string
+	State   string
+	Draft   bool
+	Merged  bool
+	Head    string
+	Base    string
+	HeadSHA string
+}
+
+func (p *pull) view() PR {
+	return PR{Number: p.Number, NodeID: p.NodeID, Title: p.Title, Body: p.Body, State: p.State, Draft: p.Draft,
+		Merged: p.Merged, Head: p.Head, Base: p.Base, HeadSHA: p.HeadSHA}
+}
+
+// PR returns one pull request.
+func (s *Server) PR(owner, name string, number int) (PR, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil || number < 1 || number > len(r.pulls) || r.pulls[number-1] == nil {
+		return PR{}, false
+	}
+	return r.pulls[number-1].view(), true
+}
+
+// PRs lists the repository's pull requests by number.
+func (s *Server) PRs(owner, name string) []PR {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PR
+	if r := s.repos[owner+"/"+name]; r != nil {
+		for _, p := range r.pulls {
+			if p != nil {
+				out = append(out, p.view())
+			}
+		}
+	}
+	return out
+}
+
+// Comments returns the bodies of an issue's or PR's comments in order.
+func (s *Server) Comments(owner, name string, number int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	if r := s.repos[owner+"/"+name]; r != nil {
+		for _, c := range r.comments[number] {
+			out = append(out, c.Body)
+		}
+	}
+	return out
+}
+
+// MergePR merges an open PR: the base branch gets a merge commit, the PR is closed
+// with merged set, and a closed event is sent.
+func (s *Server) MergePR(owner, name string, number int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	s.merge(r, p, gitstore.Signature{Name: "Maintainer", Email: "maintainer@example.com"})
+	return nil
+}
+
+// merge merges an open PR as sig. Callers hold s.mu.
+func (s *Server) merge(r *repo, p *pull, sig gitstore.Signature) string {
+	head := r.Commits[p.HeadSHA]
+	c := r.NewCommit(&s.clock, head.Tree, []string{r.Branches[p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", p.Number), sig, sig)
+	r.Branches[p.Base] = c.SHA
+	p.State, p.Merged, p.MergeSHA = "closed", true, c.SHA
+	s.event(r, p, "closed", sig.Name)
+	return c.SHA
+}
+
+// ClosePR closes an open PR as a person would.
+func (s *Server) ClosePR(owner, name string, number int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	p.State = "closed"
+	s.event(r, p, "closed", "maintainer")
+	return nil
+}
+
+// EditBody replaces a PR's description as a person would.
+func (s *Server) EditBody(owner, name string, number int, body string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	p.Body = body
+	s.event(r, p, "edited", "maintainer")
+	return nil
+}
+
+// MarkReady lifts a PR's draft as a person would in the web UI.
+func (s *Server) MarkReady(owner, name string, number int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	s.setDraft(r, p, false, "maintainer")
+	return nil
+}
+
+// Retarget changes a PR's base branch as a person would in the web UI (creating the
+// branch from the default branch's head first when it does not exist); GitHub sends
+// edited.
+func (s *Server) Retarget(owner, name string, number int, base string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, p, err := s.openPull(owner, name, number)
+	if err != nil {
+		return err
+	}
+	if _, ok := r.Branches[base]; !ok {
+		r.Branches[base] = r.Branches[r.DefaultBranch]
+	}
+	p.Base = base
+	s.event(r, p, "edited", "maintainer")
+	return nil
+}
+
+// HumanCommit commits files (path -> content) on top of branch by a person, moves
+// the branch and sends synchronize to the PRs of that branch. It returns the SHA.
+func (s *Server) HumanCommit(owner, name, branch string, author User, files map[string]string, message string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[owner+"/"+name]
+	if r == nil {
+		return "", fmt.Errorf("no repository %s/%s", owner, name)
+	}
+	c, err := r.CommitFiles(&s.clock, branch, files, message, gitstore.Signature{Name: author.Name, Email: author.Email})
+	if err != nil {
+		return "", err
+	}
+	s.moveBranch(r, branch, c.SHA, author.Login)
+	return c.SHA, nil
+}
+
+func (s *Server) openPull(owner, name string, number int) (*repo, *pull, error) {
+	r := s.repos[owner+"/"+name]
+	if r == nil || number < 1 || number > len(r.pulls) || r.pulls[number-1] == nil {
+		return nil, nil, fmt.Errorf("no pull request %s/%s#%d", owner, name, number)
+	}
+	p := r.pulls[number-1]
+	if p.State != "open" {
+		return nil, nil, fmt.Errorf("pull request %s/%s#%d is %s", owner, name, number, p.State)
+	}
+	return r, p, nil
+}
+
+// moveBranch points a branch at sha and sends synchronize to its open PRs.
+func (s *Server) moveBranch(r *repo, branch, sha, sender string) {
+	r.Branches[branch] = sha
+	for _, p := range r.pulls {
+		if p != nil && p.State == "open" && p.Head == branch && p.HeadSHA != sha {
+			p.HeadSHA = sha
+			s.event(r, p, "synchronize", sender)
+		}
+	}
+}
+
+func (s *Server) setDraft(r *repo, p *pull, draft bool, sender string) {
+	if p.Draft == draft {
+		return
+	}
+	p.Draft = draft
+	if draft {
+		s.event(r, p, "converted_to_draft", sender)
+	} else {
+		s.event(r, p, "ready_for_review", sender)
+	}
+}
+
+// event lets Pipelines as Code decide (package pac: a run, a wait for approval,
+// nothing) and queues the webhook. Callers hold s.mu.
+func (s *Server) event(r *repo, p *pull, action, sender string) {
+	s.pacEvent(r, p, action, sender)
+	s.queueHook(r, p, action, sender)
+}
+
+func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
+	html := fmt.Sprintf("%s/%s/%s/pull/%d", s.srv.URL, r.owner, r.name, p.Number)
+	var mergedAt any
+	if p.Merged {
+		mergedAt = p.CreatedAt.Add(time.Hour).Format(time.RFC3339)
+	}
+	return map[string]any{
+		"id": int64(p.Number) + r.id*1000, "node_id": p.NodeID, "number": p.Number, "state": p.State,
+		"title": p.Title, "body": p.Body, "draft": p.Draft, "merged": p.Merged, "merged_at": mergedAt, "merge_commit_sha": p.MergeSHA,
+		"html_url": html, "url": fmt.Sprintf("%srepos/%s/%s/pulls/%d", s.APIURL(), r.owner, r.name, p.Number),
+		"user":       map[string]any{"login": p.Author},
+		"created_at": p.CreatedAt.Format(time.RFC3339),
+		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": r.owner + ":" + p.Head,
+			"repo": s.repoJSON(r)},
+		"base": map[string]any{"ref": p.Base, "sha": r.Branches[p.Base], "label": r.owner + ":" + p.Base,
+			"repo": s.repoJSON(r)},
+	}
+}
+
+func (s *Server) repoJSON(r *repo) map[string]any {
+	return map[string]any{
+		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": r.name,
+		"full_name": r.owner + "/" + r.name, "default_branch": r.DefaultBranch, "private": false,
+		"owner":    map[string]any{"login": r.owner},
+		"html_url": s.srv.URL + "/" + r.owner + "/" + r.name,
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string, errs ...map[string]any) {
+	body := map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": strconv.Itoa(status)}
+	if len(errs) > 0 {
+		body["errors"] = errs
+	}
+	writeJSON(w, status, body)
+}

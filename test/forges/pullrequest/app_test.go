@@ -1,0 +1,69 @@
+package pullrequest_test
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+)
+
+// TestGitHubAppTokenScopedToTheRepository: without a basic-auth Secret the
+// activities authenticate as the GitHub App (build-service's Secret), and every
+// write uses an installation token limited to the one nudged repository.
+func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	emu := githubemu.New()
+	t.Cleanup(emu.Close)
+	emu.RegisterApp(4242, "nudgeflow-app", &key.PublicKey)
+	emu.CreateRepo("org", "bundle", "main", map[string]string{"bundle/manifests/csv.yaml": "image: quay.io/org/op@" + old["op"] + "\n"})
+	emu.CreateRepo("org", "unrelated", "main", map[string]string{"README.md": "other\n"})
+	appSecret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: forge.DefaultAppSecret.Name, Namespace: forge.DefaultAppSecret.Namespace},
+		Data:       map[string][]byte{forge.KeyAppID: []byte("4242"), forge.KeyAppPrivateKey: keyPEM},
+	}
+	env := newActivityEnv(t, pr.Config{}, appSecret).env
+
+	req := pr.SyncRequest{
+		Repo:   pr.Repo{Provider: "github", URL: emu.URL() + "/org/bundle", Namespace: "tenant"},
+		Branch: "konflux/changegroup/cg1", Namespace: "tenant", ChangeGroup: "cg1", NudgedComponent: "bundle",
+		Rows: []pr.Row{{Component: "operator", Image: "quay.io/org/op", Current: old["op"], New: digest("9"), State: "Ready"}},
+		Mode: pr.ModeHold,
+	}
+	v, err := env.ExecuteActivity(pr.SyncActivity, req)
+	if err != nil {
+		t.Fatalf("sync as the App: %v", err)
+	}
+	var o pr.Observed
+	if err := v.Get(&o); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := emu.PR("org", "bundle", o.PR.Number)
+	if !ok || !p.Draft {
+		t.Fatalf("want a draft PR, got %+v", p)
+	}
+	head, _ := emu.Head("org", "bundle", p.Head)
+	if want := githubemu.AppBotUser("nudgeflow-app", 4242).Email; head.AuthorEmail != want {
+		t.Errorf("commit author %q, want the App's bot %q", head.AuthorEmail, want)
+	}
+	scopes := emu.WriteScopes()
+	if len(scopes) == 0 {
+		t.Fatal("no writes recorded")
+	}
+	for _, s := range scopes {
+		if s != "org/bundle" {
+			t.Errorf("a write used a token scoped to %q, want only org/bundle", s)
+		}
+	}
+}
