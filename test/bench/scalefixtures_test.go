@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/internal/localenv"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 // TestCachedRunHeap: what the bridge's cache keeps of one bridge-scale build or
