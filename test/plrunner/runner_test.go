@@ -21,9 +21,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 )
 
-// startWorld starts a kube-apiserver with Tekton's PipelineRun CRD and a runner
-// whose `renovate` is fakeRenovate (a shell script body).
-func startWorld(t *testing.T, fakeRenovate string) (ctrlclient.WithWatch, string) {
+// startAPIServer starts a kube-apiserver with Tekton's PipelineRun CRD.
+func startAPIServer(t *testing.T) ctrlclient.WithWatch {
 	t.Helper()
 	require.NotEmpty(t, os.Getenv("KUBEBUILDER_ASSETS"), "set KUBEBUILDER_ASSETS=$(hack/tools.sh assets)")
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "crds")}, ErrorIfCRDPathMissing: true}
@@ -35,11 +34,25 @@ func startWorld(t *testing.T, fakeRenovate string) (ctrlclient.WithWatch, string
 	require.NoError(t, tektonv1.AddToScheme(scheme))
 	c, err := ctrlclient.NewWithWatch(cfg, ctrlclient.Options{Scheme: scheme})
 	require.NoError(t, err)
+	return c
+}
 
+// startWorld starts a kube-apiserver and a runner whose `renovate` is
+// fakeRenovate (a bash script body).
+func startWorld(t *testing.T, fakeRenovate string) (ctrlclient.WithWatch, string) {
+	t.Helper()
 	tools := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(tools, "renovate"), []byte("#!/bin/bash\n"+fakeRenovate), 0o755))
+	return startRunner(t, tools)
+}
+
+// startRunner starts a kube-apiserver and a runner with toolPath first on the
+// steps' PATH; it returns the client and the runner's state directory.
+func startRunner(t *testing.T, toolPath string) (ctrlclient.WithWatch, string) {
+	t.Helper()
+	c := startAPIServer(t)
 	state := t.TempDir()
-	r := &Runner{Client: c, StateDir: state, ToolPath: tools}
+	r := &Runner{Client: c, StateDir: state, ToolPath: toolPath}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
