@@ -3,6 +3,7 @@ package plrunner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -107,6 +108,10 @@ func TestRenovatePipelineRunOpensTheNudgePROnForgejo(t *testing.T) {
 	readme, ok := forge.FileAt("tenant", "consumer", pr.Head.Ref, "README.md")
 	require.True(t, ok)
 	require.Contains(t, readme, oldDigest, "a file outside fileMatch is untouched")
+	var labels []struct{ Name string }
+	require.NoError(t, forge.API(http.MethodGet, fmt.Sprintf("/repos/tenant/consumer/issues/%d/labels", pr.Number), forge.AdminToken, nil, &labels))
+	require.Contains(t, labels, struct{ Name string }{renovate.NudgeLabel}, "the nudge label the tenant created is applied")
+	t.Logf("nudge PR #%d %q from %s", pr.Number, pr.Title, pr.Head.Ref)
 	filesBumped := 1
 
 	if m := regexp.MustCompile(`--- step renovate exited 0: (.*)`).FindSubmatch(logText); m != nil {

@@ -261,7 +261,8 @@ func (r *Runner) runTasks(ctx context.Context, plr *tektonv1.PipelineRun) (map[s
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		return nil, fmt.Errorf("make the run log directory: %w", err)
 	}
-	logFile, err := os.Create(logPath)
+	// 0600: Renovate masks the tokens it knows, but debug logs are verbose.
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create the run log: %w", err)
 	}
