@@ -62,12 +62,15 @@ func TestRenovatePipelineRunOpensTheNudgePROnForgejo(t *testing.T) {
 		Nudging: "operand", Nudged: "consumer", ImageURL: builtRepo + ":v1", Digest: newDigest, BuildPipelineRun: "operand-build-1"}
 	plr, objs := (&renovate.Activities{}).PipelineRunFor(req, false, true)
 	cfg := renovate.GenerateConfig(renovate.ConfigInput{
-		// Renovate 39 speaks to Gitea and Forgejo as platform gitea over plain HTTP here.
+		// Platform and endpoint as nudgeflow writes them for a Forgejo/Gitea repo, except below.
 		Platform: "forgejo", Endpoint: forge.URL + "/api/v1/", Username: localenv.ForgejoBot,
 		GitAuthor: localenv.ForgejoBot + " <" + forge.BotEmail + ">", Repository: "tenant/consumer", BaseBranch: "main",
 		Nudging: "operand", Nudged: "consumer", BuiltRepo: builtRepo, BuiltTag: "v1",
 		FileMatch: renovate.FileMatch(renovate.Options{}, ""),
 	})
+	// Renovate 39.264 (the pinned version) has no "forgejo" platform (added in the
+	// 41.x line): it exits 1 "Platform \"forgejo\" not found". Its gitea platform
+	// serves Forgejo and Gitea alike.
 	cfg.Platform = "gitea"
 	cfgJSON, err := json.Marshal(cfg)
 	require.NoError(t, err)
