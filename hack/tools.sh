@@ -121,6 +121,12 @@ tool_path() {
 	renovate-config-validator)
 		dir=$cache/renovate-$RENOVATE_VERSION
 		build_into "$dir" renovate-config-validator npm_install renovate@$RENOVATE_VERSION "$dir" ;;
+	renovate)
+		# The same npm install as the validator (one download): its node_modules/.bin
+		# holds the `renovate` CLI the PipelineRun runner (test/plrunner) puts on PATH.
+		tool_path renovate-config-validator >/dev/null || return 1
+		printf '%s\n' "$cache/renovate-$RENOVATE_VERSION/lib/node_modules/.bin/renovate"
+		return 0 ;;
 	*) log "unknown tool $name"; return 2 ;;
 	esac
 	printf '%s\n' "$dir/$name"

@@ -1,0 +1,146 @@
+// Package ociregistry is a real OCI distribution-API registry for the dev stack
+// and the tests: go-containerregistry's pkg/registry served over TLS, plus
+// helpers that push a real image or image index and return its real digest
+// (what a build reports as IMAGE_DIGEST). Renovate resolves tags here exactly
+// as it does at quay.io; it needs TLS (over plain HTTP it tries HTTPS, fails to
+// get a token and exits 0 having opened nothing), hence no plain-HTTP mode.
+package ociregistry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Registry is a running registry. Host is "127.0.0.1:port", the registry part
+// of image references (Host + "/ns/repo:tag").
+type Registry struct {
+	Host string
+	// roots trusts the serving certificate: clients (push, resolve) use it.
+	roots  *x509.CertPool
+	server *http.Server
+	done   chan error
+}
+
+// Start serves a registry on addr ("127.0.0.1:0" for any free port) over TLS
+// with cert, a certificate for addr's host signed by the CA in roots (the dev
+// CA in the dev stack, a test CA in tests: see NewCA).
+func Start(addr string, cert tls.Certificate, roots *x509.CertPool) (*Registry, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the OCI registry on %s: %w", addr, err)
+	}
+	r := &Registry{
+		Host:  ln.Addr().String(),
+		roots: roots,
+		server: &http.Server{
+			// The default logger prints every request; the registry's own errors
+			// reach clients as distribution-API errors, so nothing is lost.
+			Handler:           registry.New(registry.Logger(log.New(discard{}, "", 0))),
+			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+			ReadHeaderTimeout: 10 * time.Second,
+		},
+		done: make(chan error, 1),
+	}
+	go func() { r.done <- r.server.ServeTLS(ln, "", "") }()
+	return r, nil
+}
+
+// Close stops the registry; its content is gone (it lives in memory).
+func (r *Registry) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.server.Shutdown(ctx); err != nil {
+		return fmt.Errorf("stop the OCI registry: %w", err)
+	}
+	if err := <-r.done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("OCI registry server: %w", err)
+	}
+	return nil
+}
+
+// Transport trusts the registry's certificate; remote.WithTransport(r.Transport()).
+func (r *Registry) Transport() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: r.roots, MinVersion: tls.VersionTLS12}
+	return t
+}
+
+// PushImage pushes a new single-platform image (one small random layer, so every
+// push is a new digest, as every build is) to repo:tag ("ns/operand:tag") and
+// returns its manifest digest, "sha256:...".
+func (r *Registry) PushImage(ctx context.Context, repoTag string) (string, error) {
+	img, err := random.Image(256, 1)
+	if err != nil {
+		return "", fmt.Errorf("make a random image for %s: %w", repoTag, err)
+	}
+	return r.write(ctx, repoTag, func(ref name.Reference, opts ...remote.Option) error { return remote.Write(ref, img, opts...) }, img.Digest)
+}
+
+// PushIndex pushes a multi-arch image index of one random image per platform
+// ("linux/amd64", "linux/arm64", ...) to repo:tag and returns the index digest,
+// the digest a multi-arch build reports.
+func (r *Registry) PushIndex(ctx context.Context, repoTag string, platforms ...string) (string, error) {
+	if len(platforms) == 0 {
+		return "", fmt.Errorf("push index %s: no platforms", repoTag)
+	}
+	var idx v1.ImageIndex = empty.Index
+	for _, p := range platforms {
+		plat, err := v1.ParsePlatform(p)
+		if err != nil {
+			return "", fmt.Errorf("push index %s: platform %q: %w", repoTag, p, err)
+		}
+		img, err := random.Image(256, 1)
+		if err != nil {
+			return "", fmt.Errorf("make a random image for %s (%s): %w", repoTag, p, err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
+	}
+	return r.write(ctx, repoTag, func(ref name.Reference, opts ...remote.Option) error { return remote.WriteIndex(ref, idx, opts...) }, idx.Digest)
+}
+
+func (r *Registry) write(ctx context.Context, repoTag string, push func(name.Reference, ...remote.Option) error, digest func() (v1.Hash, error)) (string, error) {
+	ref, err := name.ParseReference(r.Host + "/" + repoTag)
+	if err != nil {
+		return "", fmt.Errorf("parse image reference %s/%s: %w", r.Host, repoTag, err)
+	}
+	if err := push(ref, remote.WithContext(ctx), remote.WithTransport(r.Transport())); err != nil {
+		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	d, err := digest()
+	if err != nil {
+		return "", fmt.Errorf("digest of %s: %w", ref, err)
+	}
+	return d.String(), nil
+}
+
+// Resolve returns the digest repo:tag points at, as a registry client sees it.
+func (r *Registry) Resolve(ctx context.Context, repoTag string) (string, error) {
+	ref, err := name.ParseReference(r.Host + "/" + repoTag)
+	if err != nil {
+		return "", fmt.Errorf("parse image reference %s/%s: %w", r.Host, repoTag, err)
+	}
+	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithTransport(r.Transport()))
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", ref, err)
+	}
+	return desc.Digest.String(), nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,57 @@
+package ociregistry
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func startTestRegistry(t *testing.T) *Registry {
+	t.Helper()
+	ca, err := NewCA()
+	require.NoError(t, err)
+	cert, err := ca.ServingCert("127.0.0.1")
+	require.NoError(t, err)
+	r, err := Start("127.0.0.1:0", cert, ca.Pool())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	return r
+}
+
+func TestPushedImageResolvesToItsDigestOverTLS(t *testing.T) {
+	r := startTestRegistry(t)
+	ctx := context.Background()
+	first, err := r.PushImage(ctx, "ns/operand:v1")
+	require.NoError(t, err)
+	require.Regexp(t, `^sha256:[0-9a-f]{64}$`, first)
+	got, err := r.Resolve(ctx, "ns/operand:v1")
+	require.NoError(t, err)
+	require.Equal(t, first, got)
+
+	second, err := r.PushImage(ctx, "ns/operand:v1")
+	require.NoError(t, err)
+	require.NotEqual(t, first, second, "every push is a new build with a new digest")
+	got, err = r.Resolve(ctx, "ns/operand:v1")
+	require.NoError(t, err)
+	require.Equal(t, second, got, "the tag moves to the newest push")
+}
+
+func TestPushedIndexResolvesToTheIndexDigest(t *testing.T) {
+	r := startTestRegistry(t)
+	ctx := context.Background()
+	digest, err := r.PushIndex(ctx, "ns/multi:v1", "linux/amd64", "linux/arm64")
+	require.NoError(t, err)
+	got, err := r.Resolve(ctx, "ns/multi:v1")
+	require.NoError(t, err)
+	require.Equal(t, digest, got)
+}
+
+func TestClientsWithoutTheCARefuseTheRegistry(t *testing.T) {
+	r := startTestRegistry(t)
+	other, err := NewCA()
+	require.NoError(t, err)
+	r.roots = other.Pool()
+	_, err = r.Resolve(context.Background(), "ns/operand:v1")
+	require.ErrorContains(t, err, "certificate", "the registry really serves TLS with the given certificate")
+}
