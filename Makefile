@@ -67,14 +67,15 @@ check-shipped-deps:
 
 # Tests find the real servers through these; hack/tools.sh builds what is missing.
 test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path temporal) \
-	RENOVATE_CONFIG_VALIDATOR=$$($(TOOLS) path renovate-config-validator) GITEA=$$($(TOOLS) path gitea)
+	RENOVATE_CONFIG_VALIDATOR=$$($(TOOLS) path renovate-config-validator) RENOVATE=$$($(TOOLS) path renovate) \
+	GITEA=$$($(TOOLS) path gitea)
 
 # The whole verbose log goes to test-output.log; the terminal gets each package's
 # result, the e2e report line, and the full story of any failure.
 test: check-generated lint
 	@rc=0; { $(test-env) go test $(GO_TEST_FLAGS) -v ./... || rc=$$?; \
 		(cd test && $(test-env) go test $(GO_TEST_FLAGS) -v ./...) || rc=$$?; } > test-output.log 2>&1; \
-	grep -E '^(ok|FAIL|panic:|changegroup-e2e |changegroup-chaos |konflux-coexist |held-under-kueue )|^--- FAIL' test-output.log || true; \
+	grep -E '^(ok|FAIL|panic:|changegroup-e2e |changegroup-chaos |konflux-coexist |held-under-kueue )|^--- FAIL|renovate-e2e forge=' test-output.log || true; \
 	if [ $$rc -ne 0 ]; then echo "--- failures (full log: test-output.log) ---"; grep -E -B3 -A40 -- '--- FAIL|^panic:|^# |setup failed|build failed' test-output.log | head -400; fi; \
 	exit $$rc
 
