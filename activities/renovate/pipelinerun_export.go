@@ -14,9 +14,10 @@ type RunObjects struct {
 	CAConfigMap string
 }
 
-// PipelineRunFor is the PipelineRun LaunchRenovate creates for req, and the
-// objects it reads.
-func (a *Activities) PipelineRunFor(req LaunchRequest, withHostRules, withCA bool) (*tektonv1.PipelineRun, RunObjects) {
+// PipelineRunFor is the PipelineRun a's LaunchRenovate creates for req, and the
+// objects it reads. A function, not a method: every exported method of
+// Activities is registered as an activity, and this is none.
+func PipelineRunFor(a *Activities, req LaunchRequest, withHostRules, withCA bool) (*tektonv1.PipelineRun, RunObjects) {
 	return a.pipelineRun(req, withHostRules, withCA), RunObjects{
 		ConfigMap: req.Name, ConfigKey: configFile(req.Nudged),
 		Secret: req.Name, TokenKey: tokenKey,

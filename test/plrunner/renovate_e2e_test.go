@@ -60,7 +60,7 @@ func TestRenovatePipelineRunOpensTheNudgePROnForgejo(t *testing.T) {
 	// The PipelineRun, its config and Secret exactly as nudgeflow's activity writes them.
 	req := renovate.LaunchRequest{Namespace: "tenant", Name: "renovate-nudge-e2e-1", WorkflowID: "nudge-e2e", Attempt: 1,
 		Nudging: "operand", Nudged: "consumer", ImageURL: builtRepo + ":v1", Digest: newDigest, BuildPipelineRun: "operand-build-1"}
-	plr, objs := (&renovate.Activities{}).PipelineRunFor(req, false, true)
+	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, false, true)
 	cfg := renovate.GenerateConfig(renovate.ConfigInput{
 		// Platform and endpoint as nudgeflow writes them for a Forgejo/Gitea repo, except below.
 		Platform: "forgejo", Endpoint: forge.URL + "/api/v1/", Username: localenv.ForgejoBot,
