@@ -273,6 +273,7 @@ func (s *stack) start(ctx context.Context) error {
 				WithoutWatchCache: []string{"pipelineruns.tekton.dev"},
 				// Listing 100,000 runs from etcd outlasts the 5-minute compaction.
 				NoEtcdCompaction: true,
+				RequestTimeout:   10 * time.Minute,
 			})
 		})
 	}()

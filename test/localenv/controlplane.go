@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -43,6 +44,12 @@ type ControlPlaneOptions struct {
 	// PipelineRuns a 3 GB etcd response, over gRPC's 2 GB limit, and the informer
 	// starts again. Served from etcd on 2 cores, listing 100,000 runs takes longer.
 	NoEtcdCompaction bool
+	// RequestTimeout raises kube-apiserver's --request-timeout (1 minute by
+	// default). Without a watch cache, one page of a list by a label few objects
+	// carry (500 nudge runs among 100,000) makes the API server read up to 10,000
+	// objects from etcd, which on 2 busy cores takes longer than a minute: the
+	// request is cut and the informer lists again from the start.
+	RequestTimeout time.Duration
 	// WithoutWatchCache lists resources ("pipelineruns.tekton.dev") kube-apiserver
 	// keeps no watch cache for (--watch-cache-sizes=<resource>#0): it then serves
 	// their lists from etcd (paged when asked) and their watches from etcd watches.
@@ -134,6 +141,9 @@ func StartControlPlane(opts ControlPlaneOptions) (*ControlPlane, error) {
 	}
 	if opts.NoEtcdCompaction {
 		apiServer.Configure().Set("etcd-compaction-interval", "0")
+	}
+	if opts.RequestTimeout > 0 {
+		apiServer.Configure().Set("request-timeout", opts.RequestTimeout.String())
 	}
 	if opts.APIServerPort != 0 {
 		apiServer.SecureServing.Address = "127.0.0.1"
