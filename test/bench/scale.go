@@ -97,6 +97,10 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	n := s.opts.PipelineRuns
+	before, err := servedRuns(ctx, c)
+	if err != nil {
+		return 0, err
+	}
 	ctx, stopGuard := guardMemory(ctx, &s.progressCount)
 	defer stopGuard()
 	began, last := time.Now(), time.Now()
@@ -115,23 +119,32 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	took := time.Since(began)
-	// Listed through the API server, one per page: the list's remaining count says
-	// how many it serves.
-	var page tektonv1.PipelineRunList
-	if err := c.List(ctx, &page, ctrlclient.Limit(1)); err != nil {
-		return 0, fmt.Errorf("listing the seeded PipelineRuns: %w", err)
+	// Listed through the API server, beside the runs earlier measures wrote.
+	served, err := servedRuns(ctx, c)
+	if err != nil {
+		return 0, err
 	}
-	served := int64(len(page.Items))
-	if page.RemainingItemCount != nil {
-		served += *page.RemainingItemCount
-	}
-	if served != int64(n) {
-		return 0, fmt.Errorf("the API server lists %d PipelineRuns, %d were seeded", served, n)
+	if served != before+int64(n) {
+		return 0, fmt.Errorf("the API server lists %d PipelineRuns, %d before and %d seeded", served, before, n)
 	}
 	if size, err := objectSize(ctx, c, scaleNamespace(0)); err == nil {
 		s.progress("a build PipelineRun weighs %.1f KB as JSON", float64(size)/1024)
 	}
 	return took, nil
+}
+
+// servedRuns is how many PipelineRuns the API server lists, read from one page of
+// one (the list's remaining count).
+func servedRuns(ctx context.Context, c ctrlclient.Client) (int64, error) {
+	var page tektonv1.PipelineRunList
+	if err := c.List(ctx, &page, ctrlclient.Limit(1)); err != nil {
+		return 0, fmt.Errorf("listing PipelineRuns: %w", err)
+	}
+	served := int64(len(page.Items))
+	if page.RemainingItemCount != nil {
+		served += *page.RemainingItemCount
+	}
+	return served, nil
 }
 
 // minAvailableMemory is the machine's available memory below which the writing
