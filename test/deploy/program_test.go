@@ -374,6 +374,27 @@ func (p *pod) waitReadiness(want int, timeout time.Duration) {
 
 // metrics scrapes the port a metrics Service targets as Prometheus does: HTTPS,
 // with the token of a ServiceAccount bound to nudgeflow-metrics-reader.
+// waitMetrics waits until p serves its metrics behind svc to the scraper.
+func (p *pod) waitMetrics(svc *corev1.Service, timeout time.Duration) {
+	p.t.Helper()
+	ok, err := world.Poll(timeout, func() (bool, error) {
+		if p.exited() {
+			return true, fmt.Errorf("%s exited", p.name)
+		}
+		code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
+		if err != nil {
+			return false, err
+		}
+		if code != http.StatusOK {
+			return false, fmt.Errorf("metrics %d: %s", code, body)
+		}
+		return true, nil
+	})
+	if !ok || p.exited() {
+		p.t.Fatalf("%s serves no metrics after %s (%v); its log:\n%s", p.name, timeout, err, p.logs())
+	}
+}
+
 func (p *pod) metrics(svc *corev1.Service) string {
 	p.t.Helper()
 	code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
@@ -395,6 +416,10 @@ func startCluster(t *testing.T, v variant, temporalAddress string, webhookPort i
 	c := startPods(t, v, temporalAddress, webhookPort)
 	c.worker.waitReady(startupTimeout)
 	c.bridge.waitReady(startupTimeout)
+	// Ready means the webhooks serve; the metrics server starts beside them and
+	// builds its authentication first, so it may answer a moment later.
+	c.worker.waitMetrics(c.m.service(t, "nudgeflow-worker-metrics"), startupTimeout)
+	c.bridge.waitMetrics(c.m.service(t, "nudgeflow-bridge-metrics"), startupTimeout)
 	return c
 }
 
