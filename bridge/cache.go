@@ -49,11 +49,11 @@ import (
 // stripped PipelineRun; Get, List and every event handler and indexer of a
 // PipelineRun informer see it expanded back into a *tektonv1.PipelineRun. (A
 // PipelineRun read as metadata or unstructured comes from controller-runtime's own
-// informers of those, not from these.) A cached PipelineRun is therefore not the object on the server: the
-// bridge writes PipelineRuns only with patches computed between two versions of
-// the cached copy (client.MergeFrom), which carry only what changed. Never Update
-// a cached PipelineRun (it would erase the spec on the server) nor
-// Status().Update it.
+// informers of those, not from these.) A cached PipelineRun is therefore not the
+// object on the server: the bridge writes PipelineRuns only with patches computed
+// between two versions of the cached copy (client.MergeFrom), which carry only
+// what changed. Never Update a cached PipelineRun (it would erase the spec on the
+// server) nor Status().Update it.
 
 // Label selectors of the two PipelineRun informers.
 var (
@@ -220,7 +220,7 @@ func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList,
 	o := (&ctrlclient.ListOptions{}).ApplyOptions(opts)
 	switch {
 	case o.Limit > 0:
-		return errors.New("listing cached PipelineRuns with a limit: the bridge caches them in two informers")
+		return errLimitedRunList
 	case o.Continue != "":
 		return errors.New("continuing a list of cached PipelineRuns: the cache lists in one piece")
 	}
@@ -269,11 +269,14 @@ func listed(runs toolscache.Indexer, o *ctrlclient.ListOptions) ([]any, error) {
 	return runs.List(), nil
 }
 
+// errLimitedRunList: a limit would cut each informer's list, not their union.
+var errLimitedRunList = errors.New("listing cached PipelineRuns with a limit: the bridge caches them in two informers")
+
 // listBoth lists PipelineRuns read some other way (metadata, unstructured) from
 // both caches' informers of that kind, a run of both kinds once.
 func (c *pipelineRunCache) listBoth(ctx context.Context, list ctrlclient.ObjectList, opts ...ctrlclient.ListOption) error {
 	if (&ctrlclient.ListOptions{}).ApplyOptions(opts).Limit > 0 {
-		return errors.New("listing cached PipelineRuns with a limit: the bridge caches them in two informers")
+		return errLimitedRunList
 	}
 	more, ok := list.DeepCopyObject().(ctrlclient.ObjectList)
 	if !ok {
