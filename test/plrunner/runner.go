@@ -70,6 +70,9 @@ type Runner struct {
 	ToolPath string
 	// Env is the base environment of every step (os.Environ() when nil).
 	Env []string
+	// Namespace limits the runner to one namespace ("" runs every namespace's
+	// nudge runs): a test beside others that end runs themselves runs only its own.
+	Namespace string
 
 	mu      sync.Mutex
 	running map[types.NamespacedName]context.CancelFunc
@@ -95,7 +98,7 @@ func (r *Runner) watchOnce(ctx context.Context) error {
 	// The watch starts with an ADDED event per existing run, so runs created
 	// before the runner started are picked up too.
 	w, err := r.Client.Watch(ctx, &tektonv1.PipelineRunList{},
-		ctrlclient.MatchingLabels{renovate.LabelType: renovate.LabelTypeNudge})
+		ctrlclient.MatchingLabels{renovate.LabelType: renovate.LabelTypeNudge}, ctrlclient.InNamespace(r.Namespace))
 	if err != nil {
 		return fmt.Errorf("watch nudge PipelineRuns: %w", err)
 	}
