@@ -19,7 +19,11 @@
 //     ToolPath first on PATH (the pinned `renovate` from the tool cache).
 //   - One TaskRun is reported in childReferences per task, named
 //     <run>-<task>; no TaskRun object is created.
-//   - Each run's output (all steps) goes to <StateDir>/runs/<ns>/<name>.log.
+//   - Each run's output (all steps) goes to <StateDir>/runs/<ns>/<name>.log,
+//     with a line per step giving its exit code, wall time, CPU and max RSS.
+//   - A Renovate config file (a .json key of a ConfigMap volume) naming
+//     platform "forgejo" is written with platform "gitea": the pinned Renovate
+//     (39.x) has no forgejo platform (see pinnedPlatform). The log says so.
 //
 // Not done: params, workspaces, sidecars, finally tasks, service-account pull
 // secrets (a test passes registry credentials through the run's Secret).
@@ -27,6 +31,7 @@ package plrunner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -289,9 +294,12 @@ func (r *Runner) runTasks(ctx context.Context, plr *tektonv1.PipelineRun) (map[s
 }
 
 func (r *Runner) runTask(ctx context.Context, ns, dir string, spec tektonv1.TaskSpec, log *os.File) (map[string]string, error) {
-	volumes, err := r.materialiseVolumes(ctx, ns, filepath.Join(dir, "volumes"), spec.Volumes)
+	volumes, notes, err := r.materialiseVolumes(ctx, ns, filepath.Join(dir, "volumes"), spec.Volumes)
 	if err != nil {
 		return nil, err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(log, "--- runner: %s\n", n)
 	}
 	resultsDir := filepath.Join(dir, "results")
 	home := filepath.Join(dir, "home")
@@ -319,9 +327,9 @@ func (r *Runner) runTask(ctx context.Context, ns, dir string, spec tektonv1.Task
 }
 
 // materialiseVolumes writes ConfigMap and Secret volumes as files: volume name
-// → its local directory.
-func (r *Runner) materialiseVolumes(ctx context.Context, ns, dir string, volumes []corev1.Volume) (map[string]string, error) {
-	out := map[string]string{}
+// → its local directory. notes say what it changed on the way (platformForPinned).
+func (r *Runner) materialiseVolumes(ctx context.Context, ns, dir string, volumes []corev1.Volume) (out map[string]string, notes []string, err error) {
+	out = map[string]string{}
 	for _, v := range volumes {
 		var data map[string][]byte
 		var items []corev1.KeyToPath
@@ -329,11 +337,15 @@ func (r *Runner) materialiseVolumes(ctx context.Context, ns, dir string, volumes
 		case v.ConfigMap != nil:
 			var cm corev1.ConfigMap
 			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: v.ConfigMap.Name}, &cm); err != nil {
-				return nil, fmt.Errorf("volume %s: read ConfigMap %s: %w", v.Name, v.ConfigMap.Name, err)
+				return nil, nil, fmt.Errorf("volume %s: read ConfigMap %s: %w", v.Name, v.ConfigMap.Name, err)
 			}
 			data = map[string][]byte{}
 			for k, s := range cm.Data {
-				data[k] = []byte(s)
+				b, note := platformForPinned(k, []byte(s))
+				if note != "" {
+					notes = append(notes, fmt.Sprintf("volume %s: %s: %s", v.Name, k, note))
+				}
+				data[k] = b
 			}
 			for k, b := range cm.BinaryData {
 				data[k] = b
@@ -342,15 +354,15 @@ func (r *Runner) materialiseVolumes(ctx context.Context, ns, dir string, volumes
 		case v.Secret != nil:
 			var sec corev1.Secret
 			if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: v.Secret.SecretName}, &sec); err != nil {
-				return nil, fmt.Errorf("volume %s: read Secret %s: %w", v.Name, v.Secret.SecretName, err)
+				return nil, nil, fmt.Errorf("volume %s: read Secret %s: %w", v.Name, v.Secret.SecretName, err)
 			}
 			data, items = sec.Data, v.Secret.Items
 		default:
-			return nil, fmt.Errorf("volume %s: only ConfigMap and Secret volumes are supported", v.Name)
+			return nil, nil, fmt.Errorf("volume %s: only ConfigMap and Secret volumes are supported", v.Name)
 		}
 		vdir := filepath.Join(dir, v.Name)
 		if err := os.MkdirAll(vdir, 0o700); err != nil {
-			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
 		if len(items) == 0 {
 			for k := range data {
@@ -360,19 +372,52 @@ func (r *Runner) materialiseVolumes(ctx context.Context, ns, dir string, volumes
 		for _, it := range items {
 			b, ok := data[it.Key]
 			if !ok {
-				return nil, fmt.Errorf("volume %s: key %s is missing", v.Name, it.Key)
+				return nil, nil, fmt.Errorf("volume %s: key %s is missing", v.Name, it.Key)
 			}
 			p := filepath.Join(vdir, it.Path)
 			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-				return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+				return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 			if err := os.WriteFile(p, b, 0o600); err != nil {
-				return nil, fmt.Errorf("volume %s: write %s: %w", v.Name, it.Path, err)
+				return nil, nil, fmt.Errorf("volume %s: write %s: %w", v.Name, it.Path, err)
 			}
 		}
 		out[v.Name] = vdir
 	}
-	return out, nil
+	return out, notes, nil
+}
+
+// pinnedPlatform maps a Renovate platform the mintmaker image's Renovate has to
+// the one the pinned Renovate (39.x) runs for it. Renovate added its forgejo
+// platform in 41.x, a line that needs Node 22; the gitea platform of 39.x
+// speaks the API Forgejo and Gitea share (/api/v1), which is what the forgejo
+// platform of 41.x calls too. nudgeflow writes platform forgejo, as
+// build-service does; the runner, standing in for the mintmaker image, runs it
+// as gitea so that config is used unchanged everywhere else.
+var pinnedPlatform = map[string]string{"forgejo": "gitea"}
+
+// platformForPinned rewrites the platform of a Renovate config file (a .json
+// ConfigMap key holding an object with a platform the pinned Renovate lacks),
+// keeping every other key as written; note says what it did ("" when nothing).
+func platformForPinned(key string, b []byte) ([]byte, string) {
+	if !strings.HasSuffix(key, ".json") {
+		return b, ""
+	}
+	var cfg map[string]json.RawMessage
+	var platform string
+	if json.Unmarshal(b, &cfg) != nil || json.Unmarshal(cfg["platform"], &platform) != nil {
+		return b, ""
+	}
+	to, ok := pinnedPlatform[platform]
+	if !ok {
+		return b, ""
+	}
+	cfg["platform"], _ = json.Marshal(to)
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return b, ""
+	}
+	return out, fmt.Sprintf("platform %q run as %q (the pinned Renovate has no %s platform)", platform, to, platform)
 }
 
 func (r *Runner) runStep(ctx context.Context, ns, dir, home, resultsDir string, step tektonv1.Step, volumes map[string]string, log *os.File) error {
@@ -460,13 +505,14 @@ func (r *Runner) runStep(ctx context.Context, ns, dir, home, resultsDir string, 
 	go func() { waited <- cmd.Wait() }()
 	select {
 	case err := <-waited:
+		// What one run costs (Renovate and its children): the measure the README quotes.
+		if st, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			fmt.Fprintf(log, "--- step %s exited %d: wall %s, cpu user %s sys %s, max rss %d KiB\n", step.Name,
+				cmd.ProcessState.ExitCode(), time.Since(started).Round(time.Millisecond), cmd.ProcessState.UserTime().Round(time.Millisecond),
+				cmd.ProcessState.SystemTime().Round(time.Millisecond), st.Maxrss)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", argv[0], err)
-		}
-		if st, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			fmt.Fprintf(log, "--- step %s exited 0: wall %s, cpu user %s sys %s, max rss %d KiB\n", step.Name,
-				time.Since(started).Round(time.Millisecond), cmd.ProcessState.UserTime().Round(time.Millisecond),
-				cmd.ProcessState.SystemTime().Round(time.Millisecond), st.Maxrss)
 		}
 		return nil
 	case <-ctx.Done():

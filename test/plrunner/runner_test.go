@@ -224,3 +224,22 @@ func TestCancellingARunningRunKillsItsStep(t *testing.T) {
 	b, _ := os.ReadFile(logPath)
 	require.Contains(t, string(b), "killed: the run was cancelled")
 }
+
+// nudgeflow writes platform forgejo, as build-service does; the pinned Renovate
+// runs it as gitea, every other key as written.
+func TestForgejoConfigRunsAsGitea(t *testing.T) {
+	in := `{"platform":"forgejo","endpoint":"http://127.0.0.1:3000/api/v1/","labels":["konflux-nudge"]}`
+	out, note := platformForPinned("consumer.json", []byte(in))
+	require.JSONEq(t, `{"platform":"gitea","endpoint":"http://127.0.0.1:3000/api/v1/","labels":["konflux-nudge"]}`, string(out))
+	require.Contains(t, note, `platform "forgejo" run as "gitea"`)
+
+	for key, body := range map[string]string{
+		"consumer.json": `{"platform":"github"}`,  // a platform the pinned Renovate has
+		"ca-bundle.crt": `{"platform":"forgejo"}`, // not a config file
+		"broken.json":   `{"platform":`,
+	} {
+		out, note := platformForPinned(key, []byte(body))
+		require.Equal(t, body, string(out), key)
+		require.Empty(t, note, key)
+	}
+}
