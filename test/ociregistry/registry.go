@@ -8,6 +8,7 @@ package ociregistry
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -32,6 +34,7 @@ type Registry struct {
 	Host string
 	// roots trusts the serving certificate: clients (push, resolve) use it.
 	roots  *x509.CertPool
+	auth   *authn.Basic // nil: anyone may pull and push
 	server *http.Server
 	done   chan error
 }
@@ -40,17 +43,37 @@ type Registry struct {
 // with cert, a certificate for addr's host signed by the CA in roots (the dev
 // CA in the dev stack, a test CA in tests: see NewCA).
 func Start(addr string, cert tls.Certificate, roots *x509.CertPool) (*Registry, error) {
+	return start(addr, cert, roots, nil)
+}
+
+// StartPrivate is Start for a registry that answers nobody without the
+// username and password: every request without them gets 401 and a Basic
+// challenge (as a private repository of a registry with basic auth does; quay.io
+// challenges with Bearer and its token service instead). The push helpers log in.
+func StartPrivate(addr string, cert tls.Certificate, roots *x509.CertPool, username, password string) (*Registry, error) {
+	if username == "" || password == "" {
+		return nil, errors.New("start a private OCI registry: empty username or password")
+	}
+	return start(addr, cert, roots, &authn.Basic{Username: username, Password: password})
+}
+
+func start(addr string, cert tls.Certificate, roots *x509.CertPool, auth *authn.Basic) (*Registry, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the OCI registry on %s: %w", addr, err)
 	}
+	// The default logger prints every request; the registry's own errors
+	// reach clients as distribution-API errors, so nothing is lost.
+	var handler http.Handler = registry.New(registry.Logger(log.New(discard{}, "", 0)))
+	if auth != nil {
+		handler = requireBasicAuth(handler, auth)
+	}
 	r := &Registry{
 		Host:  ln.Addr().String(),
 		roots: roots,
+		auth:  auth,
 		server: &http.Server{
-			// The default logger prints every request; the registry's own errors
-			// reach clients as distribution-API errors, so nothing is lost.
-			Handler:           registry.New(registry.Logger(log.New(discard{}, "", 0))),
+			Handler:           handler,
 			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 			ReadHeaderTimeout: 10 * time.Second,
 		},
@@ -118,7 +141,7 @@ func (r *Registry) write(ctx context.Context, repoTag string, push func(name.Ref
 	if err != nil {
 		return "", fmt.Errorf("parse image reference %s/%s: %w", r.Host, repoTag, err)
 	}
-	if err := push(ref, remote.WithContext(ctx), remote.WithTransport(r.Transport())); err != nil {
+	if err := push(ref, r.remoteOptions(ctx)...); err != nil {
 		return "", fmt.Errorf("push %s: %w", ref, err)
 	}
 	d, err := digest()
@@ -134,11 +157,36 @@ func (r *Registry) Resolve(ctx context.Context, repoTag string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("parse image reference %s/%s: %w", r.Host, repoTag, err)
 	}
-	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithTransport(r.Transport()))
+	desc, err := remote.Head(ref, r.remoteOptions(ctx)...)
 	if err != nil {
 		return "", fmt.Errorf("resolve %s: %w", ref, err)
 	}
 	return desc.Digest.String(), nil
+}
+
+func (r *Registry) remoteOptions(ctx context.Context) []remote.Option {
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithTransport(r.Transport())}
+	if r.auth != nil {
+		opts = append(opts, remote.WithAuth(r.auth))
+	}
+	return opts
+}
+
+// requireBasicAuth answers 401 with the distribution API's error body and a
+// Basic challenge to every request without the credentials.
+func requireBasicAuth(next http.Handler, auth *authn.Basic) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		user, pass, ok := req.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(user), []byte(auth.Username)) != 1 ||
+			subtle.ConstantTimeCompare([]byte(pass), []byte(auth.Password)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="nudgeflow test registry"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`))
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
 }
 
 type discard struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/stretchr/testify/require"
 )
 
@@ -54,4 +55,29 @@ func TestClientsWithoutTheCARefuseTheRegistry(t *testing.T) {
 	r.roots = other.Pool()
 	_, err = r.Resolve(context.Background(), "ns/operand:v1")
 	require.ErrorContains(t, err, "certificate", "the registry really serves TLS with the given certificate")
+}
+
+func TestPrivateRegistryAnswersOnlyWithItsCredentials(t *testing.T) {
+	ca, err := NewCA()
+	require.NoError(t, err)
+	cert, err := ca.ServingCert("127.0.0.1")
+	require.NoError(t, err)
+	r, err := StartPrivate("127.0.0.1:0", cert, ca.Pool(), "puller", "s3cret")
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	ctx := context.Background()
+	digest, err := r.PushImage(ctx, "ns/private:v1")
+	require.NoError(t, err, "the push helpers log in")
+	got, err := r.Resolve(ctx, "ns/private:v1")
+	require.NoError(t, err)
+	require.Equal(t, digest, got)
+
+	anonymous := *r
+	anonymous.auth = nil
+	_, err = anonymous.Resolve(ctx, "ns/private:v1")
+	require.ErrorContains(t, err, "401", "without credentials the registry refuses")
+	wrong := *r
+	wrong.auth = &authn.Basic{Username: "puller", Password: "wrong"}
+	_, err = wrong.Resolve(ctx, "ns/private:v1")
+	require.ErrorContains(t, err, "401")
 }
