@@ -29,6 +29,22 @@ func TestParseForgeEndpoints(t *testing.T) {
 		require.NoError(t, err, tc.url)
 		require.Equal(t, forgeInfo{platform: tc.platform, scheme: "https", endpoint: tc.endpoint, host: tc.host, repository: tc.repo}, f, tc.url)
 	}
+	// A forge served over plain http (the dev stack's Gitea) keeps its scheme:
+	// there is no https endpoint to reach. github.com stays https.
+	for _, tc := range []struct {
+		url, annotation, platform, endpoint string
+	}{
+		{"http://127.0.0.1:3000/tenant/consumer", "forgejo", "forgejo", "http://127.0.0.1:3000/api/v1/"},
+		{"http://gitlab.internal:8080/group/repo.git", "gitlab", "gitlab", "http://gitlab.internal:8080/api/v4/"},
+		{"http://127.0.0.1:8180/org/repo", "github", "github", "http://127.0.0.1:8180/api/v3/"},
+		{"http://github.com/org/repo", "", "github", "https://api.github.com/"},
+	} {
+		f, err := parseForge(tc.url, tc.annotation)
+		require.NoError(t, err, tc.url)
+		require.Equal(t, "http", f.scheme, tc.url)
+		require.Equal(t, tc.platform, f.platform, tc.url)
+		require.Equal(t, tc.endpoint, f.endpoint, tc.url)
+	}
 	_, err := parseForge("https://git.example.net/org/repo", "")
 	require.ErrorContains(t, err, "git-provider annotation")
 	_, err = parseForge("not a url", "")

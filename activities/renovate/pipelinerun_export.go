@@ -8,8 +8,9 @@ import tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 type RunObjects struct {
 	// ConfigMap (volume "configs") holds ConfigKey, the Renovate config.
 	ConfigMap, ConfigKey string
-	// Secret (envFrom) holds TokenKey, the forge token.
-	Secret, TokenKey string
+	// Secret (envFrom) holds TokenKey, the forge token, and, for a run made
+	// withHostRules, HostRulesKey: the registry host rules (JSON, see HostRule).
+	Secret, TokenKey, HostRulesKey string
 	// CAConfigMap holds CABundleKey when the run mounts the trusted CA.
 	CAConfigMap string
 }
@@ -20,7 +21,7 @@ type RunObjects struct {
 func PipelineRunFor(a *Activities, req LaunchRequest, withHostRules, withCA bool) (*tektonv1.PipelineRun, RunObjects) {
 	return a.pipelineRun(req, withHostRules, withCA), RunObjects{
 		ConfigMap: req.Name, ConfigKey: configFile(req.Nudged),
-		Secret: req.Name, TokenKey: tokenKey,
+		Secret: req.Name, TokenKey: tokenKey, HostRulesKey: hostRulesKey,
 		CAConfigMap: CAConfigMapName(req.Name),
 	}
 }
