@@ -571,7 +571,7 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 						}},
 						Volumes: volumes,
 						Results: []tektonv1.TaskResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
-							Description: "ok, or registry-auth-failed when Renovate could not authenticate to the image registry"}},
+							Description: "ok, registry-auth-failed when Renovate could not authenticate to the image registry, image-lookup-failed when it could not look the image up otherwise"}},
 					}},
 				}},
 				Results: []tektonv1.PipelineResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
@@ -633,8 +633,13 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
 		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
 		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
-		if s.Succeeded && outcomeOf(plr) == OutcomeRegistryAuthFailed {
-			s.Succeeded, s.Reason, s.Message = false, ReasonRegistryAuthFailed, registryAuthMessage(plr)
+		if s.Succeeded {
+			switch outcomeOf(plr) {
+			case OutcomeRegistryAuthFailed:
+				s.Succeeded, s.Reason, s.Message = false, ReasonRegistryAuthFailed, registryAuthMessage(plr)
+			case OutcomeImageLookupFailed:
+				s.Succeeded, s.Reason, s.Message = false, ReasonImageLookupFailed, imageLookupMessage(plr)
+			}
 		}
 		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {
 			s.SupersededBy, s.Cancelled = by, false

@@ -48,6 +48,21 @@ func TestStepReportsRegistryAuthFailure(t *testing.T) {
 	require.Contains(t, log, "Error obtaining docker token", "Renovate's log still goes to the step's log")
 	require.Contains(t, log, "opened no pull request")
 
+	// What Renovate 39 logs for a registry that wants credentials the run lacks
+	// (a Basic challenge, or a Bearer token service answering 401).
+	outcome, rc, log = runStep(t, "DEBUG: Failed to get authHeaders for getTags lookup (repository=org/bundle)\n"+
+		"DEBUG: Failed to look up docker package registry.example.com/org/operand (repository=org/bundle)\n INFO: Repository finished", 0)
+	require.Equal(t, OutcomeRegistryAuthFailed, outcome)
+	require.Equal(t, 0, rc)
+	require.Contains(t, log, "could not authenticate to the image registry")
+
+	// Any other failed lookup (a tag that is not there).
+	outcome, rc, log = runStep(t, "DEBUG: Docker Manifest is unknown\n"+
+		"DEBUG: Failed to look up docker package registry.example.com/org/operand (repository=org/bundle)\n INFO: Repository finished", 0)
+	require.Equal(t, OutcomeImageLookupFailed, outcome)
+	require.Equal(t, 0, rc)
+	require.Contains(t, log, "could not look up the nudging image")
+
 	outcome, rc, _ = runStep(t, ` INFO: PR created (pr=42)`, 0)
 	require.Equal(t, OutcomeOK, outcome)
 	require.Equal(t, 0, rc)
@@ -72,6 +87,12 @@ func TestStatusOfRegistryAuthFailure(t *testing.T) {
 	require.Equal(t, ReasonRegistryAuthFailed, st.Reason)
 	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
 	require.Contains(t, st.Message, "ServiceAccount build-pipeline-operand in namespace tenant")
+	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeImageLookupFailed)
+	st = StatusOf(plr)
+	require.True(t, st.Done)
+	require.False(t, st.Succeeded)
+	require.Equal(t, ReasonImageLookupFailed, st.Reason)
+	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
 	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeOK)
 	require.True(t, StatusOf(plr).Succeeded)
 }
