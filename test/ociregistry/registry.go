@@ -16,6 +16,8 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -35,6 +37,7 @@ type Registry struct {
 	// roots trusts the serving certificate: clients (push, resolve) use it.
 	roots  *x509.CertPool
 	auth   *authn.Basic // nil: anyone may pull and push
+	holds  *holds
 	server *http.Server
 	done   chan error
 }
@@ -68,10 +71,13 @@ func start(addr string, cert tls.Certificate, roots *x509.CertPool, auth *authn.
 	if auth != nil {
 		handler = requireBasicAuth(handler, auth)
 	}
+	h := &holds{byRepo: map[string]*hold{}}
+	handler = h.wrap(handler)
 	r := &Registry{
 		Host:  ln.Addr().String(),
 		roots: roots,
 		auth:  auth,
+		holds: h,
 		server: &http.Server{
 			Handler:           handler,
 			TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
@@ -184,6 +190,59 @@ func requireBasicAuth(next http.Handler, auth *authn.Basic) http.Handler {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`))
 			return
+		}
+		next.ServeHTTP(w, req)
+	})
+}
+
+// Hold makes every request for repo ("ns/name") wait until release is called
+// or its client goes away, so a test can catch a client (Renovate) in the
+// middle of a lookup; reached is closed when the first such request arrives.
+// Requests for other repositories are served as usual.
+func (r *Registry) Hold(repo string) (reached <-chan struct{}, release func()) {
+	h := &hold{reached: make(chan struct{}), released: make(chan struct{})}
+	r.holds.mu.Lock()
+	r.holds.byRepo[repo] = h
+	r.holds.mu.Unlock()
+	var once sync.Once
+	return h.reached, func() {
+		once.Do(func() {
+			r.holds.mu.Lock()
+			delete(r.holds.byRepo, repo)
+			r.holds.mu.Unlock()
+			close(h.released)
+		})
+	}
+}
+
+type hold struct {
+	reachedOnce sync.Once
+	reached     chan struct{}
+	released    chan struct{}
+}
+
+type holds struct {
+	mu     sync.Mutex
+	byRepo map[string]*hold
+}
+
+func (hs *holds) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hs.mu.Lock()
+		var h *hold
+		for repo, candidate := range hs.byRepo {
+			if strings.HasPrefix(req.URL.Path, "/v2/"+repo+"/") {
+				h = candidate
+			}
+		}
+		hs.mu.Unlock()
+		if h != nil {
+			h.reachedOnce.Do(func() { close(h.reached) })
+			select {
+			case <-h.released:
+			case <-req.Context().Done():
+				return
+			}
 		}
 		next.ServeHTTP(w, req)
 	})

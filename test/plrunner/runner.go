@@ -15,6 +15,9 @@
 //     $(tasks.<task>.results.<name>) are resolved from them).
 //   - The trusted-CA mount (renovate.CAMountPath) is also passed to Node as
 //     NODE_EXTRA_CA_CERTS: Node does not read the system bundle path.
+//   - Each step gets its own TMPDIR (<run dir>/<task>/step-<i>/tmp), as each
+//     step's container has its own /tmp: Renovate keeps its clones and package
+//     cache there, which runs must not share.
 //   - The step's image is ignored: its command runs on this machine with
 //     ToolPath first on PATH (the pinned `renovate` from the tool cache).
 //   - One TaskRun is reported in childReferences per task, named
@@ -453,7 +456,15 @@ func (r *Runner) runStep(ctx context.Context, ns, dir, home, resultsDir string, 
 	if env == nil {
 		env = os.Environ()
 	}
-	env = append(append([]string{}, env...), "HOME="+home, "PATH="+r.ToolPath+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// A step's container has its own /tmp: Renovate keeps its clones and its
+	// package cache under os.tmpdir()/renovate, and runs sharing one would read
+	// each other's cached lookups (a later run would see an earlier run's
+	// registry answers). TMPDIR gives each step its own.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return fmt.Errorf("make the step's TMPDIR: %w", err)
+	}
+	env = append(append([]string{}, env...), "HOME="+home, "TMPDIR="+tmp, "PATH="+r.ToolPath+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if caFile != "" {
 		env = append(env, "NODE_EXTRA_CA_CERTS="+caFile)
 	}

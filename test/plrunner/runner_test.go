@@ -12,30 +12,11 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 )
-
-// startAPIServer starts a kube-apiserver with Tekton's PipelineRun CRD.
-func startAPIServer(t *testing.T) ctrlclient.WithWatch {
-	t.Helper()
-	require.NotEmpty(t, os.Getenv("KUBEBUILDER_ASSETS"), "set KUBEBUILDER_ASSETS=$(hack/tools.sh assets)")
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "crds")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, env.Stop()) })
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, tektonv1.AddToScheme(scheme))
-	c, err := ctrlclient.NewWithWatch(cfg, ctrlclient.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return c
-}
 
 // startWorld starts a kube-apiserver and a runner whose `renovate` is
 // fakeRenovate (a bash script body).
@@ -46,18 +27,15 @@ func startWorld(t *testing.T, fakeRenovate string) (ctrlclient.WithWatch, string
 	return startRunner(t, tools)
 }
 
-// startRunner starts a kube-apiserver and a runner with toolPath first on the
-// steps' PATH; it returns the client and the runner's state directory.
+// startRunner starts a World (kube-apiserver and runner) with toolPath first on
+// the steps' PATH; it returns the client and the runner's state directory.
 func startRunner(t *testing.T, toolPath string) (ctrlclient.WithWatch, string) {
 	t.Helper()
-	c := startAPIServer(t)
 	state := t.TempDir()
-	r := &Runner{Client: c, StateDir: state, ToolPath: toolPath}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	return c, state
+	w, err := StartWorld(state, toolPath)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, w.Stop()) })
+	return w.Client, state
 }
 
 // nudgeRun is shaped like the run activities/renovate writes (newPipelineRun):
@@ -117,11 +95,7 @@ func createRunObjects(t *testing.T, c ctrlclient.Client, ns, name string) {
 
 func setSpecStatus(t *testing.T, c ctrlclient.Client, ns, name string, s tektonv1.PipelineRunSpecStatus) {
 	t.Helper()
-	var plr tektonv1.PipelineRun
-	require.NoError(t, c.Get(context.Background(), ctrlclient.ObjectKey{Namespace: ns, Name: name}, &plr))
-	patch := ctrlclient.MergeFrom(plr.DeepCopy())
-	plr.Spec.Status = s
-	require.NoError(t, c.Patch(context.Background(), &plr, patch))
+	require.NoError(t, patchSpecStatus(context.Background(), c, ns, name, s))
 }
 
 func succeeded(t *testing.T, c ctrlclient.Client, ns, name string) *apis.Condition {
