@@ -81,3 +81,30 @@ func TestPrivateRegistryAnswersOnlyWithItsCredentials(t *testing.T) {
 	_, err = wrong.Resolve(ctx, "ns/private:v1")
 	require.ErrorContains(t, err, "401")
 }
+
+func TestHoldKeepsRequestsForOneRepositoryUntilReleased(t *testing.T) {
+	r := startTestRegistry(t)
+	ctx := context.Background()
+	digest, err := r.PushImage(ctx, "ns/held:v1")
+	require.NoError(t, err)
+	_, err = r.PushImage(ctx, "ns/free:v1")
+	require.NoError(t, err)
+
+	reached, release := r.Hold("ns/held")
+	resolved := make(chan string, 1)
+	go func() {
+		d, _ := r.Resolve(ctx, "ns/held:v1")
+		resolved <- d
+	}()
+	<-reached
+	_, err = r.Resolve(ctx, "ns/free:v1")
+	require.NoError(t, err, "other repositories are served while one is held")
+	select {
+	case <-resolved:
+		t.Fatal("a held request was answered before the release")
+	default:
+	}
+	release()
+	require.Equal(t, digest, <-resolved)
+	release() // twice is harmless
+}

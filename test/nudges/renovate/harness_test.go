@@ -148,6 +148,13 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// forgeWithCA is a forge served over TLS with a certificate of its own CA
+// (optional beside forgeUnderTest): its PEM joins the run's trusted-CA bundle,
+// as a cluster's trusted bundle holds every CA its forges and registries use.
+type forgeWithCA interface {
+	CAPEM() []byte
+}
+
 // tenant is one forge's namespace in the shared API server, with its repos on
 // the forge under one owner.
 type tenant struct {
@@ -239,8 +246,12 @@ func (tn *tenant) launch(t *testing.T, n nudge) (done func()) {
 		Data: map[string]string{objs.ConfigKey: string(cfg)}}))
 	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: objs.Secret, Namespace: tn.namespace},
 		StringData: secret}))
+	bundle := string(tn.w.ca.PEM)
+	if withCA, ok := tn.forge.(forgeWithCA); ok {
+		bundle += string(withCA.CAPEM())
+	}
 	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objs.CAConfigMap, Namespace: tn.namespace},
-		Data: map[string]string{renovate.CABundleKey: string(tn.w.ca.PEM)}}))
+		Data: map[string]string{renovate.CABundleKey: bundle}}))
 	require.NoError(t, plrunner.Release(ctx, c, tn.namespace, n.Run), "nudgeflow releases the run it created held")
 	return done
 }
