@@ -102,7 +102,7 @@ func nudgePRCases(t *testing.T, tn *tenant) {
 	require.Contains(t, pr.Labels, renovate.NudgeLabel, "the nudge label the tenant created is applied")
 	require.Contains(t, pr.Body, "Image created from '"+repoAtSHA(nudging)+"'", "the header")
 	require.Contains(t, pr.Body, "To execute skipped test pipelines write comment `/ok-to-test`", "the footer")
-	require.Contains(t, pr.Body, "This is Konflux nudging PR, not Mintmaker.", "the footer")
+	require.Contains(t, pr.Body, footerSecondLine(tn.forge), "the footer")
 	filesBumped := 0
 	for path, content := range bumped {
 		got, ok := tn.forge.FileAt(t, tn.owner, repo, pr.HeadRef, path)
@@ -248,6 +248,16 @@ func cancelCase(t *testing.T, tn *tenant) {
 	require.Contains(t, r.Log, "--- step renovate killed: the run was cancelled", "log %s", r.LogPath)
 	require.Empty(t, tn.forge.PRs(t, tn.owner, repo), "Renovate was stopped before it pushed anything")
 	t.Logf("renovate-e2e forge=%s case=cancel reason=%s cancelled=%t prs=0", forge, cond.Reason, r.Status.Cancelled)
+}
+
+// footerSecondLine is the footer's second line as the forge shows it: Renovate's
+// gitlab platform writes "MR" for "PR" in every text it posts (its
+// massageMarkdown), so on GitLab build-service's footer reads "nudging MR" too.
+func footerSecondLine(forge forgeUnderTest) string {
+	if forge.Platform() == "gitlab" {
+		return "This is Konflux nudging MR, not Mintmaker."
+	}
+	return "This is Konflux nudging PR, not Mintmaker."
 }
 
 func requireSucceeded(t *testing.T, r ran) {
