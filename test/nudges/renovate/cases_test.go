@@ -191,7 +191,10 @@ func privateImageCase(t *testing.T, tn *tenant) {
 	require.True(t, r.Status.Done, "%+v", r.Status)
 	require.False(t, r.Status.Succeeded, "a nudge that could not read the image is not a success: %+v, log %s", r.Status, r.LogPath)
 	require.Empty(t, tn.forge.PRs(t, tn.owner, repo), "nothing was opened")
-	require.Contains(t, r.Log, "nudgeflow: Renovate", "the run's log says why, where a person reads it")
+	require.Equal(t, renovate.ReasonRegistryAuthFailed, r.Status.Reason)
+	require.Contains(t, r.Status.Message, "ServiceAccount build-pipeline-"+nudging+" in namespace "+tn.namespace,
+		"the Warning Event nudgeflow records says where the pull secret goes")
+	require.Contains(t, r.Log, "nudgeflow: Renovate could not authenticate to the image registry", "the run's log says why, where a person reads it")
 	t.Logf("renovate-e2e forge=%s case=private-image-without-credentials succeeded=%t reason=%s prs=0 run=%q",
 		forge, r.Status.Succeeded, r.Status.Reason, r.Cost)
 
