@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -38,8 +39,18 @@ func (a *Activities) scmCredential(ctx context.Context, namespace string, f forg
 	if err != nil {
 		return credentials.Credential{}, "", err
 	}
-	// build-service's basic-auth gitAuthor.
-	return cred, fmt.Sprintf("%s <123456+%s[bot]@users.noreply.%s>", cred.Username, cred.Username, f.host), nil
+	return cred, basicAuthGitAuthor(cred.Username, f.host), nil
+}
+
+// basicAuthGitAuthor is build-service's gitAuthor for a basic-auth credential.
+// The mail domain is the forge's host name without its port: Renovate refuses
+// "Invalid gitAuthor" for an address like bot@users.noreply.git.example.com:8443,
+// which a forge on a port of its own would otherwise get.
+func basicAuthGitAuthor(username, host string) string {
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		host = name
+	}
+	return fmt.Sprintf("%s <123456+%s[bot]@users.noreply.%s>", username, username, host)
 }
 
 // appCredential mints the App's repository-scoped token; ok is false when there is

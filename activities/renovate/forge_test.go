@@ -66,3 +66,17 @@ func TestGitLabNudgeConfig(t *testing.T) {
 	}
 	require.False(t, GenerateConfig(Shapes()["defaults"]).GitLabIgnoreApprovals, "off unless the ConfigMap asks")
 }
+
+// The basic-auth gitAuthor is build-service's, its mail domain the forge's host
+// name: a port would make the address one Renovate refuses ("Invalid gitAuthor").
+func TestBasicAuthGitAuthorMailDomainHasNoPort(t *testing.T) {
+	for host, want := range map[string]string{
+		"gitlab.com":           "konflux <123456+konflux[bot]@users.noreply.gitlab.com>",
+		"git.example.com:8443": "konflux <123456+konflux[bot]@users.noreply.git.example.com>",
+		"127.0.0.1:3000":       "konflux <123456+konflux[bot]@users.noreply.127.0.0.1>",
+	} {
+		if got := basicAuthGitAuthor("konflux", host); got != want {
+			t.Errorf("basicAuthGitAuthor(%q) = %q, want %q", host, got, want)
+		}
+	}
+}

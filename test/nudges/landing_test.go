@@ -1,0 +1,173 @@
+package nudges
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
+	"github.com/nudgeflow/nudgeflow/test/ociregistry"
+	"github.com/nudgeflow/nudgeflow/test/plrunner"
+	"github.com/nudgeflow/nudgeflow/test/world"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
+)
+
+// landing is one test's real delivery path: a TLS registry the builds push to, a
+// real Gitea holding the nudged repository, and the PipelineRun runner with the
+// pinned Renovate running this namespace's nudge runs.
+type landing struct {
+	reg   *ociregistry.Registry
+	forge *localenv.Forgejo
+	// runs is the runner's state folder: runs/<ns>/<name>.log per run.
+	runs string
+}
+
+// startLanding starts the registry, Gitea and the runner for f's namespace, and
+// gives nudgeflow what a tenant and a cluster give it: the registry's CA as the
+// cluster's trusted bundle, and the Gitea bot's token as the SCM Secret.
+func startLanding(f *fixture) *landing {
+	t := f.t.(*testing.T)
+	renovateBin := os.Getenv("RENOVATE")
+	require.NotEmpty(t, renovateBin, "set RENOVATE=$(hack/tools.sh path renovate)")
+	require.NotEmpty(t, os.Getenv("GITEA"), "set GITEA=$(hack/tools.sh path gitea)")
+
+	ca, err := ociregistry.NewCA()
+	require.NoError(t, err)
+	cert, err := ca.ServingCert("127.0.0.1")
+	require.NoError(t, err)
+	reg, err := ociregistry.Start("127.0.0.1:0", cert, ca.Pool())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Close()) })
+	f.trustedCA(string(ca.PEM))
+
+	forge, err := localenv.StartForgejo(f.ctx, t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, forge.Stop()) })
+	f.create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "scm-forgejo", Labels: map[string]string{
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "127.0.0.1"}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte(localenv.ForgejoBot), corev1.BasicAuthPasswordKey: []byte(forge.BotToken)},
+	})
+
+	watcher, err := ctrlclient.NewWithWatch(f.w.Config(), ctrlclient.Options{Scheme: kube.NewScheme()})
+	require.NoError(t, err)
+	l := &landing{reg: reg, forge: forge, runs: t.TempDir()}
+	r := &plrunner.Runner{Client: watcher, StateDir: l.runs, ToolPath: filepath.Dir(renovateBin), Namespace: f.ns}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	return l
+}
+
+// repo creates owner/name on Gitea with files on main, and the nudge label (Renovate
+// applies only labels that exist, as a Konflux tenant creates them).
+func (l *landing) repo(t *testing.T, owner, name string, files map[string]string) string {
+	t.Helper()
+	require.NoError(t, l.forge.CreateRepo(owner, name, "main", files))
+	require.NoError(t, l.forge.API(http.MethodPost, "/repos/"+owner+"/"+name+"/labels", l.forge.AdminToken,
+		map[string]string{"name": renovate.NudgeLabel, "color": "#00aabb"}, nil))
+	return l.forge.RepoURL(owner, name)
+}
+
+// log is the end of a run's log (the runner's folder goes with the test).
+func (l *landing) log(f *fixture, run string) string {
+	b, err := os.ReadFile(filepath.Join(l.runs, "runs", f.ns, run+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	const tail = 6000
+	if len(b) > tail {
+		b = b[len(b)-tail:]
+	}
+	return string(b)
+}
+
+// build pushes a new image to component's repository under tag and records its
+// push build as succeeded with that image's real digest; n orders the builds.
+func (l *landing) build(f *fixture, component, tag string, n int) (imageURL, digest string) {
+	f.t.Helper()
+	imageURL = l.reg.Host + "/tenant/" + component + ":" + tag
+	digest, err := l.reg.PushImage(f.ctx, strings.TrimPrefix(imageURL, l.reg.Host+"/"))
+	require.NoError(f.t, err)
+	plr := f.newBuild(component, n, nil, nil)
+	start := time.Date(2026, 11, 1, 10, n, 0, 0, time.UTC)
+	require.NoError(f.t, world.SetStatus(f.ctx, f.w.Kube, plr, func() {
+		konflux.SucceededBuild{ImageURL: imageURL, Digest: digest, Started: start, Completed: time.Now()}.WriteStatus(plr)
+	}))
+	return imageURL, digest
+}
+
+// A validated nudge lands for real only after its gate passes: the build waits in
+// the edge's workflow with no Renovate run and no pull request; the gating
+// Snapshot passes; nudgeflow launches the run, the runner runs the pinned Renovate
+// on it, and the nudge PR on Gitea carries the built digest.
+func TestValidatedNudgeLandsOnlyAfterTheGatePasses(t *testing.T) {
+	f := newFixture(t)
+	l := startLanding(f)
+	builtRepo := l.reg.Host + "/tenant/operand"
+	oldDigest, err := l.reg.PushImage(f.ctx, "tenant/operand:v0")
+	require.NoError(t, err)
+	bundleURL := l.repo(t, "tenant", "bundle", map[string]string{
+		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
+	})
+	operand := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand"},
+		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: builtRepo}}
+	f.create(operand)
+	f.component("bundle", bundleURL, map[string]string{mirrorv1alpha1.AnnotationGitProvider: "forgejo"})
+	f.nudgeConfig(validated("operand", "bundle", "gate"))
+
+	imageURL, digest := l.build(f, "operand", "rev1", 1)
+	pullSpec := builtRepo + "@" + digest
+	f.validatedState("operand", "bundle", "build 1 waits for its gate", func(st validatednudge.State) bool {
+		return st.Pending != nil && st.Pending.PullSpec == pullSpec
+	})
+	require.Empty(t, f.renovateRuns(), "no Renovate run before the gate passes")
+	prs, err := l.forge.PRs("tenant", "bundle")
+	require.NoError(t, err)
+	require.Empty(t, prs, "no nudge PR before the gate passes")
+
+	f.snapshot("gate-1", "gate", map[string]string{"operand": pullSpec}, true)
+	run := f.waitRuns(1)[0]
+	require.Equal(t, imageURL, run.Annotations[renovate.AnnotationNudgingImage])
+	var ended *apis.Condition
+	world.Eventually(t, 5*time.Minute, "the runner ends the Renovate run", func() (bool, error) {
+		var got tektonv1.PipelineRun
+		if err := f.w.Kube.Get(f.ctx, ctrlclient.ObjectKeyFromObject(&run), &got); err != nil {
+			return false, err
+		}
+		ended = got.Status.GetCondition(apis.ConditionSucceeded)
+		return ended != nil && ended.Status != corev1.ConditionUnknown, nil
+	})
+	runLog := l.log(f, run.Name)
+	require.Equal(t, corev1.ConditionTrue, ended.Status, "%+v; Renovate's log:\n%s", ended, runLog)
+
+	prs, err = l.forge.PRs("tenant", "bundle")
+	require.NoError(t, err)
+	require.Len(t, prs, 1, "Renovate's log:\n%s", runLog)
+	require.True(t, strings.HasPrefix(prs[0].Head.Ref, "konflux/component-updates/"), prs[0].Head.Ref)
+	dockerfile, ok := l.forge.FileAt("tenant", "bundle", prs[0].Head.Ref, "Dockerfile")
+	require.True(t, ok)
+	require.Equal(t, "FROM "+pullSpec+"\n", dockerfile)
+	f.validatedState("operand", "bundle", "the nudge recorded as succeeded", func(st validatednudge.State) bool {
+		return len(st.Nudges) == 1 && st.Nudges[0].Digest == digest
+	})
+	t.Logf("renovate-e2e forge=forgejo case=validated-after-gate files_bumped=1 prs=%d", len(prs))
+}
