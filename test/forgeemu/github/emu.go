@@ -10,6 +10,11 @@
 // pull request waits for `/ok-to-test`, and PaC's reports (commit statuses, or check
 // runs with ReportAsApp) can be read back through the API.
 //
+// It serves the repositories over git's smart HTTP at URL()/owner/name.git (clone_url;
+// package gitserve): anyone clones, a token the API accepts pushes (basic auth, the
+// token as password), and a push moves branches and pull request heads, with their
+// synchronize, exactly as a REST ref update does.
+//
 // All methods are safe for concurrent use.
 package github
 
@@ -74,6 +79,7 @@ type Server struct {
 	done                         chan struct{}
 	delivers                     []Delivery
 	hookWG                       sync.WaitGroup
+	git                          gitHTTP
 }
 
 type failure struct {
@@ -135,6 +141,7 @@ func (s *Server) Close() {
 	s.srv.Close()
 	close(s.done)
 	s.hookWG.Wait()
+	s.closeGit()
 }
 
 // URL is the web base (http://127.0.0.1:port); repositories are URL()/owner/name.
@@ -692,8 +699,9 @@ func (s *Server) repoJSON(r *repo) map[string]any {
 	return map[string]any{
 		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": r.name,
 		"full_name": r.owner + "/" + r.name, "default_branch": r.DefaultBranch, "private": false,
-		"owner":    map[string]any{"login": r.owner},
-		"html_url": s.srv.URL + "/" + r.owner + "/" + r.name,
+		"owner":     map[string]any{"login": r.owner},
+		"html_url":  s.srv.URL + "/" + r.owner + "/" + r.name,
+		"clone_url": s.CloneURL(r.owner, r.name),
 	}
 }
 

@@ -47,6 +47,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/graphql", s.authed(s.graphql))
 	s.appRoutes(mux)
 	s.webRoutes(mux)
+	s.gitRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "Not Found") })
 	return mux
 }

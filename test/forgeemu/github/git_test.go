@@ -1,0 +1,83 @@
+package github
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestGitCloneAndPush drives the emulator's git endpoint with the git CLI: the clone
+// URL the REST API gives clones the repository with the API's SHAs, and a push to a
+// pull request's branch moves its head and counts as a synchronize (a CI build), as
+// a REST ref update does; a new branch pushed is readable through the API.
+func TestGitCloneAndPush(t *testing.T) {
+	s, gh, _ := setup(t)
+	ctx := context.Background()
+	number, _, err := s.OpenPR("org", "bundle", "cg", "main", bot, map[string]string{"Dockerfile": "FROM y\n"}, "bump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	builds := s.CIBuildsForPR("org", "bundle", number)
+	repo, _, err := gh.Repositories.Get(ctx, "org", "bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if repo.GetCloneURL() != s.CloneURL("org", "bundle") || !strings.HasSuffix(repo.GetCloneURL(), "/org/bundle.git") {
+		t.Fatalf("clone_url %q", repo.GetCloneURL())
+	}
+	work := t.TempDir()
+	git := func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+work,
+			"GIT_AUTHOR_NAME=Dev", "GIT_AUTHOR_EMAIL=dev@example.com", "GIT_COMMITTER_NAME=Dev", "GIT_COMMITTER_EMAIL=dev@example.com")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	clone := filepath.Join(work, "bundle")
+	url := strings.Replace(repo.GetCloneURL(), "http://", "http://x-access-token:"+token+"@", 1)
+	git(work, "clone", "-q", url, clone)
+	pr, _ := s.PR("org", "bundle", number)
+	if got := git(clone, "rev-parse", "origin/cg"); got != pr.HeadSHA {
+		t.Fatalf("origin/cg %s, the PR's head %s", got, pr.HeadSHA)
+	}
+
+	git(clone, "checkout", "-q", "cg")
+	if err := os.WriteFile(filepath.Join(clone, "a/b/c.yaml"), []byte("k: w\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(clone, "commit", "-q", "-am", "edit c")
+	pushed := git(clone, "rev-parse", "HEAD")
+	git(clone, "push", "-q", "origin", "cg", "cg:refs/heads/other")
+
+	if pr, _ := s.PR("org", "bundle", number); pr.HeadSHA != pushed {
+		t.Fatalf("PR head %s after the push of %s", pr.HeadSHA, pushed)
+	}
+	if got := s.CIBuildsForPR("org", "bundle", number); got != builds+1 {
+		t.Fatalf("CI builds %d after the push, were %d: a push is a synchronize", got, builds)
+	}
+	ref, _, err := gh.Git.GetRef(ctx, "org", "bundle", "heads/other")
+	if err != nil || ref.GetObject().GetSHA() != pushed {
+		t.Fatalf("ref other: %v %+v", err, ref)
+	}
+	c, _, err := gh.Git.GetCommit(ctx, "org", "bundle", pushed)
+	if err != nil || c.GetMessage() != "edit c\n" || c.GetTree().GetSHA() != git(clone, "rev-parse", "HEAD^{tree}") {
+		t.Fatalf("commit: %v %+v", err, c)
+	}
+	if got, ok := s.FileAt("org", "bundle", "other", "a/b/c.yaml"); !ok || got != "k: w\n" {
+		t.Fatalf("a/b/c.yaml at other: %q", got)
+	}
+	// A token the API refuses cannot push.
+	cmd := exec.Command("git", "push", strings.Replace(url, token, "wrong", 1), "cg:refs/heads/third")
+	cmd.Dir, cmd.Env = clone, append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "HOME="+work)
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("push with a wrong token: %s", out)
+	}
+}
