@@ -80,6 +80,9 @@ type Server struct {
 	delivers                     []Delivery
 	hookWG                       sync.WaitGroup
 	git                          gitHTTP
+	// reqMu guards requests, which recordRequests appends to outside s.mu.
+	reqMu    sync.Mutex
+	requests []string
 }
 
 type failure struct {
@@ -100,7 +103,7 @@ type CIEvent struct {
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.routes())
+	s.srv = httptest.NewServer(s.recordRequests(s.routes()))
 	s.startDelivery()
 	return s
 }
@@ -113,7 +116,7 @@ func NewAt(addr string) (*Server, error) {
 		return nil, fmt.Errorf("GitHub emulator: listening on %s: %w", addr, err)
 	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.routes())
+	s.srv = httptest.NewUnstartedServer(s.recordRequests(s.routes()))
 	_ = s.srv.Listener.Close()
 	s.srv.Listener = l
 	s.srv.Start()
@@ -366,6 +369,8 @@ type repo struct {
 	checks   map[string][]*checkRun
 	acl      pac.ACL
 	pacApp   bool
+	// labels are the repository's labels, name -> color.
+	labels map[string]string
 }
 
 // newRepo wraps a store. GitHub reads a directory's tree by its SHA, so every
@@ -411,6 +416,8 @@ type pull struct {
 	Author    string
 	CreatedAt time.Time
 	MergeSHA  string `json:",omitempty"`
+	// Labels are the names of the labels on it, in the order they were added.
+	Labels []string `json:",omitempty"`
 }
 
 type comment struct {
@@ -492,11 +499,12 @@ type PR struct {
 	Head    string
 	Base    string
 	HeadSHA string
+	Labels  []string
 }
 
 func (p *pull) view() PR {
 	return PR{Number: p.Number, NodeID: p.NodeID, Title: p.Title, Body: p.Body, State: p.State, Draft: p.Draft,
-		Merged: p.Merged, Head: p.Head, Base: p.Base, HeadSHA: p.HeadSHA}
+		Merged: p.Merged, Head: p.Head, Base: p.Base, HeadSHA: p.HeadSHA, Labels: append([]string(nil), p.Labels...)}
 }
 
 // PR returns one pull request.
@@ -687,6 +695,7 @@ func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
 		"title": p.Title, "body": p.Body, "draft": p.Draft, "merged": p.Merged, "merged_at": mergedAt, "merge_commit_sha": p.MergeSHA,
 		"html_url": html, "url": fmt.Sprintf("%srepos/%s/%s/pulls/%d", s.APIURL(), r.owner, r.name, p.Number),
 		"user":       map[string]any{"login": p.Author},
+		"labels":     s.labelsJSON(r, p.Labels),
 		"created_at": p.CreatedAt.Format(time.RFC3339),
 		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": r.owner + ":" + p.Head,
 			"repo": s.repoJSON(r)},

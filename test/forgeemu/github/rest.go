@@ -23,6 +23,8 @@ func (s *Server) routes() http.Handler {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" /api/v3"+path, s.authed(h))
 	}
+	mux.HandleFunc("GET /api/v3/{$}", s.apiRoot)
+	s.labelRoutes(api)
 	api("GET /repos/{owner}/{repo}", s.getRepo)
 	api("GET /repos/{owner}/{repo}/git/ref/{ref...}", s.getRef)
 	api("POST /repos/{owner}/{repo}/git/refs", s.createRef)
@@ -672,6 +674,9 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 		s.gqlRateLimited--
 		writeJSON(w, http.StatusOK, map[string]any{"data": nil, "errors": []map[string]any{{
 			"type": "RATE_LIMITED", "message": "API rate limit already exceeded for user ID 1."}}})
+		return
+	}
+	if s.graphqlRepository(w, in.Query, in.Variables) {
 		return
 	}
 	if m := gqlUpdateRefs.FindStringSubmatch(in.Query); m != nil {

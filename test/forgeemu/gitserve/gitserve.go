@@ -10,7 +10,8 @@
 // as its REST path does.
 //
 // Authentication is HTTP basic with the token as password and any user name, as
-// GitHub (x-access-token:<token>) and GitLab (oauth2:<token>) accept; a request
+// GitHub (x-access-token:<token>) and GitLab (oauth2:<token>) accept, or with the
+// token as user name and no password (GitHub's https://<token>@github.com/…); a request
 // without one, or with a token that may not do what it asks, gets 401 with
 // WWW-Authenticate: Basic, and a known token that may only read gets 403 on a push.
 //
@@ -134,7 +135,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	push := rest == "git-receive-pack" || r.URL.Query().Get("service") == "git-receive-pack"
-	_, token, _ := r.BasicAuth()
+	token := basicToken(r)
 	access, exists := s.forge.Access(name, token)
 	need := ReadAccess
 	if push {
@@ -196,6 +197,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(updates) > 0 {
 		s.forge.Pushed(name, token, updates)
 	}
+}
+
+// basicToken is the token of a request's basic auth: the password, or the user name
+// when the password is empty or GitHub's "x-oauth-basic" (a clone URL of the form
+// https://<token>@host/..., as Renovate's github platform writes it).
+func basicToken(r *http.Request) string {
+	user, pass, _ := r.BasicAuth()
+	if pass == "" || pass == "x-oauth-basic" {
+		return user
+	}
+	return pass
 }
 
 func (s *Server) bareOf(name string) (*bare, error) {
