@@ -563,6 +563,7 @@ func (s *Server) MergePR(owner, name string, number int) error {
 func (s *Server) merge(r *repo, p *pull, sig gitstore.Signature) string {
 	head := r.Commits[p.HeadSHA]
 	c := r.NewCommit(&s.clock, head.Tree, []string{r.Branches[p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", p.Number), sig, sig)
+	s.pushEvent(r, p.Base, r.Branches[p.Base], c.SHA, sig.Name)
 	r.Branches[p.Base] = c.SHA
 	p.State, p.Merged, p.MergeSHA = "closed", true, c.SHA
 	s.event(r, p, "closed", sig.Name)
@@ -619,6 +620,7 @@ func (s *Server) Retarget(owner, name string, number int, base string) error {
 	}
 	if _, ok := r.Branches[base]; !ok {
 		r.Branches[base] = r.Branches[r.DefaultBranch]
+		s.pushEvent(r, base, "", r.Branches[base], "maintainer")
 	}
 	p.Base = base
 	s.event(r, p, "edited", "maintainer")
@@ -654,9 +656,11 @@ func (s *Server) openPull(owner, name string, number int) (*repo, *pull, error) 
 	return r, p, nil
 }
 
-// moveBranch points a branch at sha and sends synchronize to its open PRs.
+// moveBranch points a branch at sha and sends push, and synchronize to its open PRs.
 func (s *Server) moveBranch(r *repo, branch, sha, sender string) {
+	before := r.Branches[branch]
 	r.Branches[branch] = sha
+	s.pushEvent(r, branch, before, sha, sender)
 	for _, p := range r.pulls {
 		if p != nil && p.State == "open" && p.Head == branch && p.HeadSHA != sha {
 			p.HeadSHA = sha

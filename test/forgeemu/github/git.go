@@ -86,8 +86,8 @@ func (f gitForge) WithRepo(name string, fn func(r *gitstore.Repo)) bool {
 	return rp != nil
 }
 
-// Pushed moves the branches as the REST refs API does: a pull request whose head
-// branch moved gets synchronize; a deleted branch is gone.
+// Pushed moves the branches as the REST refs API does: push events, synchronize
+// for a pull request whose head branch moved; a deleted branch is gone.
 func (f gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
 	s := f.s
 	s.mu.Lock()
@@ -99,6 +99,7 @@ func (f gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
 	sender := s.tokens[token].Login
 	for _, u := range updates {
 		if u.New == "" {
+			s.pushEvent(rp, u.Branch, rp.Branches[u.Branch], "", sender)
 			delete(rp.Branches, u.Branch)
 			continue
 		}

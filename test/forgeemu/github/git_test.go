@@ -2,11 +2,16 @@ package github
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGitCloneAndPush drives the emulator's git endpoint with the git CLI: the clone
@@ -21,6 +26,20 @@ func TestGitCloneAndPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	builds := s.CIBuildsForPR("org", "bundle", number)
+	type hookPayload struct {
+		Event, Ref, Before, After string
+		Created                   bool
+		Commits                   []struct{ ID, Message string }
+	}
+	got := make(chan hookPayload, 10)
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p hookPayload
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		p.Event = r.Header.Get("X-GitHub-Event")
+		got <- p
+	}))
+	defer sink.Close()
+	s.AddWebhookFor(sink.URL, "secret", EventPush, EventPullRequest)
 	repo, _, err := gh.Repositories.Get(ctx, "org", "bundle")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +76,28 @@ func TestGitCloneAndPush(t *testing.T) {
 	pushed := git(clone, "rev-parse", "HEAD")
 	git(clone, "push", "-q", "origin", "cg", "cg:refs/heads/other")
 
+	// GitHub's webhooks of the push: push for each branch (one created), and
+	// synchronize for the pull request.
+	var events []string
+	for len(events) < 3 {
+		select {
+		case p := <-got:
+			events = append(events, p.Event+" "+p.Ref)
+			// cg moves first (the push's branches in order): it brings the new
+			// commit; other, created at it, brings none new to the repository.
+			cg := p.Ref == "refs/heads/cg"
+			if p.Event == "push" && (p.After != pushed || p.Created == cg ||
+				(cg && (len(p.Commits) != 1 || p.Commits[0].ID != pushed)) || (!cg && len(p.Commits) != 0)) {
+				t.Fatalf("push event %+v", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("webhooks so far: %v", events)
+		}
+	}
+	slices.Sort(events)
+	if want := []string{"pull_request ", "push refs/heads/cg", "push refs/heads/other"}; !slices.Equal(events, want) {
+		t.Fatalf("webhooks %v, want %v", events, want)
+	}
 	if pr, _ := s.PR("org", "bundle", number); pr.HeadSHA != pushed {
 		t.Fatalf("PR head %s after the push of %s", pr.HeadSHA, pushed)
 	}

@@ -222,6 +222,9 @@ func (s *Server) createRef(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	rp.setRef(ref, in.SHA)
+	if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
+		s.pushEvent(rp, branch, "", in.SHA, u.Login)
+	}
 	writeJSON(w, http.StatusCreated, s.refJSON(rp, ref, in.SHA))
 }
 
@@ -804,6 +807,7 @@ func (s *Server) updateRefs(w http.ResponseWriter, raw json.RawMessage, u User) 
 		ref := strings.TrimPrefix(ru.Name, "refs/")
 		if ru.AfterOid == zero {
 			if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
+				s.pushEvent(rp, branch, rp.Branches[branch], "", u.Login)
 				delete(rp.Branches, branch)
 			} else {
 				delete(rp.otherRefs, ref)

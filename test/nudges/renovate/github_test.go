@@ -87,13 +87,14 @@ func (g *githubForge) FileAt(t *testing.T, owner, name, ref, path string) (strin
 }
 
 // githubHookSink accepts GitHub's webhooks that carry a valid X-Hub-Signature-256
-// and remembers their event, action and head SHA.
+// and remembers, of a pull_request event, its action and head SHA; of a push, the
+// ref, whether it was created, and the new SHA.
 type githubHookSink struct {
 	srv    *httptest.Server
 	events chan githubHook
 }
 
-type githubHook struct{ Event, Action, HeadSHA string }
+type githubHook struct{ Event, Action, SHA string }
 
 func newGitHubHookSink(t *testing.T, secret string) *githubHookSink {
 	h := &githubHookSink{events: make(chan githubHook, 100)}
@@ -108,9 +109,18 @@ func newGitHubHookSink(t *testing.T, secret string) *githubHookSink {
 			PullRequest struct {
 				Head struct{ SHA string } `json:"head"`
 			} `json:"pull_request"`
+			Ref, After string
+			Created    bool
 		}
 		_ = json.Unmarshal(body, &p)
-		h.events <- githubHook{Event: r.Header.Get("X-GitHub-Event"), Action: p.Action, HeadSHA: p.PullRequest.Head.SHA}
+		hook := githubHook{Event: r.Header.Get("X-GitHub-Event"), Action: p.Action, SHA: p.PullRequest.Head.SHA}
+		if hook.Event == githubemu.EventPush {
+			hook.Action, hook.SHA = p.Ref, p.After
+			if p.Created {
+				hook.Action += " created"
+			}
+		}
+		h.events <- hook
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(h.srv.Close)
@@ -143,7 +153,7 @@ func TestRenovateOpensTheNudgePROnGitHub(t *testing.T) {
 	forge := forgeStarters["github"](t)
 	emu := forge.(*githubForge).emu
 	sink := newGitHubHookSink(t, "hook-secret")
-	emu.AddWebhook(sink.srv.URL, "hook-secret")
+	emu.AddWebhookFor(sink.srv.URL, "hook-secret", githubemu.EventPush, githubemu.EventPullRequest)
 	builtRepo := reg.Host + "/ns/operand"
 	files := map[string]string{
 		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
@@ -226,11 +236,12 @@ func TestRenovateOpensTheNudgePROnGitHub(t *testing.T) {
 			case h := <-sink.events:
 				hooks = append(hooks, h)
 			default:
-				return slices.Contains(hooks, githubHook{"pull_request", "opened", head.SHA}) &&
+				return slices.Contains(hooks, githubHook{"push", "refs/heads/" + pr.HeadRef + " created", head.SHA}) &&
+					slices.Contains(hooks, githubHook{"pull_request", "opened", head.SHA}) &&
 					slices.Contains(hooks, githubHook{"pull_request", "labeled", head.SHA})
 			}
 		}
-	}, 10*time.Second, 20*time.Millisecond, "pull_request opened and labeled for the pushed head: %+v", hooks)
+	}, 10*time.Second, 20*time.Millisecond, "push (branch created), pull_request opened and labeled for the pushed head: %+v", hooks)
 
 	// What Renovate called (the package comment of forgeemu/github lists it).
 	var calls []string
