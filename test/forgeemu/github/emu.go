@@ -13,7 +13,24 @@
 // It serves the repositories over git's smart HTTP at URL()/owner/name.git (clone_url;
 // package gitserve): anyone clones, a token the API accepts pushes (basic auth, the
 // token as password), and a push moves branches and pull request heads, with their
-// synchronize, exactly as a REST ref update does.
+// synchronize, exactly as a REST ref update does. Hooks added with AddWebhookFor
+// may also take GitHub's push event, sent for every branch move.
+//
+// Renovate's github platform (the pinned 39.264, endpoint URL()/api/v3/, a personal
+// access token) works against it. What one nudge run called, in order, as recorded
+// by Requests (test/nudges/renovate TestRenovateOpensTheNudgePROnGitHub):
+//
+//	HEAD /api/v3/                                   X-GitHub-Enterprise-Version (GHES detection)
+//	POST /api/graphql  repository(owner:, name:)    repoInfoQuery: default branch and its oid, merge methods, recent issues
+//	GET  /owner/name.git/info/refs, POST git-upload-pack   blobless clone and fetches; the URL is http://<token>@host/…
+//	GET  /api/v3/repos/{owner}/{repo}/pulls         ?per_page=100&state=all&sort=updated&direction=desc (its PR cache)
+//	POST /owner/name.git/git-receive-pack           push of the branch (--force-with-lease)
+//	POST /api/v3/repos/{owner}/{repo}/pulls         the PR
+//	POST /api/v3/repos/{owner}/{repo}/issues/{number}/labels   a bare JSON array of names
+//	POST /api/graphql  repository { issues(…) }     getIssuesQuery (closing the dependency dashboard: none)
+//
+// A second run with a newer digest reads the same, force-pushes the branch and
+// edits the PR with PATCH /api/v3/repos/{owner}/{repo}/pulls/{number}.
 //
 // All methods are safe for concurrent use.
 package github
