@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -120,5 +121,24 @@ func TestGitCloneAndPush(t *testing.T) {
 	cmd.Dir, cmd.Env = clone, append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "HOME="+work)
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Fatalf("push with a wrong token: %s", out)
+	}
+}
+
+// TestGitRefusesStateSavedBeforeGitNames: a repository loaded from state saved
+// when the store's names were not git's is not served over git (its branches name
+// commits no git object has), with a 500 that says why rather than a broken clone.
+func TestGitRefusesStateSavedBeforeGitNames(t *testing.T) {
+	s, _, _ := setup(t)
+	if ok, err := s.Load("testdata/state-before-gitstore.json"); !ok || err != nil {
+		t.Fatalf("load: %v %v", ok, err)
+	}
+	resp, err := http.Get(s.CloneURL("org", "bundle") + "/info/refs?service=git-upload-pack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "not named by git's hash") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }

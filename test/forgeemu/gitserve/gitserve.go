@@ -240,6 +240,7 @@ func (s *Server) export(name string, b *bare) (map[string]string, error) {
 	objects := map[string]looseObject{}
 	var branches map[string]string
 	var head string
+	var stale []string
 	ok := s.forge.WithRepo(name, func(r *gitstore.Repo) {
 		for sha, content := range r.Blobs {
 			if !b.written[sha] {
@@ -259,9 +260,17 @@ func (s *Server) export(name string, b *bare) (map[string]string, error) {
 			b.written[sha] = true
 		}
 		for sha, c := range r.Commits {
-			if !b.written[sha] {
-				objects[sha] = looseObject{"commit", c.Object()}
+			if b.written[sha] {
+				continue
 			}
+			body := c.Object()
+			if gitstore.ObjectSHA("commit", body) != sha {
+				// Written, the object would have another name than the one the
+				// branches point at: a clone would fail on a missing object.
+				stale = append(stale, sha)
+				continue
+			}
+			objects[sha] = looseObject{"commit", body}
 		}
 		branches = make(map[string]string, len(r.Branches))
 		for br, sha := range r.Branches {
@@ -271,6 +280,11 @@ func (s *Server) export(name string, b *bare) (map[string]string, error) {
 	})
 	if !ok {
 		return nil, fmt.Errorf("no repository %s", name)
+	}
+	if len(stale) > 0 {
+		sort.Strings(stale)
+		return nil, fmt.Errorf("repository %s holds %d commits not named by git's hash (e.g. %s): state saved before gitstore used git's names cannot be served over git",
+			name, len(stale), stale[0])
 	}
 	for sha, o := range objects {
 		if b.written[sha] && o.typ != "tree" {

@@ -39,7 +39,9 @@ func githubStartRunner(t *testing.T, toolPath string) (ctrlclient.Client, string
 	require.NoError(t, err)
 
 	state := t.TempDir()
-	r := &plrunner.Runner{Client: c, StateDir: state, ToolPath: toolPath}
+	// Renovate keeps its clones and caches below os.tmpdir() (/tmp/renovate); a
+	// pod has its own /tmp, so the test's runs get their own too.
+	r := &plrunner.Runner{Client: c, StateDir: state, ToolPath: toolPath, Env: append(os.Environ(), "TMPDIR="+t.TempDir())}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
