@@ -179,7 +179,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"REMOTE_USER=" + "git",
 		},
 		InheritEnv: []string{"PATH"},
-		Stderr:     io.Discard,
+		// What http-backend says on stderr (a refused push's reason) is the
+		// emulator's log, as a forge's server log would hold it.
+		Stderr: os.Stderr,
 	}
 	// The CGI's PATH_INFO is the request path: the bare repository's, below GIT_PROJECT_ROOT.
 	r2 := r.Clone(r.Context())
