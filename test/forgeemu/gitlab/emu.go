@@ -72,6 +72,9 @@ type Server struct {
 	done                         chan struct{}
 	delivers                     []Delivery
 	hookWG                       sync.WaitGroup
+
+	callMu sync.Mutex
+	calls  []Call
 }
 
 type failure struct {
@@ -98,6 +101,8 @@ type project struct {
 	// as Code trusts (RestrictCI).
 	Statuses map[string][]*commitStatus `json:"statuses,omitempty"`
 	ACL      pac.ACL                    `json:"acl,omitzero"`
+	// Labels are the project's labels, oldest first.
+	Labels []*label `json:"labels,omitempty"`
 }
 
 type mergeRequest struct {
@@ -114,6 +119,10 @@ type mergeRequest struct {
 	// SquashCommit is the squash commit of a squash merge.
 	SquashCommit string    `json:"squashCommit,omitempty"`
 	CreatedAt    time.Time `json:"createdAt"`
+	// Labels are the titles of the labels applied, sorted as GitLab lists them.
+	Labels []string `json:"labels,omitempty"`
+	// RemoveSource is "Delete source branch when merge request is accepted".
+	RemoveSource bool `json:"removeSource,omitempty"`
 }
 
 type note struct {
@@ -131,7 +140,7 @@ func (m *mergeRequest) draft() bool { return draftTitle.MatchString(m.Title) }
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.routes())
+	s.srv = httptest.NewServer(s.recordCalls(s.routes()))
 	s.startDelivery()
 	return s
 }
@@ -143,7 +152,7 @@ func NewAt(addr string) (*Server, error) {
 		return nil, fmt.Errorf("GitLab emulator: listening on %s: %w", addr, err)
 	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.routes())
+	s.srv = httptest.NewUnstartedServer(s.recordCalls(s.routes()))
 	_ = s.srv.Listener.Close()
 	s.srv.Listener = l
 	s.srv.Start()
@@ -335,11 +344,15 @@ type MR struct {
 	Target string
 	SHA    string
 	WebURL string
+	// Author is the username that opened it; Labels the titles applied.
+	Author string
+	Labels []string
 }
 
 func (s *Server) view(p *project, m *mergeRequest) MR {
 	return MR{IID: m.IID, Title: m.Title, Description: m.Description, State: m.State, Draft: m.draft(),
-		Source: m.Source, Target: m.Target, SHA: m.SHA, WebURL: s.mrURL(p, m)}
+		Source: m.Source, Target: m.Target, SHA: m.SHA, WebURL: s.mrURL(p, m), Author: m.Author,
+		Labels: append([]string(nil), m.Labels...)}
 }
 
 // MR returns one merge request.
@@ -523,7 +536,18 @@ func (s *Server) moveBranch(p *project, branch, sha string, u User) {
 // update changes title and description; one update event (no oldrev) names the
 // changes, and a draft change adds GitLab's system note. Callers hold s.mu.
 func (s *Server) update(p *project, m *mergeRequest, title, description *string, u User) {
+	s.updateWithLabels(p, m, title, description, nil, u)
+}
+
+// updateWithLabels is update that also sets the labels (nil: unchanged); a label
+// change is one more entry in the same update event, as GitLab sends it.
+func (s *Server) updateWithLabels(p *project, m *mergeRequest, title, description *string, labels []string, u User) {
 	changes := map[string]any{}
+	if labels != nil {
+		if previous, changed := s.setLabels(p, m, labels); changed {
+			changes["labels"] = labelChange(p, previous, m.Labels)
+		}
+	}
 	wasDraft := m.draft()
 	if title != nil && *title != m.Title {
 		changes["title"] = map[string]any{"previous": m.Title, "current": *title}
@@ -568,11 +592,27 @@ func (s *Server) mrURL(p *project, m *mergeRequest) string {
 	return fmt.Sprintf("%s/-/merge_requests/%d", s.projectURL(p), m.IID)
 }
 
+// projectJSON is GET /projects/:id's shape, with the fields Renovate's initRepo
+// reads: archived, mirror, repository_access_level, merge_requests_access_level,
+// default_branch, empty_repo, merge_method, squash_option, http_url_to_repo (the
+// clone URL) and forked_from_project (absent: no project here is a fork).
 func (s *Server) projectJSON(p *project) map[string]any {
 	group, name, _ := cutLast(p.Path)
-	return map[string]any{"id": p.ID, "name": name, "path": name, "path_with_namespace": p.Path,
-		"namespace": map[string]any{"full_path": group}, "default_branch": p.Repo.DefaultBranch,
-		"web_url": s.projectURL(p), "http_url_to_repo": s.projectURL(p) + ".git", "visibility": "private"}
+	var defaultBranch any
+	if _, ok := p.Repo.Branches[p.Repo.DefaultBranch]; ok {
+		defaultBranch = p.Repo.DefaultBranch
+	}
+	return map[string]any{
+		"id": p.ID, "name": name, "path": name, "path_with_namespace": p.Path, "description": "",
+		"name_with_namespace": strings.ReplaceAll(p.Path, "/", " / "),
+		"namespace":           map[string]any{"full_path": group, "path": group, "kind": "group"},
+		"default_branch":      defaultBranch, "empty_repo": defaultBranch == nil,
+		"web_url": s.projectURL(p), "http_url_to_repo": s.projectURL(p) + ".git",
+		"ssh_url_to_repo": fmt.Sprintf("git@%s:%s.git", strings.Split(s.Host(), ":")[0], p.Path),
+		"visibility":      "private", "archived": false, "mirror": false,
+		"repository_access_level": "enabled", "merge_requests_access_level": "enabled",
+		"merge_method": "merge", "squash_option": "default_off", "remove_source_branch_after_merge": true,
+	}
 }
 
 func cutLast(path string) (string, string, bool) {
@@ -600,10 +640,13 @@ func (s *Server) mrJSON(p *project, m *mergeRequest) map[string]any {
 	if m.SquashCommit != "" {
 		squashSHA = m.SquashCommit
 	}
+	labels := append([]string{}, m.Labels...)
 	return map[string]any{"id": m.ID, "iid": m.IID, "project_id": p.ID, "title": m.Title, "description": m.Description,
 		"state": m.State, "draft": m.draft(), "work_in_progress": m.draft(), "source_branch": m.Source, "target_branch": m.Target,
 		"source_project_id": p.ID, "target_project_id": p.ID, "sha": m.SHA, "merge_commit_sha": mergeSHA, "squash_commit_sha": squashSHA,
-		"web_url": s.mrURL(p, m), "author": map[string]any{"username": m.Author},
+		"web_url": s.mrURL(p, m), "author": map[string]any{"username": m.Author}, "labels": labels,
+		"assignee": nil, "assignees": []any{}, "reviewers": []any{}, "head_pipeline": nil,
+		"force_remove_source_branch": m.RemoveSource, "should_remove_source_branch": nil,
 		"created_at": m.CreatedAt.Format(time.RFC3339), "references": map[string]any{"full": fmt.Sprintf("%s!%d", p.Path, m.IID)}}
 }
 
