@@ -366,6 +366,7 @@ type repo struct {
 func newRepo(id int64, owner, name string, git *gitstore.Repo) *repo {
 	git.Init()
 	git.Subtrees = true
+	git.IndexSubtrees()
 	return &repo{id: id, owner: owner, name: name, Repo: git, otherRefs: map[string]string{}, comments: map[int][]*comment{},
 		statuses: map[string][]*commitStatus{}, checks: map[string][]*checkRun{}}
 }

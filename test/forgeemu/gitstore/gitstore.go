@@ -1,6 +1,8 @@
-// Package gitstore is the git object store the forge emulators share: blobs named by
-// git's blob hash, flat trees (every blob below a tree, sorted by path), commits with
-// a logical clock, and branches; and the JSON file they persist it in. It is not
+// Package gitstore is the git object store the forge emulators share: blobs, flat
+// trees (every blob below a tree, sorted by path) and commits, each named by the SHA
+// git gives the object it stands for (a flat tree by its hierarchical tree objects),
+// and branches; and the JSON file they persist it in. Package gitserve serves a
+// store over git's smart HTTP protocol. It is not
 // safe for concurrent use: each emulator holds its own lock around it.
 package gitstore
 
@@ -35,6 +37,10 @@ type Commit struct {
 	Message   string    `json:"message"`
 	Author    Signature `json:"author"`
 	Committer Signature `json:"committer"`
+	// Headers are the commit object's header lines after committer (gpgsig,
+	// encoding, mergetag), verbatim with a newline each, so that a commit pushed
+	// with them keeps its SHA.
+	Headers string `json:"headers,omitempty"`
 }
 
 // Title is the first line of the message, as forges show it.
@@ -96,18 +102,77 @@ func (r *Repo) Init() {
 }
 
 // BlobSHA is git's object name of a blob.
-func BlobSHA(content []byte) string {
-	h := sha1.New()
-	fmt.Fprintf(h, "blob %d\x00", len(content))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
+func BlobSHA(content []byte) string { return ObjectSHA("blob", content) }
+
+// treeSHA is git's object name of the tree a flat listing stands for: the
+// hierarchical tree objects git would write for it (see TreeObjects), so that the
+// SHAs the emulators hand out are the ones `git rev-parse` prints after a clone.
+func treeSHA(entries []Entry) string {
+	sha, _ := buildTree(entries, nil)
+	return sha
 }
 
-func treeSHA(entries []Entry) string {
-	h := sha1.New()
-	for _, e := range entries {
-		fmt.Fprintf(h, "%s %s\t%s\n", e.Mode, e.SHA, e.Path)
+// TreeObjects are the git tree objects (SHA -> body, without the "tree <size>\0"
+// header) of a flat tree and of every directory below it: what a git repository
+// holds for it.
+func TreeObjects(entries []Entry) (root string, objects map[string][]byte) {
+	objects = map[string][]byte{}
+	root, _ = buildTree(entries, objects)
+	return root, objects
+}
+
+// buildTree hashes the tree of entries (paths relative to it) and, when objects is
+// not nil, records the body of it and of every subtree. Git sorts a tree's entries by
+// name with a directory compared as name+"/", and writes each as
+// "mode name\0<20-byte id>", a directory with mode 40000.
+func buildTree(entries []Entry, objects map[string][]byte) (string, []byte) {
+	type item struct {
+		name, mode string
+		id         []byte
 	}
+	var items []item
+	subs := map[string][]Entry{}
+	var order []string
+	for _, e := range entries {
+		if dir, rest, ok := strings.Cut(e.Path, "/"); ok {
+			if _, seen := subs[dir]; !seen {
+				order = append(order, dir)
+			}
+			subs[dir] = append(subs[dir], Entry{Path: rest, Mode: e.Mode, SHA: e.SHA})
+			continue
+		}
+		id, _ := hex.DecodeString(e.SHA)
+		items = append(items, item{name: e.Path, mode: e.Mode, id: id})
+	}
+	for _, dir := range order {
+		sha, _ := buildTree(subs[dir], objects)
+		id, _ := hex.DecodeString(sha)
+		items = append(items, item{name: dir, mode: "40000", id: id})
+	}
+	key := func(it item) string {
+		if it.mode == "40000" {
+			return it.name + "/"
+		}
+		return it.name
+	}
+	sort.Slice(items, func(i, j int) bool { return key(items[i]) < key(items[j]) })
+	var body []byte
+	for _, it := range items {
+		body = append(body, it.mode+" "+it.name+"\x00"...)
+		body = append(body, it.id...)
+	}
+	sha := ObjectSHA("tree", body)
+	if objects != nil {
+		objects[sha] = body
+	}
+	return sha, body
+}
+
+// ObjectSHA is git's object name of an object of typ ("blob", "tree", "commit").
+func ObjectSHA(typ string, body []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "%s %d\x00", typ, len(body))
+	h.Write(body)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -128,19 +193,35 @@ func (r *Repo) PutTree(entries []Entry) string {
 	}
 	r.Trees[sha] = entries
 	if r.Subtrees {
-		dirs := map[string][]Entry{}
-		for _, e := range entries {
-			parts := strings.Split(e.Path, "/")
-			for i := 1; i < len(parts); i++ {
-				dir := strings.Join(parts[:i], "/")
-				dirs[dir] = append(dirs[dir], Entry{Path: strings.Join(parts[i:], "/"), Mode: e.Mode, SHA: e.SHA})
-			}
-		}
-		for _, sub := range dirs {
-			r.PutTree(sub)
-		}
+		r.putSubtrees(entries)
 	}
 	return sha
+}
+
+// IndexSubtrees stores, for a repository with Subtrees, the tree of every directory
+// below every stored tree under its SHA: a repository saved before trees were named
+// by git's hash holds its subtrees under other names.
+func (r *Repo) IndexSubtrees() {
+	if !r.Subtrees {
+		return
+	}
+	for _, entries := range r.Trees {
+		r.putSubtrees(entries)
+	}
+}
+
+func (r *Repo) putSubtrees(entries []Entry) {
+	dirs := map[string][]Entry{}
+	for _, e := range entries {
+		parts := strings.Split(e.Path, "/")
+		for i := 1; i < len(parts); i++ {
+			dir := strings.Join(parts[:i], "/")
+			dirs[dir] = append(dirs[dir], Entry{Path: strings.Join(parts[i:], "/"), Mode: e.Mode, SHA: e.SHA})
+		}
+	}
+	for _, sub := range dirs {
+		r.PutTree(sub)
+	}
 }
 
 // SubtreeSHA is the SHA of directory dir inside a flat tree: the SHA PutTree gives
@@ -204,7 +285,8 @@ func (r *Repo) Lookup(tree, path string) (Entry, bool) {
 	return Entry{}, false
 }
 
-// NewCommit stores a commit; clock makes every commit distinct, like git's dates.
+// NewCommit stores a commit; clock makes every commit distinct, through the dates
+// it gives signatures that have none (one second apart, as git's dates would be).
 func (r *Repo) NewCommit(clock *int64, tree string, parents []string, msg string, author, committer Signature) *Commit {
 	*clock++
 	date := time.Unix(1700000000+*clock, 0).UTC().Format(time.RFC3339)
@@ -214,16 +296,91 @@ func (r *Repo) NewCommit(clock *int64, tree string, parents []string, msg string
 	if committer.Date == "" {
 		committer.Date = date
 	}
-	h := sha1.New()
-	fmt.Fprintf(h, "tree %s\n", tree)
-	for _, p := range parents {
-		fmt.Fprintf(h, "parent %s\n", p)
-	}
-	fmt.Fprintf(h, "author %s <%s> %s\ncommitter %s <%s> %s\nclock %d\n\n%s",
-		author.Name, author.Email, author.Date, committer.Name, committer.Email, committer.Date, *clock, msg)
-	c := &Commit{SHA: hex.EncodeToString(h.Sum(nil)), Tree: tree, Parents: parents, Message: msg, Author: author, Committer: committer}
-	r.Commits[c.SHA] = c
+	c := &Commit{Tree: tree, Parents: parents, Message: msg, Author: author, Committer: committer}
+	r.PutCommit(c)
 	return c
+}
+
+// PutCommit names c by its git object (setting c.SHA), stores it and returns the SHA.
+func (r *Repo) PutCommit(c *Commit) string {
+	c.SHA = ObjectSHA("commit", c.Object())
+	r.Commits[c.SHA] = c
+	return c.SHA
+}
+
+// Object is the body of the git commit object c stands for: tree, parents, author
+// and committer lines (a date as "<unix seconds> <+hhmm>"), any extra headers, a
+// blank line and the message. A date that is not RFC 3339 counts as the Unix epoch.
+func (c *Commit) Object() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tree %s\n", c.Tree)
+	for _, p := range c.Parents {
+		fmt.Fprintf(&b, "parent %s\n", p)
+	}
+	fmt.Fprintf(&b, "author %s\ncommitter %s\n", c.Author.gitLine(), c.Committer.gitLine())
+	b.WriteString(c.Headers)
+	b.WriteString("\n")
+	b.WriteString(c.Message)
+	return []byte(b.String())
+}
+
+// gitLine is the signature as a commit object writes it: "Name <email> unix +hhmm".
+func (s Signature) gitLine() string {
+	t, err := time.Parse(time.RFC3339, s.Date)
+	if err != nil {
+		t = time.Unix(0, 0).UTC()
+	}
+	return fmt.Sprintf("%s <%s> %d %s", s.Name, s.Email, t.Unix(), t.Format("-0700"))
+}
+
+// ParseCommit reads the body of a git commit object (as `git cat-file commit`
+// prints it) into a Commit named sha. It fails on an object whose fields the store
+// cannot hold such that PutCommit names it sha again.
+func ParseCommit(sha string, body []byte) (*Commit, error) {
+	head, msg, ok := strings.Cut(string(body), "\n\n")
+	if !ok {
+		head, msg = strings.TrimSuffix(string(body), "\n"), ""
+	}
+	c := &Commit{Message: msg}
+	lines := strings.Split(head, "\n")
+	for i := 0; i < len(lines); i++ {
+		key, val, _ := strings.Cut(lines[i], " ")
+		switch {
+		case key == "tree" && c.Tree == "":
+			c.Tree = val
+		case key == "parent":
+			c.Parents = append(c.Parents, val)
+		case key == "author":
+			c.Author = parseSignature(val)
+		case key == "committer":
+			c.Committer = parseSignature(val)
+		default:
+			// gpgsig, encoding, mergetag …: kept verbatim with their continuation lines.
+			c.Headers += lines[i] + "\n"
+		}
+	}
+	if got := ObjectSHA("commit", c.Object()); got != sha {
+		return nil, fmt.Errorf("commit %s: the store cannot hold it faithfully (it would be %s)", sha, got)
+	}
+	c.SHA = sha
+	return c, nil
+}
+
+// parseSignature reads "Name <email> unix +hhmm".
+func parseSignature(s string) Signature {
+	lt, gt := strings.LastIndex(s, "<"), strings.LastIndex(s, ">")
+	if lt < 0 || gt < lt {
+		return Signature{Name: s}
+	}
+	sig := Signature{Name: strings.TrimSuffix(s[:lt], " "), Email: s[lt+1 : gt]}
+	var unix int64
+	var zone string
+	if _, err := fmt.Sscanf(strings.TrimSpace(s[gt+1:]), "%d %s", &unix, &zone); err == nil {
+		if z, err := time.Parse("-0700", zone); err == nil {
+			sig.Date = time.Unix(unix, 0).In(z.Location()).Format(time.RFC3339)
+		}
+	}
+	return sig
 }
 
 // CommitFiles stores a commit by sig of files (path -> content) on top of branch's

@@ -2,6 +2,7 @@ package gitstore
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,5 +110,92 @@ func TestAncestorsAndMergeBase(t *testing.T) {
 		if got := r.MergeBase(tc.base, tc.head); got != tc.want {
 			t.Errorf("MergeBase(%.7s, %.7s) = %.7s, want %.7s", tc.base, tc.head, got, tc.want)
 		}
+	}
+}
+
+// TestSHAsAreGits checks the store's tree and commit names against the git CLI on
+// the same content: git's tree order (a directory sorts as name+"/", after "a-b" and
+// "a.b", before "a0"), modes, nesting, and a commit's dates.
+func TestSHAsAreGits(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatalf("the git CLI is needed: %v", err)
+	}
+	files := map[string]string{"a-b": "1", "a.b": "2", "a/c": "3", "a/d/e": "4", "a0": "5", "z": "6"}
+	dir := t.TempDir()
+	run := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(git, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run(nil, "init", "-q")
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "z"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(nil, "add", ".")
+	wantTree := run(nil, "write-tree")
+
+	var clock int64
+	r := &Repo{DefaultBranch: "main", Subtrees: true}
+	r.Init()
+	tree := r.WriteTree("", files)
+	tree = r.EditTree(tree, []Edit{{Path: "z", Mode: "100755", SHA: BlobSHA([]byte("6"))}})
+	if tree != wantTree {
+		t.Fatalf("tree %s, git's %s", tree, wantTree)
+	}
+	if sub, want := SubtreeSHA(r.Trees[tree], "a"), run(nil, "rev-parse", wantTree+":a"); sub != want {
+		t.Fatalf("subtree a %s, git's %s", sub, want)
+	}
+	if _, ok := r.Trees[run(nil, "rev-parse", wantTree+":a/d")]; !ok {
+		t.Fatalf("the tree of a/d is not stored under git's SHA")
+	}
+	sig := Signature{Name: "A U Thor", Email: "a@example.com"}
+	c := r.NewCommit(&clock, tree, nil, "first\n\nbody\n", sig, sig)
+	env := []string{"GIT_AUTHOR_NAME=A U Thor", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_AUTHOR_DATE=1700000001 +0000",
+		"GIT_COMMITTER_NAME=A U Thor", "GIT_COMMITTER_EMAIL=a@example.com", "GIT_COMMITTER_DATE=1700000001 +0000"}
+	cmd := exec.Command(git, "commit-tree", tree)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, append(os.Environ(), env...), strings.NewReader("first\n\nbody\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git commit-tree: %v", err)
+	}
+	if want := strings.TrimSpace(string(out)); c.SHA != want {
+		t.Fatalf("commit %s, git's %s", c.SHA, want)
+	}
+	// A commit read back from git's object (a zone other than UTC included) keeps its name.
+	env[2], env[5] = "GIT_AUTHOR_DATE=1700000001 +0530", "GIT_COMMITTER_DATE=1700000002 -0100"
+	cmd = exec.Command(git, "commit-tree", tree, "-p", c.SHA)
+	cmd.Dir, cmd.Env, cmd.Stdin = dir, append(os.Environ(), env...), strings.NewReader("second")
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("git commit-tree: %v", err)
+	}
+	sha := strings.TrimSpace(string(out))
+	cmd = exec.Command(git, "cat-file", "commit", sha)
+	cmd.Dir = dir
+	body, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git cat-file: %v", err)
+	}
+	parsed, err := ParseCommit(sha, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsed.Tree != tree || len(parsed.Parents) != 1 || parsed.Parents[0] != c.SHA || parsed.Author.Date != "2023-11-15T03:43:21+05:30" {
+		t.Fatalf("parsed %+v", parsed)
 	}
 }
