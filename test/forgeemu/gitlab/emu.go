@@ -28,12 +28,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -75,6 +77,12 @@ type Server struct {
 
 	callMu sync.Mutex
 	calls  []Call
+
+	// git serves the projects over smart HTTP from bare repositories below gitDir;
+	// gitErr says why it could not start.
+	git    *gitserve.Server
+	gitDir string
+	gitErr error
 }
 
 type failure struct {
@@ -103,6 +111,8 @@ type project struct {
 	ACL      pac.ACL                    `json:"acl,omitzero"`
 	// Labels are the project's labels, oldest first.
 	Labels []*label `json:"labels,omitempty"`
+	// Issues by iid-1 (their own sequence).
+	Issues []*issue `json:"issues,omitempty"`
 }
 
 type mergeRequest struct {
@@ -140,7 +150,7 @@ func (m *mergeRequest) draft() bool { return draftTitle.MatchString(m.Title) }
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.recordCalls(s.routes()))
+	s.srv = httptest.NewServer(s.handler())
 	s.startDelivery()
 	return s
 }
@@ -152,12 +162,19 @@ func NewAt(addr string) (*Server, error) {
 		return nil, fmt.Errorf("GitLab emulator: listening on %s: %w", addr, err)
 	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.recordCalls(s.routes()))
+	s.srv = httptest.NewUnstartedServer(s.handler())
 	_ = s.srv.Listener.Close()
 	s.srv.Listener = l
 	s.srv.Start()
 	s.startDelivery()
 	return s, nil
+}
+
+// handler is everything the emulator serves: git's smart HTTP at the clone URLs,
+// the API and the web pages, each request logged (Calls).
+func (s *Server) handler() http.Handler {
+	s.startGit()
+	return s.recordCalls(s.serveGit(s.routes()))
 }
 
 func newServer() *Server {
@@ -175,6 +192,9 @@ func (s *Server) Close() {
 	s.srv.Close()
 	close(s.done)
 	s.hookWG.Wait()
+	if s.gitDir != "" {
+		_ = os.RemoveAll(s.gitDir)
+	}
 }
 
 // URL is the web base (http://127.0.0.1:port); projects are URL()/group/project.
@@ -436,7 +456,7 @@ func (s *Server) SquashMergeMR(group, name string, iid int) (string, error) {
 	head := p.Repo.Commits[m.SHA]
 	sig := person.commitSig()
 	c := p.Repo.NewCommit(&s.clock, head.Tree, []string{p.Repo.Branches[m.Target]}, m.Title, sig, sig)
-	p.Repo.Branches[m.Target] = c.SHA
+	s.moveBranch(p, m.Target, c.SHA, person)
 	m.State, m.SquashCommit = "merged", c.SHA
 	s.event(p, m, "merge", "", nil, person)
 	return c.SHA, nil
@@ -456,7 +476,7 @@ func (s *Server) merge(p *project, m *mergeRequest, u User) {
 	sig := u.commitSig()
 	c := p.Repo.NewCommit(&s.clock, head.Tree, []string{p.Repo.Branches[m.Target], m.SHA},
 		fmt.Sprintf("Merge branch '%s' into '%s'\n\nSee merge request %s!%d", m.Source, m.Target, p.Path, m.IID), sig, sig)
-	p.Repo.Branches[m.Target] = c.SHA
+	s.moveBranch(p, m.Target, c.SHA, u)
 	m.State, m.MergeCommit = "merged", c.SHA
 	s.event(p, m, "merge", "", nil, u)
 }
@@ -520,10 +540,15 @@ func (s *Server) HumanCommit(group, name, branch string, author User, files map[
 	return c.SHA, nil
 }
 
-// moveBranch points a branch at sha and sends update (with oldrev) to its open
-// merge requests. Callers hold s.mu.
+// moveBranch points a branch at sha, sends a Push Hook and sends update (with
+// oldrev) to the branch's open merge requests: what GitLab does after any write
+// to a branch (a git push, the Commits API, a merge). Callers hold s.mu.
 func (s *Server) moveBranch(p *project, branch, sha string, u User) {
+	old := p.Repo.Branches[branch]
 	p.Repo.Branches[branch] = sha
+	if old != sha {
+		s.queuePushHook(p, branch, old, sha, u)
+	}
 	for _, m := range p.MRs {
 		if m.State == "opened" && m.Source == branch && m.SHA != sha {
 			old := m.SHA
