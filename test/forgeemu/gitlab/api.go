@@ -200,7 +200,9 @@ func (s *Server) getCommit(w http.ResponseWriter, r *http.Request, _ User) {
 		notFound(w, "Commit")
 		return
 	}
-	writeJSON(w, http.StatusOK, s.commitJSON(p, c))
+	out := s.commitJSON(p, c)
+	out["last_pipeline"] = s.lastPipeline(p, c.SHA)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // createCommit is POST /projects/:id/repository/commits: actions applied on
