@@ -43,6 +43,8 @@ func (s *Server) routes() http.Handler {
 	api("PUT /projects/{id}/merge_requests/{iid}/merge", s.mergeMR)
 	api("GET /projects/{id}/merge_requests/{iid}/notes", s.listNotes)
 	api("POST /projects/{id}/merge_requests/{iid}/notes", s.createNote)
+	api("PUT /projects/{id}/merge_requests/{iid}/notes/{note}", s.updateNote)
+	api("DELETE /projects/{id}/merge_requests/{iid}/notes/{note}", s.deleteNote)
 	api("POST /projects/{id}/statuses/{sha}", s.createStatus)
 	api("GET /projects/{id}/repository/commits/{sha}/statuses", s.listStatuses)
 	api("GET /projects/{id}/pipelines", s.listPipelines)
@@ -677,6 +679,60 @@ func (s *Server) createNote(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, s.noteJSON(s.userNote(p, m, in.Body, u)))
+}
+
+// noteOf finds a merge request's note for its author to edit or delete: 404 for
+// none (system notes included: they cannot be changed), 403 for another's.
+func (s *Server) noteOf(w http.ResponseWriter, r *http.Request, u User) (*project, *mergeRequest, int) {
+	p, m := s.mrOf(w, r)
+	if m == nil {
+		return nil, nil, -1
+	}
+	id, _ := strconv.ParseInt(r.PathValue("note"), 10, 64)
+	for i, n := range p.Notes[m.IID] {
+		if n.ID != id || n.System {
+			continue
+		}
+		if n.Author != u.Username {
+			writeMessage(w, http.StatusForbidden, "403 Forbidden")
+			return nil, nil, -1
+		}
+		return p, m, i
+	}
+	notFound(w, "Note")
+	return nil, nil, -1
+}
+
+// updateNote is PUT /merge_requests/:iid/notes/:note_id (Renovate's editComment).
+func (s *Server) updateNote(w http.ResponseWriter, r *http.Request, u User) {
+	p, m, i := s.noteOf(w, r, u)
+	if i < 0 {
+		return
+	}
+	var in struct {
+		Body string `json:"body"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.Body == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "body is missing"})
+		return
+	}
+	n := p.Notes[m.IID][i]
+	n.Body = in.Body
+	writeJSON(w, http.StatusOK, s.noteJSON(n))
+}
+
+// deleteNote is DELETE /merge_requests/:iid/notes/:note_id (Renovate's
+// deleteComment): 204.
+func (s *Server) deleteNote(w http.ResponseWriter, r *http.Request, u User) {
+	p, m, i := s.noteOf(w, r, u)
+	if i < 0 {
+		return
+	}
+	p.Notes[m.IID] = append(p.Notes[m.IID][:i], p.Notes[m.IID][i+1:]...)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // listMRDiffs is `GET /projects/:id/merge_requests/:iid/diffs`: the source head
