@@ -1,23 +1,64 @@
 // Package gitlab is a stateful fake GitLab reachable over real HTTP on 127.0.0.1,
 // shipped in the binary for `nudgeflow dev` and used by the tests.
 //
-// It speaks the REST v4 subset nudgeflow uses under /api/v4/: projects by ID or
-// URL-encoded path (group%2Fproject), branches, commits (the Commits API with
-// actions, start_sha and force), the recursive tree (paginated), raw blobs, merge
-// requests (drafts by the "Draft:" title prefix, read back as `draft` and the legacy
-// `work_in_progress`), notes and merges. It answers with GitLab's status codes
-// (401, 403, 404, 405, 409, 400/422) and, on demand, rate limits with RateLimit-*
-// and Retry-After headers. It sends Merge Request Hook webhooks with X-Gitlab-Token,
-// and counts CI-triggering events by Pipelines as Code's GitLab rules
-// (pkg/provider/gitlab/detect.go): open, reopen, and update with oldrev (new
-// commits) start a pipeline unless the head commit message holds a skip marker
-// (pkg/adapter/sinker.go, pkg/provider/gitlab/gitlab.go GetCommitInfo); an update
-// without oldrev (title, description, draft) never does (package pac holds these
-// rules for both emulators). On a project a test restricts (RestrictCI) PaC's ACL
-// applies: an untrusted author's merge request gets a "Pending approval, waiting
-// for an /ok-to-test" commit status until a trusted member's `/ok-to-test` note;
-// PaC's commit statuses, and the external pipeline GitLab keeps them in, can be
-// read back through the API.
+// It speaks the REST v4 subset nudgeflow and Renovate use under /api/v4/: the
+// user and the version, projects by ID or URL-encoded path (group%2Fproject),
+// branches, commits (the Commits API with actions, start_sha and force), the
+// recursive tree (paginated), raw blobs, merge requests (drafts by the "Draft:"
+// title prefix, read back as `draft` and the legacy `work_in_progress`; labels),
+// notes and merges, project labels, issues, commit statuses and the external
+// pipeline they live in. It answers with GitLab's status codes (401, 403, 404,
+// 405, 409, 400/422), pages with Link and the X-* headers, and, on demand, rate
+// limits with RateLimit-* and Retry-After headers.
+//
+// Every project is a real git repository at GitLab's clone URL,
+// http://host/<namespace>/<project>.git (http_url_to_repo), served by the shared
+// gitserve: clone, fetch and push with the token as basic-auth password (see
+// git.go). A push is what the REST API then shows, and moves merge request heads
+// as a REST write does.
+//
+// It sends Merge Request Hooks (and, to hooks subscribed to push events, Push
+// Hooks) with X-Gitlab-Token, and counts CI-triggering events by Pipelines as
+// Code's GitLab rules (pkg/provider/gitlab/detect.go): open, reopen, and update
+// with oldrev (new commits) start a pipeline unless the head commit message holds
+// a skip marker (pkg/adapter/sinker.go, pkg/provider/gitlab/gitlab.go
+// GetCommitInfo); an update without oldrev (title, description, draft) never does
+// (package pac holds these rules for both emulators). On a project a test
+// restricts (RestrictCI) PaC's ACL applies: an untrusted author's merge request
+// gets a "Pending approval, waiting for an /ok-to-test" commit status until a
+// trusted member's `/ok-to-test` note; PaC's commit statuses, and the external
+// pipeline GitLab keeps them in, can be read back through the API.
+//
+// # What Renovate calls
+//
+// Recorded (Calls) with the pinned Renovate 39.264, platform gitlab, endpoint
+// <emulator>/api/v4/, the build-service-shaped nudge config (gitAuthor set, so
+// no GET /user) run by test/plrunner (test/nudges/renovate/gitlab_test.go). A
+// run that opens the nudge merge request:
+//
+//	GET  /api/v4/version                                     initPlatform: draft prefix, description limit
+//	GET  /api/v4/projects/{id}                               initRepo: default_branch, merge_method, http_url_to_repo, ...
+//	GET  /{namespace}/{project}.git/info/refs                git clone (401 first, then oauth2:<token>)
+//	POST /{namespace}/{project}.git/git-upload-pack          clone and fetches
+//	GET  /api/v4/projects/{id}/merge_requests                ?per_page=100&scope=created_by_me (its own, all states)
+//	POST /{namespace}/{project}.git/git-receive-pack         the branch pushed
+//	POST /api/v4/projects/{id}/merge_requests                title, description, labels "a,b", remove_source_branch, squash
+//	GET  /api/v4/projects/{id}/merge_requests/{iid}          ?include_diverged_commits_count=1
+//	GET  /api/v4/projects/{id}/issues                        ?per_page=100&state=opened&scope=created_by_me
+//
+// A later run with a newer digest force-pushes the branch and, instead of the
+// POST, sends PUT /api/v4/projects/{id}/merge_requests/{iid} (title,
+// description). Served too, from Renovate's gitlab platform code
+// (lib/modules/platform/gitlab/index.ts) for configs the nudge one does not
+// use: GET /user (no gitAuthor); GET repository/commits/{sha}/statuses,
+// GET repository/commits/{sha} (last_pipeline) and POST statuses/{sha} (branch
+// status); the merge request notes (list, create, edit, delete: ensureComment);
+// issues (create, read, edit, close); PUT merge_requests/{iid} add_labels /
+// remove_labels / labels / target_branch; PUT merge_requests/{iid}/merge (which
+// merges at once: merge_when_pipeline_succeeds, platform automerge's, is not
+// modelled). Not served (404): approval_rules and /approve (gitLabIgnoreApprovals,
+// autoApprove), repository/files (presets read from the forge), users?username=
+// and groups/{id}/members (assignees and reviewers), detailed_merge_status.
 //
 // All methods are safe for concurrent use.
 package gitlab
