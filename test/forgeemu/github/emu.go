@@ -10,6 +10,28 @@
 // pull request waits for `/ok-to-test`, and PaC's reports (commit statuses, or check
 // runs with ReportAsApp) can be read back through the API.
 //
+// It serves the repositories over git's smart HTTP at URL()/owner/name.git (clone_url;
+// package gitserve): anyone clones, a token the API accepts pushes (basic auth, the
+// token as password), and a push moves branches and pull request heads, with their
+// synchronize, exactly as a REST ref update does. Hooks added with AddWebhookFor
+// may also take GitHub's push event, sent for every branch move.
+//
+// Renovate's github platform (the pinned 39.264, endpoint URL()/api/v3/, a personal
+// access token) works against it. What one nudge run called, in order, as recorded
+// by Requests (test/nudges/renovate TestRenovateOpensTheNudgePROnGitHub):
+//
+//	HEAD /api/v3/                                   X-GitHub-Enterprise-Version (GHES detection)
+//	POST /api/graphql  repository(owner:, name:)    repoInfoQuery: default branch and its oid, merge methods, recent issues
+//	GET  /owner/name.git/info/refs, POST git-upload-pack   blobless clone and fetches; the URL is http://<token>@host/…
+//	GET  /api/v3/repos/{owner}/{repo}/pulls         ?per_page=100&state=all&sort=updated&direction=desc (its PR cache)
+//	POST /owner/name.git/git-receive-pack           push of the branch (--force-with-lease)
+//	POST /api/v3/repos/{owner}/{repo}/pulls         the PR
+//	POST /api/v3/repos/{owner}/{repo}/issues/{number}/labels   a bare JSON array of names
+//	POST /api/graphql  repository { issues(…) }     getIssuesQuery (closing the dependency dashboard: none)
+//
+// A second run with a newer digest reads the same, force-pushes the branch and
+// edits the PR with PATCH /api/v3/repos/{owner}/{repo}/pulls/{number}.
+//
 // All methods are safe for concurrent use.
 package github
 
@@ -74,6 +96,10 @@ type Server struct {
 	done                         chan struct{}
 	delivers                     []Delivery
 	hookWG                       sync.WaitGroup
+	git                          gitHTTP
+	// reqMu guards requests, which recordRequests appends to outside s.mu.
+	reqMu    sync.Mutex
+	requests []string
 }
 
 type failure struct {
@@ -94,7 +120,7 @@ type CIEvent struct {
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.routes())
+	s.srv = httptest.NewServer(s.recordRequests(s.routes()))
 	s.startDelivery()
 	return s
 }
@@ -107,7 +133,7 @@ func NewAt(addr string) (*Server, error) {
 		return nil, fmt.Errorf("GitHub emulator: listening on %s: %w", addr, err)
 	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.routes())
+	s.srv = httptest.NewUnstartedServer(s.recordRequests(s.routes()))
 	_ = s.srv.Listener.Close()
 	s.srv.Listener = l
 	s.srv.Start()
@@ -135,6 +161,7 @@ func (s *Server) Close() {
 	s.srv.Close()
 	close(s.done)
 	s.hookWG.Wait()
+	s.closeGit()
 }
 
 // URL is the web base (http://127.0.0.1:port); repositories are URL()/owner/name.
@@ -359,6 +386,8 @@ type repo struct {
 	checks   map[string][]*checkRun
 	acl      pac.ACL
 	pacApp   bool
+	// labels are the repository's labels, name -> color.
+	labels map[string]string
 }
 
 // newRepo wraps a store. GitHub reads a directory's tree by its SHA, so every
@@ -404,6 +433,8 @@ type pull struct {
 	Author    string
 	CreatedAt time.Time
 	MergeSHA  string `json:",omitempty"`
+	// Labels are the names of the labels on it, in the order they were added.
+	Labels []string `json:",omitempty"`
 }
 
 type comment struct {
@@ -485,11 +516,12 @@ type PR struct {
 	Head    string
 	Base    string
 	HeadSHA string
+	Labels  []string
 }
 
 func (p *pull) view() PR {
 	return PR{Number: p.Number, NodeID: p.NodeID, Title: p.Title, Body: p.Body, State: p.State, Draft: p.Draft,
-		Merged: p.Merged, Head: p.Head, Base: p.Base, HeadSHA: p.HeadSHA}
+		Merged: p.Merged, Head: p.Head, Base: p.Base, HeadSHA: p.HeadSHA, Labels: append([]string(nil), p.Labels...)}
 }
 
 // PR returns one pull request.
@@ -548,6 +580,7 @@ func (s *Server) MergePR(owner, name string, number int) error {
 func (s *Server) merge(r *repo, p *pull, sig gitstore.Signature) string {
 	head := r.Commits[p.HeadSHA]
 	c := r.NewCommit(&s.clock, head.Tree, []string{r.Branches[p.Base], p.HeadSHA}, fmt.Sprintf("Merge pull request #%d", p.Number), sig, sig)
+	s.pushEvent(r, p.Base, r.Branches[p.Base], c.SHA, sig.Name)
 	r.Branches[p.Base] = c.SHA
 	p.State, p.Merged, p.MergeSHA = "closed", true, c.SHA
 	s.event(r, p, "closed", sig.Name)
@@ -604,6 +637,7 @@ func (s *Server) Retarget(owner, name string, number int, base string) error {
 	}
 	if _, ok := r.Branches[base]; !ok {
 		r.Branches[base] = r.Branches[r.DefaultBranch]
+		s.pushEvent(r, base, "", r.Branches[base], "maintainer")
 	}
 	p.Base = base
 	s.event(r, p, "edited", "maintainer")
@@ -639,9 +673,11 @@ func (s *Server) openPull(owner, name string, number int) (*repo, *pull, error) 
 	return r, p, nil
 }
 
-// moveBranch points a branch at sha and sends synchronize to its open PRs.
+// moveBranch points a branch at sha and sends push, and synchronize to its open PRs.
 func (s *Server) moveBranch(r *repo, branch, sha, sender string) {
+	before := r.Branches[branch]
 	r.Branches[branch] = sha
+	s.pushEvent(r, branch, before, sha, sender)
 	for _, p := range r.pulls {
 		if p != nil && p.State == "open" && p.Head == branch && p.HeadSHA != sha {
 			p.HeadSHA = sha
@@ -680,6 +716,7 @@ func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
 		"title": p.Title, "body": p.Body, "draft": p.Draft, "merged": p.Merged, "merged_at": mergedAt, "merge_commit_sha": p.MergeSHA,
 		"html_url": html, "url": fmt.Sprintf("%srepos/%s/%s/pulls/%d", s.APIURL(), r.owner, r.name, p.Number),
 		"user":       map[string]any{"login": p.Author},
+		"labels":     s.labelsJSON(r, p.Labels),
 		"created_at": p.CreatedAt.Format(time.RFC3339),
 		"head": map[string]any{"ref": p.Head, "sha": p.HeadSHA, "label": r.owner + ":" + p.Head,
 			"repo": s.repoJSON(r)},
@@ -692,8 +729,9 @@ func (s *Server) repoJSON(r *repo) map[string]any {
 	return map[string]any{
 		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": r.name,
 		"full_name": r.owner + "/" + r.name, "default_branch": r.DefaultBranch, "private": false,
-		"owner":    map[string]any{"login": r.owner},
-		"html_url": s.srv.URL + "/" + r.owner + "/" + r.name,
+		"owner":     map[string]any{"login": r.owner},
+		"html_url":  s.srv.URL + "/" + r.owner + "/" + r.name,
+		"clone_url": s.CloneURL(r.owner, r.name),
 	}
 }
 

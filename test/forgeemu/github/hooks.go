@@ -13,6 +13,8 @@ import (
 
 type hook struct {
 	url, secret string
+	// events are the events it subscribed to (none: pull_request only).
+	events []string
 }
 
 type delivery struct {
@@ -55,7 +57,9 @@ func (s *Server) queueHook(r *repo, p *pull, action, sender string) {
 	s.nextID++
 	id := fmt.Sprintf("00000000-0000-4000-8000-%012d", s.nextID)
 	for _, h := range s.hooks {
-		s.deliver <- delivery{id: id, url: h.url, secret: h.secret, event: "pull_request", payload: payload}
+		if h.wants(EventPullRequest) {
+			s.deliver <- delivery{id: id, url: h.url, secret: h.secret, event: EventPullRequest, payload: payload}
+		}
 	}
 }
 

@@ -36,6 +36,7 @@ type savedRepo struct {
 	Checks   map[string][]*checkRun     `json:"checks,omitempty"`
 	ACL      pac.ACL                    `json:"acl,omitzero"`
 	PaCApp   bool                       `json:"pacApp,omitempty"`
+	Labels   map[string]string          `json:"labels,omitempty"`
 }
 
 // savedState is what Save writes: repositories, pull requests, comments, what
@@ -66,7 +67,8 @@ func (s *Server) State() ([]byte, error) {
 		}
 		st.Repos = append(st.Repos, savedRepo{ID: r.id, Owner: r.owner, Name: r.name, DefaultBranch: r.DefaultBranch,
 			Refs: refs, Blobs: r.Blobs, Trees: r.Trees, Commits: r.Commits, Pulls: r.pulls,
-			NextNumber: r.nextNumber, Comments: r.comments, Statuses: r.statuses, Checks: r.checks, ACL: r.acl, PaCApp: r.pacApp})
+			NextNumber: r.nextNumber, Comments: r.comments, Statuses: r.statuses, Checks: r.checks, ACL: r.acl, PaCApp: r.pacApp,
+			Labels: r.labels})
 	}
 	sort.Slice(st.Repos, func(i, j int) bool { return st.Repos[i].ID < st.Repos[j].ID })
 	b, err := json.Marshal(st)
@@ -112,7 +114,7 @@ func (s *Server) Load(path string) (bool, error) {
 		if sr.Checks != nil {
 			r.checks = sr.Checks
 		}
-		r.acl, r.pacApp = sr.ACL, sr.PaCApp
+		r.acl, r.pacApp, r.labels = sr.ACL, sr.PaCApp, sr.Labels
 		s.repos[r.owner+"/"+r.name] = r
 	}
 	return true, nil

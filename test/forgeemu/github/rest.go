@@ -23,6 +23,8 @@ func (s *Server) routes() http.Handler {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" /api/v3"+path, s.authed(h))
 	}
+	mux.HandleFunc("GET /api/v3/{$}", s.apiRoot)
+	s.labelRoutes(api)
 	api("GET /repos/{owner}/{repo}", s.getRepo)
 	api("GET /repos/{owner}/{repo}/git/ref/{ref...}", s.getRef)
 	api("POST /repos/{owner}/{repo}/git/refs", s.createRef)
@@ -47,6 +49,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /api/graphql", s.authed(s.graphql))
 	s.appRoutes(mux)
 	s.webRoutes(mux)
+	s.gitRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "Not Found") })
 	return mux
 }
@@ -219,6 +222,9 @@ func (s *Server) createRef(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	rp.setRef(ref, in.SHA)
+	if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
+		s.pushEvent(rp, branch, "", in.SHA, u.Login)
+	}
 	writeJSON(w, http.StatusCreated, s.refJSON(rp, ref, in.SHA))
 }
 
@@ -673,6 +679,9 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 			"type": "RATE_LIMITED", "message": "API rate limit already exceeded for user ID 1."}}})
 		return
 	}
+	if s.graphqlRepository(w, in.Query, in.Variables) {
+		return
+	}
 	if m := gqlUpdateRefs.FindStringSubmatch(in.Query); m != nil {
 		s.updateRefs(w, in.Variables[m[1]], u)
 		return
@@ -798,6 +807,7 @@ func (s *Server) updateRefs(w http.ResponseWriter, raw json.RawMessage, u User) 
 		ref := strings.TrimPrefix(ru.Name, "refs/")
 		if ru.AfterOid == zero {
 			if branch, ok := strings.CutPrefix(ref, "heads/"); ok {
+				s.pushEvent(rp, branch, rp.Branches[branch], "", u.Login)
 				delete(rp.Branches, branch)
 			} else {
 				delete(rp.otherRefs, ref)

@@ -10,7 +10,8 @@
 // as its REST path does.
 //
 // Authentication is HTTP basic with the token as password and any user name, as
-// GitHub (x-access-token:<token>) and GitLab (oauth2:<token>) accept; a request
+// GitHub (x-access-token:<token>) and GitLab (oauth2:<token>) accept, or with the
+// token as user name and no password (GitHub's https://<token>@github.com/…); a request
 // without one, or with a token that may not do what it asks, gets 401 with
 // WWW-Authenticate: Basic, and a known token that may only read gets 403 on a push.
 //
@@ -134,7 +135,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	push := rest == "git-receive-pack" || r.URL.Query().Get("service") == "git-receive-pack"
-	_, token, _ := r.BasicAuth()
+	token := basicToken(r)
 	access, exists := s.forge.Access(name, token)
 	need := ReadAccess
 	if push {
@@ -178,7 +179,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"REMOTE_USER=" + "git",
 		},
 		InheritEnv: []string{"PATH"},
-		Stderr:     io.Discard,
+		// What http-backend says on stderr (a refused push's reason) is the
+		// emulator's log, as a forge's server log would hold it.
+		Stderr: os.Stderr,
 	}
 	// The CGI's PATH_INFO is the request path: the bare repository's, below GIT_PROJECT_ROOT.
 	r2 := r.Clone(r.Context())
@@ -196,6 +199,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(updates) > 0 {
 		s.forge.Pushed(name, token, updates)
 	}
+}
+
+// basicToken is the token of a request's basic auth: the password, or the user name
+// when the password is empty or GitHub's "x-oauth-basic" (a clone URL of the form
+// https://<token>@host/..., as Renovate's github platform writes it).
+func basicToken(r *http.Request) string {
+	user, pass, _ := r.BasicAuth()
+	if pass == "" || pass == "x-oauth-basic" {
+		return user
+	}
+	return pass
 }
 
 func (s *Server) bareOf(name string) (*bare, error) {
@@ -228,6 +242,7 @@ func (s *Server) export(name string, b *bare) (map[string]string, error) {
 	objects := map[string]looseObject{}
 	var branches map[string]string
 	var head string
+	var stale []string
 	ok := s.forge.WithRepo(name, func(r *gitstore.Repo) {
 		for sha, content := range r.Blobs {
 			if !b.written[sha] {
@@ -247,9 +262,17 @@ func (s *Server) export(name string, b *bare) (map[string]string, error) {
 			b.written[sha] = true
 		}
 		for sha, c := range r.Commits {
-			if !b.written[sha] {
-				objects[sha] = looseObject{"commit", c.Object()}
+			if b.written[sha] {
+				continue
 			}
+			body := c.Object()
+			if gitstore.ObjectSHA("commit", body) != sha {
+				// Written, the object would have another name than the one the
+				// branches point at: a clone would fail on a missing object.
+				stale = append(stale, sha)
+				continue
+			}
+			objects[sha] = looseObject{"commit", body}
 		}
 		branches = make(map[string]string, len(r.Branches))
 		for br, sha := range r.Branches {
@@ -259,6 +282,11 @@ func (s *Server) export(name string, b *bare) (map[string]string, error) {
 	})
 	if !ok {
 		return nil, fmt.Errorf("no repository %s", name)
+	}
+	if len(stale) > 0 {
+		sort.Strings(stale)
+		return nil, fmt.Errorf("repository %s holds %d commits not named by git's hash (e.g. %s): state saved before gitstore used git's names cannot be served over git",
+			name, len(stale), stale[0])
 	}
 	for sha, o := range objects {
 		if b.written[sha] && o.typ != "tree" {

@@ -1,0 +1,108 @@
+package github
+
+import (
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
+)
+
+// gitHTTP serves the repositories over git's smart HTTP at GitHub's clone URLs,
+// URL()/owner/name.git (package gitserve). Its bare repositories live in a temporary
+// directory made on the first git request and removed by Close.
+type gitHTTP struct {
+	once sync.Once
+	srv  *gitserve.Server
+	dir  string
+	err  error
+}
+
+// CloneURL is the repository's git URL, as clone_url in the REST API gives it.
+func (s *Server) CloneURL(owner, name string) string {
+	return s.srv.URL + "/" + owner + "/" + name + ".git"
+}
+
+func (s *Server) gitRoutes(mux *http.ServeMux) {
+	h := func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.PathValue("repo"), ".git") {
+			writeError(w, http.StatusNotFound, "Not Found")
+			return
+		}
+		s.git.once.Do(func() {
+			if s.git.dir, s.git.err = os.MkdirTemp("", "githubemu-git-*"); s.git.err == nil {
+				s.git.srv, s.git.err = gitserve.New(gitForge{s}, s.git.dir)
+			}
+		})
+		if s.git.err != nil {
+			writeError(w, http.StatusInternalServerError, s.git.err.Error())
+			return
+		}
+		s.git.srv.ServeHTTP(w, r)
+	}
+	mux.HandleFunc("GET /{owner}/{repo}/info/refs", h)
+	mux.HandleFunc("POST /{owner}/{repo}/git-upload-pack", h)
+	mux.HandleFunc("POST /{owner}/{repo}/git-receive-pack", h)
+}
+
+func (s *Server) closeGit() {
+	if s.git.dir != "" {
+		_ = os.RemoveAll(s.git.dir)
+	}
+}
+
+// gitForge is the emulator as package gitserve sees it.
+type gitForge struct{ s *Server }
+
+// Access: repositories are public, so anyone reads; a token the API accepts (and,
+// for an installation token, scoped to the repository) pushes; an unknown token is
+// refused, as GitHub refuses bad credentials even on a public repository.
+func (f gitForge) Access(name, token string) (gitserve.Access, bool) {
+	s := f.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp := s.repos[name]
+	if token == "" {
+		if rp == nil {
+			return gitserve.NoAccess, false
+		}
+		return gitserve.ReadAccess, true
+	}
+	if _, ok := s.tokens[token]; !ok || rp == nil || !s.scopeAllows(token, rp) {
+		return gitserve.NoAccess, rp != nil
+	}
+	return gitserve.WriteAccess, true
+}
+
+func (f gitForge) WithRepo(name string, fn func(r *gitstore.Repo)) bool {
+	f.s.mu.Lock()
+	defer f.s.mu.Unlock()
+	rp := f.s.repos[name]
+	if rp != nil {
+		fn(rp.Repo)
+	}
+	return rp != nil
+}
+
+// Pushed moves the branches as the REST refs API does: push events, synchronize
+// for a pull request whose head branch moved; a deleted branch is gone.
+func (f gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
+	s := f.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp := s.repos[name]
+	if rp == nil {
+		return
+	}
+	sender := s.tokens[token].Login
+	for _, u := range updates {
+		if u.New == "" {
+			s.pushEvent(rp, u.Branch, rp.Branches[u.Branch], "", sender)
+			delete(rp.Branches, u.Branch)
+			continue
+		}
+		s.moveBranch(rp, u.Branch, u.New, sender)
+	}
+}

@@ -1,0 +1,267 @@
+package renovate_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	"github.com/nudgeflow/nudgeflow/test/ociregistry"
+)
+
+func init() { forgeStarters["github"] = startGitHub }
+
+// githubBot is the nudging bot on GitHub: a machine user whose personal access
+// token pushes Renovate's branches (build-service's Renovate runs with such a token
+// when no GitHub App is configured).
+var githubBot = githubemu.User{Login: "konflux-nudge-bot", Name: "Konflux Nudge Bot", Email: "konflux-nudge-bot@users.noreply.github.example"}
+
+// githubBotToken has a classic personal access token's prefix: Renovate's github
+// platform treats "ghs_" as an App's token and "github_pat_" as fine-grained.
+const githubBotToken = "ghp_konfluxnudgebot0000000000000000000000"
+
+// githubForge is the GitHub emulator (test/forgeemu/github) with real git behind
+// its clone URLs, as Renovate's github platform meets it: GHES style, REST under
+// /api/v3/ and GraphQL at /api/graphql.
+type githubForge struct{ emu *githubemu.Server }
+
+func startGitHub(t *testing.T) forgeUnderTest {
+	t.Helper()
+	emu := githubemu.New()
+	t.Cleanup(emu.Close)
+	emu.AddToken(githubBotToken, githubBot)
+	return &githubForge{emu: emu}
+}
+
+func (g *githubForge) Name() string     { return "github" }
+func (g *githubForge) Platform() string { return "github" }
+
+// Endpoint is the GHES REST base Renovate's github platform takes; it derives the
+// GraphQL URL (…/api/graphql) and the clone URL (…/owner/name.git) from it.
+func (g *githubForge) Endpoint() string  { return g.emu.APIURL() }
+func (g *githubForge) Username() string  { return githubBot.Login }
+func (g *githubForge) GitAuthor() string { return githubBot.Name + " <" + githubBot.Email + ">" }
+func (g *githubForge) Token() string     { return githubBotToken }
+
+func (g *githubForge) CreateRepo(t *testing.T, owner, name, branch string, files map[string]string) {
+	t.Helper()
+	g.emu.CreateRepo(owner, name, branch, files)
+}
+
+func (g *githubForge) CreateLabel(t *testing.T, owner, name, label string) {
+	t.Helper()
+	require.NoError(t, g.emu.CreateLabel(owner, name, label, "00aabb"))
+}
+
+func (g *githubForge) PRs(t *testing.T, owner, name string) []pullRequest {
+	t.Helper()
+	var out []pullRequest
+	for _, p := range g.emu.PRs(owner, name) {
+		if p.State == "open" {
+			out = append(out, pullRequest{Number: p.Number, Title: p.Title, Body: p.Body, HeadRef: p.Head,
+				HeadSHA: p.HeadSHA, Labels: p.Labels})
+		}
+	}
+	return out
+}
+
+func (g *githubForge) FileAt(t *testing.T, owner, name, ref, path string) (string, bool) {
+	t.Helper()
+	return g.emu.FileAt(owner, name, ref, path)
+}
+
+// githubHookSink accepts GitHub's webhooks that carry a valid X-Hub-Signature-256
+// and remembers, of a pull_request event, its action and head SHA; of a push, the
+// ref, whether it was created, and the new SHA.
+type githubHookSink struct {
+	srv    *httptest.Server
+	events chan githubHook
+}
+
+type githubHook struct{ Event, Action, SHA string }
+
+func newGitHubHookSink(t *testing.T, secret string) *githubHookSink {
+	h := &githubHookSink{events: make(chan githubHook, 100)}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Hub-Signature-256") != githubemu.Sign(secret, body) {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var p struct {
+			Action      string `json:"action"`
+			PullRequest struct {
+				Head struct{ SHA string } `json:"head"`
+			} `json:"pull_request"`
+			Ref, After string
+			Created    bool
+		}
+		_ = json.Unmarshal(body, &p)
+		hook := githubHook{Event: r.Header.Get("X-GitHub-Event"), Action: p.Action, SHA: p.PullRequest.Head.SHA}
+		if hook.Event == githubemu.EventPush {
+			hook.Action, hook.SHA = p.Ref, p.After
+			if p.Created {
+				hook.Action += " created"
+			}
+		}
+		h.events <- hook
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// TestRenovateOpensTheNudgePROnGitHub is the contract test of the Renovate
+// PipelineRun on the GitHub path: the run nudgeflow's activity code writes, run by
+// the runner with the real Renovate (platform github) against the GitHub emulator —
+// its REST and GraphQL APIs and real git at the repository's clone URL — and a
+// real registry over TLS, opens the nudge pull request with the built digest; the
+// branch Renovate pushed over git is what the API and the webhooks show.
+func TestRenovateOpensTheNudgePROnGitHub(t *testing.T) {
+	renovateBin := os.Getenv("RENOVATE")
+	require.NotEmpty(t, renovateBin, "set RENOVATE=$(hack/tools.sh path renovate)")
+	ctx := context.Background()
+
+	ca, err := ociregistry.NewCA()
+	require.NoError(t, err)
+	cert, err := ca.ServingCert("127.0.0.1")
+	require.NoError(t, err)
+	reg, err := ociregistry.Start("127.0.0.1:0", cert, ca.Pool())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Close()) })
+	oldDigest, err := reg.PushImage(ctx, "ns/operand:v1")
+	require.NoError(t, err)
+	newDigest, err := reg.PushImage(ctx, "ns/operand:v1") // the build being nudged
+	require.NoError(t, err)
+
+	forge := forgeStarters["github"](t)
+	emu := forge.(*githubForge).emu
+	sink := newGitHubHookSink(t, "hook-secret")
+	emu.AddWebhookFor(sink.srv.URL, "hook-secret", githubemu.EventPush, githubemu.EventPullRequest)
+	builtRepo := reg.Host + "/ns/operand"
+	files := map[string]string{
+		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
+		"README.md":  "outside fileMatch: " + builtRepo + "@" + oldDigest + "\n",
+	}
+	forge.CreateRepo(t, "tenant", "consumer", "main", files)
+	// Renovate applies the labels of its config; a Konflux tenant creates them.
+	forge.CreateLabel(t, "tenant", "consumer", renovate.NudgeLabel)
+	mainBefore, ok := emu.Head("tenant", "consumer", "main")
+	require.True(t, ok)
+
+	// The PipelineRun, its config and Secret exactly as nudgeflow's activity writes them.
+	req := renovate.LaunchRequest{Namespace: "tenant", Name: "renovate-nudge-github-1", WorkflowID: "nudge-github", Attempt: 1,
+		Nudging: "operand", Nudged: "consumer", ImageURL: builtRepo + ":v1", Digest: newDigest, BuildPipelineRun: "operand-build-1"}
+	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, false, true)
+	cfg := renovate.GenerateConfig(renovate.ConfigInput{
+		Platform: forge.Platform(), Endpoint: forge.Endpoint(), Username: forge.Username(), GitAuthor: forge.GitAuthor(),
+		Repository: "tenant/consumer", BaseBranch: "main", Nudging: "operand", Nudged: "consumer",
+		BuiltRepo: builtRepo, BuiltTag: "v1", FileMatch: renovate.FileMatch(renovate.Options{}, ""),
+	})
+	cfgJSON, err := json.Marshal(cfg)
+	require.NoError(t, err)
+
+	c, state := githubStartRunner(t, filepath.Dir(renovateBin))
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}))
+	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objs.ConfigMap, Namespace: "tenant"},
+		Data: map[string]string{objs.ConfigKey: string(cfgJSON)}}))
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: objs.Secret, Namespace: "tenant"},
+		StringData: map[string]string{objs.TokenKey: forge.Token()}}))
+	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objs.CAConfigMap, Namespace: "tenant"},
+		Data: map[string]string{renovate.CABundleKey: string(ca.PEM)}}))
+	require.NoError(t, c.Create(ctx, plr))
+	githubRelease(t, c, "tenant", req.Name) // nudgeflow releases the held run
+
+	require.Eventually(t, func() bool {
+		cond := githubSucceeded(t, c, "tenant", req.Name)
+		return cond != nil && cond.Status != corev1.ConditionUnknown
+	}, 5*time.Minute, 200*time.Millisecond)
+	got := githubGetRun(t, c, "tenant", req.Name)
+	logPath := filepath.Join(state, "runs", "tenant", req.Name+".log")
+	logText, _ := os.ReadFile(logPath)
+	cond := got.Status.GetCondition(apis.ConditionSucceeded)
+	require.Equal(t, corev1.ConditionTrue, cond.Status, "%+v\nlog %s", cond, logPath)
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeOK)}},
+		got.Status.Results)
+	st := renovate.StatusOf(got)
+	require.True(t, st.Done && st.Succeeded, "nudgeflow reads the run as succeeded: %+v", st)
+	require.NotContains(t, string(logText), "ERROR:", "Renovate logged no error; log %s", logPath)
+	require.NotContains(t, string(logText), "repoProblems", "Renovate met no problem in the repository; log %s", logPath)
+
+	prs := forge.PRs(t, "tenant", "consumer")
+	require.Len(t, prs, 1, "log %s", logPath)
+	pr := prs[0]
+	require.Equal(t, renovate.BranchPrefix+"consumer-component-update-operand", pr.HeadRef)
+	require.Equal(t, "Update operand to "+strings.TrimPrefix(newDigest, "sha256:")[:7], pr.Title)
+	dockerfile, ok := forge.FileAt(t, "tenant", "consumer", pr.HeadRef, "Dockerfile")
+	require.True(t, ok)
+	require.Equal(t, "FROM "+builtRepo+"@"+newDigest+"\n", dockerfile)
+	readme, ok := forge.FileAt(t, "tenant", "consumer", pr.HeadRef, "README.md")
+	require.True(t, ok)
+	require.Contains(t, readme, oldDigest, "a file outside fileMatch is untouched")
+	require.Equal(t, []string{renovate.NudgeLabel}, pr.Labels, "the nudge label is applied")
+	// build-service's header and footer.
+	require.True(t, strings.HasPrefix(pr.Body, "Image created from ''"), pr.Body)
+	require.Contains(t, pr.Body, "To execute skipped test pipelines write comment `/ok-to-test`\nThis is Konflux nudging PR, not Mintmaker.")
+
+	// The branch came over git: one commit by the bot's git author on main, the pull
+	// request's head is the branch's, and GitHub's webhooks said so.
+	head, ok := emu.Head("tenant", "consumer", pr.HeadRef)
+	require.True(t, ok)
+	require.Equal(t, head.SHA, pr.HeadSHA)
+	require.Equal(t, []string{mainBefore.SHA}, head.Parents)
+	require.Equal(t, githubBot.Email, head.AuthorEmail)
+	mainAfter, _ := emu.Head("tenant", "consumer", "main")
+	require.Equal(t, mainBefore.SHA, mainAfter.SHA, "main is untouched")
+	var hooks []githubHook
+	require.Eventually(t, func() bool {
+		for {
+			select {
+			case h := <-sink.events:
+				hooks = append(hooks, h)
+			default:
+				return slices.Contains(hooks, githubHook{"push", "refs/heads/" + pr.HeadRef + " created", head.SHA}) &&
+					slices.Contains(hooks, githubHook{"pull_request", "opened", head.SHA}) &&
+					slices.Contains(hooks, githubHook{"pull_request", "labeled", head.SHA})
+			}
+		}
+	}, 10*time.Second, 20*time.Millisecond, "push (branch created), pull_request opened and labeled for the pushed head: %+v", hooks)
+
+	// What Renovate called (the package comment of forgeemu/github lists it).
+	var calls []string
+	number := regexp.MustCompile(`/\d+(/|$)`)
+	for _, r := range emu.Requests() {
+		if r = number.ReplaceAllString(r, "/{number}$1"); !slices.Contains(calls, r) {
+			calls = append(calls, r)
+		}
+	}
+	t.Logf("renovate called:\n  %s", strings.Join(calls, "\n  "))
+	if m := regexp.MustCompile(`--- step renovate exited 0: (.*)`).FindSubmatch(logText); m != nil {
+		t.Logf("renovate run: %s", m[1])
+	}
+	t.Logf("nudge PR #%d %q from %s", pr.Number, pr.Title, pr.HeadRef)
+	filesBumped := 0
+	for path, before := range files {
+		if after, _ := forge.FileAt(t, "tenant", "consumer", pr.HeadRef, path); after != before {
+			filesBumped++
+		}
+	}
+	require.Equal(t, 1, filesBumped)
+	t.Logf("renovate-e2e forge=github files_bumped=%d prs=%d rollback=0", filesBumped, len(prs))
+}
