@@ -38,7 +38,10 @@ func gitlabStartRunner(t *testing.T, toolPath string) (ctrlclient.Client, string
 	require.NoError(t, err)
 
 	state := t.TempDir()
-	r := &plrunner.Runner{Client: c, StateDir: state, ToolPath: toolPath}
+	// Renovate keeps its clones and its package cache (digest lookups included)
+	// below os.tmpdir(); a pod has its own /tmp, so this test's runs get their
+	// own, and no other test's cached digest can stand in for the registry's.
+	r := &plrunner.Runner{Client: c, StateDir: state, ToolPath: toolPath, Env: append(os.Environ(), "TMPDIR="+t.TempDir())}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
