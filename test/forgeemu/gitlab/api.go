@@ -41,6 +41,11 @@ func (s *Server) routes() http.Handler {
 	api("PUT /projects/{id}/merge_requests/{iid}", s.updateMR)
 	api("GET /projects/{id}/merge_requests/{iid}/diffs", s.listMRDiffs)
 	api("PUT /projects/{id}/merge_requests/{iid}/merge", s.mergeMR)
+	api("POST /projects/{id}/merge_requests/{iid}/approve", s.approveMR)
+	api("GET /projects/{id}/merge_requests/{iid}/approval_rules", s.listApprovalRules)
+	api("POST /projects/{id}/merge_requests/{iid}/approval_rules", s.createApprovalRule)
+	api("PUT /projects/{id}/merge_requests/{iid}/approval_rules/{rule}", s.updateApprovalRule)
+	api("DELETE /projects/{id}/merge_requests/{iid}/approval_rules/{rule}", s.deleteApprovalRule)
 	api("GET /projects/{id}/merge_requests/{iid}/notes", s.listNotes)
 	api("POST /projects/{id}/merge_requests/{iid}/notes", s.createNote)
 	api("PUT /projects/{id}/merge_requests/{iid}/notes/{note}", s.updateNote)
@@ -624,20 +629,6 @@ func (s *Server) updateMR(w http.ResponseWriter, r *http.Request, u User) {
 			s.event(p, m, "reopen", "", nil, u)
 		}
 	}
-	writeJSON(w, http.StatusOK, s.mrJSON(p, m))
-}
-
-// mergeMR: 405 when the merge request is not open or is a draft, as GitLab answers.
-func (s *Server) mergeMR(w http.ResponseWriter, r *http.Request, u User) {
-	p, m := s.mrOf(w, r)
-	if m == nil {
-		return
-	}
-	if m.State != "opened" || m.draft() {
-		writeMessage(w, http.StatusMethodNotAllowed, "405 Method Not Allowed")
-		return
-	}
-	s.merge(p, m, u)
 	writeJSON(w, http.StatusOK, s.mrJSON(p, m))
 }
 

@@ -181,6 +181,7 @@ func (s *Server) createStatus(w http.ResponseWriter, r *http.Request, u User) {
 	}
 	st := s.addStatus(p, sha, in.Ref, in.State, in.Description, name, u.Username)
 	st.TargetURL = in.TargetURL
+	s.autoMerge(p, sha)
 	writeJSON(w, http.StatusCreated, s.statusJSON(sha, st))
 }
 
@@ -230,7 +231,8 @@ func (s *Server) listPipelines(w http.ResponseWriter, r *http.Request, _ User) {
 }
 
 // pipelineJSON is the external pipeline a commit's statuses live in: running
-// while any name's newest status is running or pending, else success.
+// while any name's newest status is running or pending, else failed (or
+// canceled) if one is, else success.
 func (s *Server) pipelineJSON(p *project, sha string, list []*commitStatus) map[string]any {
 	status := "success"
 	latest := map[string]string{}
@@ -238,8 +240,11 @@ func (s *Server) pipelineJSON(p *project, sha string, list []*commitStatus) map[
 		latest[st.Name] = st.Status
 	}
 	for _, v := range latest {
-		if v == "running" || v == "pending" {
+		switch {
+		case v == "running" || v == "pending":
 			status = "running"
+		case (v == "failed" || v == "canceled") && status != "running":
+			status = v
 		}
 	}
 	return map[string]any{"id": list[0].PipelineID, "iid": list[0].PipelineID, "project_id": p.ID,

@@ -54,11 +54,13 @@
 // GET repository/commits/{sha} (last_pipeline) and POST statuses/{sha} (branch
 // status); the merge request notes (list, create, edit, delete: ensureComment);
 // issues (create, read, edit, close); PUT merge_requests/{iid} add_labels /
-// remove_labels / labels / target_branch; PUT merge_requests/{iid}/merge (which
-// merges at once: merge_when_pipeline_succeeds, platform automerge's, is not
-// modelled). Not served (404): approval_rules and /approve (gitLabIgnoreApprovals,
-// autoApprove), repository/files (presets read from the forge), users?username=
-// and groups/{id}/members (assignees and reviewers), detailed_merge_status.
+// remove_labels / labels / target_branch; platform automerge (automerge.go):
+// detailed_merge_status, head_pipeline, PUT merge_requests/{iid}/merge with
+// merge_when_pipeline_succeeds and should_remove_source_branch; approvals
+// (gitLabIgnoreApprovals, autoApprove): merge_requests/{iid}/approval_rules and
+// POST merge_requests/{iid}/approve. Not served (404): repository/files (presets
+// read from the forge), users?username= and groups/{id}/members (assignees and
+// reviewers).
 //
 // All methods are safe for concurrent use.
 package gitlab
@@ -174,6 +176,12 @@ type mergeRequest struct {
 	Labels []string `json:"labels,omitempty"`
 	// RemoveSource is "Delete source branch when merge request is accepted".
 	RemoveSource bool `json:"removeSource,omitempty"`
+	// AutoMerge is "merge when the pipeline succeeds", set by AutoMergeBy.
+	AutoMerge   bool   `json:"autoMerge,omitempty"`
+	AutoMergeBy string `json:"autoMergeBy,omitempty"`
+	// ApprovalRules are the merge request's own; ApprovedBy who approved it.
+	ApprovalRules []*approvalRule `json:"approvalRules,omitempty"`
+	ApprovedBy    []string        `json:"approvedBy,omitempty"`
 }
 
 type note struct {
@@ -707,13 +715,15 @@ func (s *Server) mrJSON(p *project, m *mergeRequest) map[string]any {
 		squashSHA = m.SquashCommit
 	}
 	labels := append([]string{}, m.Labels...)
-	return map[string]any{"id": m.ID, "iid": m.IID, "project_id": p.ID, "title": m.Title, "description": m.Description,
+	out := map[string]any{"id": m.ID, "iid": m.IID, "project_id": p.ID, "title": m.Title, "description": m.Description,
 		"state": m.State, "draft": m.draft(), "work_in_progress": m.draft(), "source_branch": m.Source, "target_branch": m.Target,
 		"source_project_id": p.ID, "target_project_id": p.ID, "sha": m.SHA, "merge_commit_sha": mergeSHA, "squash_commit_sha": squashSHA,
 		"web_url": s.mrURL(p, m), "author": map[string]any{"username": m.Author}, "labels": labels,
 		"assignee": nil, "assignees": []any{}, "reviewers": []any{}, "head_pipeline": nil,
 		"force_remove_source_branch": m.RemoveSource, "should_remove_source_branch": nil,
 		"created_at": m.CreatedAt.Format(time.RFC3339), "references": map[string]any{"full": fmt.Sprintf("%s!%d", p.Path, m.IID)}}
+	s.autoMergeFields(p, m, out)
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
