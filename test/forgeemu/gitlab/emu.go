@@ -48,19 +48,25 @@
 //
 // A later run with a newer digest force-pushes the branch and, instead of the
 // POST, sends PUT /api/v4/projects/{id}/merge_requests/{iid} (title,
-// description). Served too, from Renovate's gitlab platform code
-// (lib/modules/platform/gitlab/index.ts) for configs the nudge one does not
-// use: GET /user (no gitAuthor); GET repository/commits/{sha}/statuses,
-// GET repository/commits/{sha} (last_pipeline) and POST statuses/{sha} (branch
-// status); the merge request notes (list, create, edit, delete: ensureComment);
-// issues (create, read, edit, close); PUT merge_requests/{iid} add_labels /
-// remove_labels / labels / target_branch; platform automerge (automerge.go):
-// detailed_merge_status, head_pipeline, PUT merge_requests/{iid}/merge with
-// merge_when_pipeline_succeeds and should_remove_source_branch; approvals
-// (gitLabIgnoreApprovals, autoApprove): merge_requests/{iid}/approval_rules and
-// POST merge_requests/{iid}/approve. Not served (404): repository/files (presets
-// read from the forge), users?username= and groups/{id}/members (assignees and
-// reviewers).
+// description).
+//
+// With the nudge options automerge, platformAutomerge and gitLabIgnoreApprovals
+// (recorded the same way), the POST is followed by GET and POST
+// merge_requests/{iid}/approval_rules (its zero-approvals rule), GET
+// merge_requests/{iid}, PUT merge_requests/{iid}/merge with
+// merge_when_pipeline_succeeds (Pipelines as Code's pipeline is running, so the
+// merge request stays open, set to merge when it succeeds) and GET
+// repository/commits/{sha}/statuses (automerge.go).
+//
+// Served too, from Renovate's gitlab platform code
+// (lib/modules/platform/gitlab/index.ts) for configs the nudge one does not use:
+// GET /user (no gitAuthor); GET repository/commits/{sha} (last_pipeline) and POST
+// statuses/{sha} (branch status); the merge request notes (list, create, edit,
+// delete: ensureComment); issues (create, read, edit, close); PUT
+// merge_requests/{iid} add_labels / remove_labels / labels / target_branch; POST
+// merge_requests/{iid}/approve (autoApprove). Not served (404):
+// repository/files (presets read from the forge), users?username= and
+// groups/{id}/members (assignees and reviewers).
 //
 // All methods are safe for concurrent use.
 package gitlab
