@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"time"
+
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
 // OpenPR is a person proposing a change: a branch created from base's head, one
@@ -11,28 +13,25 @@ import (
 // base ("opened" is sent). It returns the PR's number and the branch's head SHA.
 func (s *Server) OpenPR(owner, name, branch, base string, author User, files map[string]string, title string) (int, string, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	r := s.repos[owner+"/"+name]
 	if r == nil {
-		s.mu.Unlock()
 		return 0, "", fmt.Errorf("no repository %s/%s", owner, name)
 	}
-	baseSHA, ok := r.Branches[base]
-	if !ok {
-		s.mu.Unlock()
+	if _, ok := r.Branches[base]; !ok {
 		return 0, "", fmt.Errorf("no branch %s in %s/%s", base, owner, name)
 	}
 	if _, exists := r.Branches[branch]; exists {
-		s.mu.Unlock()
 		return 0, "", fmt.Errorf("branch %s exists in %s/%s", branch, owner, name)
 	}
-	r.Branches[branch] = baseSHA
-	s.mu.Unlock()
-	sha, err := s.HumanCommit(owner, name, branch, author, files, title)
+	// The commit on base's head, then the new branch at it: one push that creates
+	// the branch, as the person's `git push -u` is.
+	c, err := r.CommitFiles(&s.clock, base, files, title, gitstore.Signature{Name: author.Name, Email: author.Email})
 	if err != nil {
 		return 0, "", err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	sha := c.SHA
+	s.moveBranch(r, branch, sha, author.Login)
 	r.nextNumber++
 	p := &pull{Number: r.nextNumber, Title: title, State: "open", Head: branch, Base: base, HeadSHA: sha,
 		Author: author.Login, CreatedAt: time.Unix(1700000000+s.clock, 0).UTC()}
