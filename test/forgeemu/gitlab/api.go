@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,13 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc(method+" /api/v4"+path, s.authed(h))
 	}
 	api("GET /user", s.getUser)
+	api("GET /version", s.getVersion)
+	api("GET /projects/{id}/labels", s.listLabels)
+	api("POST /projects/{id}/labels", s.createLabel)
+	api("GET /projects/{id}/issues", s.listIssues)
+	api("POST /projects/{id}/issues", s.createIssue)
+	api("GET /projects/{id}/issues/{iid}", s.getIssue)
+	api("PUT /projects/{id}/issues/{iid}", s.updateIssue)
 	api("GET /projects/{id}", s.getProject)
 	api("GET /projects/{id}/repository/branches/{branch}", s.getBranch)
 	api("GET /projects/{id}/repository/commits/{sha}", s.getCommit)
@@ -33,8 +41,15 @@ func (s *Server) routes() http.Handler {
 	api("PUT /projects/{id}/merge_requests/{iid}", s.updateMR)
 	api("GET /projects/{id}/merge_requests/{iid}/diffs", s.listMRDiffs)
 	api("PUT /projects/{id}/merge_requests/{iid}/merge", s.mergeMR)
+	api("POST /projects/{id}/merge_requests/{iid}/approve", s.approveMR)
+	api("GET /projects/{id}/merge_requests/{iid}/approval_rules", s.listApprovalRules)
+	api("POST /projects/{id}/merge_requests/{iid}/approval_rules", s.createApprovalRule)
+	api("PUT /projects/{id}/merge_requests/{iid}/approval_rules/{rule}", s.updateApprovalRule)
+	api("DELETE /projects/{id}/merge_requests/{iid}/approval_rules/{rule}", s.deleteApprovalRule)
 	api("GET /projects/{id}/merge_requests/{iid}/notes", s.listNotes)
 	api("POST /projects/{id}/merge_requests/{iid}/notes", s.createNote)
+	api("PUT /projects/{id}/merge_requests/{iid}/notes/{note}", s.updateNote)
+	api("DELETE /projects/{id}/merge_requests/{iid}/notes/{note}", s.deleteNote)
 	api("POST /projects/{id}/statuses/{sha}", s.createStatus)
 	api("GET /projects/{id}/repository/commits/{sha}/statuses", s.listStatuses)
 	api("GET /projects/{id}/pipelines", s.listPipelines)
@@ -151,6 +166,15 @@ func (s *Server) getUser(w http.ResponseWriter, _ *http.Request, u User) {
 		"commit_email": u.commitSig().Email, "state": "active", "bot": strings.Contains(u.Username, "bot")})
 }
 
+// Version is what GET /version reports: Renovate reads it to pick the draft prefix
+// ("Draft: " since 13.2) and the description limit (1,000,000 since 13.4).
+const Version = "17.6.0-ee"
+
+func (s *Server) getVersion(w http.ResponseWriter, _ *http.Request, _ User) {
+	writeJSON(w, http.StatusOK, map[string]any{"version": Version, "revision": "emulator", "enterprise": true,
+		"kas": map[string]any{"enabled": false, "externalUrl": nil, "version": nil}})
+}
+
 func (s *Server) getProject(w http.ResponseWriter, r *http.Request, _ User) {
 	if p := s.projectOf(w, r); p != nil {
 		writeJSON(w, http.StatusOK, s.projectJSON(p))
@@ -183,7 +207,9 @@ func (s *Server) getCommit(w http.ResponseWriter, r *http.Request, _ User) {
 		notFound(w, "Commit")
 		return
 	}
-	writeJSON(w, http.StatusOK, s.commitJSON(p, c))
+	out := s.commitJSON(p, c)
+	out["last_pipeline"] = s.lastPipeline(p, c.SHA)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // createCommit is POST /projects/:id/repository/commits: actions applied on
@@ -349,11 +375,30 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, all []T) {
 	h.Set("X-Per-Page", strconv.Itoa(perPage))
 	h.Set("X-Total", strconv.Itoa(len(all)))
 	h.Set("X-Total-Pages", strconv.Itoa(max(1, (len(all)+perPage-1)/perPage)))
+	// Link is what clients that follow pages read (Renovate's GitlabHttp follows
+	// rel="next" only); the X-* headers are GitLab's others.
+	link := func(rel string, n int) string {
+		u := *r.URL
+		u.Scheme, u.Host = "http", r.Host
+		q := u.Query()
+		q.Set("page", strconv.Itoa(n))
+		q.Set("per_page", strconv.Itoa(perPage))
+		u.RawQuery = q.Encode()
+		return fmt.Sprintf("<%s>; rel=%q", u.String(), rel)
+	}
+	last := max(1, (len(all)+perPage-1)/perPage)
+	links := []string{}
+	if page > 1 {
+		links = append(links, link("prev", page-1))
+	}
 	if page*perPage < len(all) {
 		h.Set("X-Next-Page", strconv.Itoa(page+1))
+		links = append(links, link("next", page+1))
 	} else {
 		h.Set("X-Next-Page", "")
 	}
+	links = append(links, link("first", 1), link("last", last))
+	h.Set("Link", strings.Join(links, ", "))
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -385,19 +430,35 @@ func (s *Server) mrOf(w http.ResponseWriter, r *http.Request) (*project, *mergeR
 	return p, p.MRs[n-1]
 }
 
-func (s *Server) listMRs(w http.ResponseWriter, r *http.Request, _ User) {
+// listMRs is GET /projects/:id/merge_requests, filtered by state, source_branch,
+// target_branch, author_username and scope (created_by_me: the token's user's,
+// which Renovate asks for; all is the default for a project).
+func (s *Server) listMRs(w http.ResponseWriter, r *http.Request, u User) {
 	p := s.projectOf(w, r)
 	if p == nil {
 		return
 	}
 	q := r.URL.Query()
 	state := q.Get("state")
+	author := q.Get("author_username")
+	switch q.Get("scope") {
+	case "", "all":
+	case "created_by_me":
+		author = u.Username
+	case "assigned_to_me":
+		paginate(w, r, []map[string]any{}) // nobody is assigned here
+		return
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "scope does not have a valid value"})
+		return
+	}
 	var out []map[string]any
 	for i := len(p.MRs) - 1; i >= 0; i-- { // created_at desc, GitLab's default
 		m := p.MRs[i]
 		if (state != "" && state != "all" && m.State != state) ||
 			(q.Get("source_branch") != "" && q.Get("source_branch") != m.Source) ||
-			(q.Get("target_branch") != "" && q.Get("target_branch") != m.Target) {
+			(q.Get("target_branch") != "" && q.Get("target_branch") != m.Target) ||
+			(author != "" && author != m.Author) {
 			continue
 		}
 		out = append(out, s.mrJSON(p, m))
@@ -416,11 +477,16 @@ func (s *Server) createMR(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	var in struct {
-		Title        string `json:"title"`
-		Description  string `json:"description"`
-		SourceBranch string `json:"source_branch"`
-		TargetBranch string `json:"target_branch"`
-		Draft        *bool  `json:"draft"`
+		Title        string    `json:"title"`
+		Description  string    `json:"description"`
+		SourceBranch string    `json:"source_branch"`
+		TargetBranch string    `json:"target_branch"`
+		Draft        *bool     `json:"draft"`
+		Labels       labelList `json:"labels"`
+		// RemoveSourceBranch is stored and reported (force_remove_source_branch);
+		// Squash is accepted and not modelled (merges here are merge commits).
+		RemoveSourceBranch bool  `json:"remove_source_branch"`
+		Squash             *bool `json:"squash"`
 	}
 	if !decode(w, r, &in) {
 		return
@@ -458,16 +524,34 @@ func (s *Server) createMR(w http.ResponseWriter, r *http.Request, u User) {
 	}
 	s.nextID++
 	m := &mergeRequest{ID: s.nextID, IID: len(p.MRs) + 1, Title: title, Description: in.Description, State: "opened",
-		Source: in.SourceBranch, Target: in.TargetBranch, SHA: src, Author: u.Username, CreatedAt: time.Unix(1700000000+s.clock, 0).UTC()}
+		Source: in.SourceBranch, Target: in.TargetBranch, SHA: src, Author: u.Username, CreatedAt: time.Unix(1700000000+s.clock, 0).UTC(),
+		RemoveSource: in.RemoveSourceBranch}
+	s.setLabels(p, m, in.Labels.Titles)
 	p.MRs = append(p.MRs, m)
 	s.event(p, m, "open", "", nil, u)
 	writeJSON(w, http.StatusCreated, s.mrJSON(p, m))
 }
 
+// getMR is GET /merge_requests/:iid; include_diverged_commits_count (Renovate's
+// getPr asks for it) adds how many commits the target has that the source lacks.
 func (s *Server) getMR(w http.ResponseWriter, r *http.Request, _ User) {
-	if p, m := s.mrOf(w, r); m != nil {
-		writeJSON(w, http.StatusOK, s.mrJSON(p, m))
+	p, m := s.mrOf(w, r)
+	if m == nil {
+		return
 	}
+	out := s.mrJSON(p, m)
+	if v := r.URL.Query().Get("include_diverged_commits_count"); v == "1" || v == "true" {
+		target := p.Repo.Branches[m.Target]
+		source := p.Repo.Ancestors(m.SHA)
+		n := 0
+		for sha := range p.Repo.Ancestors(target) {
+			if !source[sha] {
+				n++
+			}
+		}
+		out["diverged_commits_count"] = n
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // updateMR is PUT /merge_requests/:iid: title, description, state_event and the
@@ -482,9 +566,16 @@ func (s *Server) updateMR(w http.ResponseWriter, r *http.Request, u User) {
 		Description *string `json:"description"`
 		StateEvent  *string `json:"state_event"`
 		Draft       *bool   `json:"draft"`
+		// Labels replaces the labels; AddLabels and RemoveLabels edit them.
+		Labels       labelList `json:"labels"`
+		AddLabels    labelList `json:"add_labels"`
+		RemoveLabels labelList `json:"remove_labels"`
+		TargetBranch *string   `json:"target_branch"`
 	}
-	if !decode(w, r, &in) {
-		return
+	if r.ContentLength != 0 || r.Header.Get("Content-Type") != "" {
+		if !decode(w, r, &in) {
+			return
+		}
 	}
 	if in.StateEvent != nil && *in.StateEvent != "close" && *in.StateEvent != "reopen" {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "state_event does not have a valid value"})
@@ -508,7 +599,23 @@ func (s *Server) updateMR(w http.ResponseWriter, r *http.Request, u User) {
 		}
 		title = &t
 	}
-	s.update(p, m, title, in.Description, u)
+	if in.TargetBranch != nil && *in.TargetBranch != m.Target {
+		if _, ok := p.Repo.Branches[*in.TargetBranch]; !ok || *in.TargetBranch == m.Source {
+			writeMessage(w, http.StatusUnprocessableEntity, []string{fmt.Sprintf("Target branch \"%s\" does not exist", *in.TargetBranch)})
+			return
+		}
+		m.Target = *in.TargetBranch
+	}
+	var labels []string
+	if in.Labels.Present || in.AddLabels.Present || in.RemoveLabels.Present {
+		labels = append([]string{}, m.Labels...)
+		if in.Labels.Present {
+			labels = append([]string{}, in.Labels.Titles...)
+		}
+		labels = append(labels, in.AddLabels.Titles...)
+		labels = slices.DeleteFunc(labels, func(t string) bool { return slices.Contains(in.RemoveLabels.Titles, t) })
+	}
+	s.updateWithLabels(p, m, title, in.Description, labels, u)
 	if in.StateEvent != nil {
 		switch {
 		case *in.StateEvent == "close" && m.State == "opened":
@@ -522,20 +629,6 @@ func (s *Server) updateMR(w http.ResponseWriter, r *http.Request, u User) {
 			s.event(p, m, "reopen", "", nil, u)
 		}
 	}
-	writeJSON(w, http.StatusOK, s.mrJSON(p, m))
-}
-
-// mergeMR: 405 when the merge request is not open or is a draft, as GitLab answers.
-func (s *Server) mergeMR(w http.ResponseWriter, r *http.Request, u User) {
-	p, m := s.mrOf(w, r)
-	if m == nil {
-		return
-	}
-	if m.State != "opened" || m.draft() {
-		writeMessage(w, http.StatusMethodNotAllowed, "405 Method Not Allowed")
-		return
-	}
-	s.merge(p, m, u)
 	writeJSON(w, http.StatusOK, s.mrJSON(p, m))
 }
 
@@ -577,6 +670,60 @@ func (s *Server) createNote(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, s.noteJSON(s.userNote(p, m, in.Body, u)))
+}
+
+// noteOf finds a merge request's note for its author to edit or delete: 404 for
+// none (system notes included: they cannot be changed), 403 for another's.
+func (s *Server) noteOf(w http.ResponseWriter, r *http.Request, u User) (*project, *mergeRequest, int) {
+	p, m := s.mrOf(w, r)
+	if m == nil {
+		return nil, nil, -1
+	}
+	id, _ := strconv.ParseInt(r.PathValue("note"), 10, 64)
+	for i, n := range p.Notes[m.IID] {
+		if n.ID != id || n.System {
+			continue
+		}
+		if n.Author != u.Username {
+			writeMessage(w, http.StatusForbidden, "403 Forbidden")
+			return nil, nil, -1
+		}
+		return p, m, i
+	}
+	notFound(w, "Note")
+	return nil, nil, -1
+}
+
+// updateNote is PUT /merge_requests/:iid/notes/:note_id (Renovate's editComment).
+func (s *Server) updateNote(w http.ResponseWriter, r *http.Request, u User) {
+	p, m, i := s.noteOf(w, r, u)
+	if i < 0 {
+		return
+	}
+	var in struct {
+		Body string `json:"body"`
+	}
+	if !decode(w, r, &in) {
+		return
+	}
+	if in.Body == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "body is missing"})
+		return
+	}
+	n := p.Notes[m.IID][i]
+	n.Body = in.Body
+	writeJSON(w, http.StatusOK, s.noteJSON(n))
+}
+
+// deleteNote is DELETE /merge_requests/:iid/notes/:note_id (Renovate's
+// deleteComment): 204.
+func (s *Server) deleteNote(w http.ResponseWriter, r *http.Request, u User) {
+	p, m, i := s.noteOf(w, r, u)
+	if i < 0 {
+		return
+	}
+	p.Notes[m.IID] = append(p.Notes[m.IID][:i], p.Notes[m.IID][i+1:]...)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // listMRDiffs is `GET /projects/:id/merge_requests/:iid/diffs`: the source head

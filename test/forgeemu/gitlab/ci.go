@@ -26,6 +26,14 @@ type commitStatus struct {
 	Author      string `json:"author,omitempty"`
 	At          int64  `json:"at"`
 	PipelineID  int64  `json:"pipelineID"`
+	TargetURL   string `json:"targetURL,omitempty"`
+}
+
+func (st *commitStatus) targetURL() any {
+	if st.TargetURL == "" {
+		return nil
+	}
+	return st.TargetURL
 }
 
 // pacUser is the username PaC's token writes as.
@@ -131,7 +139,7 @@ func (s *Server) addStatus(p *project, sha, ref, status, description, name, auth
 func (s *Server) statusJSON(sha string, st *commitStatus) map[string]any {
 	at := time.Unix(1700000000+st.At, 0).UTC().Format(time.RFC3339)
 	return map[string]any{"id": st.ID, "sha": sha, "ref": st.Ref, "status": st.Status, "name": st.Name,
-		"description": st.Description, "target_url": nil, "created_at": at, "started_at": at, "finished_at": nil,
+		"description": st.Description, "target_url": st.targetURL(), "created_at": at, "started_at": at, "finished_at": nil,
 		"allow_failure": false, "coverage": nil, "pipeline_id": st.PipelineID, "author": map[string]any{"username": st.Author}}
 }
 
@@ -153,6 +161,7 @@ func (s *Server) createStatus(w http.ResponseWriter, r *http.Request, u User) {
 		Context     string `json:"context"`
 		Description string `json:"description"`
 		Ref         string `json:"ref"`
+		TargetURL   string `json:"target_url"`
 	}
 	if !decode(w, r, &in) {
 		return
@@ -171,6 +180,8 @@ func (s *Server) createStatus(w http.ResponseWriter, r *http.Request, u User) {
 		name = "default"
 	}
 	st := s.addStatus(p, sha, in.Ref, in.State, in.Description, name, u.Username)
+	st.TargetURL = in.TargetURL
+	s.autoMerge(p, sha)
 	writeJSON(w, http.StatusCreated, s.statusJSON(sha, st))
 }
 
@@ -213,20 +224,40 @@ func (s *Server) listPipelines(w http.ResponseWriter, r *http.Request, _ User) {
 		if len(list) == 0 || (want != "" && sha != want) {
 			continue
 		}
-		status := "success"
-		latest := map[string]string{}
-		for _, st := range list {
-			latest[st.Name] = st.Status
-		}
-		for _, v := range latest {
-			if v == "running" || v == "pending" {
-				status = "running"
-			}
-		}
-		out = append(out, map[string]any{"id": list[0].PipelineID, "iid": list[0].PipelineID, "project_id": p.ID,
-			"sha": sha, "ref": list[0].Ref, "status": status, "source": "external",
-			"web_url": s.projectURL(p) + "/-/pipelines/" + strconv.FormatInt(list[0].PipelineID, 10)})
+		out = append(out, s.pipelineJSON(p, sha, list))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i]["id"].(int64) > out[j]["id"].(int64) })
 	paginate(w, r, out)
+}
+
+// pipelineJSON is the external pipeline a commit's statuses live in: running
+// while any name's newest status is running or pending, else failed (or
+// canceled) if one is, else success.
+func (s *Server) pipelineJSON(p *project, sha string, list []*commitStatus) map[string]any {
+	status := "success"
+	latest := map[string]string{}
+	for _, st := range list {
+		latest[st.Name] = st.Status
+	}
+	for _, v := range latest {
+		switch {
+		case v == "running" || v == "pending":
+			status = "running"
+		case (v == "failed" || v == "canceled") && status != "running":
+			status = v
+		}
+	}
+	return map[string]any{"id": list[0].PipelineID, "iid": list[0].PipelineID, "project_id": p.ID,
+		"sha": sha, "ref": list[0].Ref, "status": status, "source": "external",
+		"web_url": s.projectURL(p) + "/-/pipelines/" + strconv.FormatInt(list[0].PipelineID, 10)}
+}
+
+// lastPipeline is GET /repository/commits/:sha's last_pipeline: the commit's
+// external pipeline, or nil before any status (Renovate's setBranchStatus reads
+// its id to post its status into it, and retries while it is null).
+func (s *Server) lastPipeline(p *project, sha string) any {
+	if list := p.Statuses[sha]; len(list) > 0 {
+		return s.pipelineJSON(p, sha, list)
+	}
+	return nil
 }

@@ -1,23 +1,72 @@
 // Package gitlab is a stateful fake GitLab reachable over real HTTP on 127.0.0.1,
 // shipped in the binary for `nudgeflow dev` and used by the tests.
 //
-// It speaks the REST v4 subset nudgeflow uses under /api/v4/: projects by ID or
-// URL-encoded path (group%2Fproject), branches, commits (the Commits API with
-// actions, start_sha and force), the recursive tree (paginated), raw blobs, merge
-// requests (drafts by the "Draft:" title prefix, read back as `draft` and the legacy
-// `work_in_progress`), notes and merges. It answers with GitLab's status codes
-// (401, 403, 404, 405, 409, 400/422) and, on demand, rate limits with RateLimit-*
-// and Retry-After headers. It sends Merge Request Hook webhooks with X-Gitlab-Token,
-// and counts CI-triggering events by Pipelines as Code's GitLab rules
-// (pkg/provider/gitlab/detect.go): open, reopen, and update with oldrev (new
-// commits) start a pipeline unless the head commit message holds a skip marker
-// (pkg/adapter/sinker.go, pkg/provider/gitlab/gitlab.go GetCommitInfo); an update
-// without oldrev (title, description, draft) never does (package pac holds these
-// rules for both emulators). On a project a test restricts (RestrictCI) PaC's ACL
-// applies: an untrusted author's merge request gets a "Pending approval, waiting
-// for an /ok-to-test" commit status until a trusted member's `/ok-to-test` note;
-// PaC's commit statuses, and the external pipeline GitLab keeps them in, can be
-// read back through the API.
+// It speaks the REST v4 subset nudgeflow and Renovate use under /api/v4/: the
+// user and the version, projects by ID or URL-encoded path (group%2Fproject),
+// branches, commits (the Commits API with actions, start_sha and force), the
+// recursive tree (paginated), raw blobs, merge requests (drafts by the "Draft:"
+// title prefix, read back as `draft` and the legacy `work_in_progress`; labels),
+// notes and merges, project labels, issues, commit statuses and the external
+// pipeline they live in. It answers with GitLab's status codes (401, 403, 404,
+// 405, 409, 400/422), pages with Link and the X-* headers, and, on demand, rate
+// limits with RateLimit-* and Retry-After headers.
+//
+// Every project is a real git repository at GitLab's clone URL,
+// http://host/<namespace>/<project>.git (http_url_to_repo), served by the shared
+// gitserve: clone, fetch and push with the token as basic-auth password (see
+// git.go). A push is what the REST API then shows, and moves merge request heads
+// as a REST write does.
+//
+// It sends Merge Request Hooks (and, to hooks subscribed to push events, Push
+// Hooks) with X-Gitlab-Token, and counts CI-triggering events by Pipelines as
+// Code's GitLab rules (pkg/provider/gitlab/detect.go): open, reopen, and update
+// with oldrev (new commits) start a pipeline unless the head commit message holds
+// a skip marker (pkg/adapter/sinker.go, pkg/provider/gitlab/gitlab.go
+// GetCommitInfo); an update without oldrev (title, description, draft) never does
+// (package pac holds these rules for both emulators). On a project a test
+// restricts (RestrictCI) PaC's ACL applies: an untrusted author's merge request
+// gets a "Pending approval, waiting for an /ok-to-test" commit status until a
+// trusted member's `/ok-to-test` note; PaC's commit statuses, and the external
+// pipeline GitLab keeps them in, can be read back through the API.
+//
+// # What Renovate calls
+//
+// Recorded (Calls) with the pinned Renovate 39.264, platform gitlab, endpoint
+// <emulator>/api/v4/, the build-service-shaped nudge config (gitAuthor set, so
+// no GET /user) run by test/plrunner (test/nudges/renovate/gitlab_test.go). A
+// run that opens the nudge merge request:
+//
+//	GET  /api/v4/version                                     initPlatform: draft prefix, description limit
+//	GET  /api/v4/projects/{id}                               initRepo: default_branch, merge_method, http_url_to_repo, ...
+//	GET  /{namespace}/{project}.git/info/refs                git clone (401 first, then oauth2:<token>)
+//	POST /{namespace}/{project}.git/git-upload-pack          clone and fetches
+//	GET  /api/v4/projects/{id}/merge_requests                ?per_page=100&scope=created_by_me (its own, all states)
+//	POST /{namespace}/{project}.git/git-receive-pack         the branch pushed
+//	POST /api/v4/projects/{id}/merge_requests                title, description, labels "a,b", remove_source_branch, squash
+//	GET  /api/v4/projects/{id}/merge_requests/{iid}          ?include_diverged_commits_count=1
+//	GET  /api/v4/projects/{id}/issues                        ?per_page=100&state=opened&scope=created_by_me
+//
+// A later run with a newer digest force-pushes the branch and, instead of the
+// POST, sends PUT /api/v4/projects/{id}/merge_requests/{iid} (title,
+// description).
+//
+// With the nudge options automerge, platformAutomerge and gitLabIgnoreApprovals
+// (recorded the same way), the POST is followed by GET and POST
+// merge_requests/{iid}/approval_rules (its zero-approvals rule), GET
+// merge_requests/{iid}, PUT merge_requests/{iid}/merge with
+// merge_when_pipeline_succeeds (Pipelines as Code's pipeline is running, so the
+// merge request stays open, set to merge when it succeeds) and GET
+// repository/commits/{sha}/statuses (automerge.go).
+//
+// Served too, from Renovate's gitlab platform code
+// (lib/modules/platform/gitlab/index.ts) for configs the nudge one does not use:
+// GET /user (no gitAuthor); GET repository/commits/{sha} (last_pipeline) and POST
+// statuses/{sha} (branch status); the merge request notes (list, create, edit,
+// delete: ensureComment); issues (create, read, edit, close); PUT
+// merge_requests/{iid} add_labels / remove_labels / labels / target_branch; POST
+// merge_requests/{iid}/approve (autoApprove). Not served (404):
+// repository/files (presets read from the forge), users?username= and
+// groups/{id}/members (assignees and reviewers).
 //
 // All methods are safe for concurrent use.
 package gitlab
@@ -28,12 +77,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -72,6 +123,15 @@ type Server struct {
 	done                         chan struct{}
 	delivers                     []Delivery
 	hookWG                       sync.WaitGroup
+
+	callMu sync.Mutex
+	calls  []Call
+
+	// git serves the projects over smart HTTP from bare repositories below gitDir;
+	// gitErr says why it could not start.
+	git    *gitserve.Server
+	gitDir string
+	gitErr error
 }
 
 type failure struct {
@@ -98,6 +158,10 @@ type project struct {
 	// as Code trusts (RestrictCI).
 	Statuses map[string][]*commitStatus `json:"statuses,omitempty"`
 	ACL      pac.ACL                    `json:"acl,omitzero"`
+	// Labels are the project's labels, oldest first.
+	Labels []*label `json:"labels,omitempty"`
+	// Issues by iid-1 (their own sequence).
+	Issues []*issue `json:"issues,omitempty"`
 }
 
 type mergeRequest struct {
@@ -114,6 +178,16 @@ type mergeRequest struct {
 	// SquashCommit is the squash commit of a squash merge.
 	SquashCommit string    `json:"squashCommit,omitempty"`
 	CreatedAt    time.Time `json:"createdAt"`
+	// Labels are the titles of the labels applied, sorted as GitLab lists them.
+	Labels []string `json:"labels,omitempty"`
+	// RemoveSource is "Delete source branch when merge request is accepted".
+	RemoveSource bool `json:"removeSource,omitempty"`
+	// AutoMerge is "merge when the pipeline succeeds", set by AutoMergeBy.
+	AutoMerge   bool   `json:"autoMerge,omitempty"`
+	AutoMergeBy string `json:"autoMergeBy,omitempty"`
+	// ApprovalRules are the merge request's own; ApprovedBy who approved it.
+	ApprovalRules []*approvalRule `json:"approvalRules,omitempty"`
+	ApprovedBy    []string        `json:"approvedBy,omitempty"`
 }
 
 type note struct {
@@ -131,7 +205,7 @@ func (m *mergeRequest) draft() bool { return draftTitle.MatchString(m.Title) }
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.routes())
+	s.srv = httptest.NewServer(s.handler())
 	s.startDelivery()
 	return s
 }
@@ -143,12 +217,19 @@ func NewAt(addr string) (*Server, error) {
 		return nil, fmt.Errorf("GitLab emulator: listening on %s: %w", addr, err)
 	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.routes())
+	s.srv = httptest.NewUnstartedServer(s.handler())
 	_ = s.srv.Listener.Close()
 	s.srv.Listener = l
 	s.srv.Start()
 	s.startDelivery()
 	return s, nil
+}
+
+// handler is everything the emulator serves: git's smart HTTP at the clone URLs,
+// the API and the web pages, each request logged (Calls).
+func (s *Server) handler() http.Handler {
+	s.startGit()
+	return s.recordCalls(s.serveGit(s.routes()))
 }
 
 func newServer() *Server {
@@ -166,6 +247,9 @@ func (s *Server) Close() {
 	s.srv.Close()
 	close(s.done)
 	s.hookWG.Wait()
+	if s.gitDir != "" {
+		_ = os.RemoveAll(s.gitDir)
+	}
 }
 
 // URL is the web base (http://127.0.0.1:port); projects are URL()/group/project.
@@ -335,11 +419,15 @@ type MR struct {
 	Target string
 	SHA    string
 	WebURL string
+	// Author is the username that opened it; Labels the titles applied.
+	Author string
+	Labels []string
 }
 
 func (s *Server) view(p *project, m *mergeRequest) MR {
 	return MR{IID: m.IID, Title: m.Title, Description: m.Description, State: m.State, Draft: m.draft(),
-		Source: m.Source, Target: m.Target, SHA: m.SHA, WebURL: s.mrURL(p, m)}
+		Source: m.Source, Target: m.Target, SHA: m.SHA, WebURL: s.mrURL(p, m), Author: m.Author,
+		Labels: append([]string(nil), m.Labels...)}
 }
 
 // MR returns one merge request.
@@ -423,7 +511,7 @@ func (s *Server) SquashMergeMR(group, name string, iid int) (string, error) {
 	head := p.Repo.Commits[m.SHA]
 	sig := person.commitSig()
 	c := p.Repo.NewCommit(&s.clock, head.Tree, []string{p.Repo.Branches[m.Target]}, m.Title, sig, sig)
-	p.Repo.Branches[m.Target] = c.SHA
+	s.moveBranch(p, m.Target, c.SHA, person)
 	m.State, m.SquashCommit = "merged", c.SHA
 	s.event(p, m, "merge", "", nil, person)
 	return c.SHA, nil
@@ -443,7 +531,7 @@ func (s *Server) merge(p *project, m *mergeRequest, u User) {
 	sig := u.commitSig()
 	c := p.Repo.NewCommit(&s.clock, head.Tree, []string{p.Repo.Branches[m.Target], m.SHA},
 		fmt.Sprintf("Merge branch '%s' into '%s'\n\nSee merge request %s!%d", m.Source, m.Target, p.Path, m.IID), sig, sig)
-	p.Repo.Branches[m.Target] = c.SHA
+	s.moveBranch(p, m.Target, c.SHA, u)
 	m.State, m.MergeCommit = "merged", c.SHA
 	s.event(p, m, "merge", "", nil, u)
 }
@@ -507,10 +595,15 @@ func (s *Server) HumanCommit(group, name, branch string, author User, files map[
 	return c.SHA, nil
 }
 
-// moveBranch points a branch at sha and sends update (with oldrev) to its open
-// merge requests. Callers hold s.mu.
+// moveBranch points a branch at sha, sends a Push Hook and sends update (with
+// oldrev) to the branch's open merge requests: what GitLab does after any write
+// to a branch (a git push, the Commits API, a merge). Callers hold s.mu.
 func (s *Server) moveBranch(p *project, branch, sha string, u User) {
+	old := p.Repo.Branches[branch]
 	p.Repo.Branches[branch] = sha
+	if old != sha {
+		s.queuePushHook(p, branch, old, sha, u)
+	}
 	for _, m := range p.MRs {
 		if m.State == "opened" && m.Source == branch && m.SHA != sha {
 			old := m.SHA
@@ -523,7 +616,18 @@ func (s *Server) moveBranch(p *project, branch, sha string, u User) {
 // update changes title and description; one update event (no oldrev) names the
 // changes, and a draft change adds GitLab's system note. Callers hold s.mu.
 func (s *Server) update(p *project, m *mergeRequest, title, description *string, u User) {
+	s.updateWithLabels(p, m, title, description, nil, u)
+}
+
+// updateWithLabels is update that also sets the labels (nil: unchanged); a label
+// change is one more entry in the same update event, as GitLab sends it.
+func (s *Server) updateWithLabels(p *project, m *mergeRequest, title, description *string, labels []string, u User) {
 	changes := map[string]any{}
+	if labels != nil {
+		if previous, changed := s.setLabels(p, m, labels); changed {
+			changes["labels"] = labelChange(p, previous, m.Labels)
+		}
+	}
 	wasDraft := m.draft()
 	if title != nil && *title != m.Title {
 		changes["title"] = map[string]any{"previous": m.Title, "current": *title}
@@ -568,11 +672,27 @@ func (s *Server) mrURL(p *project, m *mergeRequest) string {
 	return fmt.Sprintf("%s/-/merge_requests/%d", s.projectURL(p), m.IID)
 }
 
+// projectJSON is GET /projects/:id's shape, with the fields Renovate's initRepo
+// reads: archived, mirror, repository_access_level, merge_requests_access_level,
+// default_branch, empty_repo, merge_method, squash_option, http_url_to_repo (the
+// clone URL) and forked_from_project (absent: no project here is a fork).
 func (s *Server) projectJSON(p *project) map[string]any {
 	group, name, _ := cutLast(p.Path)
-	return map[string]any{"id": p.ID, "name": name, "path": name, "path_with_namespace": p.Path,
-		"namespace": map[string]any{"full_path": group}, "default_branch": p.Repo.DefaultBranch,
-		"web_url": s.projectURL(p), "http_url_to_repo": s.projectURL(p) + ".git", "visibility": "private"}
+	var defaultBranch any
+	if _, ok := p.Repo.Branches[p.Repo.DefaultBranch]; ok {
+		defaultBranch = p.Repo.DefaultBranch
+	}
+	return map[string]any{
+		"id": p.ID, "name": name, "path": name, "path_with_namespace": p.Path, "description": "",
+		"name_with_namespace": strings.ReplaceAll(p.Path, "/", " / "),
+		"namespace":           map[string]any{"full_path": group, "path": group, "kind": "group"},
+		"default_branch":      defaultBranch, "empty_repo": defaultBranch == nil,
+		"web_url": s.projectURL(p), "http_url_to_repo": s.projectURL(p) + ".git",
+		"ssh_url_to_repo": fmt.Sprintf("git@%s:%s.git", strings.Split(s.Host(), ":")[0], p.Path),
+		"visibility":      "private", "archived": false, "mirror": false,
+		"repository_access_level": "enabled", "merge_requests_access_level": "enabled",
+		"merge_method": "merge", "squash_option": "default_off", "remove_source_branch_after_merge": true,
+	}
 }
 
 func cutLast(path string) (string, string, bool) {
@@ -600,11 +720,16 @@ func (s *Server) mrJSON(p *project, m *mergeRequest) map[string]any {
 	if m.SquashCommit != "" {
 		squashSHA = m.SquashCommit
 	}
-	return map[string]any{"id": m.ID, "iid": m.IID, "project_id": p.ID, "title": m.Title, "description": m.Description,
+	labels := append([]string{}, m.Labels...)
+	out := map[string]any{"id": m.ID, "iid": m.IID, "project_id": p.ID, "title": m.Title, "description": m.Description,
 		"state": m.State, "draft": m.draft(), "work_in_progress": m.draft(), "source_branch": m.Source, "target_branch": m.Target,
 		"source_project_id": p.ID, "target_project_id": p.ID, "sha": m.SHA, "merge_commit_sha": mergeSHA, "squash_commit_sha": squashSHA,
-		"web_url": s.mrURL(p, m), "author": map[string]any{"username": m.Author},
+		"web_url": s.mrURL(p, m), "author": map[string]any{"username": m.Author}, "labels": labels,
+		"assignee": nil, "assignees": []any{}, "reviewers": []any{}, "head_pipeline": nil,
+		"force_remove_source_branch": m.RemoveSource, "should_remove_source_branch": nil,
 		"created_at": m.CreatedAt.Format(time.RFC3339), "references": map[string]any{"full": fmt.Sprintf("%s!%d", p.Path, m.IID)}}
+	s.autoMergeFields(p, m, out)
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

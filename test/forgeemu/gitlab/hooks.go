@@ -5,29 +5,58 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
-type hook struct{ url, token string }
+// HookEvent is a webhook trigger, named as GitLab's hook API names it.
+type HookEvent string
+
+const (
+	// MergeRequestEvents sends Merge Request Hooks.
+	MergeRequestEvents HookEvent = "merge_requests_events"
+	// PushEvents sends Push Hooks: every branch a git push, the Commits API or a
+	// merge moves, created or deletes.
+	PushEvents HookEvent = "push_events"
+)
+
+type hook struct {
+	url, token string
+	events     []HookEvent
+}
+
+func (h hook) wants(e HookEvent) bool { return slices.Contains(h.events, e) }
 
 type delivery struct {
 	id, url, token string
-	payload        []byte
+	// event is the X-Gitlab-Event header ("Merge Request Hook", "Push Hook").
+	event   string
+	payload []byte
 }
 
 // Delivery is the outcome of one webhook POST.
 type Delivery struct {
-	ID     string
-	URL    string
+	ID  string
+	URL string
+	// Event is the X-Gitlab-Event: "Merge Request Hook" or "Push Hook".
+	Event string
+	// Action is a merge request event's action (open, update, ...); "" for a push.
 	Action string
 	Status int // 0 when the POST failed
 }
 
-// AddWebhook sends every later Merge Request Hook to url with X-Gitlab-Token token.
-func (s *Server) AddWebhook(url, token string) {
+// AddWebhook sends every later Merge Request Hook to url with X-Gitlab-Token
+// token: a project hook with merge_requests_events only.
+func (s *Server) AddWebhook(url, token string) { s.AddWebhookFor(url, token, MergeRequestEvents) }
+
+// AddWebhookFor is a project hook for the events given.
+func (s *Server) AddWebhookFor(url, token string, events ...HookEvent) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hooks = append(s.hooks, hook{url: url, token: token})
+	s.hooks = append(s.hooks, hook{url: url, token: token, events: append([]HookEvent(nil), events...)})
 }
 
 // Deliveries lists the webhook POSTs made so far, in order.
@@ -37,9 +66,110 @@ func (s *Server) Deliveries() []Delivery {
 	return append([]Delivery(nil), s.delivers...)
 }
 
+// zeroSHA is GitLab's before of a created branch and after of a deleted one.
+const zeroSHA = "0000000000000000000000000000000000000000"
+
+// pushHookCommits is how many commits a Push Hook lists (the newest, oldest
+// first); total_commits_count counts them all.
+const pushHookCommits = 20
+
+// queuePushHook builds a Push Hook payload like GitLab's for branch moving from
+// before to after ("" for none). The commits are those after reaches and before
+// does not (for a new branch: that the default branch does not). Callers hold s.mu.
+func (s *Server) queuePushHook(p *project, branch, before, after string, u User) {
+	if !slices.ContainsFunc(s.hooks, func(h hook) bool { return h.wants(PushEvents) }) {
+		return
+	}
+	var commits []map[string]any
+	if after != "" {
+		known := map[string]bool{}
+		switch {
+		case before != "":
+			known = p.Repo.Ancestors(before)
+		case branch != p.Repo.DefaultBranch && p.Repo.Branches[p.Repo.DefaultBranch] != "":
+			known = p.Repo.Ancestors(p.Repo.Branches[p.Repo.DefaultBranch])
+		}
+		// First parents back from after, then oldest first.
+		for sha := after; sha != "" && !known[sha]; {
+			c := p.Repo.Commits[sha]
+			if c == nil {
+				break
+			}
+			commits = append([]map[string]any{s.pushCommitJSON(p, c)}, commits...)
+			sha = ""
+			if len(c.Parents) > 0 {
+				sha = c.Parents[0]
+			}
+		}
+	}
+	total := len(commits)
+	if len(commits) > pushHookCommits {
+		commits = commits[len(commits)-pushHookCommits:]
+	}
+	if commits == nil {
+		commits = []map[string]any{}
+	}
+	var checkout any
+	if after != "" {
+		checkout = after
+	}
+	orZero := func(sha string) string {
+		if sha == "" {
+			return zeroSHA
+		}
+		return sha
+	}
+	payload, _ := json.Marshal(map[string]any{
+		"object_kind": "push", "event_name": "push",
+		"before": orZero(before), "after": orZero(after), "ref": "refs/heads/" + branch,
+		"ref_protected": branch == p.Repo.DefaultBranch, "checkout_sha": checkout,
+		"user_name": u.Name, "user_username": u.Username, "user_email": u.Email,
+		"project_id": p.ID, "project": s.projectJSON(p),
+		"commits": commits, "total_commits_count": total,
+		"repository": map[string]any{"name": p.Path[strings.LastIndex(p.Path, "/")+1:], "url": s.projectURL(p) + ".git",
+			"homepage": s.projectURL(p), "git_http_url": s.projectURL(p) + ".git", "visibility_level": 0},
+	})
+	s.send(PushEvents, "Push Hook", payload)
+}
+
+// pushCommitJSON is one commit of a Push Hook, with the paths it added, changed
+// and removed against its first parent.
+func (s *Server) pushCommitJSON(p *project, c *gitstore.Commit) map[string]any {
+	parent := ""
+	if len(c.Parents) > 0 {
+		parent = c.Parents[0]
+	}
+	added, modified, removed := []string{}, []string{}, []string{}
+	for _, ch := range p.Repo.Diff(parent, c.SHA) {
+		switch {
+		case ch.Added:
+			added = append(added, ch.Path)
+		case ch.Deleted:
+			removed = append(removed, ch.Path)
+		default:
+			modified = append(modified, ch.Path)
+		}
+	}
+	return map[string]any{"id": c.SHA, "message": c.Message, "title": c.Title(), "timestamp": c.Committer.Date,
+		"url":    fmt.Sprintf("%s/-/commit/%s", s.projectURL(p), c.SHA),
+		"author": map[string]any{"name": c.Author.Name, "email": c.Author.Email},
+		"added":  added, "modified": modified, "removed": removed}
+}
+
+// send queues payload to every hook that wants event. Callers hold s.mu.
+func (s *Server) send(event HookEvent, header string, payload []byte) {
+	s.nextID++
+	id := fmt.Sprintf("00000000-0000-4000-9000-%012d", s.nextID)
+	for _, h := range s.hooks {
+		if h.wants(event) {
+			s.deliver <- delivery{id: id, url: h.url, token: h.token, event: header, payload: payload}
+		}
+	}
+}
+
 // queueHook builds a Merge Request Hook payload like GitLab's. Callers hold s.mu.
 func (s *Server) queueHook(p *project, m *mergeRequest, action, oldrev string, changes map[string]any, u User) {
-	if len(s.hooks) == 0 {
+	if !slices.ContainsFunc(s.hooks, func(h hook) bool { return h.wants(MergeRequestEvents) }) {
 		return
 	}
 	attrs := s.mrJSON(p, m)
@@ -60,11 +190,7 @@ func (s *Server) queueHook(p *project, m *mergeRequest, action, oldrev string, c
 		"user":    map[string]any{"username": u.Username, "name": u.Name},
 		"project": s.projectJSON(p), "object_attributes": attrs, "changes": changes,
 	})
-	s.nextID++
-	id := fmt.Sprintf("00000000-0000-4000-9000-%012d", s.nextID)
-	for _, h := range s.hooks {
-		s.deliver <- delivery{id: id, url: h.url, token: h.token, payload: payload}
-	}
+	s.send(MergeRequestEvents, "Merge Request Hook", payload)
 }
 
 // deliveryLoop posts webhooks one at a time, in order.
@@ -81,7 +207,7 @@ func (s *Server) deliveryLoop() {
 			if err == nil {
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("User-Agent", "GitLab/emulator")
-				req.Header.Set("X-Gitlab-Event", "Merge Request Hook")
+				req.Header.Set("X-Gitlab-Event", d.event)
 				req.Header.Set("X-Gitlab-Event-UUID", d.id)
 				req.Header.Set("X-Gitlab-Token", d.token)
 				if resp, err := client.Do(req); err == nil {
@@ -94,7 +220,7 @@ func (s *Server) deliveryLoop() {
 			}
 			_ = json.Unmarshal(d.payload, &p)
 			s.mu.Lock()
-			s.delivers = append(s.delivers, Delivery{ID: d.id, URL: d.url, Action: p.ObjectAttributes.Action, Status: status})
+			s.delivers = append(s.delivers, Delivery{ID: d.id, URL: d.url, Event: d.event, Action: p.ObjectAttributes.Action, Status: status})
 			s.mu.Unlock()
 		}
 	}

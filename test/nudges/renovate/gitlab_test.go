@@ -1,0 +1,260 @@
+package renovate_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
+	"github.com/nudgeflow/nudgeflow/test/ociregistry"
+)
+
+func init() { forgeStarters["gitlab"] = startGitLab }
+
+// gitlabBot is the nudging bot on GitLab: a project access token's bot user, the
+// Developer that pushes Renovate's branches.
+var gitlabBot = glemu.User{Username: "konflux-nudge-bot", Name: "Konflux Nudge Bot", Email: "konflux-nudge-bot@noreply.gitlab.example"}
+
+const gitlabBotToken = "glpat-konflux-nudge-bot"
+
+// gitlabForge is the GitLab emulator (test/forgeemu/gitlab) with real git behind
+// its clone URLs, as Renovate's gitlab platform meets it.
+type gitlabForge struct{ emu *glemu.Server }
+
+func startGitLab(t *testing.T) forgeUnderTest {
+	t.Helper()
+	emu := glemu.New()
+	t.Cleanup(emu.Close)
+	emu.AddToken(gitlabBotToken, gitlabBot)
+	return &gitlabForge{emu: emu}
+}
+
+func (g *gitlabForge) Name() string     { return "gitlab" }
+func (g *gitlabForge) Platform() string { return "gitlab" }
+
+// Endpoint is the REST base Renovate's gitlab platform takes (…/api/v4/); it
+// clones from the project's http_url_to_repo.
+func (g *gitlabForge) Endpoint() string  { return g.emu.APIURL() }
+func (g *gitlabForge) Username() string  { return gitlabBot.Username }
+func (g *gitlabForge) GitAuthor() string { return gitlabBot.Name + " <" + gitlabBot.Email + ">" }
+func (g *gitlabForge) Token() string     { return gitlabBotToken }
+
+func (g *gitlabForge) CreateRepo(t *testing.T, owner, name, branch string, files map[string]string) {
+	t.Helper()
+	g.emu.CreateProject(owner, name, branch, files)
+}
+
+func (g *gitlabForge) CreateLabel(t *testing.T, owner, name, label string) {
+	t.Helper()
+	require.NoError(t, g.emu.CreateLabel(owner, name, label, "#00aabb"))
+}
+
+func (g *gitlabForge) PRs(t *testing.T, owner, name string) []pullRequest {
+	t.Helper()
+	var out []pullRequest
+	for _, m := range g.emu.MRs(owner, name) {
+		if m.State == "opened" {
+			out = append(out, pullRequest{Number: m.IID, Title: m.Title, Body: m.Description, HeadRef: m.Source,
+				HeadSHA: m.SHA, Labels: m.Labels})
+		}
+	}
+	return out
+}
+
+func (g *gitlabForge) FileAt(t *testing.T, owner, name, ref, path string) (string, bool) {
+	t.Helper()
+	return g.emu.FileAt(owner, name, ref, path)
+}
+
+// hookSink records the webhooks a forge sends: X-Gitlab-Event and the payload.
+type hookSink struct {
+	mu   sync.Mutex
+	got  []hookDelivery
+	srv  *httptest.Server
+	want string // X-Gitlab-Token
+}
+
+type hookDelivery struct {
+	Event   string
+	Payload map[string]any
+}
+
+func newHookSink(t *testing.T, token string) *hookSink {
+	h := &hookSink{want: token}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("X-Gitlab-Token") != h.want {
+			http.Error(w, "bad token", http.StatusUnauthorized)
+			return
+		}
+		var p map[string]any
+		_ = json.Unmarshal(body, &p)
+		h.mu.Lock()
+		h.got = append(h.got, hookDelivery{Event: r.Header.Get("X-Gitlab-Event"), Payload: p})
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hookSink) deliveries() []hookDelivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookDelivery(nil), h.got...)
+}
+
+// TestRenovateOpensTheNudgeMROnGitLab is the contract test of the Renovate
+// PipelineRun on the GitLab path: the run nudgeflow's activity code writes, run by
+// the runner with the real Renovate (platform gitlab) against the GitLab emulator
+// — its REST v4 API and real git at the project's clone URL — and a real registry
+// over TLS, opens the nudge merge request with the built digest, and the push
+// Renovate made over git is what the API and the webhooks show.
+func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
+	renovateBin := os.Getenv("RENOVATE")
+	require.NotEmpty(t, renovateBin, "set RENOVATE=$(hack/tools.sh path renovate)")
+	ctx := context.Background()
+
+	ca, err := ociregistry.NewCA()
+	require.NoError(t, err)
+	cert, err := ca.ServingCert("127.0.0.1")
+	require.NoError(t, err)
+	reg, err := ociregistry.Start("127.0.0.1:0", cert, ca.Pool())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, reg.Close()) })
+	oldDigest, err := reg.PushImage(ctx, "ns/operand:v1")
+	require.NoError(t, err)
+	newDigest, err := reg.PushImage(ctx, "ns/operand:v1") // the build being nudged
+	require.NoError(t, err)
+
+	forge := forgeStarters["gitlab"](t)
+	emu := forge.(*gitlabForge).emu
+	sink := newHookSink(t, "hook-secret")
+	emu.AddWebhookFor(sink.srv.URL, "hook-secret", glemu.PushEvents, glemu.MergeRequestEvents)
+	builtRepo := reg.Host + "/ns/operand"
+	files := map[string]string{
+		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
+		"README.md":  "outside fileMatch: " + builtRepo + "@" + oldDigest + "\n",
+	}
+	forge.CreateRepo(t, "tenant", "consumer", "main", files)
+	// As a Konflux tenant does (on GitLab a missing label would be created anyway).
+	forge.CreateLabel(t, "tenant", "consumer", renovate.NudgeLabel)
+	mainBefore, ok := emu.Head("tenant", "consumer", "main")
+	require.True(t, ok)
+
+	// The PipelineRun, its config and Secret exactly as nudgeflow's activity writes them.
+	req := renovate.LaunchRequest{Namespace: "tenant", Name: "renovate-nudge-gitlab-1", WorkflowID: "nudge-gitlab", Attempt: 1,
+		Nudging: "operand", Nudged: "consumer", ImageURL: builtRepo + ":v1", Digest: newDigest, BuildPipelineRun: "operand-build-1"}
+	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, false, true)
+	cfg := renovate.GenerateConfig(renovate.ConfigInput{
+		Platform: forge.Platform(), Endpoint: forge.Endpoint(), Username: forge.Username(), GitAuthor: forge.GitAuthor(),
+		Repository: "tenant/consumer", BaseBranch: "main", Nudging: "operand", Nudged: "consumer",
+		BuiltRepo: builtRepo, BuiltTag: "v1", FileMatch: renovate.FileMatch(renovate.Options{}, ""),
+	})
+	cfgJSON, err := json.Marshal(cfg)
+	require.NoError(t, err)
+
+	c, state := gitlabStartRunner(t, filepath.Dir(renovateBin))
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}))
+	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objs.ConfigMap, Namespace: "tenant"},
+		Data: map[string]string{objs.ConfigKey: string(cfgJSON)}}))
+	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: objs.Secret, Namespace: "tenant"},
+		StringData: map[string]string{objs.TokenKey: forge.Token()}}))
+	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objs.CAConfigMap, Namespace: "tenant"},
+		Data: map[string]string{renovate.CABundleKey: string(ca.PEM)}}))
+	require.NoError(t, c.Create(ctx, plr))
+	gitlabRelease(t, c, "tenant", req.Name) // nudgeflow releases the held run
+
+	require.Eventually(t, func() bool {
+		cond := gitlabSucceeded(t, c, "tenant", req.Name)
+		return cond != nil && cond.Status != corev1.ConditionUnknown
+	}, 5*time.Minute, 200*time.Millisecond)
+	got := gitlabGetRun(t, c, "tenant", req.Name)
+	logPath := filepath.Join(state, "runs", "tenant", req.Name+".log")
+	logText, _ := os.ReadFile(logPath)
+	cond := got.Status.GetCondition(apis.ConditionSucceeded)
+	require.Equal(t, corev1.ConditionTrue, cond.Status, "%+v\nlog %s", cond, logPath)
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeOK)}},
+		got.Status.Results)
+	st := renovate.StatusOf(got)
+	require.True(t, st.Done && st.Succeeded, "nudgeflow reads the run as succeeded: %+v", st)
+	require.NotContains(t, string(logText), "ERROR:", "Renovate logged no error; log %s", logPath)
+
+	prs := forge.PRs(t, "tenant", "consumer")
+	require.Len(t, prs, 1, "log %s", logPath)
+	pr := prs[0]
+	require.Equal(t, renovate.BranchPrefix+"consumer-component-update-operand", pr.HeadRef)
+	require.Equal(t, "Update operand to "+strings.TrimPrefix(newDigest, "sha256:")[:7], pr.Title)
+	dockerfile, ok := forge.FileAt(t, "tenant", "consumer", pr.HeadRef, "Dockerfile")
+	require.True(t, ok)
+	require.Equal(t, "FROM "+builtRepo+"@"+newDigest+"\n", dockerfile)
+	readme, ok := forge.FileAt(t, "tenant", "consumer", pr.HeadRef, "README.md")
+	require.True(t, ok)
+	require.Contains(t, readme, oldDigest, "a file outside fileMatch is untouched")
+	require.Equal(t, []string{renovate.NudgeLabel}, pr.Labels, "the nudge label is applied")
+	require.Equal(t, []string{renovate.NudgeLabel}, emu.Labels("tenant", "consumer"), "no label was created besides the tenant's")
+	// build-service's header and footer; Renovate's gitlab platform writes "MR" for "PR".
+	require.True(t, strings.HasPrefix(pr.Body, "Image created from ''"), pr.Body)
+	require.Contains(t, pr.Body, "To execute skipped test pipelines write comment `/ok-to-test`\nThis is Konflux nudging MR, not Mintmaker.")
+
+	// The branch came over git: one commit by the bot's git author on main, the
+	// merge request's head is the branch's, and the push showed as GitLab shows one.
+	head, ok := emu.Head("tenant", "consumer", pr.HeadRef)
+	require.True(t, ok)
+	require.Equal(t, head.SHA, pr.HeadSHA)
+	require.Equal(t, []string{mainBefore.SHA}, head.Parents)
+	require.Equal(t, gitlabBot.Email, head.AuthorEmail)
+	mainAfter, _ := emu.Head("tenant", "consumer", "main")
+	require.Equal(t, mainBefore.SHA, mainAfter.SHA, "main is untouched")
+	require.Eventually(t, func() bool {
+		var push, open bool
+		for _, d := range sink.deliveries() {
+			switch {
+			case d.Event == "Push Hook" && d.Payload["ref"] == "refs/heads/"+pr.HeadRef && d.Payload["after"] == head.SHA:
+				push = d.Payload["before"] == "0000000000000000000000000000000000000000"
+			case d.Event == "Merge Request Hook":
+				attrs, _ := d.Payload["object_attributes"].(map[string]any)
+				open = open || attrs["action"] == "open"
+			}
+		}
+		return push && open
+	}, 10*time.Second, 20*time.Millisecond, "a Push Hook for the new branch and a Merge Request Hook (open): %+v", sink.deliveries())
+
+	// What Renovate called, by route (the package comment of forgeemu/gitlab lists it).
+	var routes []string
+	for _, call := range emu.Calls() {
+		if r := call.Method + " " + call.Route; !slices.Contains(routes, r) {
+			routes = append(routes, r)
+		}
+	}
+	t.Logf("renovate called: %s", strings.Join(routes, ", "))
+	if m := regexp.MustCompile(`--- step renovate exited 0: (.*)`).FindSubmatch(logText); m != nil {
+		t.Logf("renovate run: %s", m[1])
+	}
+	t.Logf("nudge MR !%d %q from %s", pr.Number, pr.Title, pr.HeadRef)
+	filesBumped := 0
+	for path, before := range files {
+		if after, _ := forge.FileAt(t, "tenant", "consumer", pr.HeadRef, path); after != before {
+			filesBumped++
+		}
+	}
+	require.Equal(t, 1, filesBumped)
+	t.Logf("renovate-e2e forge=gitlab files_bumped=%d prs=%d rollback=0", filesBumped, len(prs))
+}
