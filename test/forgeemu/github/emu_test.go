@@ -294,3 +294,45 @@ func TestTreeOfADirectory(t *testing.T) {
 		t.Fatalf("tree of a/b: %v %+v", err, tree)
 	}
 }
+
+// A new tree may name a directory by its tree's SHA, as Renovate's platform-native
+// commit lists the root's entries (`git ls-tree`): the directory is that tree,
+// whatever the base tree had below it.
+func TestCreateTreeWithADirectoryBySHA(t *testing.T) {
+	s, gh, _ := setup(t)
+	ctx := context.Background()
+	main, _, err := gh.Git.GetRef(ctx, "org", "bundle", "heads/main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _, err := gh.Git.GetCommit(ctx, "org", "bundle", main.GetObject().GetSHA())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _, err := gh.Git.GetTree(ctx, "org", "bundle", base.GetTree().GetSHA(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []*gogithub.TreeEntry
+	for _, e := range root.Entries {
+		entries = append(entries, &gogithub.TreeEntry{Path: e.Path, Mode: e.Mode, Type: e.Type, SHA: e.SHA})
+	}
+	entries = append(entries, &gogithub.TreeEntry{Path: new("README.md"), Mode: new("100644"), Type: new("blob"), Content: new("hi\n")})
+	tree, _, err := gh.Git.CreateTree(ctx, "org", "bundle", "", entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := gh.Git.CreateCommit(ctx, "org", "bundle", gogithub.Commit{Message: new("readme"), Tree: tree, Parents: []*gogithub.Commit{base}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"a/b/c.yaml": "k: v\n", "Dockerfile": "FROM x\n", "README.md": "hi\n"} {
+		if got, ok := s.FileAt("org", "bundle", c.GetSHA(), path); !ok || got != want {
+			t.Errorf("%s = %q (%v), want %q", path, got, ok, want)
+		}
+	}
+	if _, _, err := gh.Git.CreateTree(ctx, "org", "bundle", "", []*gogithub.TreeEntry{
+		{Path: new("a"), Mode: new("040000"), Type: new("tree"), SHA: new(strings.Repeat("0", 40))}}); err == nil {
+		t.Error("a directory by an unknown tree SHA was accepted")
+	}
+}

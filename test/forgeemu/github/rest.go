@@ -317,9 +317,28 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request, _ User) {
 	}
 	var edits []gitstore.Edit
 	for _, t := range in.Tree {
-		if t.Path == "" || strings.HasPrefix(t.Path, "/") || (t.Type != "" && t.Type != "blob") {
+		if t.Path == "" || strings.HasPrefix(t.Path, "/") || (t.Type != "" && t.Type != "blob" && t.Type != "tree") {
 			unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "path", "code": "invalid"})
 			return
+		}
+		if t.Type == "tree" {
+			// A directory by its tree's SHA (Renovate's platform-native commit names
+			// the root's entries as `git ls-tree` lists them): it replaces what the
+			// base tree has below that path.
+			sub, ok := rp.Trees[deref(t.SHA)]
+			if !ok || t.Content != nil {
+				unprocessable(w, "Invalid tree info", map[string]any{"resource": "Tree", "field": "sha", "code": "invalid"})
+				return
+			}
+			for _, e := range rp.Trees[in.BaseTree] {
+				if strings.HasPrefix(e.Path, t.Path+"/") {
+					edits = append(edits, gitstore.Edit{Path: e.Path, Delete: true})
+				}
+			}
+			for _, e := range sub {
+				edits = append(edits, gitstore.Edit{Path: t.Path + "/" + e.Path, Mode: e.Mode, SHA: e.SHA})
+			}
+			continue
 		}
 		mode := t.Mode
 		if mode == "" {
@@ -856,4 +875,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, n int) (from, to i
 		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.srv.URL, next.RequestURI()))
 	}
 	return min((page-1)*perPage, n), min(page*perPage, n)
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

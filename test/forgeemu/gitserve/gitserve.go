@@ -15,8 +15,10 @@
 // without one, or with a token that may not do what it asks, gets 401 with
 // WWW-Authenticate: Basic, and a known token that may only read gets 403 on a push.
 //
-// Only branches (refs/heads/*) are served and kept; other refs a client pushes are
-// dropped at the next request. A store loaded from state saved before gitstore named
+// Only branches (refs/heads/*) are served and kept as refs. Other refs a client
+// pushes are not, but their objects are imported: Renovate's github platform pushes
+// its commit to refs/renovate/branches/<branch>, then builds the same tree through
+// the API (git/trees with the blobs' SHAs) to make a platform-signed commit. A store loaded from state saved before gitstore named
 // objects by git's hashes cannot be served (its names are not git's).
 package gitserve
 
@@ -359,22 +361,29 @@ func writeRefs(repo string, branches map[string]string, head string) error {
 	return os.WriteFile(filepath.Join(repo, "HEAD"), []byte("ref: refs/heads/"+head+"\n"), 0o644)
 }
 
-// importPush reads the branches after a receive-pack, reads every commit they
-// reach that before's did not (its tree and blobs too) into the store, and returns
-// how the branches moved.
+// importPush reads the refs after a receive-pack, reads every commit they reach
+// that before's branches did not (its tree and blobs too) into the store, and
+// returns how the branches moved (other refs move nothing).
 func (s *Server) importPush(name string, b *bare, before map[string]string) ([]RefUpdate, error) {
-	out, err := s.run(b.path, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	out, err := s.run(b.path, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/")
 	if err != nil {
 		return nil, err
 	}
 	after := map[string]string{}
+	var revs []string
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if sha, ref, ok := strings.Cut(line, " "); ok {
-			after[strings.TrimPrefix(ref, "refs/heads/")] = sha
+		sha, ref, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if br, isBranch := strings.CutPrefix(ref, "refs/heads/"); isBranch {
+			after[br] = sha
+		} else if !b.written[sha] {
+			revs = append(revs, sha)
 		}
 	}
+	hidden := len(revs) > 0
 	var updates []RefUpdate
-	var revs []string
 	for br, sha := range after {
 		if before[br] != sha {
 			updates = append(updates, RefUpdate{Branch: br, Old: before[br], New: sha})
@@ -388,7 +397,7 @@ func (s *Server) importPush(name string, b *bare, before map[string]string) ([]R
 		revs = append(revs, "^"+sha)
 	}
 	sort.Slice(updates, func(i, j int) bool { return updates[i].Branch < updates[j].Branch })
-	if len(updates) == 0 {
+	if len(updates) == 0 && !hidden {
 		return nil, nil
 	}
 	out, err = s.run(b.path, strings.NewReader(strings.Join(revs, "\n")+"\n"), "rev-list", "--stdin")

@@ -172,11 +172,29 @@ func TestCloneCommitPushFetch(t *testing.T) {
 	must(clone, "push", "-q", "origin", "feature")
 	must(clone, "push", "-q", "origin", "--delete", "feature")
 	forge.mu.Lock()
-	defer forge.mu.Unlock()
 	if len(forge.pushes) != 3 || forge.pushes[1][0].Old != next.SHA || forge.pushes[2][0].New != "" {
 		t.Fatalf("pushes %+v", forge.pushes)
 	}
 	if _, ok := store.Branches["feature"]; ok {
 		t.Fatal("feature survived its deletion")
+	}
+	forge.mu.Unlock()
+
+	// Renovate's github platform pushes its commit to a ref outside refs/heads, then
+	// names its blobs in git/trees: the objects are in the store, no branch moved.
+	if err := os.WriteFile(filepath.Join(clone, "Dockerfile"), []byte("FROM y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must(clone, "commit", "-q", "-am", "bump")
+	renovated := must(clone, "rev-parse", "HEAD")
+	blob := must(clone, "rev-parse", "HEAD:Dockerfile")
+	must(clone, "push", "-q", "--force", "origin", renovated+":refs/renovate/branches/konflux/component-updates/x")
+	forge.mu.Lock()
+	defer forge.mu.Unlock()
+	if len(forge.pushes) != 3 {
+		t.Fatalf("a push outside refs/heads moved a branch: %+v", forge.pushes[3:])
+	}
+	if string(store.Blobs[blob]) != "FROM y\n" || store.Commits[renovated] == nil {
+		t.Fatalf("the objects pushed to refs/renovate/... are not in the store (blob %v, commit %v)", store.Blobs[blob] != nil, store.Commits[renovated] != nil)
 	}
 }
