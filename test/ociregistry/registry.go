@@ -91,6 +91,9 @@ func start(addr string, cert tls.Certificate, roots *x509.CertPool, auth *authn.
 
 // Close stops the registry; its content is gone (it lives in memory).
 func (r *Registry) Close() error {
+	if r.server == nil {
+		return nil // a client from Dial
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := r.server.Shutdown(ctx); err != nil {

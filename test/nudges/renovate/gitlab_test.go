@@ -6,9 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -18,12 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
-	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 )
 
 func init() { forgeStarters["gitlab"] = startGitLab }
@@ -128,27 +123,18 @@ func (h *hookSink) deliveries() []hookDelivery {
 // over TLS, opens the nudge merge request with the built digest, and the push
 // Renovate made over git is what the API and the webhooks show.
 func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
-	renovateBin := os.Getenv("RENOVATE")
-	require.NotEmpty(t, renovateBin, "set RENOVATE=$(hack/tools.sh path renovate)")
+	w := sharedWorld(t)
 	ctx := context.Background()
-
-	ca, err := ociregistry.NewCA()
+	oldDigest, err := w.registry.PushImage(ctx, "ns/operand-gl:v1")
 	require.NoError(t, err)
-	cert, err := ca.ServingCert("127.0.0.1")
-	require.NoError(t, err)
-	reg, err := ociregistry.Start("127.0.0.1:0", cert, ca.Pool())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, reg.Close()) })
-	oldDigest, err := reg.PushImage(ctx, "ns/operand:v1")
-	require.NoError(t, err)
-	newDigest, err := reg.PushImage(ctx, "ns/operand:v1") // the build being nudged
+	newDigest, err := w.registry.PushImage(ctx, "ns/operand-gl:v1") // the build being nudged
 	require.NoError(t, err)
 
 	forge := forgeStarters["gitlab"](t)
 	emu := forge.(*gitlabForge).emu
 	sink := newHookSink(t, "hook-secret")
 	emu.AddWebhookFor(sink.srv.URL, "hook-secret", glemu.PushEvents, glemu.MergeRequestEvents)
-	builtRepo := reg.Host + "/ns/operand"
+	builtRepo := w.registry.Host + "/ns/operand-gl"
 	files := map[string]string{
 		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
 		"README.md":  "outside fileMatch: " + builtRepo + "@" + oldDigest + "\n",
@@ -160,42 +146,17 @@ func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
 	require.True(t, ok)
 
 	// The PipelineRun, its config and Secret exactly as nudgeflow's activity writes them.
-	req := renovate.LaunchRequest{Namespace: "tenant", Name: "renovate-nudge-gitlab-1", WorkflowID: "nudge-gitlab", Attempt: 1,
-		Nudging: "operand", Nudged: "consumer", ImageURL: builtRepo + ":v1", Digest: newDigest, BuildPipelineRun: "operand-build-1"}
-	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, false, true)
-	cfg := renovate.GenerateConfig(renovate.ConfigInput{
-		Platform: forge.Platform(), Endpoint: forge.Endpoint(), Username: forge.Username(), GitAuthor: forge.GitAuthor(),
-		Repository: "tenant/consumer", BaseBranch: "main", Nudging: "operand", Nudged: "consumer",
-		BuiltRepo: builtRepo, BuiltTag: "v1", FileMatch: renovate.FileMatch(renovate.Options{}, ""),
-	})
-	cfgJSON, err := json.Marshal(cfg)
-	require.NoError(t, err)
-
-	c, state := gitlabStartRunner(t, filepath.Dir(renovateBin))
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}))
-	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objs.ConfigMap, Namespace: "tenant"},
-		Data: map[string]string{objs.ConfigKey: string(cfgJSON)}}))
-	require.NoError(t, c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: objs.Secret, Namespace: "tenant"},
-		StringData: map[string]string{objs.TokenKey: forge.Token()}}))
-	require.NoError(t, c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: objs.CAConfigMap, Namespace: "tenant"},
-		Data: map[string]string{renovate.CABundleKey: string(ca.PEM)}}))
-	require.NoError(t, c.Create(ctx, plr))
-	gitlabRelease(t, c, "tenant", req.Name) // nudgeflow releases the held run
-
-	require.Eventually(t, func() bool {
-		cond := gitlabSucceeded(t, c, "tenant", req.Name)
-		return cond != nil && cond.Status != corev1.ConditionUnknown
-	}, 5*time.Minute, 200*time.Millisecond)
-	got := gitlabGetRun(t, c, "tenant", req.Name)
-	logPath := filepath.Join(state, "runs", "tenant", req.Name+".log")
-	logText, _ := os.ReadFile(logPath)
+	tn := newTenant(t, w, forge)
+	res := tn.runNudge(t, nudge{Run: "renovate-nudge-gitlab-contract-1", Nudging: "operand", Nudged: "consumer",
+		Repo: "tenant/consumer", Image: builtRepo + ":v1", Digest: newDigest})
+	logPath := res.LogPath
+	got := res.Run
 	cond := got.Status.GetCondition(apis.ConditionSucceeded)
 	require.Equal(t, corev1.ConditionTrue, cond.Status, "%+v\nlog %s", cond, logPath)
 	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeOK)}},
 		got.Status.Results)
-	st := renovate.StatusOf(got)
-	require.True(t, st.Done && st.Succeeded, "nudgeflow reads the run as succeeded: %+v", st)
-	require.NotContains(t, string(logText), "ERROR:", "Renovate logged no error; log %s", logPath)
+	require.True(t, res.Status.Done && res.Status.Succeeded, "nudgeflow reads the run as succeeded: %+v", res.Status)
+	require.NotContains(t, res.Log, "ERROR:", "Renovate logged no error; log %s", logPath)
 
 	prs := forge.PRs(t, "tenant", "consumer")
 	require.Len(t, prs, 1, "log %s", logPath)
@@ -211,7 +172,7 @@ func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
 	require.Equal(t, []string{renovate.NudgeLabel}, pr.Labels, "the nudge label is applied")
 	require.Equal(t, []string{renovate.NudgeLabel}, emu.Labels("tenant", "consumer"), "no label was created besides the tenant's")
 	// build-service's header and footer; Renovate's gitlab platform writes "MR" for "PR".
-	require.True(t, strings.HasPrefix(pr.Body, "Image created from ''"), pr.Body)
+	require.True(t, strings.HasPrefix(pr.Body, "Image created from '"+repoAtSHA("operand")+"'"), pr.Body)
 	require.Contains(t, pr.Body, "To execute skipped test pipelines write comment `/ok-to-test`\nThis is Konflux nudging MR, not Mintmaker.")
 
 	// The branch came over git: one commit by the bot's git author on main, the
@@ -245,9 +206,7 @@ func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
 		}
 	}
 	t.Logf("renovate called: %s", strings.Join(routes, ", "))
-	if m := regexp.MustCompile(`--- step renovate exited 0: (.*)`).FindSubmatch(logText); m != nil {
-		t.Logf("renovate run: %s", m[1])
-	}
+	t.Logf("renovate run: %s", res.Cost)
 	t.Logf("nudge MR !%d %q from %s", pr.Number, pr.Title, pr.HeadRef)
 	filesBumped := 0
 	for path, before := range files {
