@@ -336,3 +336,19 @@ func TestCreateTreeWithADirectoryBySHA(t *testing.T) {
 		t.Error("a directory by an unknown tree SHA was accepted")
 	}
 }
+
+// matching-refs lists the refs that start with a name, and none is an empty list.
+func TestMatchingRefs(t *testing.T) {
+	_, gh, _ := setup(t)
+	ctx := context.Background()
+	push(t, gh, "feature-1", "one", true)
+	push(t, gh, "feature-2", "two", true)
+	refs, _, err := gh.Git.ListMatchingRefs(ctx, "org", "bundle", "heads/feature")
+	if err != nil || len(refs) != 2 || refs[0].GetRef() != "refs/heads/feature-1" || refs[1].GetRef() != "refs/heads/feature-2" {
+		t.Fatalf("matching heads/feature: %v %+v", err, refs)
+	}
+	refs, _, err = gh.Git.ListMatchingRefs(ctx, "org", "bundle", "heads/nothing")
+	if err != nil || len(refs) != 0 {
+		t.Fatalf("matching heads/nothing: %v %+v", err, refs)
+	}
+}

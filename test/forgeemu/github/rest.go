@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +29,7 @@ func (s *Server) routes() http.Handler {
 	s.labelRoutes(api)
 	api("GET /repos/{owner}/{repo}", s.getRepo)
 	api("GET /repos/{owner}/{repo}/git/ref/{ref...}", s.getRef)
+	api("GET /repos/{owner}/{repo}/git/matching-refs/{ref...}", s.matchingRefs)
 	api("POST /repos/{owner}/{repo}/git/refs", s.createRef)
 	api("PATCH /repos/{owner}/{repo}/git/refs/{ref...}", s.updateRef)
 	api("GET /repos/{owner}/{repo}/git/trees/{sha}", s.getTree)
@@ -197,6 +200,30 @@ func (s *Server) getRef(w http.ResponseWriter, r *http.Request, _ User) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.refJSON(rp, ref, sha))
+}
+
+// matchingRefs lists the refs whose name starts with the given one ("heads/feat"
+// matches heads/feature), sorted, as GitHub does: 200 with [] when none does.
+func (s *Server) matchingRefs(w http.ResponseWriter, r *http.Request, _ User) {
+	rp := s.repoOf(w, r)
+	if rp == nil {
+		return
+	}
+	prefix := r.PathValue("ref")
+	names := map[string]string{}
+	for br, sha := range rp.Branches {
+		names["heads/"+br] = sha
+	}
+	for ref, sha := range rp.otherRefs {
+		names[ref] = sha
+	}
+	out := []map[string]any{}
+	for _, ref := range slices.Sorted(maps.Keys(names)) {
+		if strings.HasPrefix(ref, prefix) {
+			out = append(out, s.refJSON(rp, ref, names[ref]))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createRef(w http.ResponseWriter, r *http.Request, u User) {

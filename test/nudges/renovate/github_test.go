@@ -32,17 +32,26 @@ var githubBot = githubemu.User{Login: "konflux-nudge-bot", Name: "Konflux Nudge 
 // platform treats "ghs_" as an App's token and "github_pat_" as fine-grained.
 const githubBotToken = "ghp_konfluxnudgebot0000000000000000000000"
 
+// githubAppToken has an App installation token's prefix, what build-service's
+// GitHub App path hands Renovate: Renovate then pushes its commit to
+// refs/renovate/branches/… and makes the branch's commit through the API
+// (platform-native commit), so the App signs it.
+const githubAppToken = "ghs_konfluxnudgeapp0000000000000000000000"
+
 // githubForge is the GitHub emulator (test/forgeemu/github) with real git behind
 // its clone URLs, as Renovate's github platform meets it: GHES style, REST under
 // /api/v3/ and GraphQL at /api/graphql.
-type githubForge struct{ emu *githubemu.Server }
+type githubForge struct {
+	emu   *githubemu.Server
+	token string
+}
 
 func startGitHub(t *testing.T) forgeUnderTest {
 	t.Helper()
 	emu := githubemu.New()
 	t.Cleanup(emu.Close)
 	emu.AddToken(githubBotToken, githubBot)
-	return &githubForge{emu: emu}
+	return &githubForge{emu: emu, token: githubBotToken}
 }
 
 func (g *githubForge) Name() string     { return "github" }
@@ -53,7 +62,7 @@ func (g *githubForge) Platform() string { return "github" }
 func (g *githubForge) Endpoint() string  { return g.emu.APIURL() }
 func (g *githubForge) Username() string  { return githubBot.Login }
 func (g *githubForge) GitAuthor() string { return githubBot.Name + " <" + githubBot.Email + ">" }
-func (g *githubForge) Token() string     { return githubBotToken }
+func (g *githubForge) Token() string     { return g.token }
 
 func (g *githubForge) CreateRepo(t *testing.T, owner, name, branch string, files map[string]string) {
 	t.Helper()
@@ -130,18 +139,31 @@ func newGitHubHookSink(t *testing.T, secret string) *githubHookSink {
 // real registry over TLS, opens the nudge pull request with the built digest; the
 // branch Renovate pushed over git is what the API and the webhooks show.
 func TestRenovateOpensTheNudgePROnGitHub(t *testing.T) {
+	for _, tc := range []struct{ name, token, suffix string }{
+		{"personal access token: Renovate pushes the branch over git", githubBotToken, "-pat"},
+		{"GitHub App token: Renovate commits through the API", githubAppToken, "-app"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			renovateOpensTheNudgePROnGitHub(t, tc.token, tc.suffix)
+		})
+	}
+}
+
+func renovateOpensTheNudgePROnGitHub(t *testing.T, token, suffix string) {
 	w := sharedWorld(t)
 	ctx := context.Background()
-	oldDigest, err := w.registry.PushImage(ctx, "ns/operand-gh:v1")
+	oldDigest, err := w.registry.PushImage(ctx, "ns/operand-gh"+suffix+":v1")
 	require.NoError(t, err)
-	newDigest, err := w.registry.PushImage(ctx, "ns/operand-gh:v1") // the build being nudged
+	newDigest, err := w.registry.PushImage(ctx, "ns/operand-gh"+suffix+":v1") // the build being nudged
 	require.NoError(t, err)
 
-	forge := forgeStarters["github"](t)
-	emu := forge.(*githubForge).emu
+	emu := forgeStarters["github"](t).(*githubForge).emu
+	emu.AddToken(githubAppToken, githubBot)
+	forge := &githubForge{emu: emu, token: token}
 	sink := newGitHubHookSink(t, "hook-secret")
 	emu.AddWebhookFor(sink.srv.URL, "hook-secret", githubemu.EventPush, githubemu.EventPullRequest)
-	builtRepo := w.registry.Host + "/ns/operand-gh"
+	builtRepo := w.registry.Host + "/ns/operand-gh" + suffix
 	files := map[string]string{
 		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
 		"README.md":  "outside fileMatch: " + builtRepo + "@" + oldDigest + "\n",
@@ -154,7 +176,7 @@ func TestRenovateOpensTheNudgePROnGitHub(t *testing.T) {
 
 	// The PipelineRun, its config and Secret exactly as nudgeflow's activity writes them.
 	tn := newTenant(t, w, forge)
-	res := tn.runNudge(t, nudge{Run: "renovate-nudge-github-contract-1", Nudging: "operand", Nudged: "consumer",
+	res := tn.runNudge(t, nudge{Run: "renovate-nudge-github-contract-" + suffix[1:], Nudging: "operand", Nudged: "consumer",
 		Repo: "tenant/consumer", Image: builtRepo + ":v1", Digest: newDigest})
 	logPath, logText := res.LogPath, res.Log
 	got := res.Run
@@ -223,5 +245,5 @@ func TestRenovateOpensTheNudgePROnGitHub(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, filesBumped)
-	t.Logf("renovate-e2e forge=github files_bumped=%d prs=%d rollback=0", filesBumped, len(prs))
+	t.Logf("renovate-e2e forge=github files_bumped=%d prs=%d rollback=0 token=%s", filesBumped, len(prs), suffix[1:])
 }
