@@ -50,10 +50,11 @@ type Ports struct {
 	ForgeHook  int // the bridge's forge webhook receiver
 	GitLab     int // GitLab emulator: API and web pages
 	Forgejo    int // the real Gitea server (API and web UI), with Options.Forgejo
+	Registry   int // the OCI image registry (HTTPS, the stack's CA)
 }
 
 // DefaultPorts are the documented defaults.
-var DefaultPorts = Ports{APIServer: 16443, Temporal: 7233, TemporalUI: 8233, Forge: 8180, ForgeHook: 8181, GitLab: 8182, Forgejo: 8183}
+var DefaultPorts = Ports{APIServer: 16443, Temporal: 7233, TemporalUI: 8233, Forge: 8180, ForgeHook: 8181, GitLab: 8182, Forgejo: 8183, Registry: 8184}
 
 // Options configure Run.
 type Options struct {
@@ -122,9 +123,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	var stops []func() // run in reverse order
 	defer func() {
-		parts := "worker, bridge, GitHub and GitLab emulators, Temporal, kube-apiserver and etcd"
+		parts := "Renovate runner, worker, bridge, GitHub and GitLab emulators, image registry, Temporal, kube-apiserver and etcd"
 		if opts.Forgejo {
-			parts = "worker, bridge, GitHub and GitLab emulators, Forgejo (Gitea), Temporal, kube-apiserver and etcd"
+			parts = "Renovate runner, worker, bridge, GitHub and GitLab emulators, image registry, Forgejo (Gitea), Temporal, kube-apiserver and etcd"
 		}
 		fmt.Fprintln(out, "stopping: "+parts)
 		for i := len(stops) - 1; i >= 0; i-- {
@@ -251,6 +252,21 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("creating a Kubernetes client: %w", err)
 	}
 
+	// The image registry the simulated builds push to and Renovate reads, trusted
+	// through the worker's trusted CA bundle; a restart pushes the builds' images
+	// again (it keeps them in memory).
+	reg, regCA, err := startRegistry(opts.Home, opts.Ports.Registry)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, func() { logStop("image registry", reg.Close()) })
+	if err := trustRegistry(ctx, kc, regCA); err != nil {
+		return err
+	}
+	if err := republishBuiltImages(ctx, kc, reg); err != nil {
+		return err
+	}
+
 	// The GitHub emulator, with the state of the last run.
 	emu, err := githubemu.NewAt(net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.Forge)))
 	if err != nil {
@@ -272,7 +288,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	go saveLoop(emu, emuFile, emuStop, emuDone)
 	emu.AddToken(tok.Bot, githubemu.User{Login: "nudgeflow[bot]", Name: Bot.Name, Email: Bot.Email})
 	emu.AddToken(tok.Maintainer, githubemu.User{Login: "maintainer", Name: "Demo Maintainer", Email: "maintainer@example.com"})
-	seedForge(emu)
+	seedForge(emu, reg.Host)
 
 	// The GitLab emulator, with the state of the last run: the second bundle's forge.
 	gl, err := glemu.NewAt(net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.GitLab)))
@@ -295,7 +311,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	go saveLoop(gl, glFile, glStop, glDone)
 	gl.AddToken(tok.Bot, glemu.User{Username: "project_1_bot", Name: Bot.Name, Email: Bot.Email})
 	gl.AddToken(tok.Maintainer, glemu.User{Username: "maintainer", Name: "Demo Maintainer", Email: "maintainer@example.com"})
-	seedGitLab(gl)
+	seedGitLab(gl, reg.Host)
 
 	// The bridge: reconcilers, admission webhooks, forge webhook receiver.
 	bridgeLog, err := openLog("bridge.log")
@@ -335,16 +351,23 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	wk := nfworker.New(tc, nfworker.Deps{Kube: wkc, Temporal: tc,
+	wk := nfworker.New(tc, nfworker.Deps{Kube: wkc, Temporal: tc, OperatorNamespace: OperatorNamespace,
 		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{Tuning: opts.Worker})
 	if err := wk.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}
 	stops = append(stops, wk.Stop)
 
-	seed := seedOptions{forgeURL: emu.URL(), gitlabURL: gl.URL(), botToken: tok.Bot}
+	// Tekton's part for the nudge PipelineRuns: the runner runs each released one
+	// with the pinned Renovate, its log in logs/renovate/<namespace>/<run>.log.
+	renovateLogs, err := startRenovateRunner(ctx, cp.Config, opts.Home, out, &stops)
+	if err != nil {
+		return err
+	}
+
+	seed := seedOptions{forgeURL: emu.URL(), gitlabURL: gl.URL(), botToken: tok.Bot, registry: reg.Host}
 	if fj != nil {
-		if err := seedForgejo(fj); err != nil {
+		if err := seedForgejo(fj, reg.Host); err != nil {
 			return err
 		}
 		seed.forgejoURL, seed.forgejoBotToken = fj.URL, fj.BotToken
@@ -371,6 +394,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	run.Kubeconfig, run.APIServer, run.TemporalAddress, run.TemporalUI = kubeconfig, cp.Config.Host, tmp.Address, tmp.UIAddress
 	run.Namespace, run.ForgeURL, run.ForgeHookURL, run.Logs = tmp.Namespace, emu.URL(), hookURL, logs
+	run.Registry, run.RenovateLogs = reg.Host, renovateLogs
 	if err := writeJSONFile(filepath.Join(opts.Home, fileRunning), run); err != nil {
 		return err
 	}
@@ -393,7 +417,9 @@ nudgeflow-dev dev is ready (started in %s)
   Temporal Web UI     %s/namespaces/%s/workflows
   GitHub emulator     %s   (repositories, pull requests, CI events)
   GitLab emulator     %s   (the second bundle's merge requests and pipelines)
-%s  kube-apiserver      %s
+%s  image registry      %s   (the simulated builds' images; HTTPS, CA in %s)
+  Renovate runs' logs %s
+  kube-apiserver      %s
   kubeconfig          %s   (context namespace: %s)
   Temporal frontend   %s   (namespace %s)
   logs                %s
@@ -405,7 +431,7 @@ Next, in another terminal:
   # then follow "Walkthrough" in README.md
 
 Ctrl-C stops everything; `+"`make run`"+` again resumes where it was.
-`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.GitLabURL, forgejo, r.APIServer, r.Kubeconfig, DemoNamespace,
+`, took.Round(100*time.Millisecond), r.TemporalUI, r.Namespace, r.ForgeURL, r.GitLabURL, forgejo, r.Registry, fileRegistryCA, r.RenovateLogs, r.APIServer, r.Kubeconfig, DemoNamespace,
 		r.TemporalAddress, r.Namespace, r.Logs)
 }
 
@@ -417,7 +443,8 @@ func checkPorts(p Ports, forgejo bool) error {
 	}
 	checks := []check{{p.APIServer, "kube-apiserver", "--apiserver-port"}, {p.Temporal, "Temporal frontend", "--temporal-port"},
 		{p.TemporalUI, "Temporal Web UI", "--ui-port"}, {p.Forge, "GitHub emulator", "--forge-port"},
-		{p.ForgeHook, "forge webhook receiver", "--forge-hook-port"}, {p.GitLab, "GitLab emulator", "--gitlab-port"}}
+		{p.ForgeHook, "forge webhook receiver", "--forge-hook-port"}, {p.GitLab, "GitLab emulator", "--gitlab-port"},
+		{p.Registry, "image registry", "--registry-port"}}
 	if forgejo {
 		checks = append(checks, check{p.Forgejo, "Forgejo (Gitea) server", "--forgejo-port"})
 	}

@@ -176,7 +176,7 @@ func TestForgejoWalkthrough(t *testing.T) {
 			}
 			csv := g.file(t, prs[0].Head.SHA, devenv.CSVPath)
 			for _, c := range devenv.ForgejoNudgers {
-				contains(t, csv, devenv.ImageOf(c)+"@"+devenv.DigestOf(devenv.DemoNamespace, c, 1))
+				contains(t, csv, devenv.ImageOf(e.p.registryHost(), c)+"@"+devenv.DigestOf(devenv.DemoNamespace, c, 1))
 			}
 			contains(t, out, "forgejo-bundle-update")
 		},

@@ -45,6 +45,10 @@ func toolEnv(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	renovateBin, err := localenv.Renovate()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var env []string
 	for _, kv := range os.Environ() {
 		// What the walkthrough must set itself (eval "$(nudgeflow-dev dev env)").
@@ -53,7 +57,7 @@ func toolEnv(t *testing.T) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "KUBEBUILDER_ASSETS="+assets, "TEMPORAL_CLI="+temporal, "KUBECTL="+kubectl)
+	return append(env, "KUBEBUILDER_ASSETS="+assets, "TEMPORAL_CLI="+temporal, "KUBECTL="+kubectl, "RENOVATE="+renovateBin)
 }
 
 // buildBinary builds bin/nudgeflow and bin/nudgeflow-dev inside dir, as `make run`
@@ -71,24 +75,27 @@ func buildBinary(t *testing.T, dir string) {
 	}
 }
 
-type ports struct{ apiserver, temporal, ui, forge, hook, gitlab, forgejo int }
+type ports struct{ apiserver, temporal, ui, forge, hook, gitlab, forgejo, registry int }
 
-// freePorts picks seven free ports below the kernel's ephemeral range (32768 and up),
+// registryHost is the image registry of a stack on p, as image references name it.
+func (p ports) registryHost() string { return "127.0.0.1:" + strconv.Itoa(p.registry) }
+
+// freePorts picks eight free ports below the kernel's ephemeral range (32768 and up),
 // so the control plane's own free-port choices (etcd's) cannot land on them between
 // the pick and the start.
 func freePorts(t *testing.T) ports {
 	t.Helper()
 	var p []int
-	for port := 20000 + rand.IntN(10000); len(p) < 7 && port < 32000; port++ {
+	for port := 20000 + rand.IntN(10000); len(p) < 8 && port < 32000; port++ {
 		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 			_ = l.Close()
 			p = append(p, port)
 		}
 	}
-	if len(p) < 7 {
-		t.Fatal("no seven free ports between 20000 and 32000")
+	if len(p) < 8 {
+		t.Fatal("no eight free ports between 20000 and 32000")
 	}
-	return ports{p[0], p[1], p[2], p[3], p[4], p[5], p[6]}
+	return ports{p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]}
 }
 
 // setUp builds bin/nudgeflow-dev into a fresh folder and returns that folder, the
@@ -129,7 +136,8 @@ func devArgs(p ports, extra ...string) []string {
 	return append([]string{"dev",
 		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
 		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook),
-		"--gitlab-port", strconv.Itoa(p.gitlab), "--forgejo-port", strconv.Itoa(p.forgejo)}, extra...)
+		"--gitlab-port", strconv.Itoa(p.gitlab), "--forgejo-port", strconv.Itoa(p.forgejo),
+		"--registry-port", strconv.Itoa(p.registry)}, extra...)
 }
 
 // startDev starts `nudgeflow-dev dev` (with extra flags) and waits for its ready banner.

@@ -17,6 +17,7 @@ import (
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 )
 
 // Pipelines as Code's and Konflux's keys of a pull-request build (what
@@ -130,7 +131,7 @@ func (g ghAPI) openOrFindPR(ctx context.Context, owner, repo, branch, base strin
 // opened, as the demo's maintainer), and a succeeded build PipelineRun with PaC's
 // pull_request annotations (source branch, PR number, repository, SHA) is created.
 // build-service creates no nudge for a pull-request build; bridge/prgroups routes it.
-func PRBuild(ctx context.Context, kube ctrlclient.Client, forgeURL, token, ns, component, branch string) (*PRBuildResult, error) {
+func PRBuild(ctx context.Context, kube ctrlclient.Client, reg *ociregistry.Registry, forgeURL, token, ns, component, branch string) (*PRBuildResult, error) {
 	var comp mirrorv1alpha1.Component
 	if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: component}, &comp); err != nil {
 		return nil, fmt.Errorf("reading component %s/%s: %w", ns, component, err)
@@ -160,18 +161,20 @@ func PRBuild(ctx context.Context, kube ctrlclient.Client, forgeURL, token, ns, c
 		return nil, fmt.Errorf("listing the builds of %s/%s: %w", ns, component, err)
 	}
 	k := len(builds.Items) + 1
-	image := comp.Spec.ContainerImage
-	if image == "" {
-		image = ImageOf(component)
+	if comp.Spec.ContainerImage == "" {
+		return nil, fmt.Errorf("component %s/%s has no spec.containerImage to push to", ns, component)
 	}
+	seed := buildSeed(ns, component+"@pr", k)
 	res := &PRBuildResult{PR: n, PRURL: web, Opened: opened, SHA: sha, BuildResult: BuildResult{
-		Build: fmt.Sprintf("%s-on-pull-request-%d", component, k), ImageURL: fmt.Sprintf("%s:on-pr-%s", image, sha),
-		Digest: DigestOf(ns, component+"@pr", k)}}
+		Build: fmt.Sprintf("%s-on-pull-request-%d", component, k), ImageURL: fmt.Sprintf("%s:on-pr-%s", comp.Spec.ContainerImage, sha)}}
+	if res.Digest, err = pushBuiltImage(ctx, reg, res.ImageURL, seed); err != nil {
+		return nil, err
+	}
 	plr := &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{Name: res.Build, Namespace: ns,
 			Labels: map[string]string{konflux.LabelComponent: component, konflux.LabelPipelineType: "build",
 				"appstudio.openshift.io/application": comp.Spec.Application},
-			Annotations: map[string]string{konflux.AnnotationEventType: "pull_request", keySourceBranch: branch,
+			Annotations: map[string]string{konflux.AnnotationEventType: "pull_request", annotationImageSeed: seed, keySourceBranch: branch,
 				keyPRNumber: fmt.Sprint(n), keyRepoURL: strings.TrimSuffix(git.URL, ".git"), keySHA: sha, keyCommitSHA: sha}},
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
@@ -194,7 +197,11 @@ func PRBuildAsMaintainer(ctx context.Context, home string, kube ctrlclient.Clien
 	if err != nil {
 		return nil, err
 	}
-	return PRBuild(ctx, kube, r.ForgeURL, tok.Maintainer, ns, component, branch)
+	reg, err := RegistryClient(home)
+	if err != nil {
+		return nil, err
+	}
+	return PRBuild(ctx, kube, reg, r.ForgeURL, tok.Maintainer, ns, component, branch)
 }
 
 // PushHead is the head of component's branch in the GitHub emulator of the

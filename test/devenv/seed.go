@@ -2,7 +2,6 @@ package devenv
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,12 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
+	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 )
 
 // The demo namespace: an operator, its three operands and the OLM bundle they all
@@ -36,7 +37,6 @@ const (
 	Operator       = "operator"
 	OperatorTests  = "operator-tests"
 	CSVPath        = "bundle/manifests/operator.clusterserviceversion.yaml"
-	imageRegistry  = "quay.io/nudgeflow-demo/"
 	forgeSecret    = "forge-credentials"
 	forgeBotUser   = "nudgeflow"
 	defaultBranch  = "main"
@@ -67,8 +67,9 @@ var ForgejoNudgers = []string{"fj-operand-a", "fj-operand-b"}
 // no port) with another token, and the exact repository wins the lookup.
 const forgejoSecret = "forgejo-credentials"
 
-// ImageOf is a component's image repository (where its builds push).
-func ImageOf(component string) string { return imageRegistry + component }
+// ImageOf is a component's image repository (where its builds push) in the dev
+// stack's registry ("127.0.0.1:port"): Renovate looks its tags up there.
+func ImageOf(registry, component string) string { return registry + "/nudgeflow-demo/" + component }
 
 // ReleasesNamespace is the managed namespace whose ReleasePlanAdmission releases the
 // demo's operands, as on a real tenant.
@@ -80,24 +81,36 @@ var released = []string{"operand-a", "operand-b", "operand-c"}
 
 // ReferenceOf is the repository the bundle's CSV references a component by: the
 // public name of its distribution repository for the released operands (mapped from
-// quay.io/redhat-prod/nudgeflow-demo----<c> as build-service maps it), the built
-// repository for the operator.
-func ReferenceOf(component string) string {
+// quay.io/redhat-prod/nudgeflow-demo----<c> as build-service maps it; Renovate's
+// registry alias sends its lookups to the built repository), the built repository
+// for the operator.
+func ReferenceOf(registry, component string) string {
 	if slices.Contains(released, component) {
 		return "registry.redhat.io/nudgeflow-demo/" + component
 	}
-	return ImageOf(component)
+	return ImageOf(registry, component)
 }
 
 // DigestOf is the digest of a component's n-th simulated build (0: the one the
-// bundle references when the demo starts).
-func DigestOf(ns, component string, n int) string {
-	return fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(fmt.Sprintf("%s/%s-%d", ns, component, n))))
+// bundle references when the demo starts): the digest of the image its seed
+// names (ociregistry.SeededImage), which `nudgeflow-dev dev build` pushes.
+func DigestOf(ns, component string, n int) string { return seededDigest(buildSeed(ns, component, n)) }
+
+// buildSeed names the image of a component's n-th build.
+func buildSeed(ns, component string, n int) string { return fmt.Sprintf("%s/%s-%d", ns, component, n) }
+
+func seededDigest(seed string) string {
+	d, err := ociregistry.SeededDigest(seed)
+	if err != nil {
+		// An image of one in-memory layer: only a broken build of the library fails here.
+		panic(err)
+	}
+	return d
 }
 
 // seedForge creates the demo's repositories unless they exist (loaded from a
 // previous run).
-func seedForge(emu *githubemu.Server) {
+func seedForge(emu *githubemu.Server, registry string) {
 	for _, c := range Nudgers {
 		if !emu.HasRepo(DemoNamespace, c) {
 			emu.CreateRepo(DemoNamespace, c, defaultBranch, map[string]string{
@@ -110,7 +123,7 @@ func seedForge(emu *githubemu.Server) {
 		var csv strings.Builder
 		csv.WriteString(csvDescription)
 		for _, c := range Nudgers {
-			fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ReferenceOf(c), DigestOf(DemoNamespace, c, 0))
+			fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ReferenceOf(registry, c), DigestOf(DemoNamespace, c, 0))
 		}
 		emu.CreateRepo(DemoNamespace, Bundle, defaultBranch, map[string]string{
 			CSVPath:                csv.String(),
@@ -121,14 +134,14 @@ func seedForge(emu *githubemu.Server) {
 }
 
 // seedGitLab creates the second bundle's project unless it exists.
-func seedGitLab(gl *glemu.Server) {
+func seedGitLab(gl *glemu.Server, registry string) {
 	if gl.HasProject(DemoNamespace, GitLabBundle) {
 		return
 	}
 	var csv strings.Builder
 	csv.WriteString(csvDescription)
 	for _, c := range GitLabNudgers {
-		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ImageOf(c), DigestOf(DemoNamespace, c, 0))
+		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ImageOf(registry, c), DigestOf(DemoNamespace, c, 0))
 	}
 	gl.CreateProject(DemoNamespace, GitLabBundle, defaultBranch, map[string]string{
 		CSVPath:     csv.String(),
@@ -138,7 +151,7 @@ func seedGitLab(gl *glemu.Server) {
 
 // seedForgejo creates the third bundle's repository on the Gitea server unless it
 // exists (a resumed server keeps it).
-func seedForgejo(f *localenv.Forgejo) error {
+func seedForgejo(f *localenv.Forgejo, registry string) error {
 	var ae *localenv.APIError
 	err := f.API(http.MethodGet, "/repos/"+DemoNamespace+"/"+ForgejoBundle, f.AdminToken, nil, nil)
 	if err == nil {
@@ -150,13 +163,19 @@ func seedForgejo(f *localenv.Forgejo) error {
 	var csv strings.Builder
 	csv.WriteString(csvDescription)
 	for _, c := range ForgejoNudgers {
-		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ImageOf(c), DigestOf(DemoNamespace, c, 0))
+		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, ImageOf(registry, c), DigestOf(DemoNamespace, c, 0))
 	}
 	if err := f.CreateRepo(DemoNamespace, ForgejoBundle, defaultBranch, map[string]string{
 		CSVPath:     csv.String(),
 		"README.md": "# operator bundle on Forgejo\n\nThe CSV lists the operands' images by digest.\n",
 	}); err != nil {
 		return fmt.Errorf("seeding Forgejo: %w", err)
+	}
+	// Renovate applies only labels the repository has; a Konflux tenant creates
+	// the nudge label (GitHub and GitLab create a label on first use).
+	if err := f.API(http.MethodPost, "/repos/"+DemoNamespace+"/"+ForgejoBundle+"/labels", f.AdminToken,
+		map[string]string{"name": renovate.NudgeLabel, "color": "#00aabb"}, nil); err != nil {
+		return fmt.Errorf("creating the nudge label on Forgejo: %w", err)
 	}
 	return nil
 }
@@ -191,18 +210,20 @@ func releasePlanAdmission() *mirrorv1alpha1.ReleasePlanAdmission {
 // seedOptions are the forges seedCluster points the demo at.
 type seedOptions struct {
 	forgeURL, gitlabURL, botToken string
+	// registry is the dev stack's image registry, "127.0.0.1:port".
+	registry string
 	// forgejoURL and forgejoBotToken are set with --forgejo only.
 	forgejoURL, forgejoBotToken string
 }
 
 // bundleOn are the Components of a bundle on another forge (provider at bundleURL)
 // and its nudgers, whose sources are at nudgersURL.
-func bundleOn(ns, bundle string, nudgers []string, provider, bundleURL, nudgersURL string) []ctrlclient.Object {
+func bundleOn(ns, bundle string, nudgers []string, provider, bundleURL, nudgersURL, registry string) []ctrlclient.Object {
 	var objs []ctrlclient.Object
 	for _, c := range append([]string{bundle}, nudgers...) {
 		comp := &mirrorv1alpha1.Component{
 			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns},
-			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(registry, c),
 				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: nudgersURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
 		}
 		if c == bundle {
@@ -220,7 +241,7 @@ func bundleOn(ns, bundle string, nudgers []string, provider, bundleURL, nudgersU
 // edges and the Gitea bot's Secret, also to a namespace seeded without them.
 func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) error {
 	ns := DemoNamespace
-	forgeURL, gitlabURL, botToken := o.forgeURL, o.gitlabURL, o.botToken
+	forgeURL, gitlabURL, botToken, registry := o.forgeURL, o.gitlabURL, o.botToken, o.registry
 	objs := []ctrlclient.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&corev1.Secret{
@@ -234,7 +255,7 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 		objs = append(objs, &mirrorv1alpha1.Component{
 			// The emulator speaks GitHub's API; its host does not say so.
 			ObjectMeta: metav1.ObjectMeta{Name: c, Namespace: ns, Annotations: map[string]string{mirrorv1alpha1.AnnotationGitProvider: "github"}},
-			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(c),
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: c, Application: "demo-operator", ContainerImage: ImageOf(registry, c),
 				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{
 					URL: forgeURL + "/" + ns + "/" + c, Revision: defaultBranch}}},
 		})
@@ -242,9 +263,9 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 	// The GitLab emulator's and the Gitea server's loopback hosts do not say which
 	// forge they are: the bundles' annotations do. Their nudgers' sources are on the
 	// GitHub emulator, as the first bundle's.
-	objs = append(objs, bundleOn(ns, GitLabBundle, GitLabNudgers, "gitlab", gitlabURL, forgeURL)...)
+	objs = append(objs, bundleOn(ns, GitLabBundle, GitLabNudgers, "gitlab", gitlabURL, forgeURL, registry)...)
 	if o.forgejoURL != "" {
-		objs = append(objs, bundleOn(ns, ForgejoBundle, ForgejoNudgers, "forgejo", o.forgejoURL, forgeURL)...)
+		objs = append(objs, bundleOn(ns, ForgejoBundle, ForgejoNudgers, "forgejo", o.forgejoURL, forgeURL, registry)...)
 	}
 	objs = append(objs, &mirrorv1beta2.ComponentGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: OperatorTests, Namespace: ns},
@@ -292,7 +313,7 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 		if comp.Status.LastPromotedImage != "" {
 			continue
 		}
-		comp.Status.LastPromotedImage = ImageOf(c) + "@" + DigestOf(ns, c, 0)
+		comp.Status.LastPromotedImage = ImageOf(registry, c) + "@" + DigestOf(ns, c, 0)
 		if err := kube.Status().Update(ctx, &comp); err != nil {
 			return fmt.Errorf("setting lastPromotedImage of %s: %w", c, err)
 		}

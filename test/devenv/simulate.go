@@ -29,6 +29,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
+	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 )
 
 // The simulator stands in for the Konflux services a local world lacks:
@@ -48,13 +49,14 @@ type BuildResult struct {
 // component's earlier simulated builds: a build PipelineRun with IMAGE_URL and
 // IMAGE_DIGEST results and a Succeeded condition; and, when build-service would nudge
 // (build-nudges-ref in a namespace without a NudgeConfig), its nudge PipelineRun.
-func Build(ctx context.Context, kube ctrlclient.Client, ns, component string) (*BuildResult, error) {
-	return BuildAt(ctx, kube, ns, component, "")
+// reg is the stack's registry, where the build pushes its image (nil: nowhere).
+func Build(ctx context.Context, kube ctrlclient.Client, reg *ociregistry.Registry, ns, component string) (*BuildResult, error) {
+	return BuildAt(ctx, kube, reg, ns, component, "")
 }
 
 // BuildAt is Build of commit sha (PaC's sha annotation; "" for none): the push
 // build of a merge commit that a PR group waits for.
-func BuildAt(ctx context.Context, kube ctrlclient.Client, ns, component, sha string) (*BuildResult, error) {
+func BuildAt(ctx context.Context, kube ctrlclient.Client, reg *ociregistry.Registry, ns, component, sha string) (*BuildResult, error) {
 	var comp mirrorv1alpha1.Component
 	if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: component}, &comp); err != nil {
 		return nil, fmt.Errorf("reading component %s/%s: %w", ns, component, err)
@@ -65,18 +67,22 @@ func BuildAt(ctx context.Context, kube ctrlclient.Client, ns, component, sha str
 		return nil, fmt.Errorf("listing the builds of %s/%s: %w", ns, component, err)
 	}
 	n := len(builds.Items) + 1
-	image := comp.Spec.ContainerImage
-	if image == "" {
-		image = ImageOf(component)
+	if comp.Spec.ContainerImage == "" {
+		return nil, fmt.Errorf("component %s/%s has no spec.containerImage to push to", ns, component)
 	}
+	seed := buildSeed(ns, component, n)
 	res := &BuildResult{Build: fmt.Sprintf("%s-on-push-%d", component, n),
-		ImageURL: fmt.Sprintf("%s:on-push-%d", image, n), Digest: DigestOf(ns, component, n)}
+		ImageURL: fmt.Sprintf("%s:on-push-%d", comp.Spec.ContainerImage, n)}
+	var err error
+	if res.Digest, err = pushBuiltImage(ctx, reg, res.ImageURL, seed); err != nil {
+		return nil, err
+	}
 	now := metav1.Now()
 	plr := &tektonv1.PipelineRun{
 		ObjectMeta: metav1.ObjectMeta{Name: res.Build, Namespace: ns,
 			Labels: map[string]string{konflux.LabelComponent: component, konflux.LabelPipelineType: "build",
 				"appstudio.openshift.io/application": comp.Spec.Application},
-			Annotations: map[string]string{konflux.AnnotationEventType: "push"}},
+			Annotations: map[string]string{konflux.AnnotationEventType: "push", annotationImageSeed: seed}},
 		Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}},
 	}
 	if sha != "" {

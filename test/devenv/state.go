@@ -69,7 +69,11 @@ type Running struct {
 	ForgeHookURL    string `json:"forgeHookURL"`
 	GitLabURL       string `json:"gitlabURL,omitempty"`
 	ForgejoURL      string `json:"forgejoURL,omitempty"` // with --forgejo
-	Logs            string `json:"logs"`
+	// Registry is the image registry's host, "127.0.0.1:port".
+	Registry string `json:"registry,omitempty"`
+	// RenovateLogs holds each Renovate run's log: <namespace>/<run>.log.
+	RenovateLogs string `json:"renovateLogs,omitempty"`
+	Logs         string `json:"logs"`
 }
 
 // ReadRunning reads what the running, ready `nudgeflow-dev dev` in home wrote.

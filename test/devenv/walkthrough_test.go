@@ -14,13 +14,12 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
-	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/test/devenv"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
@@ -102,10 +101,58 @@ func (e *env) pageAt(url string, want ...string) string {
 
 type pull struct {
 	Number int
+	Title  string
 	Draft  bool
 	State  string
 	Merged bool
-	Head   struct{ SHA string }
+	Head   struct{ SHA, Ref string }
+}
+
+// builds counts component's simulated builds (the latest is the n-th).
+func (e *env) builds(component string) int {
+	e.t.Helper()
+	var builds tektonv1.PipelineRunList
+	if err := e.kube.List(context.Background(), &builds, ctrlclient.InNamespace(devenv.DemoNamespace),
+		ctrlclient.MatchingLabels{konflux.LabelComponent: component, konflux.LabelPipelineType: "build"}); err != nil {
+		e.t.Fatal(err)
+	}
+	return len(builds.Items)
+}
+
+// isNudge reports whether Renovate opened p (a nudge PR, not a group's).
+func (p pull) isNudge() bool { return strings.HasPrefix(p.Head.Ref, renovate.BranchPrefix) }
+
+// groupPulls are the bundle's PRs that groups opened, newest first.
+func (e *env) groupPulls() []pull {
+	e.t.Helper()
+	var out []pull
+	for _, p := range e.pulls() {
+		if !p.isNudge() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nudgePR waits for the nudge PR Renovate opens on the bundle for component's
+// latest build: its CSV carries that build's digest.
+func (e *env) nudgePR(component string) pull {
+	e.t.Helper()
+	want := devenv.ReferenceOf(e.p.registryHost(), component) + "@" + devenv.DigestOf(devenv.DemoNamespace, component, e.builds(component))
+	var found pull
+	world.Eventually(e.t, 2*time.Minute, "Renovate's nudge PR with "+want, func() (bool, error) {
+		for _, p := range e.pulls() {
+			if !p.isNudge() || p.State != "open" {
+				continue
+			}
+			if csv, err := e.forge.fileAt(bundleRepo, p.Head.SHA, devenv.CSVPath); err == nil && strings.Contains(csv, want) {
+				found = p
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no open nudge PR has it yet; Renovate's logs: %s", filepath.Join(e.home, "logs", "renovate", "runs", devenv.DemoNamespace))
+	})
+	return found
 }
 
 func (e *env) pulls() []pull {
@@ -240,7 +287,7 @@ func TestWalkthrough(t *testing.T) {
 			}
 			for _, c := range devenv.Nudgers {
 				// Operands by their distribution repository (the demo's ReleasePlanAdmission).
-				contains(t, csv, devenv.ReferenceOf(c)+"@"+devenv.DigestOf(devenv.DemoNamespace, c, 1))
+				contains(t, csv, devenv.ReferenceOf(e.p.registryHost(), c)+"@"+devenv.DigestOf(devenv.DemoNamespace, c, 1))
 			}
 			contains(t, out, "Ready")
 		},
@@ -272,7 +319,7 @@ func TestWalkthrough(t *testing.T) {
 			}
 			contains(t, out, "releasing with 1 of 2 components ready")
 			e.page("/"+bundleRepo+"/pull/2", `id="pr-state">open<`, `id="ci-count">1<`)
-			if prs := e.pulls(); len(prs) != 2 {
+			if prs := e.groupPulls(); len(prs) != 2 {
 				t.Fatalf("want two PRs (one per group), got %+v", prs)
 			}
 		},
@@ -324,6 +371,13 @@ func TestWalkthrough(t *testing.T) {
 				t.Fatalf("the Renovate run belongs to %q, want a nudge of %s", run.Annotations[renovate.AnnotationWorkflowID], devenv.Bundle)
 			}
 			contains(t, out, "validated-nudge/"+devenv.DemoNamespace+"/"+devenv.Operator+"/"+devenv.Bundle)
+			// The stack's runner runs it with the pinned Renovate: the nudge PR appears.
+			pr := e.nudgePR(devenv.Operator)
+			// Renovate's title names the digest ("Update operator to d1d64bd", with a
+			// chore(deps): prefix where the repository's history uses semantic commits).
+			digest := devenv.DigestOf(devenv.DemoNamespace, devenv.Operator, e.builds(devenv.Operator))
+			e.page(fmt.Sprintf("/%s/pull/%d", bundleRepo, pr.Number), `id="pr-state">open<`,
+				devenv.Operator+" to "+strings.TrimPrefix(digest, "sha256:")[:7])
 		},
 	}
 
@@ -346,12 +400,16 @@ func TestWalkthrough(t *testing.T) {
 		}
 	}
 
-	// The validated nudge's Renovate run is pending: its Nudge workflow is running.
+	// The validated nudge's Renovate run ran: its Nudge workflow completed.
 	renovateRun := e.renovateRun()
 	nudgeID := renovateRun.Annotations[renovate.AnnotationWorkflowID]
-	if s := e.workflowStatus(nudgeID); s != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		t.Fatalf("the Nudge workflow %s is %s before the restart, want Running", nudgeID, s)
-	}
+	world.Eventually(t, time.Minute, "the validated nudge's Nudge workflow completes after its Renovate run", func() (bool, error) {
+		if s := e.workflowStatus(nudgeID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			return false, fmt.Errorf("status %s", s)
+		}
+		return true, nil
+	})
+	nudgePRs := len(e.pulls()) - len(e.groupPulls())
 
 	// Ctrl-C, then `make run` again: everything resumes, nothing is duplicated.
 	d.interrupt(t)
@@ -365,27 +423,26 @@ func TestWalkthrough(t *testing.T) {
 		}
 	}
 	// The two ChangeGroups' merged PRs, and the PR group's, ready (newest first).
-	if prs := e.pulls(); len(prs) != 3 || prs[0].State != "open" || prs[0].Draft || !prs[1].Merged || !prs[2].Merged {
+	if prs := e.groupPulls(); len(prs) != 3 || prs[0].State != "open" || prs[0].Draft || !prs[1].Merged || !prs[2].Merged {
 		t.Fatalf("after the restart want the PR group's ready PR and the two merged PRs, got %+v", prs)
+	}
+	if n := len(e.pulls()) - len(e.groupPulls()); n != nudgePRs {
+		t.Fatalf("after the restart want the %d nudge PRs Renovate opened, got %d", nudgePRs, n)
+	}
+	// The restarted registry holds the builds' images again (it keeps them in memory).
+	reg, err := devenv.RegistryClient(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := e.builds(devenv.Operator)
+	tag := fmt.Sprintf("nudgeflow-demo/%s:on-push-%d", devenv.Operator, n)
+	if got, err := reg.Resolve(context.Background(), tag); err != nil || got != devenv.DigestOf(devenv.DemoNamespace, devenv.Operator, n) {
+		t.Fatalf("after the restart %s resolves to %q (%v), want the build's digest", tag, got, err)
 	}
 	e.page("/ci", fmt.Sprintf(`href="/%s/pull/1"`, bundleRepo))
 	if s := e.workflowStatus(e.group("bundle-update").Status.WorkflowID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Fatalf("after the restart the workflow is %s", s)
 	}
-	// The running workflow resumed: Tekton (here, the test) ends the Renovate run and
-	// the Nudge workflow completes.
-	renovateRun = e.renovateRun()
-	if err := world.SetStatus(context.Background(), e.kube, renovateRun, func() {
-		renovateRun.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	world.Eventually(t, 60*time.Second, "the resumed Nudge workflow completes when its Renovate run ends", func() (bool, error) {
-		if s := e.workflowStatus(nudgeID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-			return false, fmt.Errorf("status %s", s)
-		}
-		return true, nil
-	})
 	d2.interrupt(t)
 }
 

@@ -47,5 +47,9 @@ func RenovateConfigValidator() (string, error) {
 	return toolPath("RENOVATE_CONFIG_VALIDATOR", "path renovate-config-validator")
 }
 
+// Renovate is the pinned Renovate CLI, installed from npm by hack/tools.sh
+// (RENOVATE): the dev stack's and the tests' PipelineRun runner runs it.
+func Renovate() (string, error) { return toolPath("RENOVATE", "path renovate") }
+
 // Kubectl is the kubectl binary (KUBECTL).
 func Kubectl() (string, error) { return toolPath("KUBECTL", "path kubectl") }

@@ -64,6 +64,7 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.GitLab, "gitlab-port", ports.GitLab, "GitLab emulator port (API and web pages)")
 	fs.BoolVar(&forgejo, "forgejo", false, "also start the real Gitea server (Forgejo's API) with a third bundle; its first build takes minutes")
 	fs.IntVar(&ports.Forgejo, "forgejo-port", ports.Forgejo, "Forgejo (Gitea) server port, with --forgejo")
+	fs.IntVar(&ports.Registry, "registry-port", ports.Registry, "OCI image registry port (HTTPS): the simulated builds' images, which Renovate looks up")
 	tuning = cli.AddWorkerTuningFlags(cmd)
 	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
 	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow-dev dev` (tests of the crash recovery)")
@@ -178,11 +179,16 @@ which start or update the PR group of BRANCH (ADR 29).`,
 			fmt.Fprintf(out, "pipelinerun/%s succeeded: pull-request build of %s at %.7s: %s (%s)\n", res.Build, res.PRURL, res.SHA, res.ImageURL, res.Digest)
 			return nil
 		}
-		sha := ""
-		if home, err := devenv.Home(); err == nil {
-			sha = devenv.PushHead(ctx, home, c, ns, args[0])
+		home, err := devenv.Home()
+		if err != nil {
+			return err
 		}
-		res, err := devenv.BuildAt(ctx, c, ns, args[0], sha)
+		reg, err := devenv.RegistryClient(home)
+		if err != nil {
+			return err
+		}
+		sha := devenv.PushHead(ctx, home, c, ns, args[0])
+		res, err := devenv.BuildAt(ctx, c, reg, ns, args[0], sha)
 		if err != nil {
 			return err
 		}
