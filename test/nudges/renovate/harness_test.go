@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -81,7 +80,7 @@ func sharedWorld(t *testing.T) *world {
 }
 
 func startWorld() (w *world, err error) {
-	renovateBin, err := renovateTool()
+	renovateBin, err := localenv.Renovate()
 	if err != nil {
 		return nil, err
 	}
@@ -128,18 +127,6 @@ func startWorld() (w *world, err error) {
 	stops = append(stops, pw.Stop)
 	return &world{World: pw, ca: ca, registry: reg, private: priv, privateUser: user, privatePassword: password,
 		slots: make(chan struct{}, 3), state: state, stop: stopAll}, nil
-}
-
-// renovateTool is the pinned Renovate: $RENOVATE, else hack/tools.sh's.
-func renovateTool() (string, error) {
-	if p := os.Getenv("RENOVATE"); p != "" {
-		return p, nil
-	}
-	out, err := exec.Command(filepath.Join(localenv.RepoRoot(), "hack", "tools.sh"), "path", "renovate").Output()
-	if err != nil {
-		return "", fmt.Errorf("find the pinned Renovate (set RENOVATE=$(hack/tools.sh path renovate)): %w", err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func randomHex(n int) string {
