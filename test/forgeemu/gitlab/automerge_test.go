@@ -31,6 +31,7 @@ func TestMergeWhenPipelineSucceedsWaitsForTheHeadPipeline(t *testing.T) {
 	require.Equal(t, "running", mr.HeadPipeline.Status)
 
 	mr, _, err = c.MergeRequests.AcceptMergeRequest("tenant/consumer", mr.IID, &gl.AcceptMergeRequestOptions{
+		//lint:ignore SA1019 Renovate 39's gitlab platform sends merge_when_pipeline_succeeds, not auto_merge
 		MergeWhenPipelineSucceeds: new(true), ShouldRemoveSourceBranch: new(true)})
 	require.NoError(t, err)
 	require.Equal(t, "opened", mr.State)
