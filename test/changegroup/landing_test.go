@@ -40,11 +40,7 @@ func TestCancelledGroupsBuildLandsAsANudgePR(t *testing.T) {
 	ctx := context.Background()
 	s := &scenario{t: t, w: w, ns: w.Namespace(t), f: fj, components: []string{"operand-a", "operand-b"}}
 
-	ca, err := ociregistry.NewCA()
-	require.NoError(t, err)
-	cert, err := ca.ServingCert("127.0.0.1")
-	require.NoError(t, err)
-	reg, err := ociregistry.Start("127.0.0.1:0", cert, ca.Pool())
+	reg, ca, err := ociregistry.StartWithNewCA("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, reg.Close()) })
 	imageOf := func(c string) string { return reg.Host + "/" + s.ns + "/" + c }
@@ -92,13 +88,10 @@ func TestCancelledGroupsBuildLandsAsANudgePR(t *testing.T) {
 	require.NoError(t, os.WriteFile(caFile, ca.PEM, 0o600))
 	watcher, err := ctrlclient.NewWithWatch(w.Config(), ctrlclient.Options{Scheme: kube.NewScheme()})
 	require.NoError(t, err)
-	runs := t.TempDir()
-	runner := &plrunner.Runner{Client: watcher, StateDir: runs, ToolPath: filepath.Dir(renovateBin), Namespace: s.ns,
+	runner := &plrunner.Runner{Client: watcher, StateDir: t.TempDir(), ToolPath: filepath.Dir(renovateBin), Namespace: s.ns,
 		Env: append(os.Environ(), "NODE_EXTRA_CA_CERTS="+caFile)}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(runCtx) }()
-	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	stop := runner.Start(ctx)
+	t.Cleanup(func() { require.NoError(t, stop()) })
 
 	s.createGroup("g", s.components, 0)
 	s.explainOnFailure("g")
@@ -139,8 +132,7 @@ func TestCancelledGroupsBuildLandsAsANudgePR(t *testing.T) {
 		}
 		for _, r := range s.renovateRuns() {
 			if c := r.Status.GetCondition("Succeeded"); c != nil && c.IsFalse() && r.Annotations[konflux.AnnotationHeldBy] == "" {
-				log, _ := os.ReadFile(filepath.Join(runs, "runs", s.ns, r.Name+".log"))
-				t.Fatalf("the hand-back's Renovate run %s failed: %s\n%s", r.Name, c.Message, log)
+				t.Fatalf("the hand-back's Renovate run %s failed: %s\n%s", r.Name, c.Message, runner.ReadLog(s.ns, r.Name))
 			}
 		}
 		return false, fmt.Errorf("no Renovate PR yet; runs %s", runStates(s.renovateRuns()))

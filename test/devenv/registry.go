@@ -3,6 +3,7 @@ package devenv
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -41,20 +42,12 @@ const (
 // startRegistry serves the registry on 127.0.0.1:port with a new CA, written to
 // home for the simulator's pushes.
 func startRegistry(home string, port int) (*ociregistry.Registry, *ociregistry.CA, error) {
-	ca, err := ociregistry.NewCA()
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := ca.ServingCert("127.0.0.1")
+	reg, ca, err := ociregistry.StartWithNewCA(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(home, fileRegistryCA), ca.PEM, 0o600); err != nil {
-		return nil, nil, fmt.Errorf("writing the registry's CA: %w", err)
-	}
-	reg, err := ociregistry.Start(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cert, ca.Pool())
-	if err != nil {
-		return nil, nil, err
+		return nil, nil, errors.Join(fmt.Errorf("writing the registry's CA: %w", err), reg.Close())
 	}
 	return reg, ca, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
@@ -32,10 +31,9 @@ import (
 // real Gitea holding the nudged repository, and the PipelineRun runner with the
 // pinned Renovate running this namespace's nudge runs.
 type landing struct {
-	reg   *ociregistry.Registry
-	forge *localenv.Forgejo
-	// runs is the runner's state folder: runs/<ns>/<name>.log per run.
-	runs string
+	reg    *ociregistry.Registry
+	forge  *localenv.Forgejo
+	runner *plrunner.Runner
 }
 
 // startLanding starts the registry, Gitea and the runner for f's namespace, and
@@ -47,11 +45,7 @@ func startLanding(f *fixture) *landing {
 	require.NotEmpty(t, renovateBin, "set RENOVATE=$(hack/tools.sh path renovate)")
 	require.NotEmpty(t, os.Getenv("GITEA"), "set GITEA=$(hack/tools.sh path gitea)")
 
-	ca, err := ociregistry.NewCA()
-	require.NoError(t, err)
-	cert, err := ca.ServingCert("127.0.0.1")
-	require.NoError(t, err)
-	reg, err := ociregistry.Start("127.0.0.1:0", cert, ca.Pool())
+	reg, ca, err := ociregistry.StartWithNewCA("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, reg.Close()) })
 	f.trustedCA(string(ca.PEM))
@@ -68,12 +62,10 @@ func startLanding(f *fixture) *landing {
 
 	watcher, err := ctrlclient.NewWithWatch(f.w.Config(), ctrlclient.Options{Scheme: kube.NewScheme()})
 	require.NoError(t, err)
-	l := &landing{reg: reg, forge: forge, runs: t.TempDir()}
-	r := &plrunner.Runner{Client: watcher, StateDir: l.runs, ToolPath: filepath.Dir(renovateBin), Namespace: f.ns}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	l := &landing{reg: reg, forge: forge,
+		runner: &plrunner.Runner{Client: watcher, StateDir: t.TempDir(), ToolPath: filepath.Dir(renovateBin), Namespace: f.ns}}
+	stop := l.runner.Start(context.Background())
+	t.Cleanup(func() { require.NoError(t, stop()) })
 	return l
 }
 
@@ -89,15 +81,12 @@ func (l *landing) repo(t *testing.T, owner, name string, files map[string]string
 
 // log is the end of a run's log (the runner's folder goes with the test).
 func (l *landing) log(f *fixture, run string) string {
-	b, err := os.ReadFile(filepath.Join(l.runs, "runs", f.ns, run+".log"))
-	if err != nil {
-		return err.Error()
-	}
 	const tail = 6000
+	b := l.runner.ReadLog(f.ns, run)
 	if len(b) > tail {
 		b = b[len(b)-tail:]
 	}
-	return string(b)
+	return b
 }
 
 // build pushes a new image to component's repository under tag and records its
@@ -147,15 +136,9 @@ func TestValidatedNudgeLandsOnlyAfterTheGatePasses(t *testing.T) {
 	f.snapshot("gate-1", "gate", map[string]string{"operand": pullSpec}, true)
 	run := f.waitRuns(1)[0]
 	require.Equal(t, imageURL, run.Annotations[renovate.AnnotationNudgingImage])
-	var ended *apis.Condition
-	world.Eventually(t, 5*time.Minute, "the runner ends the Renovate run", func() (bool, error) {
-		var got tektonv1.PipelineRun
-		if err := f.w.Kube.Get(f.ctx, ctrlclient.ObjectKeyFromObject(&run), &got); err != nil {
-			return false, err
-		}
-		ended = got.Status.GetCondition(apis.ConditionSucceeded)
-		return ended != nil && ended.Status != corev1.ConditionUnknown, nil
-	})
+	got, err := plrunner.WaitFor(f.ctx, f.w.Kube, f.ns, run.Name, 5*time.Minute, plrunner.Ended)
+	require.NoError(t, err, "the runner ends the Renovate run")
+	ended := got.Status.GetCondition(apis.ConditionSucceeded)
 	runLog := l.log(f, run.Name)
 	require.Equal(t, corev1.ConditionTrue, ended.Status, "%+v; Renovate's log:\n%s", ended, runLog)
 

@@ -49,6 +49,25 @@ func Start(addr string, cert tls.Certificate, roots *x509.CertPool) (*Registry, 
 	return start(addr, cert, roots, nil)
 }
 
+// StartWithNewCA is Start on 127.0.0.1 (addr "127.0.0.1:0" for any free port)
+// with a new CA and a certificate it signed for 127.0.0.1: the CA is what the
+// registry's clients (Renovate through a trusted bundle) must trust.
+func StartWithNewCA(addr string) (*Registry, *CA, error) {
+	ca, err := NewCA()
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := ca.ServingCert("127.0.0.1")
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := Start(addr, cert, ca.Pool())
+	if err != nil {
+		return nil, nil, err
+	}
+	return reg, ca, nil
+}
+
 // StartPrivate is Start for a registry that answers nobody without the
 // username and password: every request without them gets 401 and a Basic
 // challenge (as a private repository of a registry with basic auth does; quay.io

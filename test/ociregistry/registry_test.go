@@ -10,11 +10,7 @@ import (
 
 func startTestRegistry(t *testing.T) *Registry {
 	t.Helper()
-	ca, err := NewCA()
-	require.NoError(t, err)
-	cert, err := ca.ServingCert("127.0.0.1")
-	require.NoError(t, err)
-	r, err := Start("127.0.0.1:0", cert, ca.Pool())
+	r, _, err := StartWithNewCA("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	return r

@@ -102,6 +102,15 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
+// Start runs r in the background until stop is called; stop stops the running
+// steps, waits for them and returns what Run returned.
+func (r *Runner) Start(ctx context.Context) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return func() error { cancel(); return <-done }
+}
+
 func (r *Runner) watchOnce(ctx context.Context) error {
 	// The watch starts with an ADDED event per existing run, so runs created
 	// before the runner started are picked up too.

@@ -29,8 +29,7 @@ type World struct {
 	Client ctrlclient.WithWatch
 	Runner *Runner
 	env    *envtest.Environment
-	cancel context.CancelFunc
-	done   chan error
+	stop   func() error
 }
 
 // StartWorld starts the API server and a runner keeping its state in stateDir,
@@ -57,16 +56,14 @@ func StartWorld(stateDir, toolPath string) (*World, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("client for the runner's API server: %w", err), env.Stop())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &World{Client: c, Runner: &Runner{Client: c, StateDir: stateDir, ToolPath: toolPath}, env: env, cancel: cancel, done: make(chan error, 1)}
-	go func() { w.done <- w.Runner.Run(ctx) }()
+	w := &World{Client: c, Runner: &Runner{Client: c, StateDir: stateDir, ToolPath: toolPath}, env: env}
+	w.stop = w.Runner.Start(context.Background())
 	return w, nil
 }
 
 // Stop stops the runner (killing the steps still running) and the API server.
 func (w *World) Stop() error {
-	w.cancel()
-	return errors.Join(<-w.done, w.env.Stop())
+	return errors.Join(w.stop(), w.env.Stop())
 }
 
 // LogPath is where the runner keeps the log of run ns/name (all its steps).
