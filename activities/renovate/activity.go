@@ -639,6 +639,8 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 				s.Succeeded, s.Reason, s.Message = false, ReasonRegistryAuthFailed, registryAuthMessage(plr)
 			case OutcomeImageLookupFailed:
 				s.Succeeded, s.Reason, s.Message = false, ReasonImageLookupFailed, imageLookupMessage(plr)
+			case OutcomeRepositoryNotUpdated:
+				s.Succeeded, s.Reason, s.Message = false, ReasonRepositoryNotUpdated, repositoryNotUpdatedMessage(plr)
 			}
 		}
 		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {

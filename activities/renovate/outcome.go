@@ -30,10 +30,16 @@ const (
 	// OutcomeImageLookupFailed: Renovate could not look the image up for another
 	// reason (the tag is missing, the registry answered an error).
 	OutcomeImageLookupFailed = "image-lookup-failed"
+	// OutcomeRepositoryNotUpdated: Renovate looked the image up but did not update
+	// the nudged repository: it aborted the repository (repositoryAborts) or could
+	// not push the branch (branchFailures).
+	OutcomeRepositoryNotUpdated = "repository-not-updated"
 	// ReasonRegistryAuthFailed is RunStatus.Reason of a registry-auth-failed run.
 	ReasonRegistryAuthFailed = "RegistryAuthFailed"
 	// ReasonImageLookupFailed is RunStatus.Reason of an image-lookup-failed run.
 	ReasonImageLookupFailed = "ImageLookupFailed"
+	// ReasonRepositoryNotUpdated is RunStatus.Reason of a repository-not-updated run.
+	ReasonRepositoryNotUpdated = "RepositoryNotUpdated"
 	// registryAuthFailure is the line Renovate's docker datasource logs when the
 	// token service fails.
 	registryAuthFailure = "Error obtaining docker token"
@@ -45,20 +51,64 @@ const (
 // it could not authenticate (no or refused credentials, a failed token service).
 var registryAuthFailures = []string{registryAuthFailure, "Failed to get authHeaders", "Unauthorized docker lookup", "No docker auth found"}
 
+// Renovate exits 0 too when it gives up on the repository (it exits 1 only for
+// what it logs at ERROR): lib/workers/repository/error.ts logs these at INFO or
+// WARN and ends the repository. None of them happens on a run that updated it.
+// "Repository has no package files" is not among them: the nudged repository does
+// not reference the image, so there is nothing to nudge.
+var repositoryAborts = []string{
+	"Repository has changed during renovation - aborting", // repository-changed: a push raced Renovate's
+	"Rate limit exceeded - aborting",
+	"Bad credentials - aborting",
+	"Integration unauthorized - aborting",
+	"Authentication error - aborting",
+	"Git error - aborting",
+	"Temporary error - aborting",
+	"Insufficient memory - aborting",
+	"External host error causing abort",
+	"Repository is forbidden",
+	"Repository is archived - skipping",
+	"Repository is disabled - skipping",
+	"Repository is blocked - skipping",
+	"Repository has been renamed - skipping",
+	"Repository is empty - skipping",
+	"Repository is a mirror - skipping",
+}
+
+// branchFailures are what Renovate logs when it could not write the branch but
+// carries on (lib/workers/repository/update/branch/index.ts, and the GitHub
+// platform's commit through the API, which a GitHub App token uses): with no
+// branch yet it then reports "no-work" and opens nothing.
+var branchFailures = []string{
+	"Error updating branch",
+	"Platform-native commit: unknown error",
+	"Platform-native commit: unable to prepare for commit",
+}
+
 // withOutcomeCheck wraps Renovate's command line: its output still goes to the
 // step's log, and the outcome goes to the result (Tekton's $(results...) path).
 func withOutcomeCheck(renovate string) string {
-	var authPatterns string
-	for _, p := range registryAuthFailures {
-		authPatterns += fmt.Sprintf(" -e '%s'", p)
-	}
 	return fmt.Sprintf(`log=$(mktemp); %s 2>&1 | tee "$log"; rc=${PIPESTATUS[0]}; outcome=%s; `+
 		`if [ "$rc" -eq 0 ] && grep -qF%s "$log"; then outcome=%s; `+
 		`echo 'nudgeflow: Renovate could not authenticate to the image registry and opened no pull request' >&2; `+
-		`elif [ "$rc" -eq 0 ] && grep -qF '%s' "$log"; then outcome=%s; `+
-		`echo 'nudgeflow: Renovate could not look up the nudging image and opened no pull request' >&2; fi; `+
+		`elif [ "$rc" -eq 0 ] && grep -qF%s "$log"; then outcome=%s; `+
+		`echo 'nudgeflow: Renovate could not look up the nudging image and opened no pull request' >&2; `+
+		`elif [ "$rc" -eq 0 ] && grep -F%s "$log" >&2; then outcome=%s; `+
+		`echo 'nudgeflow: Renovate did not update the repository (the line above says why) and opened or updated no pull request' >&2; fi; `+
 		`printf %%s "$outcome" > $(results.%s.path); exit "$rc"`,
-		renovate, OutcomeOK, authPatterns, OutcomeRegistryAuthFailed, imageLookupFailure, OutcomeImageLookupFailed, ResultOutcome)
+		renovate, OutcomeOK, grepPatterns(registryAuthFailures), OutcomeRegistryAuthFailed,
+		grepPatterns([]string{imageLookupFailure}), OutcomeImageLookupFailed,
+		grepPatterns(append(append([]string{}, repositoryAborts...), branchFailures...)), OutcomeRepositoryNotUpdated, ResultOutcome)
+}
+
+// grepPatterns is the -e arguments of grep -F for patterns, each single-quoted for
+// bash (none holds a quote).
+func grepPatterns(patterns []string) string {
+	var args string
+	for _, p := range patterns {
+		args += fmt.Sprintf(" -e '%s'", p)
+	}
+	return args
 }
 
 // outcomeOf reads the run's ResultOutcome ("" when the run has none: an older run,
@@ -76,6 +126,13 @@ func outcomeOf(plr *tektonv1.PipelineRun) string {
 func imageLookupMessage(plr *tektonv1.PipelineRun) string {
 	return fmt.Sprintf("Renovate could not look up %s (%q: the tag is missing or the registry answered an error) and opened no pull request; "+
 		"the PipelineRun's log says why", plr.Annotations[AnnotationNudgingImage], imageLookupFailure)
+}
+
+// repositoryNotUpdatedMessage explains a RepositoryNotUpdated run.
+func repositoryNotUpdatedMessage(plr *tektonv1.PipelineRun) string {
+	return fmt.Sprintf("Renovate looked up %s but did not update the repository of %s (it aborted the repository or could not push its branch) "+
+		"and opened or updated no pull request; the PipelineRun's log names Renovate's reason above the line starting \"nudgeflow:\"",
+		plr.Annotations[AnnotationNudgingImage], plr.Annotations[AnnotationNudgedComponents])
 }
 
 // registryAuthMessage explains a RegistryAuthFailed run to the person who reads

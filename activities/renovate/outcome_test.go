@@ -72,9 +72,30 @@ func TestStepReportsRegistryAuthFailure(t *testing.T) {
 	require.Equal(t, 1, rc, "Renovate's exit code is the step's")
 }
 
-// A run that succeeded with the registry-auth-failed outcome is a failed run, whose
-// message says what to fix; older runs (no result) read as before.
-func TestStatusOfRegistryAuthFailure(t *testing.T) {
+// Renovate exits 0 when it gives up on the repository or cannot write the branch:
+// the step reads that as repository-not-updated and repeats Renovate's line above
+// its own, so the log says why.
+func TestStepReportsARepositoryRenovateDidNotUpdate(t *testing.T) {
+	// Renovate aborts the repository at INFO or WARN and exits 0.
+	outcome, rc, log := runStep(t, " INFO: Repository has changed during renovation - aborting (repository=org/bundle)\n INFO: Repository finished", 0)
+	require.Equal(t, OutcomeRepositoryNotUpdated, outcome)
+	require.Equal(t, 0, rc)
+	require.Contains(t, log, "did not update the repository")
+	// The GitHub platform's commit through the API failed: no branch, "no-work".
+	outcome, _, log = runStep(t, "DEBUG: Platform-native commit: unknown error (repository=org/bundle, branch=konflux/component-updates/operand)\n INFO: Repository finished", 0)
+	require.Equal(t, OutcomeRepositoryNotUpdated, outcome)
+	require.Contains(t, log, "Platform-native commit: unknown error", "the matched line is repeated above nudgeflow's")
+	outcome, _, _ = runStep(t, " WARN: Error updating branch: update failure (repository=org/bundle)", 0)
+	require.Equal(t, OutcomeRepositoryNotUpdated, outcome)
+	outcome, _, _ = runStep(t, " INFO: Repository has no package files - skipping (repository=org/bundle)", 0)
+	require.Equal(t, OutcomeOK, outcome, "a repository that does not reference the image has nothing to nudge")
+
+}
+
+// A run that succeeded with a failed outcome (registry-auth-failed, image-lookup-failed,
+// repository-not-updated) is a failed run, whose message says what to fix; older runs
+// (no result) read as before.
+func TestStatusOfARunWithAFailedOutcome(t *testing.T) {
 	plr := (&Activities{}).pipelineRun(unitRequest("run"), false, false)
 	plr.Namespace = "tenant"
 	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
@@ -93,6 +114,13 @@ func TestStatusOfRegistryAuthFailure(t *testing.T) {
 	require.False(t, st.Succeeded)
 	require.Equal(t, ReasonImageLookupFailed, st.Reason)
 	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
+	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeRepositoryNotUpdated)
+	st = StatusOf(plr)
+	require.True(t, st.Done)
+	require.False(t, st.Succeeded)
+	require.Equal(t, ReasonRepositoryNotUpdated, st.Reason)
+	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
+	require.Contains(t, st.Message, "did not update the repository of "+plr.Annotations[AnnotationNudgedComponents])
 	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeOK)
 	require.True(t, StatusOf(plr).Succeeded)
 }
