@@ -100,27 +100,20 @@ func TestStatusOfARunWithAFailedOutcome(t *testing.T) {
 	plr.Namespace = "tenant"
 	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
 	require.True(t, StatusOf(plr).Succeeded, "no result: as before")
-	plr.Status.Results = []tektonv1.PipelineRunResult{{Name: ResultOutcome, Value: *tektonv1.NewStructuredValues(OutcomeRegistryAuthFailed)}}
-	st := StatusOf(plr)
-	require.True(t, st.Done)
-	require.False(t, st.Succeeded)
-	require.False(t, st.Cancelled)
-	require.Equal(t, ReasonRegistryAuthFailed, st.Reason)
-	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
-	require.Contains(t, st.Message, "ServiceAccount build-pipeline-operand in namespace tenant")
-	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeImageLookupFailed)
-	st = StatusOf(plr)
-	require.True(t, st.Done)
-	require.False(t, st.Succeeded)
-	require.Equal(t, ReasonImageLookupFailed, st.Reason)
-	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
-	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeRepositoryNotUpdated)
-	st = StatusOf(plr)
-	require.True(t, st.Done)
-	require.False(t, st.Succeeded)
-	require.Equal(t, ReasonRepositoryNotUpdated, st.Reason)
-	require.Contains(t, st.Message, "quay.io/org/operand:rev1")
-	require.Contains(t, st.Message, "did not update the repository of "+plr.Annotations[AnnotationNudgedComponents])
+	for outcome, want := range map[string]struct{ reason, says string }{
+		OutcomeRegistryAuthFailed:   {ReasonRegistryAuthFailed, "ServiceAccount build-pipeline-operand in namespace tenant"},
+		OutcomeImageLookupFailed:    {ReasonImageLookupFailed, "the tag is missing"},
+		OutcomeRepositoryNotUpdated: {ReasonRepositoryNotUpdated, "did not update the repository of " + plr.Annotations[AnnotationNudgedComponents]},
+	} {
+		plr.Status.Results = []tektonv1.PipelineRunResult{{Name: ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)}}
+		st := StatusOf(plr)
+		require.True(t, st.Done, outcome)
+		require.False(t, st.Succeeded, outcome)
+		require.False(t, st.Cancelled, outcome)
+		require.Equal(t, want.reason, st.Reason)
+		require.Contains(t, st.Message, "quay.io/org/operand:rev1", outcome)
+		require.Contains(t, st.Message, want.says, outcome)
+	}
 	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeOK)
 	require.True(t, StatusOf(plr).Succeeded)
 }
