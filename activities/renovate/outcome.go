@@ -11,7 +11,9 @@ import (
 // (with Renovate 39: "WARN: Error obtaining docker token" when the registry's
 // token service fails, "DEBUG: Failed to get authHeaders for getTags lookup"
 // when the registry wants credentials the run has none of, and in every case
-// "DEBUG: Failed to look up docker package <image>"), opens no pull request,
+// "DEBUG: Failed to look up docker package <image>"; when the registry lists the
+// repository's tags but the build's tag is not among them, "DEBUG: Could not
+// determine new digest for update."), opens no pull request,
 // and the run looks green. Only the nudging image is looked up (the config
 // disables every other package), so any such line is about it. The step keeps
 // Renovate's output, writes the outcome as the run's result ResultOutcome and
@@ -45,6 +47,9 @@ const (
 	registryAuthFailure = "Error obtaining docker token"
 	// imageLookupFailure is the line Renovate logs for any failed lookup.
 	imageLookupFailure = "Failed to look up docker package"
+	// digestLookupFailure is the line Renovate logs when the lookup found the
+	// repository but not the tag it follows (lib/workers/repository/process/lookup).
+	digestLookupFailure = "Could not determine new digest for update"
 )
 
 // registryAuthFailures are the lines of Renovate's docker datasource that say
@@ -97,7 +102,7 @@ func withOutcomeCheck(renovate string) string {
 		`echo 'nudgeflow: Renovate did not update the repository (the line above says why) and opened or updated no pull request' >&2; fi; `+
 		`printf %%s "$outcome" > $(results.%s.path); exit "$rc"`,
 		renovate, OutcomeOK, grepPatterns(registryAuthFailures), OutcomeRegistryAuthFailed,
-		grepPatterns([]string{imageLookupFailure}), OutcomeImageLookupFailed,
+		grepPatterns([]string{imageLookupFailure, digestLookupFailure}), OutcomeImageLookupFailed,
 		grepPatterns(append(append([]string{}, repositoryAborts...), branchFailures...)), OutcomeRepositoryNotUpdated, ResultOutcome)
 }
 
@@ -124,8 +129,8 @@ func outcomeOf(plr *tektonv1.PipelineRun) string {
 
 // imageLookupMessage explains an ImageLookupFailed run.
 func imageLookupMessage(plr *tektonv1.PipelineRun) string {
-	return fmt.Sprintf("Renovate could not look up %s (%q: the tag is missing or the registry answered an error) and opened no pull request; "+
-		"the PipelineRun's log says why", plr.Annotations[AnnotationNudgingImage], imageLookupFailure)
+	return fmt.Sprintf("Renovate could not look up %s (%q or %q: the tag is missing or the registry answered an error) and opened no pull request; "+
+		"the PipelineRun's log says why", plr.Annotations[AnnotationNudgingImage], imageLookupFailure, digestLookupFailure)
 }
 
 // repositoryNotUpdatedMessage explains a RepositoryNotUpdated run.

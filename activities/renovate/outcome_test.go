@@ -63,6 +63,12 @@ func TestStepReportsRegistryAuthFailure(t *testing.T) {
 	require.Equal(t, 0, rc)
 	require.Contains(t, log, "could not look up the nudging image")
 
+	// The registry lists the repository's tags, but the build's tag is not there yet
+	// (what the pinned Renovate logs: test/nudges TestAFailedRenovateRunIsRetriedAndLands).
+	outcome, rc, _ = runStep(t, "DEBUG: Could not determine new digest for update. (repository=org/bundle)\n INFO: Repository finished", 0)
+	require.Equal(t, OutcomeImageLookupFailed, outcome)
+	require.Equal(t, 0, rc)
+
 	outcome, rc, _ = runStep(t, ` INFO: PR created (pr=42)`, 0)
 	require.Equal(t, OutcomeOK, outcome)
 	require.Equal(t, 0, rc)

@@ -81,6 +81,10 @@ type Runner struct {
 	// Namespace limits the runner to one namespace ("" runs every namespace's
 	// nudge runs): a test beside others that end runs themselves runs only its own.
 	Namespace string
+	// BeforeRun, when set, is called once a run has started, before its first
+	// step: a test's stand-in for what happens in the world while a run waits for
+	// its pod (an image push arriving late). An error fails the run.
+	BeforeRun func(ctx context.Context, plr *tektonv1.PipelineRun) error
 
 	mu      sync.Mutex
 	running map[types.NamespacedName]context.CancelFunc
@@ -223,7 +227,11 @@ func (r *Runner) execute(ctx context.Context, plr *tektonv1.PipelineRun) {
 	}); err != nil {
 		return
 	}
-	results, runErr := r.runTasks(ctx, plr)
+	var results map[string]map[string]string
+	runErr := r.beforeRun(ctx, plr)
+	if runErr == nil {
+		results, runErr = r.runTasks(ctx, plr)
+	}
 	cond := &apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: ReasonSucceeded,
 		Message: "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"}
 	switch {
@@ -240,6 +248,16 @@ func (r *Runner) execute(ctx context.Context, plr *tektonv1.PipelineRun) {
 		s.Results = pipelineResults(plr, results)
 		s.SetCondition(cond)
 	})
+}
+
+func (r *Runner) beforeRun(ctx context.Context, plr *tektonv1.PipelineRun) error {
+	if r.BeforeRun == nil {
+		return nil
+	}
+	if err := r.BeforeRun(ctx, plr); err != nil {
+		return fmt.Errorf("before the run: %w", err)
+	}
+	return nil
 }
 
 // resultPath is Tekton's $(results.<name>.path) placeholder.
