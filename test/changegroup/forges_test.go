@@ -33,6 +33,9 @@ type forgeHarness interface {
 	// (the emulators accept forgeToken; a real server issues its own).
 	Token() string
 	CreateRepo(owner, name, defaultBranch string, files map[string]string)
+	// CreateLabel creates a label on owner/name, as a Konflux tenant creates the
+	// labels its Renovate config applies (Renovate applies only labels that exist).
+	CreateLabel(owner, name, label string)
 	RepoURL(owner, name string) string
 	// PRURL is the web URL of PR n, as the group's status names it.
 	PRURL(owner, name string, n int) string
@@ -84,6 +87,9 @@ func (githubForge) Provider() string { return "" }
 func (githubForge) Token() string    { return forgeToken }
 func (g githubForge) CreateRepo(owner, name, def string, files map[string]string) {
 	g.emu.CreateRepo(owner, name, def, files)
+}
+func (g githubForge) CreateLabel(owner, name, label string) {
+	must(g.emu.CreateLabel(owner, name, label, "00aabb"))
 }
 func (g githubForge) RepoURL(owner, name string) string {
 	return g.emu.URL() + "/" + owner + "/" + name
@@ -141,6 +147,9 @@ func (gitlabForge) Provider() string { return "gitlab" }
 func (gitlabForge) Token() string    { return forgeToken }
 func (g gitlabForge) CreateRepo(owner, name, def string, files map[string]string) {
 	g.emu.CreateProject(owner, name, def, files)
+}
+func (g gitlabForge) CreateLabel(owner, name, label string) {
+	must(g.emu.CreateLabel(owner, name, label, "#00aabb"))
 }
 func (g gitlabForge) RepoURL(owner, name string) string {
 	return g.emu.URL() + "/" + owner + "/" + name
@@ -267,6 +276,11 @@ func (g *forgejoForge) CreateRepo(owner, name, def string, files map[string]stri
 	srv := g.server()
 	must(srv.CreateRepo(forgejoOrg(owner), name, def, files))
 	must(srv.WatchCI(forgejoOrg(owner), name))
+}
+func (g *forgejoForge) CreateLabel(owner, name, label string) {
+	srv := g.server()
+	must(srv.API(http.MethodPost, "/repos/"+forgejoOrg(owner)+"/"+name+"/labels", srv.AdminToken,
+		map[string]string{"name": label, "color": "#00aabb"}, nil))
 }
 func (g *forgejoForge) RepoURL(owner, name string) string {
 	g.server()

@@ -3,7 +3,6 @@ package changegroup_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,17 +27,27 @@ import (
 )
 
 // A ChangeGroup cancelled while it holds a build hands the build back to normal
-// nudging, and that nudge lands for real: the runner runs the hand-back's Renovate
-// PipelineRun with the pinned Renovate against the real Gitea and a TLS registry
-// the build pushed to, and the nudge PR carries the build's digest in the CSV.
-// The group's own draft PR is closed; the member that never built is not nudged.
+// nudging, and that nudge lands for real on each forge: the runner runs the
+// hand-back's Renovate PipelineRun with the pinned Renovate against the forge
+// (the GitHub and GitLab emulators with real git, the real Gitea) and a TLS
+// registry the build pushed to, and the nudge PR carries the build's digest in
+// the CSV. The group's own draft PR is closed; the member that never built is not
+// nudged. The forges run in parallel, each in its own namespace.
 func TestCancelledGroupsBuildLandsAsANudgePR(t *testing.T) {
 	renovateBin := os.Getenv("RENOVATE")
 	require.NotEmpty(t, renovateBin, "set RENOVATE=$(hack/tools.sh path renovate)")
-	fj := shared.forgejo
+	for _, f := range shared.forges {
+		t.Run(f.Name(), func(t *testing.T) {
+			t.Parallel()
+			cancelledGroupsBuildLands(t, f, renovateBin)
+		})
+	}
+}
+
+func cancelledGroupsBuildLands(t *testing.T, fg forgeHarness, renovateBin string) {
 	w := world.Get(t)
 	ctx := context.Background()
-	s := &scenario{t: t, w: w, ns: w.Namespace(t), f: fj, components: []string{"operand-a", "operand-b"}}
+	s := &scenario{t: t, w: w, ns: w.Namespace(t), f: fg, components: []string{"operand-a", "operand-b"}}
 
 	reg, ca, err := ociregistry.StartWithNewCA("127.0.0.1:0")
 	require.NoError(t, err)
@@ -55,21 +64,24 @@ func TestCancelledGroupsBuildLandsAsANudgePR(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "forge", Namespace: s.ns, Labels: map[string]string{
 			forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
 		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{"username": []byte("nudgeflow"), "password": []byte(fj.Token())},
+		Data: map[string][]byte{"username": []byte("nudgeflow"), "password": []byte(fg.Token())},
 	}))
 	var csv strings.Builder
 	csv.WriteString("kind: ClusterServiceVersion\nspec:\n  relatedImages:\n")
 	for _, c := range s.components {
 		fmt.Fprintf(&csv, "  - name: %s\n    image: %s@%s\n", c, imageOf(c), original[c])
 	}
-	fj.CreateRepo(s.ns, "bundle", "main", map[string]string{"bundle/manifests/operator.clusterserviceversion.yaml": csv.String()})
+	fg.CreateRepo(s.ns, "bundle", "main", map[string]string{"bundle/manifests/operator.clusterserviceversion.yaml": csv.String()})
 	// Renovate applies only labels the repository has (a Konflux tenant creates them).
-	require.NoError(t, fj.server().API(http.MethodPost, "/repos/"+forgejoOrg(s.ns)+"/bundle/labels", fj.server().AdminToken,
-		map[string]string{"name": renovate.NudgeLabel, "color": "#00aabb"}, nil))
+	fg.CreateLabel(s.ns, "bundle", renovate.NudgeLabel)
+	// 127.0.0.1 names no forge: the git-provider annotation does, as a tenant on a
+	// self-hosted forge sets it. The group's PR would fall back to GitHub without
+	// it, but Renovate's platform is only ever derived from the annotation or the
+	// host (build-service's rule).
 	require.NoError(t, w.Kube.Create(ctx, &mirrorv1alpha1.Component{
-		ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: s.ns, Annotations: map[string]string{mirrorv1alpha1.AnnotationGitProvider: fj.Provider()}},
+		ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: s.ns, Annotations: map[string]string{mirrorv1alpha1.AnnotationGitProvider: fg.Name()}},
 		Spec: mirrorv1alpha1.ComponentSpec{ContainerImage: imageOf("bundle"),
-			Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: fj.RepoURL(s.ns, "bundle"), Revision: "main"}}},
+			Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: fg.RepoURL(s.ns, "bundle"), Revision: "main"}}},
 	}))
 	for _, c := range s.components {
 		comp := &mirrorv1alpha1.Component{
@@ -124,7 +136,7 @@ func TestCancelledGroupsBuildLandsAsANudgePR(t *testing.T) {
 	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
 	var nudgePR harnessPR
 	world.Eventually(t, 5*time.Minute, "the handed-back build's nudge PR appears", func() (bool, error) {
-		for _, p := range fj.PRs(s.ns, "bundle") {
+		for _, p := range fg.PRs(s.ns, "bundle") {
 			if strings.HasPrefix(p.Head, "konflux/component-updates/") {
 				nudgePR = p
 				return true, nil
@@ -137,13 +149,13 @@ func TestCancelledGroupsBuildLandsAsANudgePR(t *testing.T) {
 		}
 		return false, fmt.Errorf("no Renovate PR yet; runs %s", runStates(s.renovateRuns()))
 	})
-	got, ok := fj.FileAt(s.ns, "bundle", nudgePR.Head, "bundle/manifests/operator.clusterserviceversion.yaml")
+	got, ok := fg.FileAt(s.ns, "bundle", nudgePR.Head, "bundle/manifests/operator.clusterserviceversion.yaml")
 	require.True(t, ok)
 	require.Contains(t, got, imageOf("operand-a")+"@"+digest, "the held build's digest landed")
 	require.Contains(t, got, imageOf("operand-b")+"@"+original["operand-b"], "the member that never built is untouched")
-	closed, _ := fj.PR(s.ns, "bundle", draft.Number)
+	closed, _ := fg.PR(s.ns, "bundle", draft.Number)
 	require.Equal(t, "closed", closed.State, "the cancelled group closed its own PR")
-	t.Logf("renovate-e2e forge=forgejo case=changegroup-handback files_bumped=1 prs=1")
+	t.Logf("renovate-e2e forge=%s case=changegroup-handback files_bumped=1 prs=1", fg.Name())
 }
 
 // runStates says, per Renovate run, whether it is held, released or ended.

@@ -2,7 +2,7 @@ package nudges
 
 import (
 	"context"
-	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +20,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/test/localenv"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -28,54 +28,60 @@ import (
 )
 
 // landing is one test's real delivery path: a TLS registry the builds push to, a
-// real Gitea holding the nudged repository, and the PipelineRun runner with the
+// forge holding the nudged repository, and the PipelineRun runner with the
 // pinned Renovate running this namespace's nudge runs.
 type landing struct {
 	reg    *ociregistry.Registry
-	forge  *localenv.Forgejo
+	forge  landingforge.Forge
 	runner *plrunner.Runner
 }
 
-// startLanding starts the registry, Gitea and the runner for f's namespace, and
-// gives nudgeflow what a tenant and a cluster give it: the registry's CA as the
-// cluster's trusted bundle, and the Gitea bot's token as the SCM Secret.
-func startLanding(f *fixture) *landing {
-	t := f.t.(*testing.T)
-	renovateBin := os.Getenv("RENOVATE")
-	require.NotEmpty(t, renovateBin, "set RENOVATE=$(hack/tools.sh path renovate)")
-	require.NotEmpty(t, os.Getenv("GITEA"), "set GITEA=$(hack/tools.sh path gitea)")
-
+// startRegistry starts the TLS registry the builds push to and gives nudgeflow
+// what a cluster gives it: the registry's CA in the trusted bundle of the
+// worker's namespace. The worker reads one bundle for every run, so the forges'
+// subtests share this registry as a cluster's tenants share quay.io.
+func startRegistry(t *testing.T) *ociregistry.Registry {
+	t.Helper()
+	require.NotEmpty(t, os.Getenv("RENOVATE"), "set RENOVATE=$(hack/tools.sh path renovate)")
 	reg, ca, err := ociregistry.StartWithNewCA("127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, reg.Close()) })
+	f := newFixture(t)
 	f.trustedCA(string(ca.PEM))
+	return reg
+}
 
-	forge, err := localenv.StartForgejo(f.ctx, t.TempDir())
+// startLanding starts forge and the runner for f's namespace, and gives nudgeflow
+// what a tenant gives it: the forge bot's token as the SCM Secret labelled for
+// the forge's host.
+func startLanding(f *fixture, reg *ociregistry.Registry, forgeName string) *landing {
+	t := f.t.(*testing.T)
+	forge := landingforge.Start(t, forgeName)
+	u, err := url.Parse(forge.RepoURL("tenant", "any"))
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, forge.Stop()) })
 	f.create(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "scm-forgejo", Labels: map[string]string{
-			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "127.0.0.1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "scm-" + forge.Name(), Labels: map[string]string{
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: u.Hostname()}},
 		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte(localenv.ForgejoBot), corev1.BasicAuthPasswordKey: []byte(forge.BotToken)},
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte(forge.Username()), corev1.BasicAuthPasswordKey: []byte(forge.Token())},
 	})
 
 	watcher, err := ctrlclient.NewWithWatch(f.w.Config(), ctrlclient.Options{Scheme: kube.NewScheme()})
 	require.NoError(t, err)
 	l := &landing{reg: reg, forge: forge,
-		runner: &plrunner.Runner{Client: watcher, StateDir: t.TempDir(), ToolPath: filepath.Dir(renovateBin), Namespace: f.ns}}
+		runner: &plrunner.Runner{Client: watcher, StateDir: t.TempDir(), ToolPath: filepath.Dir(os.Getenv("RENOVATE")), Namespace: f.ns}}
 	stop := l.runner.Start(context.Background())
 	t.Cleanup(func() { require.NoError(t, stop()) })
 	return l
 }
 
-// repo creates owner/name on Gitea with files on main, and the nudge label (Renovate
-// applies only labels that exist, as a Konflux tenant creates them).
+// repo creates owner/name on the forge with files on main, and the nudge label
+// (Renovate applies only labels that exist, as a Konflux tenant creates them).
+// It returns the repository's URL, a Component's git URL.
 func (l *landing) repo(t *testing.T, owner, name string, files map[string]string) string {
 	t.Helper()
-	require.NoError(t, l.forge.CreateRepo(owner, name, "main", files))
-	require.NoError(t, l.forge.API(http.MethodPost, "/repos/"+owner+"/"+name+"/labels", l.forge.AdminToken,
-		map[string]string{"name": renovate.NudgeLabel, "color": "#00aabb"}, nil))
+	l.forge.CreateRepo(t, owner, name, "main", files)
+	l.forge.CreateLabel(t, owner, name, renovate.NudgeLabel)
 	return l.forge.RepoURL(owner, name)
 }
 
@@ -89,11 +95,12 @@ func (l *landing) log(f *fixture, run string) string {
 	return b
 }
 
-// build pushes a new image to component's repository under tag and records its
-// push build as succeeded with that image's real digest; n orders the builds.
-func (l *landing) build(f *fixture, component, tag string, n int) (imageURL, digest string) {
+// build pushes a new image to imageRepo (a repository of the registry) under
+// tag and records component's push build as succeeded with that image's real
+// digest; n orders the builds.
+func (l *landing) build(f *fixture, component, imageRepo, tag string, n int) (imageURL, digest string) {
 	f.t.Helper()
-	imageURL = l.reg.Host + "/tenant/" + component + ":" + tag
+	imageURL = imageRepo + ":" + tag
 	digest, err := l.reg.PushImage(f.ctx, strings.TrimPrefix(imageURL, l.reg.Host+"/"))
 	require.NoError(f.t, err)
 	plr := f.newBuild(component, n, nil, nil)
@@ -104,15 +111,27 @@ func (l *landing) build(f *fixture, component, tag string, n int) (imageURL, dig
 	return imageURL, digest
 }
 
-// A validated nudge lands for real only after its gate passes: the build waits in
-// the edge's workflow with no Renovate run and no pull request; the gating
-// Snapshot passes; nudgeflow launches the run, the runner runs the pinned Renovate
-// on it, and the nudge PR on Gitea carries the built digest.
+// A validated nudge lands for real only after its gate passes, on each forge:
+// the build waits in the edge's workflow with no Renovate run and no pull
+// request; the gating Snapshot passes; nudgeflow launches the run, the runner
+// runs the pinned Renovate on it, and the nudge PR on the forge carries the
+// built digest. The forges run in parallel, each in its own namespace.
 func TestValidatedNudgeLandsOnlyAfterTheGatePasses(t *testing.T) {
+	reg := startRegistry(t)
+	for _, name := range landingforge.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			validatedNudgeLandsAfterTheGate(t, reg, name)
+		})
+	}
+}
+
+func validatedNudgeLandsAfterTheGate(t *testing.T, reg *ociregistry.Registry, forgeName string) {
 	f := newFixture(t)
-	l := startLanding(f)
-	builtRepo := l.reg.Host + "/tenant/operand"
-	oldDigest, err := l.reg.PushImage(f.ctx, "tenant/operand:v0")
+	l := startLanding(f, reg, forgeName)
+	// One image repository per forge: the subtests push at once.
+	builtRepo := reg.Host + "/tenant-" + forgeName + "/operand"
+	oldDigest, err := reg.PushImage(f.ctx, strings.TrimPrefix(builtRepo, reg.Host+"/")+":v0")
 	require.NoError(t, err)
 	bundleURL := l.repo(t, "tenant", "bundle", map[string]string{
 		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
@@ -120,18 +139,18 @@ func TestValidatedNudgeLandsOnlyAfterTheGatePasses(t *testing.T) {
 	operand := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand"},
 		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: builtRepo}}
 	f.create(operand)
-	f.component("bundle", bundleURL, map[string]string{mirrorv1alpha1.AnnotationGitProvider: "forgejo"})
+	// 127.0.0.1 names no forge: the git-provider annotation does, as a tenant
+	// on a self-hosted forge sets it.
+	f.component("bundle", bundleURL, map[string]string{mirrorv1alpha1.AnnotationGitProvider: l.forge.Platform()})
 	f.nudgeConfig(validated("operand", "bundle", "gate"))
 
-	imageURL, digest := l.build(f, "operand", "rev1", 1)
+	imageURL, digest := l.build(f, "operand", builtRepo, "rev1", 1)
 	pullSpec := builtRepo + "@" + digest
 	f.validatedState("operand", "bundle", "build 1 waits for its gate", func(st validatednudge.State) bool {
 		return st.Pending != nil && st.Pending.PullSpec == pullSpec
 	})
 	require.Empty(t, f.renovateRuns(), "no Renovate run before the gate passes")
-	prs, err := l.forge.PRs("tenant", "bundle")
-	require.NoError(t, err)
-	require.Empty(t, prs, "no nudge PR before the gate passes")
+	require.Empty(t, l.forge.PRs(t, "tenant", "bundle"), "no nudge PR before the gate passes")
 
 	f.snapshot("gate-1", "gate", map[string]string{"operand": pullSpec}, true)
 	run := f.waitRuns(1)[0]
@@ -142,15 +161,14 @@ func TestValidatedNudgeLandsOnlyAfterTheGatePasses(t *testing.T) {
 	runLog := l.log(f, run.Name)
 	require.Equal(t, corev1.ConditionTrue, ended.Status, "%+v; Renovate's log:\n%s", ended, runLog)
 
-	prs, err = l.forge.PRs("tenant", "bundle")
-	require.NoError(t, err)
+	prs := l.forge.PRs(t, "tenant", "bundle")
 	require.Len(t, prs, 1, "Renovate's log:\n%s", runLog)
-	require.True(t, strings.HasPrefix(prs[0].Head.Ref, "konflux/component-updates/"), prs[0].Head.Ref)
-	dockerfile, ok := l.forge.FileAt("tenant", "bundle", prs[0].Head.Ref, "Dockerfile")
+	require.True(t, strings.HasPrefix(prs[0].HeadRef, "konflux/component-updates/"), prs[0].HeadRef)
+	dockerfile, ok := l.forge.FileAt(t, "tenant", "bundle", prs[0].HeadRef, "Dockerfile")
 	require.True(t, ok)
 	require.Equal(t, "FROM "+pullSpec+"\n", dockerfile)
 	f.validatedState("operand", "bundle", "the nudge recorded as succeeded", func(st validatednudge.State) bool {
 		return len(st.Nudges) == 1 && st.Nudges[0].Digest == digest
 	})
-	t.Logf("renovate-e2e forge=forgejo case=validated-after-gate files_bumped=1 prs=%d", len(prs))
+	t.Logf("renovate-e2e forge=%s case=validated-after-gate files_bumped=1 prs=%d", forgeName, len(prs))
 }

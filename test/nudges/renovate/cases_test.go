@@ -13,18 +13,19 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
 )
 
-// TestRenovateNudgeContract runs every case on every registered forge: the
+// TestRenovateNudgeContract runs every case on every forge landingforge starts: the
 // forges in parallel, and on each forge the cases that share nothing in
 // parallel too (the world bounds how many Renovate runs go at once).
 func TestRenovateNudgeContract(t *testing.T) {
 	w := sharedWorld(t)
-	for _, name := range forgeNames(t) {
+	for _, name := range landingforge.Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			tn := newTenant(t, w, forgeStarters[name](t))
+			tn := newTenant(t, w, landingforge.Start(t, name))
 			t.Run("immediate-then-later-builds", func(t *testing.T) { t.Parallel(); nudgePRCases(t, tn) })
 			t.Run("private-image", func(t *testing.T) { t.Parallel(); privateImageCase(t, tn) })
 			t.Run("cancel", func(t *testing.T) { t.Parallel(); cancelCase(t, tn) })
@@ -256,7 +257,7 @@ func cancelCase(t *testing.T, tn *tenant) {
 // footerSecondLine is the footer's second line as the forge shows it: Renovate's
 // gitlab platform writes "MR" for "PR" in every text it posts (its
 // massageMarkdown), so on GitLab build-service's footer reads "nudging MR" too.
-func footerSecondLine(forge forgeUnderTest) string {
+func footerSecondLine(forge landingforge.Forge) string {
 	if forge.Platform() == "gitlab" {
 		return "This is Konflux nudging MR, not Mintmaker."
 	}

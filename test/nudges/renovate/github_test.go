@@ -19,77 +19,8 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
-
-func init() { forgeStarters["github"] = startGitHub }
-
-// githubBot is the nudging bot on GitHub: a machine user whose personal access
-// token pushes Renovate's branches (build-service's Renovate runs with such a token
-// when no GitHub App is configured).
-var githubBot = githubemu.User{Login: "konflux-nudge-bot", Name: "Konflux Nudge Bot", Email: "konflux-nudge-bot@users.noreply.github.example"}
-
-// githubBotToken has a classic personal access token's prefix: Renovate's github
-// platform treats "ghs_" as an App's token and "github_pat_" as fine-grained.
-const githubBotToken = "ghp_konfluxnudgebot0000000000000000000000"
-
-// githubAppToken has an App installation token's prefix, what build-service's
-// GitHub App path hands Renovate: Renovate then pushes its commit to
-// refs/renovate/branches/… and makes the branch's commit through the API
-// (platform-native commit), so the App signs it.
-const githubAppToken = "ghs_konfluxnudgeapp0000000000000000000000"
-
-// githubForge is the GitHub emulator (test/forgeemu/github) with real git behind
-// its clone URLs, as Renovate's github platform meets it: GHES style, REST under
-// /api/v3/ and GraphQL at /api/graphql.
-type githubForge struct {
-	emu   *githubemu.Server
-	token string
-}
-
-func startGitHub(t *testing.T) forgeUnderTest {
-	t.Helper()
-	emu := githubemu.New()
-	t.Cleanup(emu.Close)
-	emu.AddToken(githubBotToken, githubBot)
-	return &githubForge{emu: emu, token: githubBotToken}
-}
-
-func (g *githubForge) Name() string     { return "github" }
-func (g *githubForge) Platform() string { return "github" }
-
-// Endpoint is the GHES REST base Renovate's github platform takes; it derives the
-// GraphQL URL (…/api/graphql) and the clone URL (…/owner/name.git) from it.
-func (g *githubForge) Endpoint() string  { return g.emu.APIURL() }
-func (g *githubForge) Username() string  { return githubBot.Login }
-func (g *githubForge) GitAuthor() string { return githubBot.Name + " <" + githubBot.Email + ">" }
-func (g *githubForge) Token() string     { return g.token }
-
-func (g *githubForge) CreateRepo(t *testing.T, owner, name, branch string, files map[string]string) {
-	t.Helper()
-	g.emu.CreateRepo(owner, name, branch, files)
-}
-
-func (g *githubForge) CreateLabel(t *testing.T, owner, name, label string) {
-	t.Helper()
-	require.NoError(t, g.emu.CreateLabel(owner, name, label, "00aabb"))
-}
-
-func (g *githubForge) PRs(t *testing.T, owner, name string) []pullRequest {
-	t.Helper()
-	var out []pullRequest
-	for _, p := range g.emu.PRs(owner, name) {
-		if p.State == "open" {
-			out = append(out, pullRequest{Number: p.Number, Title: p.Title, Body: p.Body, HeadRef: p.Head,
-				HeadSHA: p.HeadSHA, Labels: p.Labels})
-		}
-	}
-	return out
-}
-
-func (g *githubForge) FileAt(t *testing.T, owner, name, ref, path string) (string, bool) {
-	t.Helper()
-	return g.emu.FileAt(owner, name, ref, path)
-}
 
 // githubHookSink accepts GitHub's webhooks that carry a valid X-Hub-Signature-256
 // and remembers, of a pull_request event, its action and head SHA; of a push, the
@@ -140,8 +71,8 @@ func newGitHubHookSink(t *testing.T, secret string) *githubHookSink {
 // branch Renovate pushed over git is what the API and the webhooks show.
 func TestRenovateOpensTheNudgePROnGitHub(t *testing.T) {
 	for _, tc := range []struct{ name, token, suffix string }{
-		{"personal access token: Renovate pushes the branch over git", githubBotToken, "-pat"},
-		{"GitHub App token: Renovate commits through the API", githubAppToken, "-app"},
+		{"personal access token: Renovate pushes the branch over git", landingforge.GitHubBotToken, "-pat"},
+		{"GitHub App token: Renovate commits through the API", landingforge.GitHubAppToken, "-app"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -158,9 +89,8 @@ func renovateOpensTheNudgePROnGitHub(t *testing.T, token, suffix string) {
 	newDigest, err := w.registry.PushImage(ctx, "ns/operand-gh"+suffix+":v1") // the build being nudged
 	require.NoError(t, err)
 
-	emu := forgeStarters["github"](t).(*githubForge).emu
-	emu.AddToken(githubAppToken, githubBot)
-	forge := &githubForge{emu: emu, token: token}
+	forge := landingforge.StartGitHub(t).WithToken(token)
+	emu := forge.Emu
 	sink := newGitHubHookSink(t, "hook-secret")
 	emu.AddWebhookFor(sink.srv.URL, "hook-secret", githubemu.EventPush, githubemu.EventPullRequest)
 	builtRepo := w.registry.Host + "/ns/operand-gh" + suffix
@@ -210,7 +140,7 @@ func renovateOpensTheNudgePROnGitHub(t *testing.T, token, suffix string) {
 	require.True(t, ok)
 	require.Equal(t, head.SHA, pr.HeadSHA)
 	require.Equal(t, []string{mainBefore.SHA}, head.Parents)
-	require.Equal(t, githubBot.Email, head.AuthorEmail)
+	require.Equal(t, landingforge.GitHubBot.Email, head.AuthorEmail)
 	mainAfter, _ := emu.Head("tenant", "consumer", "main")
 	require.Equal(t, mainBefore.SHA, mainAfter.SHA, "main is untouched")
 	var hooks []githubHook

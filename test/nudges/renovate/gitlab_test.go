@@ -19,64 +19,8 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
-
-func init() { forgeStarters["gitlab"] = startGitLab }
-
-// gitlabBot is the nudging bot on GitLab: a project access token's bot user, the
-// Developer that pushes Renovate's branches.
-var gitlabBot = glemu.User{Username: "konflux-nudge-bot", Name: "Konflux Nudge Bot", Email: "konflux-nudge-bot@noreply.gitlab.example"}
-
-const gitlabBotToken = "glpat-konflux-nudge-bot"
-
-// gitlabForge is the GitLab emulator (test/forgeemu/gitlab) with real git behind
-// its clone URLs, as Renovate's gitlab platform meets it.
-type gitlabForge struct{ emu *glemu.Server }
-
-func startGitLab(t *testing.T) forgeUnderTest {
-	t.Helper()
-	emu := glemu.New()
-	t.Cleanup(emu.Close)
-	emu.AddToken(gitlabBotToken, gitlabBot)
-	return &gitlabForge{emu: emu}
-}
-
-func (g *gitlabForge) Name() string     { return "gitlab" }
-func (g *gitlabForge) Platform() string { return "gitlab" }
-
-// Endpoint is the REST base Renovate's gitlab platform takes (…/api/v4/); it
-// clones from the project's http_url_to_repo.
-func (g *gitlabForge) Endpoint() string  { return g.emu.APIURL() }
-func (g *gitlabForge) Username() string  { return gitlabBot.Username }
-func (g *gitlabForge) GitAuthor() string { return gitlabBot.Name + " <" + gitlabBot.Email + ">" }
-func (g *gitlabForge) Token() string     { return gitlabBotToken }
-
-func (g *gitlabForge) CreateRepo(t *testing.T, owner, name, branch string, files map[string]string) {
-	t.Helper()
-	g.emu.CreateProject(owner, name, branch, files)
-}
-
-func (g *gitlabForge) CreateLabel(t *testing.T, owner, name, label string) {
-	t.Helper()
-	require.NoError(t, g.emu.CreateLabel(owner, name, label, "#00aabb"))
-}
-
-func (g *gitlabForge) PRs(t *testing.T, owner, name string) []pullRequest {
-	t.Helper()
-	var out []pullRequest
-	for _, m := range g.emu.MRs(owner, name) {
-		if m.State == "opened" {
-			out = append(out, pullRequest{Number: m.IID, Title: m.Title, Body: m.Description, HeadRef: m.Source,
-				HeadSHA: m.SHA, Labels: m.Labels})
-		}
-	}
-	return out
-}
-
-func (g *gitlabForge) FileAt(t *testing.T, owner, name, ref, path string) (string, bool) {
-	t.Helper()
-	return g.emu.FileAt(owner, name, ref, path)
-}
 
 // hookSink records the webhooks a forge sends: X-Gitlab-Event and the payload.
 type hookSink struct {
@@ -130,8 +74,8 @@ func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
 	newDigest, err := w.registry.PushImage(ctx, "ns/operand-gl:v1") // the build being nudged
 	require.NoError(t, err)
 
-	forge := forgeStarters["gitlab"](t)
-	emu := forge.(*gitlabForge).emu
+	forge := landingforge.StartGitLab(t)
+	emu := forge.Emu
 	sink := newHookSink(t, "hook-secret")
 	emu.AddWebhookFor(sink.srv.URL, "hook-secret", glemu.PushEvents, glemu.MergeRequestEvents)
 	builtRepo := w.registry.Host + "/ns/operand-gl"
@@ -181,7 +125,7 @@ func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, head.SHA, pr.HeadSHA)
 	require.Equal(t, []string{mainBefore.SHA}, head.Parents)
-	require.Equal(t, gitlabBot.Email, head.AuthorEmail)
+	require.Equal(t, landingforge.GitLabBot.Email, head.AuthorEmail)
 	mainAfter, _ := emu.Head("tenant", "consumer", "main")
 	require.Equal(t, mainBefore.SHA, mainAfter.SHA, "main is untouched")
 	require.Eventually(t, func() bool {

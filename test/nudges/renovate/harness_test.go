@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
@@ -136,7 +136,7 @@ func randomHex(n int) string {
 }
 
 // forgeWithCA is a forge served over TLS with a certificate of its own CA
-// (optional beside forgeUnderTest): its PEM joins the run's trusted-CA bundle,
+// (optional beside landingforge.Forge): its PEM joins the run's trusted-CA bundle,
 // as a cluster's trusted bundle holds every CA its forges and registries use.
 type forgeWithCA interface {
 	CAPEM() []byte
@@ -146,13 +146,13 @@ type forgeWithCA interface {
 // the forge under one owner.
 type tenant struct {
 	w         *world
-	forge     forgeUnderTest
+	forge     landingforge.Forge
 	namespace string
 	owner     string
 }
 
 // newTenant starts the forge and makes its namespace.
-func newTenant(t *testing.T, w *world, forge forgeUnderTest) *tenant {
+func newTenant(t *testing.T, w *world, forge landingforge.Forge) *tenant {
 	t.Helper()
 	ns := "tenant-" + forge.Name()
 	err := w.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
@@ -278,16 +278,4 @@ func cutLast(s, sep string) (string, string, bool) {
 		return s, "", false
 	}
 	return s[:i], s[i+len(sep):], true
-}
-
-// forgeNames are the registered forges, sorted, so lines come in a stable order.
-func forgeNames(t *testing.T) []string {
-	t.Helper()
-	var names []string
-	for name := range forgeStarters {
-		names = append(names, name)
-	}
-	require.NotEmpty(t, names, "no forge registered itself in forgeStarters")
-	sort.Strings(names)
-	return names
 }
