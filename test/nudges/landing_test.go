@@ -16,6 +16,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -85,6 +86,24 @@ func (l *landing) repo(t *testing.T, owner, name string, files map[string]string
 	return l.forge.RepoURL(owner, name)
 }
 
+// operandNudgesBundle sets up what both landing tests nudge: Component operand
+// building builtRepo, Component bundle whose repository's Dockerfile refers to
+// builtRepo's v0 image (pushed here), and the NudgeConfig holding edge.
+func (l *landing) operandNudgesBundle(f *fixture, builtRepo string, edge konfluxv1alpha1.NudgeRelationship) {
+	t := f.t.(*testing.T)
+	oldDigest, err := l.reg.PushImage(f.ctx, strings.TrimPrefix(builtRepo, l.reg.Host+"/")+":v0")
+	require.NoError(t, err)
+	bundleURL := l.repo(t, "tenant", "bundle", map[string]string{
+		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
+	})
+	f.create(&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand"},
+		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: builtRepo}})
+	// 127.0.0.1 names no forge: the git-provider annotation does, as a tenant
+	// on a self-hosted forge sets it.
+	f.component("bundle", bundleURL, map[string]string{mirrorv1alpha1.AnnotationGitProvider: l.forge.Platform()})
+	f.nudgeConfig(edge)
+}
+
 // log is the end of a run's log (the runner's folder goes with the test).
 func (l *landing) log(f *fixture, run string) string {
 	const tail = 6000
@@ -117,11 +136,16 @@ func (l *landing) build(f *fixture, component, imageRepo, tag string, n int) (im
 // runs the pinned Renovate on it, and the nudge PR on the forge carries the
 // built digest. The forges run in parallel, each in its own namespace.
 func TestValidatedNudgeLandsOnlyAfterTheGatePasses(t *testing.T) {
+	onEveryForge(t, validatedNudgeLandsAfterTheGate)
+}
+
+// onEveryForge runs land on each forge in parallel subtests, sharing one registry.
+func onEveryForge(t *testing.T, land func(t *testing.T, reg *ociregistry.Registry, forgeName string)) {
 	reg := startRegistry(t)
 	for _, name := range landingforge.Names() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			validatedNudgeLandsAfterTheGate(t, reg, name)
+			land(t, reg, name)
 		})
 	}
 }
@@ -131,18 +155,7 @@ func validatedNudgeLandsAfterTheGate(t *testing.T, reg *ociregistry.Registry, fo
 	l := startLanding(f, reg, forgeName)
 	// One image repository per forge: the subtests push at once.
 	builtRepo := reg.Host + "/tenant-" + forgeName + "/operand"
-	oldDigest, err := reg.PushImage(f.ctx, strings.TrimPrefix(builtRepo, reg.Host+"/")+":v0")
-	require.NoError(t, err)
-	bundleURL := l.repo(t, "tenant", "bundle", map[string]string{
-		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
-	})
-	operand := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand"},
-		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: builtRepo}}
-	f.create(operand)
-	// 127.0.0.1 names no forge: the git-provider annotation does, as a tenant
-	// on a self-hosted forge sets it.
-	f.component("bundle", bundleURL, map[string]string{mirrorv1alpha1.AnnotationGitProvider: l.forge.Platform()})
-	f.nudgeConfig(validated("operand", "bundle", "gate"))
+	l.operandNudgesBundle(f, builtRepo, validated("operand", "bundle", "gate"))
 
 	imageURL, digest := l.build(f, "operand", builtRepo, "rev1", 1)
 	pullSpec := builtRepo + "@" + digest

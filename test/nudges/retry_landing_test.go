@@ -9,11 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
-	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
@@ -21,7 +19,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
-// A failed Renovate run is retried as the Nudge workflow says, for real: the build
+// A failed Renovate run is retried as the Nudge workflow says, for real, on each
+// forge: the build
 // reports its digest before its tag reaches the registry (a push that lands late,
 // as replication to a mirror does), so the pinned Renovate's first run cannot look
 // the image up and exits 0 having opened nothing. The step reads that as
@@ -29,18 +28,14 @@ import (
 // backoff; by the second run the tag is there, and Renovate opens the nudge PR with
 // the built digest.
 func TestAFailedRenovateRunIsRetriedAndLands(t *testing.T) {
+	onEveryForge(t, failedRunIsRetriedAndLands)
+}
+
+func failedRunIsRetriedAndLands(t *testing.T, reg *ociregistry.Registry, forgeName string) {
 	f := newFixture(t)
-	l := startLanding(f)
-	builtRepo := l.reg.Host + "/tenant/operand"
-	oldDigest, err := l.reg.PushImage(f.ctx, "tenant/operand:v0")
-	require.NoError(t, err)
-	bundleURL := l.repo(t, "tenant", "bundle", map[string]string{
-		"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n",
-	})
-	f.create(&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand"},
-		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: builtRepo}})
-	f.component("bundle", bundleURL, map[string]string{mirrorv1alpha1.AnnotationGitProvider: "forgejo"})
-	f.nudgeConfig(immediate("operand", "bundle"))
+	l := startLanding(f, reg, forgeName)
+	builtRepo := reg.Host + "/tenant-retry-" + forgeName + "/operand"
+	l.operandNudgesBundle(f, builtRepo, immediate("operand", "bundle"))
 
 	// The image the build made, known by its digest before it is pushed.
 	const seed = "operand-build-1"
@@ -51,7 +46,7 @@ func TestAFailedRenovateRunIsRetriedAndLands(t *testing.T) {
 		if plr.Annotations[renovate.AnnotationAttempt] != "2" {
 			return nil
 		}
-		_, err := l.reg.PushSeeded(ctx, "tenant/operand:rev1", seed)
+		_, err := l.reg.PushSeeded(ctx, strings.TrimPrefix(imageURL, l.reg.Host+"/"), seed)
 		return err
 	}
 
@@ -86,12 +81,11 @@ func TestAFailedRenovateRunIsRetriedAndLands(t *testing.T) {
 	require.Equal(t, []string{nudge.ReasonRunFailed, nudge.ReasonSucceeded}, reasons(f.events("bundle")))
 	require.Contains(t, f.events("bundle")[0].Message, renovate.ReasonImageLookupFailed)
 
-	prs, err := l.forge.PRs("tenant", "bundle")
-	require.NoError(t, err)
+	prs := l.forge.PRs(t, "tenant", "bundle")
 	require.Len(t, prs, 1, "Renovate's log:\n%s", secondLog)
-	require.True(t, strings.HasPrefix(prs[0].Head.Ref, "konflux/component-updates/"), prs[0].Head.Ref)
-	dockerfile, ok := l.forge.FileAt("tenant", "bundle", prs[0].Head.Ref, "Dockerfile")
+	require.True(t, strings.HasPrefix(prs[0].HeadRef, "konflux/component-updates/"), prs[0].HeadRef)
+	dockerfile, ok := l.forge.FileAt(t, "tenant", "bundle", prs[0].HeadRef, "Dockerfile")
 	require.True(t, ok)
 	require.Equal(t, "FROM "+builtRepo+"@"+digest+"\n", dockerfile)
-	t.Logf("renovate-e2e forge=forgejo case=failed-run-retried attempts=%d prs=%d", res.Attempts, len(prs))
+	t.Logf("renovate-e2e forge=%s case=failed-run-retried attempts=%d prs=%d", forgeName, res.Attempts, len(prs))
 }

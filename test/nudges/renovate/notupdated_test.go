@@ -16,6 +16,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
 
 // With a GitHub App token Renovate makes the branch's commit through the API
@@ -32,8 +33,8 @@ func TestRenovateThatCouldNotCommitIsAFailedRun(t *testing.T) {
 	newDigest, err := w.registry.PushImage(ctx, "ns/operand-gh-nocommit:v1")
 	require.NoError(t, err)
 
-	emu := forgeStarters["github"](t).(*githubForge).emu
-	emu.AddToken(githubAppToken, githubBot)
+	github := landingforge.StartGitHub(t).WithToken(landingforge.GitHubAppToken)
+	emu := github.Emu
 	// GitHub's git data API answers 502 to every commit it is asked to create;
 	// everything else reaches the emulator.
 	target, err := url.Parse(emu.URL())
@@ -51,7 +52,7 @@ func TestRenovateThatCouldNotCommitIsAFailedRun(t *testing.T) {
 		proxy.ServeHTTP(rw, r)
 	}))
 	t.Cleanup(outage.Close)
-	forge := &githubBehindOutage{githubForge: &githubForge{emu: emu, token: githubAppToken}, endpoint: outage.URL + "/api/v3/"}
+	forge := &githubBehindOutage{GitHub: github, endpoint: outage.URL + "/api/v3/"}
 
 	builtRepo := w.registry.Host + "/ns/operand-gh-nocommit"
 	forge.CreateRepo(t, "tenant", "consumer", "main", map[string]string{"Dockerfile": "FROM " + builtRepo + "@" + oldDigest + "\n"})
@@ -77,7 +78,7 @@ func TestRenovateThatCouldNotCommitIsAFailedRun(t *testing.T) {
 // githubBehindOutage is the GitHub forge reached through a proxy that fails some
 // requests: Renovate's endpoint, and the clone URL it derives from it, are the proxy's.
 type githubBehindOutage struct {
-	*githubForge
+	*landingforge.GitHub
 	endpoint string
 }
 
