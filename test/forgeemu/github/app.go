@@ -104,7 +104,7 @@ func (s *Server) appRoutes(mux *http.ServeMux) {
 		buf := make([]byte, 16)
 		_, _ = rand.Read(buf)
 		token := "ghs_" + hex.EncodeToString(buf)
-		s.tokens[token] = AppBotUser(s.app.slug, s.app.id)
+		s.tokens.Add(token, AppBotUser(s.app.slug, s.app.id))
 		if len(scope) > 0 {
 			s.app.scopes[token] = scope
 		}

@@ -38,15 +38,14 @@ package github
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -61,12 +60,13 @@ type User struct {
 
 // Server is the emulator.
 type Server struct {
-	srv *httptest.Server
+	http *emucore.HTTP
+	// tokens are the API tokens (emucore): each authenticates as a User.
+	tokens *emucore.Tokens[User]
 	// writeScopes records, per write request, the repositories its token was scoped to.
 	writeScopes []string
 
 	mu     sync.Mutex
-	tokens map[string]User
 	repos  map[string]*repo // "owner/name"
 	nextID int64
 	clock  int64 // logical clock: makes every commit distinct, like git's dates
@@ -97,9 +97,8 @@ type Server struct {
 	delivers                     []Delivery
 	hookWG                       sync.WaitGroup
 	git                          gitHTTP
-	// reqMu guards requests, which recordRequests appends to outside s.mu.
-	reqMu    sync.Mutex
-	requests []string
+	// requests are "METHOD path" of every request, logged outside s.mu.
+	requests *emucore.Log[string]
 }
 
 type failure struct {
@@ -120,7 +119,7 @@ type CIEvent struct {
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.recordRequests(s.routes()))
+	s.http = emucore.Serve(s.recordRequests(s.routes()))
 	s.startDelivery()
 	return s
 }
@@ -128,26 +127,23 @@ func New() *Server {
 // NewAt starts an emulator listening on addr (host:port), for `nudgeflow dev`'s
 // fixed, documented port. It fails when the address is taken.
 func NewAt(addr string) (*Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("GitHub emulator: listening on %s: %w", addr, err)
-	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.recordRequests(s.routes()))
-	_ = s.srv.Listener.Close()
-	s.srv.Listener = l
-	s.srv.Start()
+	var err error
+	if s.http, err = emucore.ServeAt("GitHub emulator", addr, s.recordRequests(s.routes())); err != nil {
+		return nil, err
+	}
 	s.startDelivery()
 	return s, nil
 }
 
 func newServer() *Server {
 	return &Server{
-		tokens:  map[string]User{},
-		repos:   map[string]*repo{},
-		nextID:  1000,
-		deliver: make(chan delivery, 1024),
-		done:    make(chan struct{}),
+		tokens:   emucore.NewTokens[User](),
+		requests: emucore.NewLog[string](maxRecordedRequests),
+		repos:    map[string]*repo{},
+		nextID:   1000,
+		deliver:  make(chan delivery, 1024),
+		done:     make(chan struct{}),
 	}
 }
 
@@ -158,30 +154,26 @@ func (s *Server) startDelivery() {
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
-	s.srv.Close()
+	s.http.Close()
 	close(s.done)
 	s.hookWG.Wait()
 	s.closeGit()
 }
 
 // URL is the web base (http://127.0.0.1:port); repositories are URL()/owner/name.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.http.URL() }
 
 // Host is host:port of the server.
-func (s *Server) Host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+func (s *Server) Host() string { return s.http.Host() }
 
 // APIURL is the REST base, GHE style: URL()/api/v3/.
-func (s *Server) APIURL() string { return s.srv.URL + "/api/v3/" }
+func (s *Server) APIURL() string { return s.URL() + "/api/v3/" }
 
 // GraphQLURL is the GraphQL endpoint.
-func (s *Server) GraphQLURL() string { return s.srv.URL + "/api/graphql" }
+func (s *Server) GraphQLURL() string { return s.URL() + "/api/graphql" }
 
 // AddToken lets token authenticate as user.
-func (s *Server) AddToken(token string, u User) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tokens[token] = u
-}
+func (s *Server) AddToken(token string, u User) { s.tokens.Add(token, u) }
 
 // FailNext makes the next n API requests fail with status: 429 (primary rate limit,
 // X-RateLimit-Remaining 0) or 403 (secondary rate limit), both with Retry-After
@@ -304,11 +296,7 @@ func (s *Server) DisallowDrafts(owner, name string) {
 }
 
 // RevokeToken forgets a token (a rotated credential): requests with it get 401.
-func (s *Server) RevokeToken(token string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.tokens, token)
-}
+func (s *Server) RevokeToken(token string) { s.tokens.Revoke(token) }
 
 // FailWrite lets `after` more write requests through, then fails the next write with
 // status (a crash or outage in the middle of a multi-step change).
@@ -706,7 +694,7 @@ func (s *Server) event(r *repo, p *pull, action, sender string) {
 }
 
 func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
-	html := fmt.Sprintf("%s/%s/%s/pull/%d", s.srv.URL, r.owner, r.name, p.Number)
+	html := fmt.Sprintf("%s/%s/%s/pull/%d", s.URL(), r.owner, r.name, p.Number)
 	var mergedAt any
 	if p.Merged {
 		mergedAt = p.CreatedAt.Add(time.Hour).Format(time.RFC3339)
@@ -730,7 +718,7 @@ func (s *Server) repoJSON(r *repo) map[string]any {
 		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": r.name,
 		"full_name": r.owner + "/" + r.name, "default_branch": r.DefaultBranch, "private": false,
 		"owner":     map[string]any{"login": r.owner},
-		"html_url":  s.srv.URL + "/" + r.owner + "/" + r.name,
+		"html_url":  s.URL() + "/" + r.owner + "/" + r.name,
 		"clone_url": s.CloneURL(r.owner, r.name),
 	}
 }

@@ -22,7 +22,7 @@ type gitHTTP struct {
 
 // CloneURL is the repository's git URL, as clone_url in the REST API gives it.
 func (s *Server) CloneURL(owner, name string) string {
-	return s.srv.URL + "/" + owner + "/" + name + ".git"
+	return s.URL() + "/" + owner + "/" + name + ".git"
 }
 
 func (s *Server) gitRoutes(mux *http.ServeMux) {
@@ -70,7 +70,7 @@ func (f gitForge) Access(name, token string) (gitserve.Access, bool) {
 		}
 		return gitserve.ReadAccess, true
 	}
-	if _, ok := s.tokens[token]; !ok || rp == nil || !s.scopeAllows(token, rp) {
+	if _, ok := s.tokens.Lookup(token); !ok || rp == nil || !s.scopeAllows(token, rp) {
 		return gitserve.NoAccess, rp != nil
 	}
 	return gitserve.WriteAccess, true
@@ -96,7 +96,8 @@ func (f gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
 	if rp == nil {
 		return
 	}
-	sender := s.tokens[token].Login
+	pusher, _ := s.tokens.Lookup(token)
+	sender := pusher.Login
 	for _, u := range updates {
 		if u.New == "" {
 			s.pushEvent(rp, u.Branch, rp.Branches[u.Branch], "", sender)

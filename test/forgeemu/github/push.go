@@ -89,7 +89,7 @@ func (s *Server) pushEvent(r *repo, branch, before, after, sender string) {
 	payload, _ := json.Marshal(map[string]any{
 		"ref": "refs/heads/" + branch, "before": orZero(before), "after": orZero(after),
 		"created": before == "", "deleted": after == "", "forced": forced, "base_ref": nil,
-		"compare":     fmt.Sprintf("%s/%s/%s/compare/%s...%s", s.srv.URL, r.owner, r.name, orZero(before)[:12], orZero(after)[:12]),
+		"compare":     fmt.Sprintf("%s/%s/%s/compare/%s...%s", s.URL(), r.owner, r.name, orZero(before)[:12], orZero(after)[:12]),
 		"commits":     commits,
 		"head_commit": headCommit,
 		"repository":  s.repoJSON(r), "pusher": map[string]any{"name": sender}, "sender": map[string]any{"login": sender},
@@ -104,7 +104,7 @@ func (s *Server) pushEvent(r *repo, branch, before, after, sender string) {
 func (s *Server) pushCommitJSON(r *repo, c *gitstore.Commit) map[string]any {
 	return map[string]any{
 		"id": c.SHA, "tree_id": c.Tree, "message": c.Message, "timestamp": c.Committer.Date,
-		"url":       fmt.Sprintf("%s/%s/%s/commit/%s", s.srv.URL, r.owner, r.name, c.SHA),
+		"url":       fmt.Sprintf("%s/%s/%s/commit/%s", s.URL(), r.owner, r.name, c.SHA),
 		"author":    map[string]any{"name": c.Author.Name, "email": c.Author.Email},
 		"committer": map[string]any{"name": c.Committer.Name, "email": c.Committer.Email},
 	}

@@ -79,7 +79,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		u, ok := s.tokens[bearer(r)]
+		u, ok := s.tokens.Lookup(bearer(r))
 		if !ok {
 			writeError(w, http.StatusUnauthorized, "Bad credentials")
 			return
@@ -443,7 +443,7 @@ func (s *Server) commitJSON(rp *repo, c *gitstore.Commit) map[string]any {
 	}
 	return map[string]any{"sha": c.SHA, "node_id": "C_" + c.SHA, "message": c.Message,
 		"tree": map[string]any{"sha": c.Tree}, "parents": parents, "author": c.Author, "committer": c.Committer,
-		"html_url": fmt.Sprintf("%s/%s/%s/commit/%s", s.srv.URL, rp.owner, rp.name, c.SHA)}
+		"html_url": fmt.Sprintf("%s/%s/%s/commit/%s", s.URL(), rp.owner, rp.name, c.SHA)}
 }
 
 func (s *Server) getCommit(w http.ResponseWriter, r *http.Request, _ User) {
@@ -656,7 +656,7 @@ func (s *Server) editPull(w http.ResponseWriter, r *http.Request, u User) {
 func (s *Server) commentJSON(rp *repo, n int, c *comment) map[string]any {
 	return map[string]any{"id": c.ID, "node_id": "IC_" + strconv.FormatInt(c.ID, 10), "body": c.Body,
 		"user":     map[string]any{"login": c.User},
-		"html_url": fmt.Sprintf("%s/%s/%s/pull/%d#issuecomment-%d", s.srv.URL, rp.owner, rp.name, n, c.ID)}
+		"html_url": fmt.Sprintf("%s/%s/%s/pull/%d#issuecomment-%d", s.URL(), rp.owner, rp.name, n, c.ID)}
 }
 
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request, _ User) {
@@ -899,7 +899,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, n int) (from, to i
 		q.Set("page", strconv.Itoa(page+1))
 		q.Set("per_page", strconv.Itoa(perPage))
 		next.RawQuery = q.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.srv.URL, next.RequestURI()))
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.URL(), next.RequestURI()))
 	}
 	return min((page-1)*perPage, n), min(page*perPage, n)
 }

@@ -67,7 +67,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		u, ok := s.tokens[token(r)]
+		u, ok := s.tokens.Lookup(token(r))
 		if !ok {
 			writeMessage(w, http.StatusUnauthorized, "401 Unauthorized")
 			return

@@ -74,9 +74,7 @@ package gitlab
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -84,6 +82,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
@@ -104,10 +103,11 @@ type User struct {
 
 // Server is the emulator.
 type Server struct {
-	srv *httptest.Server
+	http *emucore.HTTP
+	// tokens are the API tokens (emucore): each authenticates as a User.
+	tokens *emucore.Tokens[User]
 
 	mu       sync.Mutex
-	tokens   map[string]User
 	projects map[string]*project // by lower-case path
 	nextID   int64
 	clock    int64
@@ -124,8 +124,9 @@ type Server struct {
 	delivers                     []Delivery
 	hookWG                       sync.WaitGroup
 
-	callMu sync.Mutex
-	calls  []Call
+	// calls are the requests answered, logged outside s.mu (git transfers
+	// stream without it).
+	calls *emucore.Log[Call]
 
 	// git serves the projects over smart HTTP from bare repositories below gitDir;
 	// gitErr says why it could not start.
@@ -205,22 +206,18 @@ func (m *mergeRequest) draft() bool { return draftTitle.MatchString(m.Title) }
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.handler())
+	s.http = emucore.Serve(s.handler())
 	s.startDelivery()
 	return s
 }
 
 // NewAt starts an emulator listening on addr (host:port), for `nudgeflow dev`.
 func NewAt(addr string) (*Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("GitLab emulator: listening on %s: %w", addr, err)
-	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.handler())
-	_ = s.srv.Listener.Close()
-	s.srv.Listener = l
-	s.srv.Start()
+	var err error
+	if s.http, err = emucore.ServeAt("GitLab emulator", addr, s.handler()); err != nil {
+		return nil, err
+	}
 	s.startDelivery()
 	return s, nil
 }
@@ -233,7 +230,7 @@ func (s *Server) handler() http.Handler {
 }
 
 func newServer() *Server {
-	return &Server{tokens: map[string]User{}, projects: map[string]*project{}, nextID: 100,
+	return &Server{tokens: emucore.NewTokens[User](), calls: emucore.NewLog[Call](maxCalls), projects: map[string]*project{}, nextID: 100,
 		deliver: make(chan delivery, 1024), done: make(chan struct{})}
 }
 
@@ -244,7 +241,7 @@ func (s *Server) startDelivery() {
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
-	s.srv.Close()
+	s.http.Close()
 	close(s.done)
 	s.hookWG.Wait()
 	if s.gitDir != "" {
@@ -253,27 +250,19 @@ func (s *Server) Close() {
 }
 
 // URL is the web base (http://127.0.0.1:port); projects are URL()/group/project.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.http.URL() }
 
 // Host is host:port of the server.
-func (s *Server) Host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+func (s *Server) Host() string { return s.http.Host() }
 
 // APIURL is the REST base: URL()/api/v4/.
-func (s *Server) APIURL() string { return s.srv.URL + "/api/v4/" }
+func (s *Server) APIURL() string { return s.URL() + "/api/v4/" }
 
 // AddToken lets token authenticate as user.
-func (s *Server) AddToken(token string, u User) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tokens[token] = u
-}
+func (s *Server) AddToken(token string, u User) { s.tokens.Add(token, u) }
 
 // RevokeToken forgets a token (a rotated credential): requests with it get 401.
-func (s *Server) RevokeToken(token string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.tokens, token)
-}
+func (s *Server) RevokeToken(token string) { s.tokens.Revoke(token) }
 
 // FailNext makes the next n API requests fail with status: 429 is GitLab's rate
 // limit (RateLimit-Remaining 0, RateLimit-Reset, Retry-After retryAfter seconds,
@@ -666,7 +655,7 @@ func (s *Server) event(p *project, m *mergeRequest, action, oldrev string, chang
 
 // ---- JSON shapes ----
 
-func (s *Server) projectURL(p *project) string { return s.srv.URL + "/" + p.Path }
+func (s *Server) projectURL(p *project) string { return s.URL() + "/" + p.Path }
 
 func (s *Server) mrURL(p *project, m *mergeRequest) string {
 	return fmt.Sprintf("%s/-/merge_requests/%d", s.projectURL(p), m.IID)

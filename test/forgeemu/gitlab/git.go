@@ -27,7 +27,7 @@ func (g gitForge) Access(name, token string) (gitserve.Access, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exists := s.projects[strings.ToLower(name)] != nil
-	u, ok := s.tokens[token]
+	u, ok := s.tokens.Lookup(token)
 	switch {
 	case !ok || !exists:
 		return gitserve.NoAccess, exists
@@ -58,7 +58,7 @@ func (g gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
 	if p == nil {
 		return
 	}
-	u := s.tokens[token]
+	u, _ := s.tokens.Lookup(token)
 	for _, up := range updates {
 		if up.New == "" {
 			// GitLab keeps a deleted source branch's merge requests open (their
@@ -105,5 +105,5 @@ func (s *Server) serveGit(next http.Handler) http.Handler {
 
 // GitURL is the clone URL of group/name (http_url_to_repo).
 func (s *Server) GitURL(group, name string) string {
-	return s.srv.URL + "/" + group + "/" + name + ".git"
+	return s.URL() + "/" + group + "/" + name + ".git"
 }
