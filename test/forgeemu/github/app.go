@@ -68,7 +68,7 @@ func (s *Server) appRoutes(mux *http.ServeMux) {
 		}
 	}))
 	mux.HandleFunc("POST /api/v3/app/installations/{id}/access_tokens", s.appAuthed(func(w http.ResponseWriter, r *http.Request) {
-		s.writes++
+		s.faults.CountWrite()
 		var in struct {
 			RepositoryIDs []int64  `json:"repository_ids"`
 			Repositories  []string `json:"repositories"`

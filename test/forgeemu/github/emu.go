@@ -70,7 +70,8 @@ type Server struct {
 	repos  map[string]*repo // "owner/name"
 	nextID int64
 	clock  int64 // logical clock: makes every commit distinct, like git's dates
-	fails  []failure
+	// faults are the failures a test armed (FailNext, FailWrite) and the write count.
+	faults emucore.Faults
 	// gqlRateLimited answers that many GraphQL requests with GitHub's RATE_LIMITED
 	// error (HTTP 200, like GitHub).
 	gqlRateLimited int
@@ -79,33 +80,23 @@ type Server struct {
 	// noDrafts names repositories ("owner/name") whose plan has no draft PRs.
 	noDrafts map[string]bool
 	// blobReads counts blob contents served through the API.
-	blobReads int
+	blobReads emucore.Counter
 	// beforeCommit runs once, outside the lock, before the next commit is created
 	// through the API (a person pushing while a client is mid-update).
-	beforeCommit func()
+	beforeCommit emucore.OneShot
 	// beforeBranchMove runs once, outside the lock, before the next request that
 	// moves a branch through the API (PATCH git/refs, GraphQL updateRefs).
-	beforeBranchMove func()
-	// failWriteAt is the write count at which a write fails (0: none).
-	failWriteAt, failWriteStatus int
-	writes                       int
-	hooks                        []hook
-	ci                           []CIEvent
-	app                          *appConfig
-	deliver                      chan delivery
-	done                         chan struct{}
-	delivers                     []Delivery
-	hookWG                       sync.WaitGroup
-	git                          gitHTTP
+	beforeBranchMove emucore.OneShot
+	hooks            []hook
+	ci               []CIEvent
+	app              *appConfig
+	deliver          chan delivery
+	done             chan struct{}
+	delivers         []Delivery
+	hookWG           sync.WaitGroup
+	git              gitHTTP
 	// requests are "METHOD path" of every request, logged outside s.mu.
 	requests *emucore.Log[string]
-}
-
-type failure struct {
-	status     int
-	retryAfter int
-	// scope limits the failure to request paths containing it ("" = any request).
-	scope string
 }
 
 // CIEvent is one event that started a build by PaC's rules.
@@ -185,41 +176,19 @@ func (s *Server) FailNext(n, status, retryAfter int) {
 // FailNextFor is FailNext for requests about the repositories of one owner only, so
 // a test's rate limit does not land on other tests' traffic.
 func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	scope := ""
 	if owner != "" {
 		scope = "/repos/" + owner + "/"
 	}
-	for range n {
-		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
-	}
+	s.faults.FailNext(scope, n, status, retryAfter)
 }
 
 // BlobReads counts blob contents read through the API so far.
-func (s *Server) BlobReads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blobReads
-}
+func (s *Server) BlobReads() int { return s.blobReads.Value() }
 
 // BeforeNextCommit runs fn (once) when the next API request to create a commit
 // arrives, before it is handled: a race a test can replay exactly.
-func (s *Server) BeforeNextCommit(fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beforeCommit = fn
-}
-
-func (s *Server) runBeforeCommit() {
-	s.mu.Lock()
-	fn := s.beforeCommit
-	s.beforeCommit = nil
-	s.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-}
+func (s *Server) BeforeNextCommit(fn func()) { s.beforeCommit.Arm(fn) }
 
 // GraphQLFault is how FailGraphQL answers a GraphQL request.
 type GraphQLFault int
@@ -260,21 +229,7 @@ func (s *Server) IsAncestor(owner, name, anc, sha string) bool {
 // BeforeNextBranchMove runs fn (once) when the next API request that moves a
 // branch arrives (REST PATCH git/refs or GraphQL updateRefs), before it is
 // handled: a person's push between a client's last read and its write.
-func (s *Server) BeforeNextBranchMove(fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beforeBranchMove = fn
-}
-
-func (s *Server) runBeforeBranchMove() {
-	s.mu.Lock()
-	fn := s.beforeBranchMove
-	s.beforeBranchMove = nil
-	s.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-}
+func (s *Server) BeforeNextBranchMove(fn func()) { s.beforeBranchMove.Arm(fn) }
 
 // RateLimitGraphQL makes the next n GraphQL requests fail as GitHub does when the
 // GraphQL rate limit is exhausted: HTTP 200 with an error of type RATE_LIMITED.
@@ -300,11 +255,7 @@ func (s *Server) RevokeToken(token string) { s.tokens.Revoke(token) }
 
 // FailWrite lets `after` more write requests through, then fails the next write with
 // status (a crash or outage in the middle of a multi-step change).
-func (s *Server) FailWrite(after, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
-}
+func (s *Server) FailWrite(after, status int) { s.faults.FailWrite(after, status) }
 
 // WriteScopes lists, for each write request, the repositories ("owner/name",
 // comma-joined) its token was limited to; "" for an unscoped token.
@@ -315,11 +266,7 @@ func (s *Server) WriteScopes() []string {
 }
 
 // Writes is how many authenticated write requests (POST/PATCH/PUT/DELETE) arrived.
-func (s *Server) Writes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writes
-}
+func (s *Server) Writes() int { return s.faults.Writes() }
 
 // CIBuilds is how many CI builds PaC would have started for the repository.
 func (s *Server) CIBuilds(owner, name string) int {

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) routes() http.Handler {
 func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/repository/commits") {
-			s.runBeforeCommit()
+			s.beforeCommit.Fire()
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -73,20 +74,10 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 			return
 		}
 		write := r.Method != http.MethodGet && r.Method != http.MethodHead
-		if write {
-			s.writes++
-			if s.writes == s.failWriteAt {
-				s.failWriteAt = 0
-				s.writeFailure(w, failure{status: s.failWriteStatus})
-				return
-			}
-		}
-		for i, f := range s.fails {
-			if f.scope == "" || strings.Contains(r.URL.EscapedPath(), f.scope) {
-				s.fails = append(s.fails[:i], s.fails[i+1:]...)
-				s.writeFailure(w, f)
-				return
-			}
+		// The scope holds the URL-encoded project path: match it escaped.
+		if f, failed := s.faults.Admit(write, r.URL.EscapedPath()); failed {
+			s.writeFailure(w, f)
+			return
 		}
 		if write && u.ReadOnly {
 			writeMessage(w, http.StatusForbidden, "403 Forbidden")
@@ -111,17 +102,17 @@ func token(r *http.Request) string {
 
 // writeFailure answers as GitLab's rack-attack throttle does: 429 "Retry later"
 // with RateLimit-* and Retry-After.
-func (s *Server) writeFailure(w http.ResponseWriter, f failure) {
-	if f.status != http.StatusTooManyRequests {
-		if f.retryAfter > 0 {
+func (s *Server) writeFailure(w http.ResponseWriter, f emucore.Failure) {
+	if f.Status != http.StatusTooManyRequests {
+		if f.RetryAfter > 0 {
 			// GitLab itself throttles with 429 only; a proxy in front of it may
 			// answer another status with Retry-After.
-			w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+			w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
 		}
-		writeMessage(w, f.status, fmt.Sprintf("%d %s", f.status, http.StatusText(f.status)))
+		writeMessage(w, f.Status, fmt.Sprintf("%d %s", f.Status, http.StatusText(f.Status)))
 		return
 	}
-	reset := time.Now().Add(time.Duration(f.retryAfter) * time.Second)
+	reset := time.Now().Add(time.Duration(f.RetryAfter) * time.Second)
 	h := w.Header()
 	h.Set("RateLimit-Name", "throttle_authenticated_api")
 	h.Set("RateLimit-Limit", "2000")
@@ -129,7 +120,7 @@ func (s *Server) writeFailure(w http.ResponseWriter, f failure) {
 	h.Set("RateLimit-Remaining", "0")
 	h.Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("RateLimit-ResetTime", reset.UTC().Format(http.TimeFormat))
-	h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+	h.Set("Retry-After", strconv.Itoa(f.RetryAfter))
 	h.Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write([]byte("Retry later\n"))
@@ -412,7 +403,7 @@ func (s *Server) getRawBlob(w http.ResponseWriter, r *http.Request, _ User) {
 		notFound(w, "Blob")
 		return
 	}
-	s.blobReads++
+	s.blobReads.Inc()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write(b)
 }

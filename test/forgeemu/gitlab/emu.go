@@ -111,18 +111,18 @@ type Server struct {
 	projects map[string]*project // by lower-case path
 	nextID   int64
 	clock    int64
-	fails    []failure
-	// failWriteAt is the write count at which a write fails (0: none).
-	failWriteAt, failWriteStatus int
-	writes                       int
-	blobReads                    int
-	beforeCommit                 func()
-	hooks                        []hook
-	ci                           []CIEvent
-	deliver                      chan delivery
-	done                         chan struct{}
-	delivers                     []Delivery
-	hookWG                       sync.WaitGroup
+	// faults are the failures a test armed (FailNext, FailWrite) and the write count.
+	faults emucore.Faults
+	// blobReads counts raw blobs served through the API.
+	blobReads emucore.Counter
+	// beforeCommit runs once, outside the lock, before the next Commits API request.
+	beforeCommit emucore.OneShot
+	hooks        []hook
+	ci           []CIEvent
+	deliver      chan delivery
+	done         chan struct{}
+	delivers     []Delivery
+	hookWG       sync.WaitGroup
 
 	// calls are the requests answered, logged outside s.mu (git transfers
 	// stream without it).
@@ -133,12 +133,6 @@ type Server struct {
 	git    *gitserve.Server
 	gitDir string
 	gitErr error
-}
-
-type failure struct {
-	status     int
-	retryAfter int
-	scope      string // request paths containing it ("" = any)
 }
 
 // CIEvent is one merge request event that started a pipeline by PaC's rules.
@@ -273,55 +267,25 @@ func (s *Server) FailNext(n, status, retryAfter int) { s.FailNextFor("", n, stat
 // API path holds the URL-encoded project path), so a test's rate limit does not
 // land on other tests' traffic.
 func (s *Server) FailNextFor(group string, n, status, retryAfter int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	scope := ""
 	if group != "" {
 		scope = "/projects/" + group + "%2F"
 	}
-	for range n {
-		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
-	}
+	s.faults.FailNext(scope, n, status, retryAfter)
 }
 
 // FailWrite lets `after` more write requests through, then fails the next write.
-func (s *Server) FailWrite(after, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
-}
+func (s *Server) FailWrite(after, status int) { s.faults.FailWrite(after, status) }
 
 // BeforeNextCommit runs fn (once) when the next Commits API request arrives,
 // before it is handled: a race a test can replay exactly.
-func (s *Server) BeforeNextCommit(fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beforeCommit = fn
-}
-
-func (s *Server) runBeforeCommit() {
-	s.mu.Lock()
-	fn := s.beforeCommit
-	s.beforeCommit = nil
-	s.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-}
+func (s *Server) BeforeNextCommit(fn func()) { s.beforeCommit.Arm(fn) }
 
 // Writes is how many authenticated write requests (POST/PUT/DELETE) arrived.
-func (s *Server) Writes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writes
-}
+func (s *Server) Writes() int { return s.faults.Writes() }
 
 // BlobReads counts raw blobs served through the API so far.
-func (s *Server) BlobReads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blobReads
-}
+func (s *Server) BlobReads() int { return s.blobReads.Value() }
 
 // CIBuilds is how many pipelines PaC would have started for the project.
 func (s *Server) CIBuilds(group, name string) int {
