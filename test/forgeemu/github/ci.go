@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 )
 
 // What Pipelines as Code leaves on commits, and the REST reads of it: commit
@@ -100,12 +101,7 @@ func (s *Server) isBot(login string) bool {
 
 // ranFor reports whether a pipeline ran for sha. Callers hold s.mu.
 func (s *Server) ranFor(r *repo, sha string) bool {
-	for _, e := range s.ci {
-		if e.Repo == r.owner+"/"+r.name && e.HeadSHA == sha {
-			return true
-		}
-	}
-	return false
+	return s.ci.RanFor(r.owner+"/"+r.name, sha)
 }
 
 // pacEvent is PaC receiving a pull_request event. Callers hold s.mu.
@@ -125,7 +121,7 @@ func (s *Server) pacEvent(r *repo, p *pull, action, sender string) {
 // pacRun starts the pipeline run: a CI event, and its report on the head commit.
 // Callers hold s.mu.
 func (s *Server) pacRun(r *repo, p *pull, action string) {
-	s.ci = append(s.ci, CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
+	s.ci.Record(emucore.CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
 	plr := pac.PipelineRun(r.name)
 	if r.pacApp {
 		// PaC reuses the check run that waited for approval (searchCheckRuns).

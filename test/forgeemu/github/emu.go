@@ -88,13 +88,14 @@ type Server struct {
 	// moves a branch through the API (PATCH git/refs, GraphQL updateRefs).
 	beforeBranchMove emucore.OneShot
 	hooks            []hook
-	ci               []CIEvent
-	app              *appConfig
-	deliver          chan delivery
-	done             chan struct{}
-	delivers         []Delivery
-	hookWG           sync.WaitGroup
-	git              gitHTTP
+	// ci are the builds PaC started (emucore), in order.
+	ci       emucore.CI
+	app      *appConfig
+	deliver  chan delivery
+	done     chan struct{}
+	delivers []Delivery
+	hookWG   sync.WaitGroup
+	git      gitHTTP
 	// requests are "METHOD path" of every request, logged outside s.mu.
 	requests *emucore.Log[string]
 }
@@ -269,36 +270,26 @@ func (s *Server) WriteScopes() []string {
 func (s *Server) Writes() int { return s.faults.Writes() }
 
 // CIBuilds is how many CI builds PaC would have started for the repository.
-func (s *Server) CIBuilds(owner, name string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.ci {
-		if e.Repo == owner+"/"+name {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) CIBuilds(owner, name string) int { return s.ci.ForRepo(owner + "/" + name) }
 
 // CIBuildsForPR is how many CI builds PaC would have started for one PR.
 func (s *Server) CIBuildsForPR(owner, name string, number int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.ci {
-		if e.Repo == owner+"/"+name && e.Number == number {
-			n++
-		}
-	}
-	return n
+	return s.ci.ForRequest(owner+"/"+name, number)
 }
 
 // CIEvents lists every CI-triggering event so far.
-func (s *Server) CIEvents() []CIEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]CIEvent(nil), s.ci...)
+func (s *Server) CIEvents() []CIEvent { return ciEvents(s.ci.Events()) }
+
+// ciEvents are the core's events as this package names them (nil for none).
+func ciEvents(core []emucore.CIEvent) []CIEvent {
+	if core == nil {
+		return nil
+	}
+	out := make([]CIEvent, len(core))
+	for i, e := range core {
+		out[i] = CIEvent(e)
+	}
+	return out
 }
 
 // ---- repositories ----

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -56,7 +57,7 @@ const stateName = "the emulator's state"
 func (s *Server) State() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := savedState{Version: stateVersion, NextID: s.nextID, Clock: s.clock, CI: s.ci}
+	st := savedState{Version: stateVersion, NextID: s.nextID, Clock: s.clock, CI: ciEvents(s.ci.Events())}
 	for _, r := range s.repos {
 		refs := make(map[string]string, len(r.Branches)+len(r.otherRefs))
 		for name, sha := range r.otherRefs {
@@ -96,7 +97,12 @@ func (s *Server) Load(path string) (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nextID, s.clock, s.ci = st.NextID, st.Clock, st.CI
+	s.nextID, s.clock = st.NextID, st.Clock
+	var ci []emucore.CIEvent
+	for _, e := range st.CI {
+		ci = append(ci, emucore.CIEvent(e))
+	}
+	s.ci.Replace(ci)
 	s.repos = map[string]*repo{}
 	for _, sr := range st.Repos {
 		r := newRepo(sr.ID, sr.Owner, sr.Name, &gitstore.Repo{DefaultBranch: sr.DefaultBranch,

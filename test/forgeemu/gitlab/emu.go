@@ -118,11 +118,12 @@ type Server struct {
 	// beforeCommit runs once, outside the lock, before the next Commits API request.
 	beforeCommit emucore.OneShot
 	hooks        []hook
-	ci           []CIEvent
-	deliver      chan delivery
-	done         chan struct{}
-	delivers     []Delivery
-	hookWG       sync.WaitGroup
+	// ci are the pipelines PaC started (emucore), in order.
+	ci       emucore.CI
+	deliver  chan delivery
+	done     chan struct{}
+	delivers []Delivery
+	hookWG   sync.WaitGroup
 
 	// calls are the requests answered, logged outside s.mu (git transfers
 	// stream without it).
@@ -289,22 +290,23 @@ func (s *Server) BlobReads() int { return s.blobReads.Value() }
 
 // CIBuilds is how many pipelines PaC would have started for the project.
 func (s *Server) CIBuilds(group, name string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.ci {
-		if strings.EqualFold(e.Project, group+"/"+name) {
-			n++
-		}
-	}
-	return n
+	// Project paths are case-insensitive on GitLab.
+	return s.ci.Count(func(e emucore.CIEvent) bool { return strings.EqualFold(e.Repo, group+"/"+name) })
 }
 
 // CIEvents lists every CI-triggering event so far.
-func (s *Server) CIEvents() []CIEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]CIEvent(nil), s.ci...)
+func (s *Server) CIEvents() []CIEvent { return ciEvents(s.ci.Events()) }
+
+// ciEvents are the core's events as this package names and saves them (nil for none).
+func ciEvents(core []emucore.CIEvent) []CIEvent {
+	if core == nil {
+		return nil
+	}
+	out := make([]CIEvent, len(core))
+	for i, e := range core {
+		out[i] = CIEvent{Project: e.Repo, IID: e.Number, Action: e.Action, HeadSHA: e.HeadSHA}
+	}
+	return out
 }
 
 // ---- test helpers ----

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -27,7 +28,7 @@ type savedState struct {
 func (s *Server) State() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := savedState{Version: stateVersion, NextID: s.nextID, Clock: s.clock, CI: s.ci}
+	st := savedState{Version: stateVersion, NextID: s.nextID, Clock: s.clock, CI: ciEvents(s.ci.Events())}
 	for _, p := range s.projects {
 		st.Projects = append(st.Projects, p)
 	}
@@ -57,7 +58,12 @@ func (s *Server) Load(path string) (bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nextID, s.clock, s.ci = st.NextID, st.Clock, st.CI
+	s.nextID, s.clock = st.NextID, st.Clock
+	var ci []emucore.CIEvent
+	for _, e := range st.CI {
+		ci = append(ci, emucore.CIEvent{Repo: e.Project, Number: e.IID, Action: e.Action, HeadSHA: e.HeadSHA})
+	}
+	s.ci.Replace(ci)
 	s.projects = map[string]*project{}
 	for _, p := range st.Projects {
 		if p.Repo == nil {
@@ -100,11 +106,7 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 			for _, m := range p.MRs {
 				pr.MRs = append(pr.MRs, s.view(p, m))
 			}
-			for _, e := range s.ci {
-				if e.Project == p.Path {
-					pr.CI++
-				}
-			}
+			pr.CI = s.ci.ForRepo(p.Path)
 			ps = append(ps, pr)
 		}
 		s.mu.Unlock()
@@ -127,12 +129,7 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 			http.NotFound(w, r)
 			return
 		}
-		ci := 0
-		for _, e := range s.ci {
-			if e.Project == p.Path && e.IID == n {
-				ci++
-			}
-		}
+		ci := s.ci.ForRequest(p.Path, n)
 		data := map[string]any{"MR": s.view(p, p.MRs[n-1]), "Notes": append([]*note(nil), p.Notes[n]...), "CI": ci}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
