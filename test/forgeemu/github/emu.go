@@ -87,15 +87,13 @@ type Server struct {
 	// beforeBranchMove runs once, outside the lock, before the next request that
 	// moves a branch through the API (PATCH git/refs, GraphQL updateRefs).
 	beforeBranchMove emucore.OneShot
-	hooks            []hook
+	// hooks are the webhooks and their sender (emucore); payloads and signatures
+	// are made here (hooks.go, push.go).
+	hooks *emucore.Webhooks
 	// ci are the builds PaC started (emucore), in order.
-	ci       emucore.CI
-	app      *appConfig
-	deliver  chan delivery
-	done     chan struct{}
-	delivers []Delivery
-	hookWG   sync.WaitGroup
-	git      gitHTTP
+	ci  emucore.CI
+	app *appConfig
+	git gitHTTP
 	// requests are "METHOD path" of every request, logged outside s.mu.
 	requests *emucore.Log[string]
 }
@@ -112,7 +110,6 @@ type CIEvent struct {
 func New() *Server {
 	s := newServer()
 	s.http = emucore.Serve(s.recordRequests(s.routes()))
-	s.startDelivery()
 	return s
 }
 
@@ -122,9 +119,9 @@ func NewAt(addr string) (*Server, error) {
 	s := newServer()
 	var err error
 	if s.http, err = emucore.ServeAt("GitHub emulator", addr, s.recordRequests(s.routes())); err != nil {
+		s.hooks.Close()
 		return nil, err
 	}
-	s.startDelivery()
 	return s, nil
 }
 
@@ -134,21 +131,14 @@ func newServer() *Server {
 		requests: emucore.NewLog[string](maxRecordedRequests),
 		repos:    map[string]*repo{},
 		nextID:   1000,
-		deliver:  make(chan delivery, 1024),
-		done:     make(chan struct{}),
+		hooks:    emucore.StartWebhooks(),
 	}
-}
-
-func (s *Server) startDelivery() {
-	s.hookWG.Add(1)
-	go s.deliveryLoop()
 }
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
 	s.http.Close()
-	close(s.done)
-	s.hookWG.Wait()
+	s.hooks.Close()
 	s.closeGit()
 }
 

@@ -117,13 +117,11 @@ type Server struct {
 	blobReads emucore.Counter
 	// beforeCommit runs once, outside the lock, before the next Commits API request.
 	beforeCommit emucore.OneShot
-	hooks        []hook
+	// hooks are the webhooks and their sender (emucore); payloads are made here
+	// (hooks.go).
+	hooks *emucore.Webhooks
 	// ci are the pipelines PaC started (emucore), in order.
-	ci       emucore.CI
-	deliver  chan delivery
-	done     chan struct{}
-	delivers []Delivery
-	hookWG   sync.WaitGroup
+	ci emucore.CI
 
 	// calls are the requests answered, logged outside s.mu (git transfers
 	// stream without it).
@@ -202,7 +200,6 @@ func (m *mergeRequest) draft() bool { return draftTitle.MatchString(m.Title) }
 func New() *Server {
 	s := newServer()
 	s.http = emucore.Serve(s.handler())
-	s.startDelivery()
 	return s
 }
 
@@ -211,9 +208,9 @@ func NewAt(addr string) (*Server, error) {
 	s := newServer()
 	var err error
 	if s.http, err = emucore.ServeAt("GitLab emulator", addr, s.handler()); err != nil {
+		s.hooks.Close()
 		return nil, err
 	}
-	s.startDelivery()
 	return s, nil
 }
 
@@ -226,19 +223,13 @@ func (s *Server) handler() http.Handler {
 
 func newServer() *Server {
 	return &Server{tokens: emucore.NewTokens[User](), calls: emucore.NewLog[Call](maxCalls), projects: map[string]*project{}, nextID: 100,
-		deliver: make(chan delivery, 1024), done: make(chan struct{})}
-}
-
-func (s *Server) startDelivery() {
-	s.hookWG.Add(1)
-	go s.deliveryLoop()
+		hooks: emucore.StartWebhooks()}
 }
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
 	s.http.Close()
-	close(s.done)
-	s.hookWG.Wait()
+	s.hooks.Close()
 	if s.gitDir != "" {
 		_ = os.RemoveAll(s.gitDir)
 	}
