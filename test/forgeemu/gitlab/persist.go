@@ -1,8 +1,6 @@
 package gitlab
 
 import (
-	"encoding/json"
-	"fmt"
 	"html/template"
 	"net/http"
 	"sort"
@@ -10,15 +8,18 @@ import (
 	"strings"
 
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
-	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
+// stateVersion is bumped when the saved shape changes incompatibly.
 const stateVersion = 1
 
+// stateName names the state in errors.
+const stateName = "the GitLab emulator's state"
+
+// savedState is what Save writes: emucore's file, headed by its version, ID
+// sequence and clock, holding the projects and the CI events.
 type savedState struct {
-	Version  int        `json:"version"`
-	NextID   int64      `json:"nextID"`
-	Clock    int64      `json:"clock"`
+	emucore.Saved
 	Projects []*project `json:"projects"`
 	CI       []CIEvent  `json:"ci"`
 }
@@ -28,16 +29,12 @@ type savedState struct {
 func (s *Server) State() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := savedState{Version: stateVersion, NextID: s.nextID, Clock: s.clock, CI: ciEvents(s.ci.Events())}
+	st := savedState{Saved: emucore.Saved{Version: stateVersion, NextID: s.nextID, Clock: s.clock}, CI: ciEvents(s.ci.Events())}
 	for _, p := range s.projects {
 		st.Projects = append(st.Projects, p)
 	}
 	sort.Slice(st.Projects, func(i, j int) bool { return st.Projects[i].ID < st.Projects[j].ID })
-	b, err := json.Marshal(st)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the GitLab emulator's state: %w", err)
-	}
-	return b, nil
+	return emucore.Encode(stateName, st)
 }
 
 // Save writes State to path atomically.
@@ -46,14 +43,14 @@ func (s *Server) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	return gitstore.WriteFile(path, "the GitLab emulator's state", b)
+	return emucore.SaveFile(path, stateName, b)
 }
 
 // Load replaces the emulator's projects with those Save wrote; false (and no
 // change) when the file does not exist.
 func (s *Server) Load(path string) (bool, error) {
 	var st savedState
-	if ok, err := gitstore.ReadFile(path, "the GitLab emulator's state", stateVersion, &st); !ok || err != nil {
+	if ok, err := emucore.LoadFile(path, stateName, stateVersion, &st); !ok || err != nil {
 		return false, err
 	}
 	s.mu.Lock()

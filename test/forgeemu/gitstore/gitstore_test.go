@@ -57,39 +57,6 @@ func short(sha string) string {
 	return sha[:7]
 }
 
-func TestWriteFileReadFile(t *testing.T) {
-	type state struct {
-		Version int   `json:"version"`
-		Repo    *Repo `json:"repo"`
-	}
-	var clock int64
-	path := filepath.Join(t.TempDir(), "state.json")
-	r := New("main", map[string]string{"x": "y"}, &clock, Signature{Name: "a"})
-	if err := WriteFile(path, "the test state", []byte(`{"version":2,"repo":{"defaultBranch":"main"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	var st state
-	if ok, err := ReadFile(path, "the test state", 1, &st); ok || err == nil || !strings.Contains(err.Error(), "version 2, want 1") {
-		t.Fatalf("another version: %v %v", ok, err)
-	}
-	if ok, err := ReadFile(filepath.Join(t.TempDir(), "missing.json"), "the test state", 1, &st); ok || err != nil {
-		t.Fatalf("missing file: %v %v", ok, err)
-	}
-	b := []byte(`{"version":1,"repo":{"defaultBranch":"main","branches":{"main":"` + r.Branches["main"] + `"}}}`)
-	if err := WriteFile(path, "the test state", b); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := ReadFile(path, "the test state", 1, &st); !ok || err != nil || st.Repo.Branches["main"] != r.Branches["main"] {
-		t.Fatalf("read back: %v %v %+v", ok, err, st.Repo)
-	}
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".emulator-*")); len(left) != 0 {
-		t.Fatalf("temporary files left: %v", left)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestAncestorsAndMergeBase(t *testing.T) {
 	var clock int64
 	sig := Signature{Name: "a"}
