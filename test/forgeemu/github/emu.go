@@ -93,7 +93,8 @@ type Server struct {
 	// ci are the builds PaC started (emucore), in order.
 	ci  emucore.CI
 	app *appConfig
-	git gitHTTP
+	// git serves the repositories over smart HTTP (emucore; git.go).
+	git *emucore.Git
 	// requests are "METHOD path" of every request, logged outside s.mu.
 	requests *emucore.Log[string]
 }
@@ -126,20 +127,22 @@ func NewAt(addr string) (*Server, error) {
 }
 
 func newServer() *Server {
-	return &Server{
+	s := &Server{
 		tokens:   emucore.NewTokens[User](),
 		requests: emucore.NewLog[string](maxRecordedRequests),
 		repos:    map[string]*repo{},
 		nextID:   1000,
 		hooks:    emucore.StartWebhooks(),
 	}
+	s.git = emucore.NewGit(gitForge{s}, "githubemu-git-")
+	return s
 }
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
 	s.http.Close()
 	s.hooks.Close()
-	s.closeGit()
+	s.git.Close()
 }
 
 // URL is the web base (http://127.0.0.1:port); repositories are URL()/owner/name.

@@ -2,23 +2,16 @@ package github
 
 import (
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
-// gitHTTP serves the repositories over git's smart HTTP at GitHub's clone URLs,
-// URL()/owner/name.git (package gitserve). Its bare repositories live in a temporary
-// directory made on the first git request and removed by Close.
-type gitHTTP struct {
-	once sync.Once
-	srv  *gitserve.Server
-	dir  string
-	err  error
-}
+// Git over smart HTTP at GitHub's clone URLs, URL()/owner/name.git: emucore.Git
+// serves it (package gitserve, bare repositories in a temporary directory made on
+// the first git request and removed by Close); this file routes to it and says
+// who may do what (gitForge).
 
 // CloneURL is the repository's git URL, as clone_url in the REST API gives it.
 func (s *Server) CloneURL(owner, name string) string {
@@ -31,26 +24,13 @@ func (s *Server) gitRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusNotFound, "Not Found")
 			return
 		}
-		s.git.once.Do(func() {
-			if s.git.dir, s.git.err = os.MkdirTemp("", "githubemu-git-*"); s.git.err == nil {
-				s.git.srv, s.git.err = gitserve.New(gitForge{s}, s.git.dir)
-			}
+		s.git.Serve(w, r, func(w http.ResponseWriter, err error) {
+			writeError(w, http.StatusInternalServerError, err.Error())
 		})
-		if s.git.err != nil {
-			writeError(w, http.StatusInternalServerError, s.git.err.Error())
-			return
-		}
-		s.git.srv.ServeHTTP(w, r)
 	}
 	mux.HandleFunc("GET /{owner}/{repo}/info/refs", h)
 	mux.HandleFunc("POST /{owner}/{repo}/git-upload-pack", h)
 	mux.HandleFunc("POST /{owner}/{repo}/git-receive-pack", h)
-}
-
-func (s *Server) closeGit() {
-	if s.git.dir != "" {
-		_ = os.RemoveAll(s.git.dir)
-	}
 }
 
 // gitForge is the emulator as package gitserve sees it.

@@ -75,7 +75,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -83,7 +82,6 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
-	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -127,11 +125,8 @@ type Server struct {
 	// stream without it).
 	calls *emucore.Log[Call]
 
-	// git serves the projects over smart HTTP from bare repositories below gitDir;
-	// gitErr says why it could not start.
-	git    *gitserve.Server
-	gitDir string
-	gitErr error
+	// git serves the projects over smart HTTP (emucore; git.go).
+	git *emucore.Git
 }
 
 // CIEvent is one merge request event that started a pipeline by PaC's rules.
@@ -217,22 +212,21 @@ func NewAt(addr string) (*Server, error) {
 // handler is everything the emulator serves: git's smart HTTP at the clone URLs,
 // the API and the web pages, each request logged (Calls).
 func (s *Server) handler() http.Handler {
-	s.startGit()
 	return s.recordCalls(s.serveGit(s.routes()))
 }
 
 func newServer() *Server {
-	return &Server{tokens: emucore.NewTokens[User](), calls: emucore.NewLog[Call](maxCalls), projects: map[string]*project{}, nextID: 100,
+	s := &Server{tokens: emucore.NewTokens[User](), calls: emucore.NewLog[Call](maxCalls), projects: map[string]*project{}, nextID: 100,
 		hooks: emucore.StartWebhooks()}
+	s.git = emucore.NewGit(gitForge{s}, "gitlab-emulator-git-")
+	return s
 }
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
 	s.http.Close()
 	s.hooks.Close()
-	if s.gitDir != "" {
-		_ = os.RemoveAll(s.gitDir)
-	}
+	s.git.Close()
 }
 
 // URL is the web base (http://127.0.0.1:port); projects are URL()/group/project.
