@@ -44,7 +44,9 @@ func gitServer(t *testing.T) (*Git, *HTTP, *gitstore.Repo) {
 	store := gitstore.New("main", map[string]string{"Dockerfile": "FROM x\n"}, &clock, gitstore.Signature{Name: "Owner", Email: "o@example.com"})
 	g := NewGit(&readOnlyForge{repo: store}, "emucore-test-git-")
 	h := Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.Serve(w, r, func(w http.ResponseWriter, err error) { http.Error(w, "test forge: "+err.Error(), http.StatusInternalServerError) })
+		g.Serve(w, r, func(w http.ResponseWriter, err error) {
+			http.Error(w, "test forge: "+err.Error(), http.StatusInternalServerError)
+		})
 	}))
 	return g, h, store
 }
