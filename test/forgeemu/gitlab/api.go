@@ -409,16 +409,24 @@ func (s *Server) getRawBlob(w http.ResponseWriter, r *http.Request, _ User) {
 }
 
 func (s *Server) mrOf(w http.ResponseWriter, r *http.Request) (*project, *mergeRequest) {
+	return itemOf(s, w, r, func(p *project) []*mergeRequest { return p.MRs }, "Merge Request")
+}
+
+// itemOf finds the request's project and, in the list of it that items gives
+// (merge requests and issues each number their own), the one the iid path value
+// names; it answers 404 "<what> Not Found" and returns nils when either is missing.
+func itemOf[T any](s *Server, w http.ResponseWriter, r *http.Request, items func(*project) []*T, what string) (*project, *T) {
 	p := s.projectOf(w, r)
 	if p == nil {
 		return nil, nil
 	}
+	list := items(p)
 	n, err := strconv.Atoi(r.PathValue("iid"))
-	if err != nil || n < 1 || n > len(p.MRs) {
-		notFound(w, "Merge Request")
+	if err != nil || n < 1 || n > len(list) {
+		notFound(w, what)
 		return nil, nil
 	}
-	return p, p.MRs[n-1]
+	return p, list[n-1]
 }
 
 // listMRs is GET /projects/:id/merge_requests, filtered by state, source_branch,
