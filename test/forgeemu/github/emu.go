@@ -385,12 +385,7 @@ func (s *Server) FileAt(owner, name, ref, path string) (string, bool) {
 	if r == nil {
 		return "", false
 	}
-	c := r.Resolve(ref)
-	if c == nil {
-		return "", false
-	}
-	e, ok := r.Lookup(c.Tree, path)
-	return string(r.Blobs[e.SHA]), ok
+	return r.FileAt(ref, path)
 }
 
 // Commit is a commit as tests see it.
@@ -416,11 +411,7 @@ func (s *Server) Head(owner, name, branch string) (Commit, bool) {
 	if r == nil {
 		return Commit{}, false
 	}
-	c := r.Commits[r.Branches[branch]]
-	if c == nil {
-		return Commit{}, false
-	}
-	return c.Summary(), true
+	return r.Head(branch)
 }
 
 // PR is a pull request as tests see it.

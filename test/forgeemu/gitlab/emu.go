@@ -321,12 +321,7 @@ func (s *Server) FileAt(group, name, ref, path string) (string, bool) {
 	if p == nil {
 		return "", false
 	}
-	c := p.Repo.Resolve(ref)
-	if c == nil {
-		return "", false
-	}
-	e, ok := p.Repo.Lookup(c.Tree, path)
-	return string(p.Repo.Blobs[e.SHA]), ok
+	return p.Repo.FileAt(ref, path)
 }
 
 // Commit is a commit as tests see it.
@@ -340,11 +335,7 @@ func (s *Server) Head(group, name, branch string) (Commit, bool) {
 	if p == nil {
 		return Commit{}, false
 	}
-	c := p.Repo.Commits[p.Repo.Branches[branch]]
-	if c == nil {
-		return Commit{}, false
-	}
-	return c.Summary(), true
+	return p.Repo.Head(branch)
 }
 
 // MR is a merge request as tests see it.

@@ -166,3 +166,33 @@ func TestSHAsAreGits(t *testing.T) {
 		t.Fatalf("parsed %+v", parsed)
 	}
 }
+
+func TestFileAtAndHead(t *testing.T) {
+	var clock int64
+	sig := Signature{Name: "a"}
+	r := New("main", map[string]string{"dir/f": "one"}, &clock, sig)
+	first := r.Branches["main"]
+	c, err := r.CommitFiles(&clock, "main", map[string]string{"dir/f": "two"}, "second", sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Branches["main"] = c.SHA // CommitFiles leaves moving the branch to the forge
+	if got, ok := r.FileAt("main", "dir/f"); !ok || got != "two" {
+		t.Fatalf("at main: %q %v", got, ok)
+	}
+	if got, ok := r.FileAt(first, "dir/f"); !ok || got != "one" {
+		t.Fatalf("at the first commit: %q %v", got, ok)
+	}
+	if _, ok := r.FileAt("main", "missing"); ok {
+		t.Fatal("a missing path is there")
+	}
+	if _, ok := r.FileAt("nope", "dir/f"); ok {
+		t.Fatal("a missing ref resolves")
+	}
+	if h, ok := r.Head("main"); !ok || h.SHA != c.SHA || h.Message != "second" {
+		t.Fatalf("head %+v %v", h, ok)
+	}
+	if _, ok := r.Head("nope"); ok {
+		t.Fatal("a missing branch has a head")
+	}
+}
