@@ -32,6 +32,19 @@
 // A second run with a newer digest reads the same, force-pushes the branch and
 // edits the PR with PATCH /api/v3/repos/{owner}/{repo}/pulls/{number}.
 //
+// What every forge emulator has comes from package emucore, shared with the
+// GitLab emulator: the server's lifecycle (New, NewAt, Close, URL, Host) and the
+// request log (Requests), the token map (AddToken, RevokeToken), the failure
+// queue, FailWrite and the write count (FailNext, FailNextFor, FailWrite,
+// Writes), the one-shot hooks (BeforeNextCommit, BeforeNextBranchMove), the
+// blob-read counter, the CI runs counted (CIBuilds, CIBuildsForPR, CIEvents),
+// the webhook sender (AddWebhook, AddWebhookFor, Deliveries), the saved-state
+// file (Save, Load) and the git server's setup. This package keeps what is
+// GitHub's: the routes and JSON shapes, how a token is read (Authorization:
+// token/Bearer, basic auth), rate-limit answers, App installation tokens and
+// their scopes, GraphQL faults, the pull_request and push payloads and their
+// X-Hub-Signature-256, and what the saved file holds.
+//
 // All methods are safe for concurrent use.
 package github
 

@@ -68,6 +68,18 @@
 // repository/files (presets read from the forge), users?username= and
 // groups/{id}/members (assignees and reviewers).
 //
+// What every forge emulator has comes from package emucore, shared with the
+// GitHub emulator: the server's lifecycle (New, NewAt, Close, URL, Host) and the
+// call log (Calls), the token map (AddToken, RevokeToken), the failure queue,
+// FailWrite and the write count (FailNext, FailNextFor, FailWrite, Writes), the
+// one-shot BeforeNextCommit, the blob-read counter, the CI runs counted
+// (CIBuilds, CIEvents), the webhook sender (AddWebhook, AddWebhookFor,
+// Deliveries), the saved-state file (Save, Load) and the git server's setup.
+// This package keeps what is GitLab's: the routes and JSON shapes, how a token is
+// read (PRIVATE-TOKEN, Authorization: Bearer, basic auth), Reporter's 403 and the
+// rack-attack 429, the Merge Request and Push Hook payloads with X-Gitlab-Token,
+// and what the saved file holds.
+//
 // All methods are safe for concurrent use.
 package gitlab
 
