@@ -2,15 +2,23 @@ package emucore
 
 import "testing"
 
+// event is a forge's own CI event shape.
+type event struct {
+	Project string
+	IID     int
+	Action  string
+	SHA     string
+}
+
 func TestCICounts(t *testing.T) {
-	var ci CI
+	ci := NewCI(func(e event) Run { return Run{Repo: e.Project, Number: e.IID, HeadSHA: e.SHA} })
 	if ci.Events() != nil || ci.ForRepo("o/r") != 0 {
 		t.Fatal("a new CI has runs")
 	}
-	ci.Record(CIEvent{Repo: "o/r", Number: 1, Action: "opened", HeadSHA: "a"})
-	ci.Record(CIEvent{Repo: "o/r", Number: 1, Action: "synchronize", HeadSHA: "b"})
-	ci.Record(CIEvent{Repo: "o/r", Number: 2, Action: "opened", HeadSHA: "c"})
-	ci.Record(CIEvent{Repo: "o/other", Number: 1, Action: "opened", HeadSHA: "d"})
+	ci.Record(event{"o/r", 1, "opened", "a"})
+	ci.Record(event{"o/r", 1, "synchronize", "b"})
+	ci.Record(event{"o/r", 2, "opened", "c"})
+	ci.Record(event{"o/other", 1, "opened", "d"})
 	if n := ci.ForRepo("o/r"); n != 3 {
 		t.Fatalf("ForRepo %d", n)
 	}
@@ -19,6 +27,9 @@ func TestCICounts(t *testing.T) {
 	}
 	if !ci.RanFor("o/r", "b") || ci.RanFor("o/r", "d") {
 		t.Fatal("RanFor mixes repositories up")
+	}
+	if n := ci.Count(func(e event) bool { return e.Action == "opened" }); n != 3 {
+		t.Fatalf("Count %d", n)
 	}
 	events := ci.Events()
 	events[0].Action = "changed"

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
-	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 )
 
 // What Pipelines as Code leaves on commits, and the REST reads of it: commit
@@ -121,7 +120,7 @@ func (s *Server) pacEvent(r *repo, p *pull, action, sender string) {
 // pacRun starts the pipeline run: a CI event, and its report on the head commit.
 // Callers hold s.mu.
 func (s *Server) pacRun(r *repo, p *pull, action string) {
-	s.ci.Record(emucore.CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
+	s.ci.Record(CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
 	plr := pac.PipelineRun(r.name)
 	if r.pacApp {
 		// PaC reuses the check run that waited for approval (searchCheckRuns).

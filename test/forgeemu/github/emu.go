@@ -104,7 +104,7 @@ type Server struct {
 	// are made here (hooks.go, push.go).
 	hooks *emucore.Webhooks
 	// ci are the builds PaC started (emucore), in order.
-	ci  emucore.CI
+	ci  *emucore.CI[CIEvent]
 	app *appConfig
 	// git serves the repositories over smart HTTP (emucore; git.go).
 	git *emucore.Git
@@ -146,6 +146,7 @@ func newServer() *Server {
 		repos:    map[string]*repo{},
 		nextID:   1000,
 		hooks:    emucore.StartWebhooks(),
+		ci:       emucore.NewCI(ciRun),
 	}
 	s.git = emucore.NewGit(gitForge{s}, "githubemu-git-")
 	return s
@@ -284,18 +285,11 @@ func (s *Server) CIBuildsForPR(owner, name string, number int) int {
 }
 
 // CIEvents lists every CI-triggering event so far.
-func (s *Server) CIEvents() []CIEvent { return ciEvents(s.ci.Events()) }
+func (s *Server) CIEvents() []CIEvent { return s.ci.Events() }
 
-// ciEvents are the core's events as this package names them (nil for none).
-func ciEvents(core []emucore.CIEvent) []CIEvent {
-	if core == nil {
-		return nil
-	}
-	out := make([]CIEvent, len(core))
-	for i, e := range core {
-		out[i] = CIEvent(e)
-	}
-	return out
+// ciRun is what a CI event was about, for emucore's counts.
+func ciRun(e CIEvent) emucore.Run {
+	return emucore.Run{Repo: e.Repo, Number: e.Number, HeadSHA: e.HeadSHA}
 }
 
 // ---- repositories ----

@@ -54,7 +54,7 @@ const stateName = "the emulator's state"
 func (s *Server) State() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := savedState{Saved: emucore.Saved{Version: stateVersion, NextID: s.nextID, Clock: s.clock}, CI: ciEvents(s.ci.Events())}
+	st := savedState{Saved: emucore.Saved{Version: stateVersion, NextID: s.nextID, Clock: s.clock}, CI: s.ci.Events()}
 	for _, r := range s.repos {
 		refs := make(map[string]string, len(r.Branches)+len(r.otherRefs))
 		for name, sha := range r.otherRefs {
@@ -91,11 +91,7 @@ func (s *Server) Load(path string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID, s.clock = st.NextID, st.Clock
-	var ci []emucore.CIEvent
-	for _, e := range st.CI {
-		ci = append(ci, emucore.CIEvent(e))
-	}
-	s.ci.Replace(ci)
+	s.ci.Replace(st.CI)
 	s.repos = map[string]*repo{}
 	for _, sr := range st.Repos {
 		r := newRepo(sr.ID, sr.Owner, sr.Name, &gitstore.Repo{DefaultBranch: sr.DefaultBranch,

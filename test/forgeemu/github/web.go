@@ -139,7 +139,7 @@ func (s *Server) webPull(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, e := range s.ci.Events() {
 		if e.Repo == name && e.Number == p.Number {
-			pr.CI = append(pr.CI, CIEvent(e))
+			pr.CI = append(pr.CI, e)
 		}
 	}
 	s.mu.Unlock()

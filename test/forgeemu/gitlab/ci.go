@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
-	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 )
 
 // What Pipelines as Code leaves on commits, and the REST reads of it: PaC reports
@@ -99,7 +98,7 @@ func (s *Server) pacEvent(p *project, m *mergeRequest, action, oldrev string, u 
 // first marks the waiting status successful (PaC's "Approved", which GitLab's
 // provider words as a success). Callers hold s.mu.
 func (s *Server) pacRun(p *project, m *mergeRequest, action string) {
-	s.ci.Record(emucore.CIEvent{Repo: p.Path, Number: m.IID, Action: action, HeadSHA: m.SHA})
+	s.ci.Record(CIEvent{Project: p.Path, IID: m.IID, Action: action, HeadSHA: m.SHA})
 	if action == "ok-to-test" {
 		s.setStatus(p, m, "success", "successfully validated your commit", pac.ApplicationName, pacUser)
 	}

@@ -131,7 +131,7 @@ type Server struct {
 	// (hooks.go).
 	hooks *emucore.Webhooks
 	// ci are the pipelines PaC started (emucore), in order.
-	ci emucore.CI
+	ci *emucore.CI[CIEvent]
 
 	// calls are the requests answered, logged outside s.mu (git transfers
 	// stream without it).
@@ -229,7 +229,7 @@ func (s *Server) handler() http.Handler {
 
 func newServer() *Server {
 	s := &Server{tokens: emucore.NewTokens[User](), calls: emucore.NewLog[Call](maxCalls), projects: map[string]*project{}, nextID: 100,
-		hooks: emucore.StartWebhooks()}
+		hooks: emucore.StartWebhooks(), ci: emucore.NewCI(ciRun)}
 	s.git = emucore.NewGit(gitForge{s}, "gitlab-emulator-git-")
 	return s
 }
@@ -288,22 +288,15 @@ func (s *Server) BlobReads() int { return s.blobReads.Value() }
 // CIBuilds is how many pipelines PaC would have started for the project.
 func (s *Server) CIBuilds(group, name string) int {
 	// Project paths are case-insensitive on GitLab.
-	return s.ci.Count(func(e emucore.CIEvent) bool { return strings.EqualFold(e.Repo, group+"/"+name) })
+	return s.ci.Count(func(e CIEvent) bool { return strings.EqualFold(e.Project, group+"/"+name) })
 }
 
 // CIEvents lists every CI-triggering event so far.
-func (s *Server) CIEvents() []CIEvent { return ciEvents(s.ci.Events()) }
+func (s *Server) CIEvents() []CIEvent { return s.ci.Events() }
 
-// ciEvents are the core's events as this package names and saves them (nil for none).
-func ciEvents(core []emucore.CIEvent) []CIEvent {
-	if core == nil {
-		return nil
-	}
-	out := make([]CIEvent, len(core))
-	for i, e := range core {
-		out[i] = CIEvent{Project: e.Repo, IID: e.Number, Action: e.Action, HeadSHA: e.HeadSHA}
-	}
-	return out
+// ciRun is what a CI event was about, for emucore's counts.
+func ciRun(e CIEvent) emucore.Run {
+	return emucore.Run{Repo: e.Project, Number: e.IID, HeadSHA: e.HeadSHA}
 }
 
 // ---- test helpers ----

@@ -29,7 +29,7 @@ type savedState struct {
 func (s *Server) State() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := savedState{Saved: emucore.Saved{Version: stateVersion, NextID: s.nextID, Clock: s.clock}, CI: ciEvents(s.ci.Events())}
+	st := savedState{Saved: emucore.Saved{Version: stateVersion, NextID: s.nextID, Clock: s.clock}, CI: s.ci.Events()}
 	for _, p := range s.projects {
 		st.Projects = append(st.Projects, p)
 	}
@@ -56,11 +56,7 @@ func (s *Server) Load(path string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID, s.clock = st.NextID, st.Clock
-	var ci []emucore.CIEvent
-	for _, e := range st.CI {
-		ci = append(ci, emucore.CIEvent{Repo: e.Project, Number: e.IID, Action: e.Action, HeadSHA: e.HeadSHA})
-	}
-	s.ci.Replace(ci)
+	s.ci.Replace(st.CI)
 	s.projects = map[string]*project{}
 	for _, p := range st.Projects {
 		if p.Repo == nil {
