@@ -34,6 +34,16 @@ func Encode(what string, v any) ([]byte, error) {
 	return b, nil
 }
 
+// Save writes the document state returns to path (SaveFile): an emulator's Save
+// is its State, written safely.
+func Save(path, what string, state func() ([]byte, error)) error {
+	b, err := state()
+	if err != nil {
+		return err
+	}
+	return SaveFile(path, what, b)
+}
+
 // SaveFile writes b to path through a temporary file renamed over it, so that a
 // crash mid-write leaves the previous state whole. what names the state in errors.
 func SaveFile(path, what string, b []byte) error {

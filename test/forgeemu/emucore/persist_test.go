@@ -1,6 +1,7 @@
 package emucore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,15 @@ func TestSaveFileLoadFile(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
+	}
+	if err := Save(path, "the test state", func() ([]byte, error) { return nil, errors.New("no state") }); err == nil || err.Error() != "no state" {
+		t.Fatalf("a state that fails: %v", err)
+	}
+	if err := Save(path, "the test state", func() ([]byte, error) { return []byte(`{"version":1}`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := LoadFile(path, "the test state", 1, &st); !ok || err != nil {
+		t.Fatalf("read back what Save wrote: %v %v", ok, err)
 	}
 	if _, err := Encode("the test state", func() {}); err == nil || !strings.Contains(err.Error(), "encoding the test state") {
 		t.Fatalf("unencodable state: %v", err)

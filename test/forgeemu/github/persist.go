@@ -73,13 +73,7 @@ func (s *Server) State() ([]byte, error) {
 }
 
 // Save writes State to path atomically (a temporary file renamed over it).
-func (s *Server) Save(path string) error {
-	b, err := s.State()
-	if err != nil {
-		return err
-	}
-	return emucore.SaveFile(path, stateName, b)
-}
+func (s *Server) Save(path string) error { return emucore.Save(path, stateName, s.State) }
 
 // Load replaces the emulator's repositories with those Save wrote to path. It
 // reports false, and changes nothing, when the file does not exist.

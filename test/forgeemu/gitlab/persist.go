@@ -38,13 +38,7 @@ func (s *Server) State() ([]byte, error) {
 }
 
 // Save writes State to path atomically.
-func (s *Server) Save(path string) error {
-	b, err := s.State()
-	if err != nil {
-		return err
-	}
-	return emucore.SaveFile(path, stateName, b)
-}
+func (s *Server) Save(path string) error { return emucore.Save(path, stateName, s.State) }
 
 // Load replaces the emulator's projects with those Save wrote; false (and no
 // change) when the file does not exist.
