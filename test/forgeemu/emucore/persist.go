@@ -65,6 +65,17 @@ func SaveFile(path, what string, b []byte) error {
 	return nil
 }
 
+// Load decodes the document SaveFile wrote to path into a new S and hands it to
+// apply; it reports false, without calling apply, when the file does not exist.
+func Load[S any](path, what string, version int, apply func(*S)) (bool, error) {
+	var st S
+	if ok, err := LoadFile(path, what, version, &st); !ok || err != nil {
+		return false, err
+	}
+	apply(&st)
+	return true, nil
+}
+
 // LoadFile decodes the JSON document SaveFile wrote to path into v, after
 // checking that its "version" is version. It reports false, and leaves v alone,
 // when the file does not exist.

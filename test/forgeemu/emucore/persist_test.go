@@ -57,6 +57,13 @@ func TestSaveFileLoadFile(t *testing.T) {
 	if ok, err := LoadFile(path, "the test state", 1, &st); !ok || err != nil {
 		t.Fatalf("read back what Save wrote: %v %v", ok, err)
 	}
+	applied := 0
+	if ok, err := Load(path, "the test state", 1, func(*state) { applied++ }); !ok || err != nil || applied != 1 {
+		t.Fatalf("Load: %v %v, applied %d times", ok, err, applied)
+	}
+	if ok, err := Load(filepath.Join(t.TempDir(), "missing.json"), "the test state", 1, func(*state) { applied++ }); ok || err != nil || applied != 1 {
+		t.Fatalf("Load of a missing file: %v %v, applied %d times", ok, err, applied)
+	}
 	if _, err := Encode("the test state", func() {}); err == nil || !strings.Contains(err.Error(), "encoding the test state") {
 		t.Fatalf("unencodable state: %v", err)
 	}

@@ -78,10 +78,11 @@ func (s *Server) Save(path string) error { return emucore.Save(path, stateName, 
 // Load replaces the emulator's repositories with those Save wrote to path. It
 // reports false, and changes nothing, when the file does not exist.
 func (s *Server) Load(path string) (bool, error) {
-	var st savedState
-	if ok, err := emucore.LoadFile(path, stateName, stateVersion, &st); !ok || err != nil {
-		return false, err
-	}
+	return emucore.Load(path, stateName, stateVersion, s.restore)
+}
+
+// restore replaces the emulator's state with st.
+func (s *Server) restore(st *savedState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID, s.clock = st.NextID, st.Clock
@@ -106,7 +107,6 @@ func (s *Server) Load(path string) (bool, error) {
 		r.acl, r.pacApp, r.labels = sr.ACL, sr.PaCApp, sr.Labels
 		s.repos[r.owner+"/"+r.name] = r
 	}
-	return true, nil
 }
 
 // HasRepo reports whether owner/name exists.

@@ -43,10 +43,11 @@ func (s *Server) Save(path string) error { return emucore.Save(path, stateName, 
 // Load replaces the emulator's projects with those Save wrote; false (and no
 // change) when the file does not exist.
 func (s *Server) Load(path string) (bool, error) {
-	var st savedState
-	if ok, err := emucore.LoadFile(path, stateName, stateVersion, &st); !ok || err != nil {
-		return false, err
-	}
+	return emucore.Load(path, stateName, stateVersion, s.restore)
+}
+
+// restore replaces the emulator's state with st.
+func (s *Server) restore(st *savedState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nextID, s.clock = st.NextID, st.Clock
@@ -62,7 +63,6 @@ func (s *Server) Load(path string) (bool, error) {
 		}
 		s.projects[strings.ToLower(p.Path)] = p
 	}
-	return true, nil
 }
 
 // ---- web pages: what a person looks at in `nudgeflow dev` ----
