@@ -22,10 +22,7 @@ import (
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, u User)) {
-		method, path, _ := strings.Cut(pattern, " ")
-		mux.HandleFunc(method+" /api/v3"+path, s.authed(h))
-	}
+	api := emucore.Route(mux, "/api/v3", s.authed)
 	mux.HandleFunc("GET /api/v3/{$}", s.apiRoot)
 	s.labelRoutes(api)
 	api("GET /repos/{owner}/{repo}", s.getRepo)
@@ -85,7 +82,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 			writeError(w, http.StatusUnauthorized, "Bad credentials")
 			return
 		}
-		write := r.Method != http.MethodGet && r.Method != http.MethodHead
+		write := emucore.IsWrite(r)
 		if write {
 			s.writeScopes = append(s.writeScopes, s.scopeNames(bearer(r)))
 		}

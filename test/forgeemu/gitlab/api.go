@@ -18,10 +18,7 @@ import (
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, u User)) {
-		method, path, _ := strings.Cut(pattern, " ")
-		mux.HandleFunc(method+" /api/v4"+path, s.authed(h))
-	}
+	api := emucore.Route(mux, "/api/v4", s.authed)
 	api("GET /user", s.getUser)
 	api("GET /version", s.getVersion)
 	api("GET /projects/{id}/labels", s.listLabels)
@@ -73,7 +70,7 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 			writeMessage(w, http.StatusUnauthorized, "401 Unauthorized")
 			return
 		}
-		write := r.Method != http.MethodGet && r.Method != http.MethodHead
+		write := emucore.IsWrite(r)
 		// The scope holds the URL-encoded project path: match it escaped.
 		if f, failed := s.faults.Admit(write, r.URL.EscapedPath()); failed {
 			s.writeFailure(w, f)
