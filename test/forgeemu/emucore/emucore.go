@@ -1,7 +1,9 @@
 // Package emucore is what every forge emulator has regardless of the API it speaks:
-// the HTTP server's lifecycle and request log, token authentication, fault
-// injection and traffic counters, the CI events Pipelines as Code would have
-// started, webhook delivery, the saved-state file and git over smart HTTP.
+// the HTTP server's lifecycle and request log (HTTP, Log), the API's front door
+// (Route, IsWrite), token authentication (Tokens), fault injection and traffic
+// counters (Faults, OneShot, Counter), the CI runs Pipelines as Code would have
+// started (CI), webhook delivery (Webhooks), the saved-state file (Saved, Save,
+// Load) and git over smart HTTP (Git).
 //
 // The GitHub and GitLab emulators (packages github and gitlab beside it) each hold
 // these parts and keep everything forge-shaped themselves: routes, JSON shapes,
