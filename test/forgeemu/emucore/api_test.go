@@ -24,15 +24,8 @@ func TestRouteServesBelowThePrefixThroughTheGate(t *testing.T) {
 	t.Cleanup(h.Close)
 
 	do := func(method, path, token string) (int, string) {
-		req, _ := http.NewRequest(method, h.URL()+path, nil)
-		req.Header.Set("Token", token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		r := call(t, method, h.URL()+path, "Token", token)
+		return r.code, r.body
 	}
 	if code, body := do(http.MethodGet, "/api/v9/things/1", "t"); code != http.StatusOK || body != "thing for alice" {
 		t.Fatalf("routed: %d %q", code, body)

@@ -7,9 +7,24 @@ import (
 	"testing"
 )
 
-func get(t *testing.T, url string) string {
+// reply is what a test request got.
+type reply struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+// call sends method to url with header pairs ("Name", "value", ...).
+func call(t *testing.T, method, url string, header ...string) reply {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +33,7 @@ func get(t *testing.T, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return reply{code: resp.StatusCode, header: resp.Header, body: string(b)}
 }
 
 func TestServeAndServeAt(t *testing.T) {
@@ -28,7 +43,7 @@ func TestServeAndServeAt(t *testing.T) {
 	if !strings.HasPrefix(h.URL(), "http://127.0.0.1:") || h.URL() != "http://"+h.Host() {
 		t.Fatalf("URL %q, Host %q", h.URL(), h.Host())
 	}
-	if got := get(t, h.URL()+"/x"); got != "hello /x" {
+	if got := call(t, http.MethodGet, h.URL()+"/x").body; got != "hello /x" {
 		t.Fatalf("got %q", got)
 	}
 
@@ -41,7 +56,7 @@ func TestServeAndServeAt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := get(t, at.URL()+"/y"); got != "hello /y" {
+	if got := call(t, http.MethodGet, at.URL()+"/y").body; got != "hello /y" {
 		t.Fatalf("got %q", got)
 	}
 	at.Close()

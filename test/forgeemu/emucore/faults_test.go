@@ -24,18 +24,11 @@ func faultyServer(t *testing.T, f *Faults, before *OneShot) *HTTP {
 	return h
 }
 
+// status is the status and Retry-After a request got.
 func status(t *testing.T, method, url string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Retry-After")
+	r := call(t, method, url)
+	return r.code, r.header.Get("Retry-After")
 }
 
 func TestFailNextIsScopedAndOneRequestEach(t *testing.T) {

@@ -2,7 +2,6 @@ package emucore
 
 import (
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -63,8 +62,10 @@ func TestGitServesFromADirectoryMadeOnDemand(t *testing.T) {
 		t.Fatalf("a directory before any git request: %v", d)
 	}
 	work := t.TempDir()
+	t.Setenv("HOME", work)
+	t.Setenv("GIT_TERMINAL_PROMPT", "0")
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	cmd := exec.Command("git", "clone", "-q", h.URL()+"/org/app.git", filepath.Join(work, "app"))
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+work)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("clone: %v\n%s", err, out)
 	}
@@ -88,14 +89,8 @@ func TestGitWithoutTheGitCLIFailsInTheForgesWords(t *testing.T) {
 	g, h, _ := gitServer(t)
 	t.Cleanup(g.Close)
 	t.Cleanup(h.Close)
-	resp, err := http.Get(h.URL() + "/org/app.git/info/refs?service=git-upload-pack")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body := make([]byte, 512)
-	n, _ := resp.Body.Read(body)
-	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body[:n]), "test forge: serving git: the git CLI is needed") {
-		t.Fatalf("%d %q", resp.StatusCode, body[:n])
+	r := call(t, http.MethodGet, h.URL()+"/org/app.git/info/refs?service=git-upload-pack")
+	if r.code != http.StatusInternalServerError || !strings.Contains(r.body, "test forge: serving git: the git CLI is needed") {
+		t.Fatalf("%d %q", r.code, r.body)
 	}
 }
