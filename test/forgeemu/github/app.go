@@ -68,7 +68,7 @@ func (s *Server) appRoutes(mux *http.ServeMux) {
 		}
 	}))
 	mux.HandleFunc("POST /api/v3/app/installations/{id}/access_tokens", s.appAuthed(func(w http.ResponseWriter, r *http.Request) {
-		s.writes++
+		s.faults.CountWrite()
 		var in struct {
 			RepositoryIDs []int64  `json:"repository_ids"`
 			Repositories  []string `json:"repositories"`
@@ -104,7 +104,7 @@ func (s *Server) appRoutes(mux *http.ServeMux) {
 		buf := make([]byte, 16)
 		_, _ = rand.Read(buf)
 		token := "ghs_" + hex.EncodeToString(buf)
-		s.tokens[token] = AppBotUser(s.app.slug, s.app.id)
+		s.tokens.Add(token, AppBotUser(s.app.slug, s.app.id))
 		if len(scope) > 0 {
 			s.app.scopes[token] = scope
 		}

@@ -94,22 +94,13 @@ func (s *Server) addComment(r *repo, p *pull, login, body string) *comment {
 
 // isBot reports whether login is a Bot-type account. Callers hold s.mu.
 func (s *Server) isBot(login string) bool {
-	for _, u := range s.tokens {
-		if u.Login == login {
-			return u.Type == UserTypeBot
-		}
-	}
-	return false
+	u, ok := s.tokens.Find(func(u User) bool { return u.Login == login })
+	return ok && u.Type == UserTypeBot
 }
 
 // ranFor reports whether a pipeline ran for sha. Callers hold s.mu.
 func (s *Server) ranFor(r *repo, sha string) bool {
-	for _, e := range s.ci {
-		if e.Repo == r.owner+"/"+r.name && e.HeadSHA == sha {
-			return true
-		}
-	}
-	return false
+	return s.ci.RanFor(r.owner+"/"+r.name, sha)
 }
 
 // pacEvent is PaC receiving a pull_request event. Callers hold s.mu.
@@ -129,7 +120,7 @@ func (s *Server) pacEvent(r *repo, p *pull, action, sender string) {
 // pacRun starts the pipeline run: a CI event, and its report on the head commit.
 // Callers hold s.mu.
 func (s *Server) pacRun(r *repo, p *pull, action string) {
-	s.ci = append(s.ci, CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
+	s.ci.Record(CIEvent{Repo: r.owner + "/" + r.name, Number: p.Number, Action: action, HeadSHA: p.HeadSHA})
 	plr := pac.PipelineRun(r.name)
 	if r.pacApp {
 		// PaC reuses the check run that waited for approval (searchCheckRuns).
@@ -311,7 +302,7 @@ func (s *Server) listCheckRuns(w http.ResponseWriter, r *http.Request, _ User) {
 		out = append(out, map[string]any{"id": cr.ID, "name": cr.Name, "head_sha": c.SHA, "status": cr.Status,
 			"conclusion": conclusion, "output": map[string]any{"title": cr.Title, "summary": cr.Summary, "text": cr.Text},
 			"app":      map[string]any{"slug": "pipelines-as-code"},
-			"html_url": fmt.Sprintf("%s/%s/%s/runs/%d", s.srv.URL, rp.owner, rp.name, cr.ID)})
+			"html_url": fmt.Sprintf("%s/%s/%s/runs/%d", s.URL(), rp.owner, rp.name, cr.ID)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(runs), "check_runs": out})
 }

@@ -32,21 +32,33 @@
 // A second run with a newer digest reads the same, force-pushes the branch and
 // edits the PR with PATCH /api/v3/repos/{owner}/{repo}/pulls/{number}.
 //
+// What every forge emulator has comes from package emucore, shared with the
+// GitLab emulator: the server's lifecycle (New, NewAt, Close, URL, Host) and the
+// request log (Requests), the token map (AddToken, RevokeToken), the failure
+// queue, FailWrite and the write count (FailNext, FailNextFor, FailWrite,
+// Writes), the one-shot hooks (BeforeNextCommit, BeforeNextBranchMove), the
+// blob-read counter, the CI runs counted (CIBuilds, CIBuildsForPR, CIEvents),
+// the webhook sender (AddWebhook, AddWebhookFor, Deliveries), the saved-state
+// file (Save, Load) and the git server's setup. This package keeps what is
+// GitHub's: the routes and JSON shapes, how a token is read (Authorization:
+// token/Bearer, basic auth), rate-limit answers, App installation tokens and
+// their scopes, GraphQL faults, the pull_request and push payloads and their
+// X-Hub-Signature-256, and what the saved file holds.
+//
 // All methods are safe for concurrent use.
 package github
 
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -61,16 +73,18 @@ type User struct {
 
 // Server is the emulator.
 type Server struct {
-	srv *httptest.Server
+	http *emucore.HTTP
+	// tokens are the API tokens (emucore): each authenticates as a User.
+	tokens *emucore.Tokens[User]
 	// writeScopes records, per write request, the repositories its token was scoped to.
 	writeScopes []string
 
 	mu     sync.Mutex
-	tokens map[string]User
 	repos  map[string]*repo // "owner/name"
 	nextID int64
 	clock  int64 // logical clock: makes every commit distinct, like git's dates
-	fails  []failure
+	// faults are the failures a test armed (FailNext, FailWrite) and the write count.
+	faults emucore.Faults
 	// gqlRateLimited answers that many GraphQL requests with GitHub's RATE_LIMITED
 	// error (HTTP 200, like GitHub).
 	gqlRateLimited int
@@ -79,34 +93,23 @@ type Server struct {
 	// noDrafts names repositories ("owner/name") whose plan has no draft PRs.
 	noDrafts map[string]bool
 	// blobReads counts blob contents served through the API.
-	blobReads int
+	blobReads emucore.Counter
 	// beforeCommit runs once, outside the lock, before the next commit is created
 	// through the API (a person pushing while a client is mid-update).
-	beforeCommit func()
+	beforeCommit emucore.OneShot
 	// beforeBranchMove runs once, outside the lock, before the next request that
 	// moves a branch through the API (PATCH git/refs, GraphQL updateRefs).
-	beforeBranchMove func()
-	// failWriteAt is the write count at which a write fails (0: none).
-	failWriteAt, failWriteStatus int
-	writes                       int
-	hooks                        []hook
-	ci                           []CIEvent
-	app                          *appConfig
-	deliver                      chan delivery
-	done                         chan struct{}
-	delivers                     []Delivery
-	hookWG                       sync.WaitGroup
-	git                          gitHTTP
-	// reqMu guards requests, which recordRequests appends to outside s.mu.
-	reqMu    sync.Mutex
-	requests []string
-}
-
-type failure struct {
-	status     int
-	retryAfter int
-	// scope limits the failure to request paths containing it ("" = any request).
-	scope string
+	beforeBranchMove emucore.OneShot
+	// hooks are the webhooks and their sender (emucore); payloads and signatures
+	// are made here (hooks.go, push.go).
+	hooks *emucore.Webhooks
+	// ci are the builds PaC started (emucore), in order.
+	ci  *emucore.CI[CIEvent]
+	app *appConfig
+	// git serves the repositories over smart HTTP (emucore; git.go).
+	git *emucore.Git
+	// requests are "METHOD path" of every request, logged outside s.mu.
+	requests *emucore.Log[string]
 }
 
 // CIEvent is one event that started a build by PaC's rules.
@@ -120,68 +123,56 @@ type CIEvent struct {
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.recordRequests(s.routes()))
-	s.startDelivery()
+	s.http = emucore.Serve(s.recordRequests(s.routes()))
 	return s
 }
 
 // NewAt starts an emulator listening on addr (host:port), for `nudgeflow dev`'s
 // fixed, documented port. It fails when the address is taken.
 func NewAt(addr string) (*Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("GitHub emulator: listening on %s: %w", addr, err)
-	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.recordRequests(s.routes()))
-	_ = s.srv.Listener.Close()
-	s.srv.Listener = l
-	s.srv.Start()
-	s.startDelivery()
+	var err error
+	if s.http, err = emucore.ServeAt("GitHub emulator", addr, s.recordRequests(s.routes())); err != nil {
+		s.hooks.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 func newServer() *Server {
-	return &Server{
-		tokens:  map[string]User{},
-		repos:   map[string]*repo{},
-		nextID:  1000,
-		deliver: make(chan delivery, 1024),
-		done:    make(chan struct{}),
+	s := &Server{
+		tokens:   emucore.NewTokens[User](),
+		requests: emucore.NewLog[string](maxRecordedRequests),
+		repos:    map[string]*repo{},
+		nextID:   1000,
+		hooks:    emucore.StartWebhooks(),
+		ci:       emucore.NewCI(ciRun),
 	}
-}
-
-func (s *Server) startDelivery() {
-	s.hookWG.Add(1)
-	go s.deliveryLoop()
+	s.git = emucore.NewGit(gitForge{s}, "githubemu-git-")
+	return s
 }
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
-	s.srv.Close()
-	close(s.done)
-	s.hookWG.Wait()
-	s.closeGit()
+	s.http.Close()
+	s.hooks.Close()
+	s.git.Close()
 }
 
 // URL is the web base (http://127.0.0.1:port); repositories are URL()/owner/name.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.http.URL() }
 
 // Host is host:port of the server.
-func (s *Server) Host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+func (s *Server) Host() string { return s.http.Host() }
 
 // APIURL is the REST base, GHE style: URL()/api/v3/.
-func (s *Server) APIURL() string { return s.srv.URL + "/api/v3/" }
+func (s *Server) APIURL() string { return s.URL() + "/api/v3/" }
 
 // GraphQLURL is the GraphQL endpoint.
-func (s *Server) GraphQLURL() string { return s.srv.URL + "/api/graphql" }
+func (s *Server) GraphQLURL() string { return s.URL() + "/api/graphql" }
 
 // AddToken lets token authenticate as user.
-func (s *Server) AddToken(token string, u User) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tokens[token] = u
-}
+func (s *Server) AddToken(token string, u User) { s.tokens.Add(token, u) }
 
 // FailNext makes the next n API requests fail with status: 429 (primary rate limit,
 // X-RateLimit-Remaining 0) or 403 (secondary rate limit), both with Retry-After
@@ -193,41 +184,19 @@ func (s *Server) FailNext(n, status, retryAfter int) {
 // FailNextFor is FailNext for requests about the repositories of one owner only, so
 // a test's rate limit does not land on other tests' traffic.
 func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	scope := ""
 	if owner != "" {
 		scope = "/repos/" + owner + "/"
 	}
-	for range n {
-		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
-	}
+	s.faults.FailNext(scope, n, status, retryAfter)
 }
 
 // BlobReads counts blob contents read through the API so far.
-func (s *Server) BlobReads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blobReads
-}
+func (s *Server) BlobReads() int { return s.blobReads.Value() }
 
 // BeforeNextCommit runs fn (once) when the next API request to create a commit
 // arrives, before it is handled: a race a test can replay exactly.
-func (s *Server) BeforeNextCommit(fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beforeCommit = fn
-}
-
-func (s *Server) runBeforeCommit() {
-	s.mu.Lock()
-	fn := s.beforeCommit
-	s.beforeCommit = nil
-	s.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-}
+func (s *Server) BeforeNextCommit(fn func()) { s.beforeCommit.Arm(fn) }
 
 // GraphQLFault is how FailGraphQL answers a GraphQL request.
 type GraphQLFault int
@@ -268,21 +237,7 @@ func (s *Server) IsAncestor(owner, name, anc, sha string) bool {
 // BeforeNextBranchMove runs fn (once) when the next API request that moves a
 // branch arrives (REST PATCH git/refs or GraphQL updateRefs), before it is
 // handled: a person's push between a client's last read and its write.
-func (s *Server) BeforeNextBranchMove(fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beforeBranchMove = fn
-}
-
-func (s *Server) runBeforeBranchMove() {
-	s.mu.Lock()
-	fn := s.beforeBranchMove
-	s.beforeBranchMove = nil
-	s.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-}
+func (s *Server) BeforeNextBranchMove(fn func()) { s.beforeBranchMove.Arm(fn) }
 
 // RateLimitGraphQL makes the next n GraphQL requests fail as GitHub does when the
 // GraphQL rate limit is exhausted: HTTP 200 with an error of type RATE_LIMITED.
@@ -304,19 +259,11 @@ func (s *Server) DisallowDrafts(owner, name string) {
 }
 
 // RevokeToken forgets a token (a rotated credential): requests with it get 401.
-func (s *Server) RevokeToken(token string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.tokens, token)
-}
+func (s *Server) RevokeToken(token string) { s.tokens.Revoke(token) }
 
 // FailWrite lets `after` more write requests through, then fails the next write with
 // status (a crash or outage in the middle of a multi-step change).
-func (s *Server) FailWrite(after, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
-}
+func (s *Server) FailWrite(after, status int) { s.faults.FailWrite(after, status) }
 
 // WriteScopes lists, for each write request, the repositories ("owner/name",
 // comma-joined) its token was limited to; "" for an unscoped token.
@@ -327,43 +274,22 @@ func (s *Server) WriteScopes() []string {
 }
 
 // Writes is how many authenticated write requests (POST/PATCH/PUT/DELETE) arrived.
-func (s *Server) Writes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writes
-}
+func (s *Server) Writes() int { return s.faults.Writes() }
 
 // CIBuilds is how many CI builds PaC would have started for the repository.
-func (s *Server) CIBuilds(owner, name string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.ci {
-		if e.Repo == owner+"/"+name {
-			n++
-		}
-	}
-	return n
-}
+func (s *Server) CIBuilds(owner, name string) int { return s.ci.ForRepo(owner + "/" + name) }
 
 // CIBuildsForPR is how many CI builds PaC would have started for one PR.
 func (s *Server) CIBuildsForPR(owner, name string, number int) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.ci {
-		if e.Repo == owner+"/"+name && e.Number == number {
-			n++
-		}
-	}
-	return n
+	return s.ci.ForRequest(owner+"/"+name, number)
 }
 
 // CIEvents lists every CI-triggering event so far.
-func (s *Server) CIEvents() []CIEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]CIEvent(nil), s.ci...)
+func (s *Server) CIEvents() []CIEvent { return s.ci.Events() }
+
+// ciRun is what a CI event was about, for emucore's counts.
+func ciRun(e CIEvent) emucore.Run {
+	return emucore.Run{Repo: e.Repo, Number: e.Number, HeadSHA: e.HeadSHA}
 }
 
 // ---- repositories ----
@@ -466,12 +392,7 @@ func (s *Server) FileAt(owner, name, ref, path string) (string, bool) {
 	if r == nil {
 		return "", false
 	}
-	c := r.Resolve(ref)
-	if c == nil {
-		return "", false
-	}
-	e, ok := r.Lookup(c.Tree, path)
-	return string(r.Blobs[e.SHA]), ok
+	return r.FileAt(ref, path)
 }
 
 // Commit is a commit as tests see it.
@@ -497,11 +418,7 @@ func (s *Server) Head(owner, name, branch string) (Commit, bool) {
 	if r == nil {
 		return Commit{}, false
 	}
-	c := r.Commits[r.Branches[branch]]
-	if c == nil {
-		return Commit{}, false
-	}
-	return c.Summary(), true
+	return r.Head(branch)
 }
 
 // PR is a pull request as tests see it.
@@ -706,7 +623,7 @@ func (s *Server) event(r *repo, p *pull, action, sender string) {
 }
 
 func (s *Server) pullJSON(r *repo, p *pull) map[string]any {
-	html := fmt.Sprintf("%s/%s/%s/pull/%d", s.srv.URL, r.owner, r.name, p.Number)
+	html := fmt.Sprintf("%s/%s/%s/pull/%d", s.URL(), r.owner, r.name, p.Number)
 	var mergedAt any
 	if p.Merged {
 		mergedAt = p.CreatedAt.Add(time.Hour).Format(time.RFC3339)
@@ -730,7 +647,7 @@ func (s *Server) repoJSON(r *repo) map[string]any {
 		"id": r.id, "node_id": "R_" + strconv.FormatInt(r.id, 10), "name": r.name,
 		"full_name": r.owner + "/" + r.name, "default_branch": r.DefaultBranch, "private": false,
 		"owner":     map[string]any{"login": r.owner},
-		"html_url":  s.srv.URL + "/" + r.owner + "/" + r.name,
+		"html_url":  s.URL() + "/" + r.owner + "/" + r.name,
 		"clone_url": s.CloneURL(r.owner, r.name),
 	}
 }

@@ -52,7 +52,7 @@ func (s *Server) listPullFiles(w http.ResponseWriter, r *http.Request, _ User) {
 	out := []map[string]any{}
 	for _, f := range all[from:to] {
 		out = append(out, map[string]any{"filename": f.path, "status": f.status,
-			"raw_url": fmt.Sprintf("%s/%s/%s/raw/%s/%s", s.srv.URL, rp.owner, rp.name, p.HeadSHA, f.path)})
+			"raw_url": fmt.Sprintf("%s/%s/%s/raw/%s/%s", s.URL(), rp.owner, rp.name, p.HeadSHA, f.path)})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -2,27 +2,20 @@ package github
 
 import (
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
-// gitHTTP serves the repositories over git's smart HTTP at GitHub's clone URLs,
-// URL()/owner/name.git (package gitserve). Its bare repositories live in a temporary
-// directory made on the first git request and removed by Close.
-type gitHTTP struct {
-	once sync.Once
-	srv  *gitserve.Server
-	dir  string
-	err  error
-}
+// Git over smart HTTP at GitHub's clone URLs, URL()/owner/name.git: emucore.Git
+// serves it (package gitserve, bare repositories in a temporary directory made on
+// the first git request and removed by Close); this file routes to it and says
+// who may do what (gitForge).
 
 // CloneURL is the repository's git URL, as clone_url in the REST API gives it.
 func (s *Server) CloneURL(owner, name string) string {
-	return s.srv.URL + "/" + owner + "/" + name + ".git"
+	return s.URL() + "/" + owner + "/" + name + ".git"
 }
 
 func (s *Server) gitRoutes(mux *http.ServeMux) {
@@ -31,26 +24,13 @@ func (s *Server) gitRoutes(mux *http.ServeMux) {
 			writeError(w, http.StatusNotFound, "Not Found")
 			return
 		}
-		s.git.once.Do(func() {
-			if s.git.dir, s.git.err = os.MkdirTemp("", "githubemu-git-*"); s.git.err == nil {
-				s.git.srv, s.git.err = gitserve.New(gitForge{s}, s.git.dir)
-			}
+		s.git.Serve(w, r, func(w http.ResponseWriter, err error) {
+			writeError(w, http.StatusInternalServerError, err.Error())
 		})
-		if s.git.err != nil {
-			writeError(w, http.StatusInternalServerError, s.git.err.Error())
-			return
-		}
-		s.git.srv.ServeHTTP(w, r)
 	}
 	mux.HandleFunc("GET /{owner}/{repo}/info/refs", h)
 	mux.HandleFunc("POST /{owner}/{repo}/git-upload-pack", h)
 	mux.HandleFunc("POST /{owner}/{repo}/git-receive-pack", h)
-}
-
-func (s *Server) closeGit() {
-	if s.git.dir != "" {
-		_ = os.RemoveAll(s.git.dir)
-	}
 }
 
 // gitForge is the emulator as package gitserve sees it.
@@ -70,7 +50,7 @@ func (f gitForge) Access(name, token string) (gitserve.Access, bool) {
 		}
 		return gitserve.ReadAccess, true
 	}
-	if _, ok := s.tokens[token]; !ok || rp == nil || !s.scopeAllows(token, rp) {
+	if _, ok := s.tokens.Lookup(token); !ok || rp == nil || !s.scopeAllows(token, rp) {
 		return gitserve.NoAccess, rp != nil
 	}
 	return gitserve.WriteAccess, true
@@ -96,7 +76,8 @@ func (f gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
 	if rp == nil {
 		return
 	}
-	sender := s.tokens[token].Login
+	pusher, _ := s.tokens.Lookup(token)
+	sender := pusher.Login
 	for _, u := range updates {
 		if u.New == "" {
 			s.pushEvent(rp, u.Branch, rp.Branches[u.Branch], "", sender)

@@ -1,26 +1,19 @@
 package github
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
+
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 )
 
-type hook struct {
-	url, secret string
-	// events are the events it subscribed to (none: pull_request only).
-	events []string
-}
-
-type delivery struct {
-	id, url, secret, event string
-	payload                []byte
-}
+// Webhooks: the hooks, the queue, the sender and the delivery records are
+// emucore's; what a GitHub delivery is (its payloads, headers and signature) is
+// this file's and push.go's.
 
 // Delivery is the outcome of one webhook POST.
 type Delivery struct {
@@ -32,34 +25,43 @@ type Delivery struct {
 }
 
 // AddWebhook sends every later pull_request event to url, signed with secret.
-func (s *Server) AddWebhook(url, secret string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hooks = append(s.hooks, hook{url: url, secret: secret})
-}
+func (s *Server) AddWebhook(url, secret string) { s.AddWebhookFor(url, secret) }
 
 // Deliveries lists the webhook POSTs made so far, in order.
 func (s *Server) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Delivery(nil), s.delivers...)
+	var out []Delivery
+	for _, d := range s.hooks.Deliveries() {
+		out = append(out, Delivery(d))
+	}
+	return out
 }
 
 // queueHook builds a pull_request payload like GitHub's. Callers hold s.mu.
 func (s *Server) queueHook(r *repo, p *pull, action, sender string) {
-	if len(s.hooks) == 0 {
+	// The delivery ID takes a number whenever any hook exists, as it always has:
+	// IDs handed out later (and saved) stay where they were.
+	if len(s.hooks.All()) == 0 {
 		return
 	}
 	payload, _ := json.Marshal(map[string]any{
 		"action": action, "number": p.Number, "pull_request": s.pullJSON(r, p),
 		"repository": s.repoJSON(r), "sender": map[string]any{"login": sender},
 	})
+	s.send(s.hooks.Subscribed(EventPullRequest), EventPullRequest, action, payload)
+}
+
+// send queues payload to hooks as one delivery of event, signed per hook.
+// Callers hold s.mu.
+func (s *Server) send(hooks []emucore.Hook, event, action string, payload []byte) {
 	s.nextID++
 	id := fmt.Sprintf("00000000-0000-4000-8000-%012d", s.nextID)
-	for _, h := range s.hooks {
-		if h.wants(EventPullRequest) {
-			s.deliver <- delivery{id: id, url: h.url, secret: h.secret, event: EventPullRequest, payload: payload}
-		}
+	for _, h := range hooks {
+		header := http.Header{}
+		header.Set("User-Agent", "GitHub-Hookshot/emulator")
+		header.Set("X-GitHub-Event", event)
+		header.Set("X-GitHub-Delivery", id)
+		header.Set("X-Hub-Signature-256", Sign(h.Secret, payload))
+		s.hooks.Send(emucore.Post{ID: id, URL: h.URL, Event: event, Action: action, Header: header, Payload: payload})
 	}
 }
 
@@ -68,35 +70,4 @@ func Sign(secret string, payload []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(payload)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// deliveryLoop posts webhooks one at a time, in order.
-func (s *Server) deliveryLoop() {
-	defer s.hookWG.Done()
-	client := &http.Client{Timeout: 10 * time.Second}
-	for {
-		select {
-		case <-s.done:
-			return
-		case d := <-s.deliver:
-			status := 0
-			req, err := http.NewRequest(http.MethodPost, d.url, bytes.NewReader(d.payload))
-			if err == nil {
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("User-Agent", "GitHub-Hookshot/emulator")
-				req.Header.Set("X-GitHub-Event", d.event)
-				req.Header.Set("X-GitHub-Delivery", d.id)
-				req.Header.Set("X-Hub-Signature-256", Sign(d.secret, d.payload))
-				if resp, err := client.Do(req); err == nil {
-					status = resp.StatusCode
-					_ = resp.Body.Close()
-				}
-			}
-			var action struct{ Action string }
-			_ = json.Unmarshal(d.payload, &action)
-			s.mu.Lock()
-			s.delivers = append(s.delivers, Delivery{ID: d.id, URL: d.url, Event: d.event, Action: action.Action, Status: status})
-			s.mu.Unlock()
-		}
-	}
 }

@@ -1,12 +1,11 @@
 package github
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"sort"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -39,15 +38,14 @@ type savedRepo struct {
 	Labels   map[string]string          `json:"labels,omitempty"`
 }
 
-// savedState is what Save writes: repositories, pull requests, comments, what
-// Pipelines as Code reported and the CI events counted so far. Tokens and webhooks are configuration: the caller adds
-// them again on every start.
+// savedState is what Save writes (emucore's file, headed by its version, ID
+// sequence and clock): repositories, pull requests, comments, what Pipelines as
+// Code reported and the CI events counted so far. Tokens and webhooks are
+// configuration: the caller adds them again on every start.
 type savedState struct {
-	Version int         `json:"version"`
-	NextID  int64       `json:"nextID"`
-	Clock   int64       `json:"clock"`
-	Repos   []savedRepo `json:"repos"`
-	CI      []CIEvent   `json:"ci"`
+	emucore.Saved
+	Repos []savedRepo `json:"repos"`
+	CI    []CIEvent   `json:"ci"`
 }
 
 const stateName = "the emulator's state"
@@ -56,7 +54,7 @@ const stateName = "the emulator's state"
 func (s *Server) State() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := savedState{Version: stateVersion, NextID: s.nextID, Clock: s.clock, CI: s.ci}
+	st := savedState{Saved: emucore.Saved{Version: stateVersion, NextID: s.nextID, Clock: s.clock}, CI: s.ci.Events()}
 	for _, r := range s.repos {
 		refs := make(map[string]string, len(r.Branches)+len(r.otherRefs))
 		for name, sha := range r.otherRefs {
@@ -71,32 +69,24 @@ func (s *Server) State() ([]byte, error) {
 			Labels: r.labels})
 	}
 	sort.Slice(st.Repos, func(i, j int) bool { return st.Repos[i].ID < st.Repos[j].ID })
-	b, err := json.Marshal(st)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", stateName, err)
-	}
-	return b, nil
+	return emucore.Encode(stateName, st)
 }
 
 // Save writes State to path atomically (a temporary file renamed over it).
-func (s *Server) Save(path string) error {
-	b, err := s.State()
-	if err != nil {
-		return err
-	}
-	return gitstore.WriteFile(path, stateName, b)
-}
+func (s *Server) Save(path string) error { return emucore.Save(path, stateName, s.State) }
 
 // Load replaces the emulator's repositories with those Save wrote to path. It
 // reports false, and changes nothing, when the file does not exist.
 func (s *Server) Load(path string) (bool, error) {
-	var st savedState
-	if ok, err := gitstore.ReadFile(path, stateName, stateVersion, &st); !ok || err != nil {
-		return false, err
-	}
+	return emucore.Load(path, stateName, stateVersion, s.restore)
+}
+
+// restore replaces the emulator's state with st.
+func (s *Server) restore(st *savedState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nextID, s.clock, s.ci = st.NextID, st.Clock, st.CI
+	s.nextID, s.clock = st.NextID, st.Clock
+	s.ci.Replace(st.CI)
 	s.repos = map[string]*repo{}
 	for _, sr := range st.Repos {
 		r := newRepo(sr.ID, sr.Owner, sr.Name, &gitstore.Repo{DefaultBranch: sr.DefaultBranch,
@@ -117,7 +107,6 @@ func (s *Server) Load(path string) (bool, error) {
 		r.acl, r.pacApp, r.labels = sr.ACL, sr.PaCApp, sr.Labels
 		s.repos[r.owner+"/"+r.name] = r
 	}
-	return true, nil
 }
 
 // HasRepo reports whether owner/name exists.

@@ -115,3 +115,31 @@ func readState(t *testing.T, path string) savedState {
 	}
 	return st
 }
+
+// TestStateWrittenBeforeEmucoreSavesAgainUnchanged loads a file the emulator wrote
+// before its lifecycle, CI record and saved-state file came from emucore (a draft
+// PR made ready, labels, a comment, the CI runs, a restricted App-reporting
+// repository) and saves it again: the same bytes, so the file format is the one
+// it was.
+func TestStateWrittenBeforeEmucoreSavesAgainUnchanged(t *testing.T) {
+	const old = "testdata/state-before-emucore.json"
+	want, err := os.ReadFile(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New()
+	t.Cleanup(s.Close)
+	if ok, err := s.Load(old); !ok || err != nil {
+		t.Fatalf("load: %v %v", ok, err)
+	}
+	if pr, ok := s.PR("org", "app", 1); !ok || pr.Draft || pr.Head != "nudge" || !reflect.DeepEqual(pr.Labels, []string{"konflux", "nudge"}) {
+		t.Fatalf("PR #1 %+v", pr)
+	}
+	if n := s.CIBuildsForPR("org", "app", 1); n != 2 {
+		t.Fatalf("CI runs of PR #1: %d, want 2 (opened, ready_for_review)", n)
+	}
+	// Save writes State (emucore.Save, tested there).
+	if got, err := s.State(); err != nil || string(got) != string(want) {
+		t.Fatalf("saved again, the state differs (%v):\n got %s\nwant %s", err, got, want)
+	}
+}

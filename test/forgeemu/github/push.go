@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -20,29 +21,17 @@ const zeroSHA = "0000000000000000000000000000000000000000"
 // AddWebhookFor sends the later events of the named kinds (EventPullRequest,
 // EventPush) to url, signed with secret; AddWebhook subscribes to pull_request only.
 func (s *Server) AddWebhookFor(url, secret string, events ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hooks = append(s.hooks, hook{url: url, secret: secret, events: events})
-}
-
-// wants reports whether h subscribed to event (a hook without a list: pull_request).
-func (h hook) wants(event string) bool {
-	if len(h.events) == 0 {
-		return event == EventPullRequest
+	if len(events) == 0 {
+		events = []string{EventPullRequest}
 	}
-	return slices.Contains(h.events, event)
+	s.hooks.Add(emucore.Hook{URL: url, Secret: secret, Events: events})
 }
 
 // pushEvent queues GitHub's push event for a branch that moved from before to after
 // ("" for none: created or deleted), however it moved: git push, REST or GraphQL ref
 // update, a commit through the API, a merge. Callers hold s.mu.
 func (s *Server) pushEvent(r *repo, branch, before, after, sender string) {
-	var subscribed []hook
-	for _, h := range s.hooks {
-		if h.wants(EventPush) {
-			subscribed = append(subscribed, h)
-		}
-	}
+	subscribed := s.hooks.Subscribed(EventPush)
 	if len(subscribed) == 0 || before == after {
 		return
 	}
@@ -89,22 +78,18 @@ func (s *Server) pushEvent(r *repo, branch, before, after, sender string) {
 	payload, _ := json.Marshal(map[string]any{
 		"ref": "refs/heads/" + branch, "before": orZero(before), "after": orZero(after),
 		"created": before == "", "deleted": after == "", "forced": forced, "base_ref": nil,
-		"compare":     fmt.Sprintf("%s/%s/%s/compare/%s...%s", s.srv.URL, r.owner, r.name, orZero(before)[:12], orZero(after)[:12]),
+		"compare":     fmt.Sprintf("%s/%s/%s/compare/%s...%s", s.URL(), r.owner, r.name, orZero(before)[:12], orZero(after)[:12]),
 		"commits":     commits,
 		"head_commit": headCommit,
 		"repository":  s.repoJSON(r), "pusher": map[string]any{"name": sender}, "sender": map[string]any{"login": sender},
 	})
-	s.nextID++
-	id := fmt.Sprintf("00000000-0000-4000-8000-%012d", s.nextID)
-	for _, h := range subscribed {
-		s.deliver <- delivery{id: id, url: h.url, secret: h.secret, event: EventPush, payload: payload}
-	}
+	s.send(subscribed, EventPush, "", payload)
 }
 
 func (s *Server) pushCommitJSON(r *repo, c *gitstore.Commit) map[string]any {
 	return map[string]any{
 		"id": c.SHA, "tree_id": c.Tree, "message": c.Message, "timestamp": c.Committer.Date,
-		"url":       fmt.Sprintf("%s/%s/%s/commit/%s", s.srv.URL, r.owner, r.name, c.SHA),
+		"url":       fmt.Sprintf("%s/%s/%s/commit/%s", s.URL(), r.owner, r.name, c.SHA),
 		"author":    map[string]any{"name": c.Author.Name, "email": c.Author.Email},
 		"committer": map[string]any{"name": c.Committer.Name, "email": c.Committer.Email},
 	}

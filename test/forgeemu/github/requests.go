@@ -22,12 +22,7 @@ func (s *Server) recordRequests(h http.Handler) http.Handler {
 				line += " " + graphQLShape(body)
 			}
 		}
-		s.reqMu.Lock()
-		if len(s.requests) >= maxRecordedRequests { // a long `nudgeflow dev` session keeps the latest
-			s.requests = append(s.requests[:0], s.requests[maxRecordedRequests/2:]...)
-		}
-		s.requests = append(s.requests, line)
-		s.reqMu.Unlock()
+		s.requests.Add(line)
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			w.Header().Set("X-GitHub-Enterprise-Version", enterpriseVersion)
 		}
@@ -35,6 +30,7 @@ func (s *Server) recordRequests(h http.Handler) http.Handler {
 	})
 }
 
+// maxRecordedRequests bounds the log: a long `nudgeflow dev` session keeps the latest.
 const maxRecordedRequests = 10000
 
 var gqlFirstWords = regexp.MustCompile(`[A-Za-z_]+`)
@@ -64,7 +60,5 @@ func graphQLShape(body []byte) string {
 
 // Requests lists "METHOD path" of every request so far, in order.
 func (s *Server) Requests() []string {
-	s.reqMu.Lock()
-	defer s.reqMu.Unlock()
-	return append([]string(nil), s.requests...)
+	return s.requests.All()
 }

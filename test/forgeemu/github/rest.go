@@ -16,15 +16,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, u User)) {
-		method, path, _ := strings.Cut(pattern, " ")
-		mux.HandleFunc(method+" /api/v3"+path, s.authed(h))
-	}
+	api := emucore.Route(mux, "/api/v3", s.authed)
 	mux.HandleFunc("GET /api/v3/{$}", s.apiRoot)
 	s.labelRoutes(api)
 	api("GET /repos/{owner}/{repo}", s.getRepo)
@@ -61,10 +59,10 @@ func (s *Server) routes() http.Handler {
 func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git/commits") {
-			s.runBeforeCommit()
+			s.beforeCommit.Fire()
 		}
 		if r.Method == http.MethodPatch && strings.Contains(r.URL.Path, "/git/refs/") {
-			s.runBeforeBranchMove()
+			s.beforeBranchMove.Fire()
 		}
 		if r.Method == http.MethodPost && r.URL.Path == "/api/graphql" && r.Body != nil {
 			body, err := io.ReadAll(r.Body)
@@ -74,31 +72,23 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if gqlUpdateRefs.Match(body) {
-				s.runBeforeBranchMove()
+				s.beforeBranchMove.Fire()
 			}
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		u, ok := s.tokens[bearer(r)]
+		u, ok := s.tokens.Lookup(bearer(r))
 		if !ok {
 			writeError(w, http.StatusUnauthorized, "Bad credentials")
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			s.writes++
+		write := emucore.IsWrite(r)
+		if write {
 			s.writeScopes = append(s.writeScopes, s.scopeNames(bearer(r)))
-			if s.writes == s.failWriteAt {
-				s.failWriteAt = 0
-				writeFailure(w, failure{status: s.failWriteStatus})
-				return
-			}
 		}
-		for i, f := range s.fails {
-			if f.scope == "" || strings.Contains(r.URL.Path, f.scope) {
-				s.fails = append(s.fails[:i], s.fails[i+1:]...)
-				writeFailure(w, f)
-				return
-			}
+		if f, failed := s.faults.Admit(write, r.URL.Path); failed {
+			writeFailure(w, f)
+			return
 		}
 		h(w, r, u)
 	}
@@ -134,25 +124,25 @@ func bearer(r *http.Request) string {
 	return ""
 }
 
-func writeFailure(w http.ResponseWriter, f failure) {
-	reset := time.Now().Add(time.Duration(f.retryAfter) * time.Second).Unix()
+func writeFailure(w http.ResponseWriter, f emucore.Failure) {
+	reset := time.Now().Add(time.Duration(f.RetryAfter) * time.Second).Unix()
 	h := w.Header()
-	h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+	h.Set("Retry-After", strconv.Itoa(f.RetryAfter))
 	h.Set("X-RateLimit-Limit", "5000")
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
 	h.Set("X-RateLimit-Resource", "core")
-	switch f.status {
+	switch f.Status {
 	case http.StatusTooManyRequests:
 		h.Set("X-RateLimit-Remaining", "0")
 		h.Set("X-RateLimit-Used", "5000")
-		writeJSON(w, f.status, map[string]any{"message": "API rate limit exceeded",
+		writeJSON(w, f.Status, map[string]any{"message": "API rate limit exceeded",
 			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"})
 	case http.StatusForbidden:
 		h.Set("X-RateLimit-Remaining", "4000")
-		writeJSON(w, f.status, map[string]any{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+		writeJSON(w, f.Status, map[string]any{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
 			"documentation_url": "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits"})
 	default:
-		writeError(w, f.status, http.StatusText(f.status))
+		writeError(w, f.Status, http.StatusText(f.Status))
 	}
 }
 
@@ -403,7 +393,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request, _ User) {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
 	}
-	s.blobReads++
+	s.blobReads.Inc()
 	if strings.Contains(r.Header.Get("Accept"), ".raw") {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		_, _ = w.Write(b)
@@ -443,7 +433,7 @@ func (s *Server) commitJSON(rp *repo, c *gitstore.Commit) map[string]any {
 	}
 	return map[string]any{"sha": c.SHA, "node_id": "C_" + c.SHA, "message": c.Message,
 		"tree": map[string]any{"sha": c.Tree}, "parents": parents, "author": c.Author, "committer": c.Committer,
-		"html_url": fmt.Sprintf("%s/%s/%s/commit/%s", s.srv.URL, rp.owner, rp.name, c.SHA)}
+		"html_url": fmt.Sprintf("%s/%s/%s/commit/%s", s.URL(), rp.owner, rp.name, c.SHA)}
 }
 
 func (s *Server) getCommit(w http.ResponseWriter, r *http.Request, _ User) {
@@ -656,7 +646,7 @@ func (s *Server) editPull(w http.ResponseWriter, r *http.Request, u User) {
 func (s *Server) commentJSON(rp *repo, n int, c *comment) map[string]any {
 	return map[string]any{"id": c.ID, "node_id": "IC_" + strconv.FormatInt(c.ID, 10), "body": c.Body,
 		"user":     map[string]any{"login": c.User},
-		"html_url": fmt.Sprintf("%s/%s/%s/pull/%d#issuecomment-%d", s.srv.URL, rp.owner, rp.name, n, c.ID)}
+		"html_url": fmt.Sprintf("%s/%s/%s/pull/%d#issuecomment-%d", s.URL(), rp.owner, rp.name, n, c.ID)}
 }
 
 func (s *Server) listComments(w http.ResponseWriter, r *http.Request, _ User) {
@@ -899,7 +889,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, n int) (from, to i
 		q.Set("page", strconv.Itoa(page+1))
 		q.Set("per_page", strconv.Itoa(perPage))
 		next.RawQuery = q.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.srv.URL, next.RequestURI()))
+		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.URL(), next.RequestURI()))
 	}
 	return min((page-1)*perPage, n), min(page*perPage, n)
 }

@@ -137,7 +137,7 @@ func (s *Server) webPull(w http.ResponseWriter, r *http.Request) {
 	for _, c := range rp.comments[p.Number] {
 		pr.Comments = append(pr.Comments, c.Body)
 	}
-	for _, e := range s.ci {
+	for _, e := range s.ci.Events() {
 		if e.Repo == name && e.Number == p.Number {
 			pr.CI = append(pr.CI, e)
 		}

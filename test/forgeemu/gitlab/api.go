@@ -12,15 +12,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, u User)) {
-		method, path, _ := strings.Cut(pattern, " ")
-		mux.HandleFunc(method+" /api/v4"+path, s.authed(h))
-	}
+	api := emucore.Route(mux, "/api/v4", s.authed)
 	api("GET /user", s.getUser)
 	api("GET /version", s.getVersion)
 	api("GET /projects/{id}/labels", s.listLabels)
@@ -63,30 +61,20 @@ func (s *Server) routes() http.Handler {
 func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/repository/commits") {
-			s.runBeforeCommit()
+			s.beforeCommit.Fire()
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		u, ok := s.tokens[token(r)]
+		u, ok := s.tokens.Lookup(token(r))
 		if !ok {
 			writeMessage(w, http.StatusUnauthorized, "401 Unauthorized")
 			return
 		}
-		write := r.Method != http.MethodGet && r.Method != http.MethodHead
-		if write {
-			s.writes++
-			if s.writes == s.failWriteAt {
-				s.failWriteAt = 0
-				s.writeFailure(w, failure{status: s.failWriteStatus})
-				return
-			}
-		}
-		for i, f := range s.fails {
-			if f.scope == "" || strings.Contains(r.URL.EscapedPath(), f.scope) {
-				s.fails = append(s.fails[:i], s.fails[i+1:]...)
-				s.writeFailure(w, f)
-				return
-			}
+		write := emucore.IsWrite(r)
+		// The scope holds the URL-encoded project path: match it escaped.
+		if f, failed := s.faults.Admit(write, r.URL.EscapedPath()); failed {
+			s.writeFailure(w, f)
+			return
 		}
 		if write && u.ReadOnly {
 			writeMessage(w, http.StatusForbidden, "403 Forbidden")
@@ -111,17 +99,17 @@ func token(r *http.Request) string {
 
 // writeFailure answers as GitLab's rack-attack throttle does: 429 "Retry later"
 // with RateLimit-* and Retry-After.
-func (s *Server) writeFailure(w http.ResponseWriter, f failure) {
-	if f.status != http.StatusTooManyRequests {
-		if f.retryAfter > 0 {
+func (s *Server) writeFailure(w http.ResponseWriter, f emucore.Failure) {
+	if f.Status != http.StatusTooManyRequests {
+		if f.RetryAfter > 0 {
 			// GitLab itself throttles with 429 only; a proxy in front of it may
 			// answer another status with Retry-After.
-			w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+			w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
 		}
-		writeMessage(w, f.status, fmt.Sprintf("%d %s", f.status, http.StatusText(f.status)))
+		writeMessage(w, f.Status, fmt.Sprintf("%d %s", f.Status, http.StatusText(f.Status)))
 		return
 	}
-	reset := time.Now().Add(time.Duration(f.retryAfter) * time.Second)
+	reset := time.Now().Add(time.Duration(f.RetryAfter) * time.Second)
 	h := w.Header()
 	h.Set("RateLimit-Name", "throttle_authenticated_api")
 	h.Set("RateLimit-Limit", "2000")
@@ -129,7 +117,7 @@ func (s *Server) writeFailure(w http.ResponseWriter, f failure) {
 	h.Set("RateLimit-Remaining", "0")
 	h.Set("RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	h.Set("RateLimit-ResetTime", reset.UTC().Format(http.TimeFormat))
-	h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+	h.Set("Retry-After", strconv.Itoa(f.RetryAfter))
 	h.Set("Content-Type", "text/plain")
 	w.WriteHeader(http.StatusTooManyRequests)
 	_, _ = w.Write([]byte("Retry later\n"))
@@ -412,22 +400,30 @@ func (s *Server) getRawBlob(w http.ResponseWriter, r *http.Request, _ User) {
 		notFound(w, "Blob")
 		return
 	}
-	s.blobReads++
+	s.blobReads.Inc()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write(b)
 }
 
 func (s *Server) mrOf(w http.ResponseWriter, r *http.Request) (*project, *mergeRequest) {
+	return itemOf(s, w, r, func(p *project) []*mergeRequest { return p.MRs }, "Merge Request")
+}
+
+// itemOf finds the request's project and, in the list of it that items gives
+// (merge requests and issues each number their own), the one the iid path value
+// names; it answers 404 "<what> Not Found" and returns nils when either is missing.
+func itemOf[T any](s *Server, w http.ResponseWriter, r *http.Request, items func(*project) []*T, what string) (*project, *T) {
 	p := s.projectOf(w, r)
 	if p == nil {
 		return nil, nil
 	}
+	list := items(p)
 	n, err := strconv.Atoi(r.PathValue("iid"))
-	if err != nil || n < 1 || n > len(p.MRs) {
-		notFound(w, "Merge Request")
+	if err != nil || n < 1 || n > len(list) {
+		notFound(w, what)
 		return nil, nil
 	}
-	return p, p.MRs[n-1]
+	return p, list[n-1]
 }
 
 // listMRs is GET /projects/:id/merge_requests, filtered by state, source_branch,

@@ -91,12 +91,7 @@ func (s *Server) autoMerge(p *project, sha string) {
 
 // userNamed finds the user a token authenticates as by username. Callers hold s.mu.
 func (s *Server) userNamed(username string) (User, bool) {
-	for _, u := range s.tokens {
-		if u.Username == username {
-			return u, true
-		}
-	}
-	return User{}, false
+	return s.tokens.Find(func(u User) bool { return u.Username == username })
 }
 
 // removeSource deletes a merged merge request's source branch when asked

@@ -21,14 +21,12 @@ const maxCalls = 10000
 
 // Calls lists the requests answered so far (at most the last maxCalls), in order.
 func (s *Server) Calls() []Call {
-	s.callMu.Lock()
-	defer s.callMu.Unlock()
-	return append([]Call(nil), s.calls...)
+	return s.calls.All()
 }
 
 // recordCalls wraps the routes so every request is logged with the route it
-// matched and the status it got. It has its own lock: handlers hold s.mu while
-// they answer, and git transfers stream outside it.
+// matched and the status it got (emucore.Log has its own lock: handlers hold s.mu
+// while they answer, and git transfers stream outside it).
 func (s *Server) recordCalls(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -40,12 +38,7 @@ func (s *Server) recordCalls(h http.Handler) http.Handler {
 		if route == "" || route == "/api/v4/" || route == "/{path...}" {
 			route = r.URL.Path
 		}
-		s.callMu.Lock()
-		if len(s.calls) >= maxCalls {
-			s.calls = append(s.calls[:0], s.calls[maxCalls/2:]...)
-		}
-		s.calls = append(s.calls, Call{Method: r.Method, Route: route, Status: rec.status})
-		s.callMu.Unlock()
+		s.calls.Add(Call{Method: r.Method, Route: route, Status: rec.status})
 	})
 }
 

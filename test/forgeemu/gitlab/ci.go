@@ -75,12 +75,7 @@ func (s *Server) userNote(p *project, m *mergeRequest, body string, u User) *not
 
 // ranFor reports whether a pipeline ran for sha. Callers hold s.mu.
 func (s *Server) ranFor(p *project, sha string) bool {
-	for _, e := range s.ci {
-		if e.Project == p.Path && e.HeadSHA == sha {
-			return true
-		}
-	}
-	return false
+	return s.ci.RanFor(p.Path, sha)
 }
 
 // pacEvent is PaC receiving a Merge Request Hook. Callers hold s.mu.
@@ -103,7 +98,7 @@ func (s *Server) pacEvent(p *project, m *mergeRequest, action, oldrev string, u 
 // first marks the waiting status successful (PaC's "Approved", which GitLab's
 // provider words as a success). Callers hold s.mu.
 func (s *Server) pacRun(p *project, m *mergeRequest, action string) {
-	s.ci = append(s.ci, CIEvent{Project: p.Path, IID: m.IID, Action: action, HeadSHA: m.SHA})
+	s.ci.Record(CIEvent{Project: p.Path, IID: m.IID, Action: action, HeadSHA: m.SHA})
 	if action == "ok-to-test" {
 		s.setStatus(p, m, "success", "successfully validated your commit", pac.ApplicationName, pacUser)
 	}

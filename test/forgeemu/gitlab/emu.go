@@ -68,23 +68,32 @@
 // repository/files (presets read from the forge), users?username= and
 // groups/{id}/members (assignees and reviewers).
 //
+// What every forge emulator has comes from package emucore, shared with the
+// GitHub emulator: the server's lifecycle (New, NewAt, Close, URL, Host) and the
+// call log (Calls), the token map (AddToken, RevokeToken), the failure queue,
+// FailWrite and the write count (FailNext, FailNextFor, FailWrite, Writes), the
+// one-shot BeforeNextCommit, the blob-read counter, the CI runs counted
+// (CIBuilds, CIEvents), the webhook sender (AddWebhook, AddWebhookFor,
+// Deliveries), the saved-state file (Save, Load) and the git server's setup.
+// This package keeps what is GitLab's: the routes and JSON shapes, how a token is
+// read (PRIVATE-TOKEN, Authorization: Bearer, basic auth), Reporter's 403 and the
+// rack-attack 429, the Merge Request and Push Hook payloads with X-Gitlab-Token,
+// and what the saved file holds.
+//
 // All methods are safe for concurrent use.
 package gitlab
 
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/pac"
-	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
 
@@ -104,40 +113,32 @@ type User struct {
 
 // Server is the emulator.
 type Server struct {
-	srv *httptest.Server
+	http *emucore.HTTP
+	// tokens are the API tokens (emucore): each authenticates as a User.
+	tokens *emucore.Tokens[User]
 
 	mu       sync.Mutex
-	tokens   map[string]User
 	projects map[string]*project // by lower-case path
 	nextID   int64
 	clock    int64
-	fails    []failure
-	// failWriteAt is the write count at which a write fails (0: none).
-	failWriteAt, failWriteStatus int
-	writes                       int
-	blobReads                    int
-	beforeCommit                 func()
-	hooks                        []hook
-	ci                           []CIEvent
-	deliver                      chan delivery
-	done                         chan struct{}
-	delivers                     []Delivery
-	hookWG                       sync.WaitGroup
+	// faults are the failures a test armed (FailNext, FailWrite) and the write count.
+	faults emucore.Faults
+	// blobReads counts raw blobs served through the API.
+	blobReads emucore.Counter
+	// beforeCommit runs once, outside the lock, before the next Commits API request.
+	beforeCommit emucore.OneShot
+	// hooks are the webhooks and their sender (emucore); payloads are made here
+	// (hooks.go).
+	hooks *emucore.Webhooks
+	// ci are the pipelines PaC started (emucore), in order.
+	ci *emucore.CI[CIEvent]
 
-	callMu sync.Mutex
-	calls  []Call
+	// calls are the requests answered, logged outside s.mu (git transfers
+	// stream without it).
+	calls *emucore.Log[Call]
 
-	// git serves the projects over smart HTTP from bare repositories below gitDir;
-	// gitErr says why it could not start.
-	git    *gitserve.Server
-	gitDir string
-	gitErr error
-}
-
-type failure struct {
-	status     int
-	retryAfter int
-	scope      string // request paths containing it ("" = any)
+	// git serves the projects over smart HTTP (emucore; git.go).
+	git *emucore.Git
 }
 
 // CIEvent is one merge request event that started a pipeline by PaC's rules.
@@ -205,75 +206,55 @@ func (m *mergeRequest) draft() bool { return draftTitle.MatchString(m.Title) }
 // New starts an emulator on 127.0.0.1; Close stops it.
 func New() *Server {
 	s := newServer()
-	s.srv = httptest.NewServer(s.handler())
-	s.startDelivery()
+	s.http = emucore.Serve(s.handler())
 	return s
 }
 
 // NewAt starts an emulator listening on addr (host:port), for `nudgeflow dev`.
 func NewAt(addr string) (*Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("GitLab emulator: listening on %s: %w", addr, err)
-	}
 	s := newServer()
-	s.srv = httptest.NewUnstartedServer(s.handler())
-	_ = s.srv.Listener.Close()
-	s.srv.Listener = l
-	s.srv.Start()
-	s.startDelivery()
+	var err error
+	if s.http, err = emucore.ServeAt("GitLab emulator", addr, s.handler()); err != nil {
+		s.hooks.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // handler is everything the emulator serves: git's smart HTTP at the clone URLs,
 // the API and the web pages, each request logged (Calls).
 func (s *Server) handler() http.Handler {
-	s.startGit()
 	return s.recordCalls(s.serveGit(s.routes()))
 }
 
 func newServer() *Server {
-	return &Server{tokens: map[string]User{}, projects: map[string]*project{}, nextID: 100,
-		deliver: make(chan delivery, 1024), done: make(chan struct{})}
-}
-
-func (s *Server) startDelivery() {
-	s.hookWG.Add(1)
-	go s.deliveryLoop()
+	s := &Server{tokens: emucore.NewTokens[User](), calls: emucore.NewLog[Call](maxCalls), projects: map[string]*project{}, nextID: 100,
+		hooks: emucore.StartWebhooks(), ci: emucore.NewCI(ciRun)}
+	s.git = emucore.NewGit(gitForge{s}, "gitlab-emulator-git-")
+	return s
 }
 
 // Close stops the server and the webhook sender.
 func (s *Server) Close() {
-	s.srv.Close()
-	close(s.done)
-	s.hookWG.Wait()
-	if s.gitDir != "" {
-		_ = os.RemoveAll(s.gitDir)
-	}
+	s.http.Close()
+	s.hooks.Close()
+	s.git.Close()
 }
 
 // URL is the web base (http://127.0.0.1:port); projects are URL()/group/project.
-func (s *Server) URL() string { return s.srv.URL }
+func (s *Server) URL() string { return s.http.URL() }
 
 // Host is host:port of the server.
-func (s *Server) Host() string { return strings.TrimPrefix(s.srv.URL, "http://") }
+func (s *Server) Host() string { return s.http.Host() }
 
 // APIURL is the REST base: URL()/api/v4/.
-func (s *Server) APIURL() string { return s.srv.URL + "/api/v4/" }
+func (s *Server) APIURL() string { return s.URL() + "/api/v4/" }
 
 // AddToken lets token authenticate as user.
-func (s *Server) AddToken(token string, u User) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tokens[token] = u
-}
+func (s *Server) AddToken(token string, u User) { s.tokens.Add(token, u) }
 
 // RevokeToken forgets a token (a rotated credential): requests with it get 401.
-func (s *Server) RevokeToken(token string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.tokens, token)
-}
+func (s *Server) RevokeToken(token string) { s.tokens.Revoke(token) }
 
 // FailNext makes the next n API requests fail with status: 429 is GitLab's rate
 // limit (RateLimit-Remaining 0, RateLimit-Reset, Retry-After retryAfter seconds,
@@ -284,74 +265,38 @@ func (s *Server) FailNext(n, status, retryAfter int) { s.FailNextFor("", n, stat
 // API path holds the URL-encoded project path), so a test's rate limit does not
 // land on other tests' traffic.
 func (s *Server) FailNextFor(group string, n, status, retryAfter int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	scope := ""
 	if group != "" {
 		scope = "/projects/" + group + "%2F"
 	}
-	for range n {
-		s.fails = append(s.fails, failure{status: status, retryAfter: retryAfter, scope: scope})
-	}
+	s.faults.FailNext(scope, n, status, retryAfter)
 }
 
 // FailWrite lets `after` more write requests through, then fails the next write.
-func (s *Server) FailWrite(after, status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failWriteAt, s.failWriteStatus = s.writes+after+1, status
-}
+func (s *Server) FailWrite(after, status int) { s.faults.FailWrite(after, status) }
 
 // BeforeNextCommit runs fn (once) when the next Commits API request arrives,
 // before it is handled: a race a test can replay exactly.
-func (s *Server) BeforeNextCommit(fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beforeCommit = fn
-}
-
-func (s *Server) runBeforeCommit() {
-	s.mu.Lock()
-	fn := s.beforeCommit
-	s.beforeCommit = nil
-	s.mu.Unlock()
-	if fn != nil {
-		fn()
-	}
-}
+func (s *Server) BeforeNextCommit(fn func()) { s.beforeCommit.Arm(fn) }
 
 // Writes is how many authenticated write requests (POST/PUT/DELETE) arrived.
-func (s *Server) Writes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writes
-}
+func (s *Server) Writes() int { return s.faults.Writes() }
 
 // BlobReads counts raw blobs served through the API so far.
-func (s *Server) BlobReads() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.blobReads
-}
+func (s *Server) BlobReads() int { return s.blobReads.Value() }
 
 // CIBuilds is how many pipelines PaC would have started for the project.
 func (s *Server) CIBuilds(group, name string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, e := range s.ci {
-		if strings.EqualFold(e.Project, group+"/"+name) {
-			n++
-		}
-	}
-	return n
+	// Project paths are case-insensitive on GitLab.
+	return s.ci.Count(func(e CIEvent) bool { return strings.EqualFold(e.Project, group+"/"+name) })
 }
 
 // CIEvents lists every CI-triggering event so far.
-func (s *Server) CIEvents() []CIEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]CIEvent(nil), s.ci...)
+func (s *Server) CIEvents() []CIEvent { return s.ci.Events() }
+
+// ciRun is what a CI event was about, for emucore's counts.
+func ciRun(e CIEvent) emucore.Run {
+	return emucore.Run{Repo: e.Project, Number: e.IID, HeadSHA: e.HeadSHA}
 }
 
 // ---- test helpers ----
@@ -381,12 +326,7 @@ func (s *Server) FileAt(group, name, ref, path string) (string, bool) {
 	if p == nil {
 		return "", false
 	}
-	c := p.Repo.Resolve(ref)
-	if c == nil {
-		return "", false
-	}
-	e, ok := p.Repo.Lookup(c.Tree, path)
-	return string(p.Repo.Blobs[e.SHA]), ok
+	return p.Repo.FileAt(ref, path)
 }
 
 // Commit is a commit as tests see it.
@@ -400,11 +340,7 @@ func (s *Server) Head(group, name, branch string) (Commit, bool) {
 	if p == nil {
 		return Commit{}, false
 	}
-	c := p.Repo.Commits[p.Repo.Branches[branch]]
-	if c == nil {
-		return Commit{}, false
-	}
-	return c.Summary(), true
+	return p.Repo.Head(branch)
 }
 
 // MR is a merge request as tests see it.
@@ -666,7 +602,7 @@ func (s *Server) event(p *project, m *mergeRequest, action, oldrev string, chang
 
 // ---- JSON shapes ----
 
-func (s *Server) projectURL(p *project) string { return s.srv.URL + "/" + p.Path }
+func (s *Server) projectURL(p *project) string { return s.URL() + "/" + p.Path }
 
 func (s *Server) mrURL(p *project, m *mergeRequest) string {
 	return fmt.Sprintf("%s/-/merge_requests/%d", s.projectURL(p), m.IID)

@@ -1,9 +1,7 @@
 package gitlab
 
 import (
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitserve"
@@ -11,7 +9,9 @@ import (
 )
 
 // Git over smart HTTP at GitLab's clone URLs, http://host/<namespace>/<project>.git
-// (http_url_to_repo), served by the shared gitserve from the projects' stores. As
+// (http_url_to_repo), served by emucore.Git (the shared gitserve, bare
+// repositories in a temporary directory made on the first git request and
+// removed by Close) from the projects' stores. As
 // on GitLab, the token is the basic-auth password with any user name (Renovate
 // sends oauth2:<token>); a Reporter (ReadOnly) may clone but not push; an unknown
 // token or none gets 401 (every project here is private). A push moves branches as
@@ -27,7 +27,7 @@ func (g gitForge) Access(name, token string) (gitserve.Access, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	exists := s.projects[strings.ToLower(name)] != nil
-	u, ok := s.tokens[token]
+	u, ok := s.tokens.Lookup(token)
 	switch {
 	case !ok || !exists:
 		return gitserve.NoAccess, exists
@@ -58,7 +58,7 @@ func (g gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
 	if p == nil {
 		return
 	}
-	u := s.tokens[token]
+	u, _ := s.tokens.Lookup(token)
 	for _, up := range updates {
 		if up.New == "" {
 			// GitLab keeps a deleted source branch's merge requests open (their
@@ -68,20 +68,6 @@ func (g gitForge) Pushed(name, token string, updates []gitserve.RefUpdate) {
 			continue
 		}
 		s.moveBranch(p, up.Branch, up.New, u)
-	}
-}
-
-// startGit makes the git server below a fresh directory Close removes. Without git
-// on PATH the emulator still serves its API; git requests then get 500 saying why.
-func (s *Server) startGit() {
-	dir, err := os.MkdirTemp("", "gitlab-emulator-git-")
-	if err != nil {
-		s.gitErr = fmt.Errorf("GitLab emulator: a directory for the git repositories: %w", err)
-		return
-	}
-	s.gitDir = dir
-	if s.git, err = gitserve.New(gitForge{s}, dir); err != nil {
-		s.gitErr = fmt.Errorf("GitLab emulator: %w", err)
 	}
 }
 
@@ -95,15 +81,15 @@ func (s *Server) serveGit(next http.Handler) http.Handler {
 		if _, rest, _ := gitserve.Split(r.URL.Path); rest != "" {
 			r.Pattern = r.Method + " /{namespace}/{project}.git/" + rest // for the call log
 		}
-		if s.git == nil {
-			http.Error(w, s.gitErr.Error(), http.StatusInternalServerError)
-			return
-		}
-		s.git.ServeHTTP(w, r)
+		// Without git on PATH the emulator still serves its API; git requests get
+		// 500 saying why.
+		s.git.Serve(w, r, func(w http.ResponseWriter, err error) {
+			http.Error(w, "GitLab emulator: "+err.Error(), http.StatusInternalServerError)
+		})
 	})
 }
 
 // GitURL is the clone URL of group/name (http_url_to_repo).
 func (s *Server) GitURL(group, name string) string {
-	return s.srv.URL + "/" + group + "/" + name + ".git"
+	return s.URL() + "/" + group + "/" + name + ".git"
 }

@@ -1,16 +1,18 @@
 package gitlab
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
-	"time"
 
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
 )
+
+// Webhooks: the hooks (a hook's token is its emucore Secret), the queue, the
+// sender and the delivery records are emucore's; what a GitLab delivery is (its
+// payloads and headers) is this file's.
 
 // HookEvent is a webhook trigger, named as GitLab's hook API names it.
 type HookEvent string
@@ -22,20 +24,6 @@ const (
 	// merge moves, created or deletes.
 	PushEvents HookEvent = "push_events"
 )
-
-type hook struct {
-	url, token string
-	events     []HookEvent
-}
-
-func (h hook) wants(e HookEvent) bool { return slices.Contains(h.events, e) }
-
-type delivery struct {
-	id, url, token string
-	// event is the X-Gitlab-Event header ("Merge Request Hook", "Push Hook").
-	event   string
-	payload []byte
-}
 
 // Delivery is the outcome of one webhook POST.
 type Delivery struct {
@@ -54,16 +42,20 @@ func (s *Server) AddWebhook(url, token string) { s.AddWebhookFor(url, token, Mer
 
 // AddWebhookFor is a project hook for the events given.
 func (s *Server) AddWebhookFor(url, token string, events ...HookEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.hooks = append(s.hooks, hook{url: url, token: token, events: append([]HookEvent(nil), events...)})
+	names := make([]string, len(events))
+	for i, e := range events {
+		names[i] = string(e)
+	}
+	s.hooks.Add(emucore.Hook{URL: url, Secret: token, Events: names})
 }
 
 // Deliveries lists the webhook POSTs made so far, in order.
 func (s *Server) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Delivery(nil), s.delivers...)
+	var out []Delivery
+	for _, d := range s.hooks.Deliveries() {
+		out = append(out, Delivery(d))
+	}
+	return out
 }
 
 // zeroSHA is GitLab's before of a created branch and after of a deleted one.
@@ -77,7 +69,7 @@ const pushHookCommits = 20
 // before to after ("" for none). The commits are those after reaches and before
 // does not (for a new branch: that the default branch does not). Callers hold s.mu.
 func (s *Server) queuePushHook(p *project, branch, before, after string, u User) {
-	if !slices.ContainsFunc(s.hooks, func(h hook) bool { return h.wants(PushEvents) }) {
+	if len(s.hooks.Subscribed(string(PushEvents))) == 0 {
 		return
 	}
 	var commits []map[string]any
@@ -129,7 +121,7 @@ func (s *Server) queuePushHook(p *project, branch, before, after string, u User)
 		"repository": map[string]any{"name": p.Path[strings.LastIndex(p.Path, "/")+1:], "url": s.projectURL(p) + ".git",
 			"homepage": s.projectURL(p), "git_http_url": s.projectURL(p) + ".git", "visibility_level": 0},
 	})
-	s.send(PushEvents, "Push Hook", payload)
+	s.send(PushEvents, "Push Hook", "", payload)
 }
 
 // pushCommitJSON is one commit of a Push Hook, with the paths it added, changed
@@ -156,20 +148,25 @@ func (s *Server) pushCommitJSON(p *project, c *gitstore.Commit) map[string]any {
 		"added":  added, "modified": modified, "removed": removed}
 }
 
-// send queues payload to every hook that wants event. Callers hold s.mu.
-func (s *Server) send(event HookEvent, header string, payload []byte) {
+// send queues payload to every hook that wants event, as one delivery named
+// kind in X-Gitlab-Event ("Merge Request Hook", "Push Hook"), with the hook's
+// token. Callers hold s.mu.
+func (s *Server) send(event HookEvent, kind, action string, payload []byte) {
 	s.nextID++
 	id := fmt.Sprintf("00000000-0000-4000-9000-%012d", s.nextID)
-	for _, h := range s.hooks {
-		if h.wants(event) {
-			s.deliver <- delivery{id: id, url: h.url, token: h.token, event: header, payload: payload}
-		}
+	for _, h := range s.hooks.Subscribed(string(event)) {
+		header := http.Header{}
+		header.Set("User-Agent", "GitLab/emulator")
+		header.Set("X-Gitlab-Event", kind)
+		header.Set("X-Gitlab-Event-UUID", id)
+		header.Set("X-Gitlab-Token", h.Secret)
+		s.hooks.Send(emucore.Post{ID: id, URL: h.URL, Event: kind, Action: action, Header: header, Payload: payload})
 	}
 }
 
 // queueHook builds a Merge Request Hook payload like GitLab's. Callers hold s.mu.
 func (s *Server) queueHook(p *project, m *mergeRequest, action, oldrev string, changes map[string]any, u User) {
-	if !slices.ContainsFunc(s.hooks, func(h hook) bool { return h.wants(MergeRequestEvents) }) {
+	if len(s.hooks.Subscribed(string(MergeRequestEvents))) == 0 {
 		return
 	}
 	attrs := s.mrJSON(p, m)
@@ -190,38 +187,5 @@ func (s *Server) queueHook(p *project, m *mergeRequest, action, oldrev string, c
 		"user":    map[string]any{"username": u.Username, "name": u.Name},
 		"project": s.projectJSON(p), "object_attributes": attrs, "changes": changes,
 	})
-	s.send(MergeRequestEvents, "Merge Request Hook", payload)
-}
-
-// deliveryLoop posts webhooks one at a time, in order.
-func (s *Server) deliveryLoop() {
-	defer s.hookWG.Done()
-	client := &http.Client{Timeout: 10 * time.Second}
-	for {
-		select {
-		case <-s.done:
-			return
-		case d := <-s.deliver:
-			status := 0
-			req, err := http.NewRequest(http.MethodPost, d.url, bytes.NewReader(d.payload))
-			if err == nil {
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("User-Agent", "GitLab/emulator")
-				req.Header.Set("X-Gitlab-Event", d.event)
-				req.Header.Set("X-Gitlab-Event-UUID", d.id)
-				req.Header.Set("X-Gitlab-Token", d.token)
-				if resp, err := client.Do(req); err == nil {
-					status = resp.StatusCode
-					_ = resp.Body.Close()
-				}
-			}
-			var p struct {
-				ObjectAttributes struct{ Action string } `json:"object_attributes"`
-			}
-			_ = json.Unmarshal(d.payload, &p)
-			s.mu.Lock()
-			s.delivers = append(s.delivers, Delivery{ID: d.id, URL: d.url, Event: d.event, Action: p.ObjectAttributes.Action, Status: status})
-			s.mu.Unlock()
-		}
-	}
+	s.send(MergeRequestEvents, "Merge Request Hook", action, payload)
 }

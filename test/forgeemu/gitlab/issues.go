@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -58,16 +57,7 @@ func (s *Server) issueJSON(p *project, i *issue) map[string]any {
 }
 
 func (s *Server) issueOf(w http.ResponseWriter, r *http.Request) (*project, *issue) {
-	p := s.projectOf(w, r)
-	if p == nil {
-		return nil, nil
-	}
-	n, err := strconv.Atoi(r.PathValue("iid"))
-	if err != nil || n < 1 || n > len(p.Issues) {
-		notFound(w, "Issue")
-		return nil, nil
-	}
-	return p, p.Issues[n-1]
+	return itemOf(s, w, r, func(p *project) []*issue { return p.Issues }, "Issue")
 }
 
 // issueLabels sets an issue's labels as GitLab does a merge request's (missing

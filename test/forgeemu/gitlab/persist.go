@@ -1,23 +1,25 @@
 package gitlab
 
 import (
-	"encoding/json"
-	"fmt"
 	"html/template"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/nudgeflow/nudgeflow/test/forgeemu/gitstore"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/emucore"
 )
 
+// stateVersion is bumped when the saved shape changes incompatibly.
 const stateVersion = 1
 
+// stateName names the state in errors.
+const stateName = "the GitLab emulator's state"
+
+// savedState is what Save writes: emucore's file, headed by its version, ID
+// sequence and clock, holding the projects and the CI events.
 type savedState struct {
-	Version  int        `json:"version"`
-	NextID   int64      `json:"nextID"`
-	Clock    int64      `json:"clock"`
+	emucore.Saved
 	Projects []*project `json:"projects"`
 	CI       []CIEvent  `json:"ci"`
 }
@@ -27,37 +29,29 @@ type savedState struct {
 func (s *Server) State() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := savedState{Version: stateVersion, NextID: s.nextID, Clock: s.clock, CI: s.ci}
+	st := savedState{Saved: emucore.Saved{Version: stateVersion, NextID: s.nextID, Clock: s.clock}, CI: s.ci.Events()}
 	for _, p := range s.projects {
 		st.Projects = append(st.Projects, p)
 	}
 	sort.Slice(st.Projects, func(i, j int) bool { return st.Projects[i].ID < st.Projects[j].ID })
-	b, err := json.Marshal(st)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the GitLab emulator's state: %w", err)
-	}
-	return b, nil
+	return emucore.Encode(stateName, st)
 }
 
 // Save writes State to path atomically.
-func (s *Server) Save(path string) error {
-	b, err := s.State()
-	if err != nil {
-		return err
-	}
-	return gitstore.WriteFile(path, "the GitLab emulator's state", b)
-}
+func (s *Server) Save(path string) error { return emucore.Save(path, stateName, s.State) }
 
 // Load replaces the emulator's projects with those Save wrote; false (and no
 // change) when the file does not exist.
 func (s *Server) Load(path string) (bool, error) {
-	var st savedState
-	if ok, err := gitstore.ReadFile(path, "the GitLab emulator's state", stateVersion, &st); !ok || err != nil {
-		return false, err
-	}
+	return emucore.Load(path, stateName, stateVersion, s.restore)
+}
+
+// restore replaces the emulator's state with st.
+func (s *Server) restore(st *savedState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.nextID, s.clock, s.ci = st.NextID, st.Clock, st.CI
+	s.nextID, s.clock = st.NextID, st.Clock
+	s.ci.Replace(st.CI)
 	s.projects = map[string]*project{}
 	for _, p := range st.Projects {
 		if p.Repo == nil {
@@ -69,7 +63,6 @@ func (s *Server) Load(path string) (bool, error) {
 		}
 		s.projects[strings.ToLower(p.Path)] = p
 	}
-	return true, nil
 }
 
 // ---- web pages: what a person looks at in `nudgeflow dev` ----
@@ -100,11 +93,7 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 			for _, m := range p.MRs {
 				pr.MRs = append(pr.MRs, s.view(p, m))
 			}
-			for _, e := range s.ci {
-				if e.Project == p.Path {
-					pr.CI++
-				}
-			}
+			pr.CI = s.ci.ForRepo(p.Path)
 			ps = append(ps, pr)
 		}
 		s.mu.Unlock()
@@ -127,12 +116,7 @@ func (s *Server) webRoutes(mux *http.ServeMux) {
 			http.NotFound(w, r)
 			return
 		}
-		ci := 0
-		for _, e := range s.ci {
-			if e.Project == p.Path && e.IID == n {
-				ci++
-			}
-		}
+		ci := s.ci.ForRequest(p.Path, n)
 		data := map[string]any{"MR": s.view(p, p.MRs[n-1]), "Notes": append([]*note(nil), p.Notes[n]...), "CI": ci}
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -402,6 +402,26 @@ func (r *Repo) Resolve(ref string) *Commit {
 	return r.Commits[ref]
 }
 
+// FileAt is the content of path at ref (a branch or commit SHA); false when ref
+// or path is not there.
+func (r *Repo) FileAt(ref, path string) (string, bool) {
+	c := r.Resolve(ref)
+	if c == nil {
+		return "", false
+	}
+	e, ok := r.Lookup(c.Tree, path)
+	return string(r.Blobs[e.SHA]), ok
+}
+
+// Head is the commit at the tip of branch; false when there is no such branch.
+func (r *Repo) Head(branch string) (Summary, bool) {
+	c := r.Commits[r.Branches[branch]]
+	if c == nil {
+		return Summary{}, false
+	}
+	return c.Summary(), true
+}
+
 // IsAncestor reports whether anc is sha or one of its ancestors.
 func (r *Repo) IsAncestor(anc, sha string) bool {
 	seen := map[string]bool{}

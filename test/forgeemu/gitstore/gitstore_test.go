@@ -57,39 +57,6 @@ func short(sha string) string {
 	return sha[:7]
 }
 
-func TestWriteFileReadFile(t *testing.T) {
-	type state struct {
-		Version int   `json:"version"`
-		Repo    *Repo `json:"repo"`
-	}
-	var clock int64
-	path := filepath.Join(t.TempDir(), "state.json")
-	r := New("main", map[string]string{"x": "y"}, &clock, Signature{Name: "a"})
-	if err := WriteFile(path, "the test state", []byte(`{"version":2,"repo":{"defaultBranch":"main"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	var st state
-	if ok, err := ReadFile(path, "the test state", 1, &st); ok || err == nil || !strings.Contains(err.Error(), "version 2, want 1") {
-		t.Fatalf("another version: %v %v", ok, err)
-	}
-	if ok, err := ReadFile(filepath.Join(t.TempDir(), "missing.json"), "the test state", 1, &st); ok || err != nil {
-		t.Fatalf("missing file: %v %v", ok, err)
-	}
-	b := []byte(`{"version":1,"repo":{"defaultBranch":"main","branches":{"main":"` + r.Branches["main"] + `"}}}`)
-	if err := WriteFile(path, "the test state", b); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := ReadFile(path, "the test state", 1, &st); !ok || err != nil || st.Repo.Branches["main"] != r.Branches["main"] {
-		t.Fatalf("read back: %v %v %+v", ok, err, st.Repo)
-	}
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".emulator-*")); len(left) != 0 {
-		t.Fatalf("temporary files left: %v", left)
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestAncestorsAndMergeBase(t *testing.T) {
 	var clock int64
 	sig := Signature{Name: "a"}
@@ -197,5 +164,35 @@ func TestSHAsAreGits(t *testing.T) {
 	}
 	if parsed.Tree != tree || len(parsed.Parents) != 1 || parsed.Parents[0] != c.SHA || parsed.Author.Date != "2023-11-15T03:43:21+05:30" {
 		t.Fatalf("parsed %+v", parsed)
+	}
+}
+
+func TestFileAtAndHead(t *testing.T) {
+	var clock int64
+	sig := Signature{Name: "a"}
+	r := New("main", map[string]string{"dir/f": "one"}, &clock, sig)
+	first := r.Branches["main"]
+	c, err := r.CommitFiles(&clock, "main", map[string]string{"dir/f": "two"}, "second", sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Branches["main"] = c.SHA // CommitFiles leaves moving the branch to the forge
+	if got, ok := r.FileAt("main", "dir/f"); !ok || got != "two" {
+		t.Fatalf("at main: %q %v", got, ok)
+	}
+	if got, ok := r.FileAt(first, "dir/f"); !ok || got != "one" {
+		t.Fatalf("at the first commit: %q %v", got, ok)
+	}
+	if _, ok := r.FileAt("main", "missing"); ok {
+		t.Fatal("a missing path is there")
+	}
+	if _, ok := r.FileAt("nope", "dir/f"); ok {
+		t.Fatal("a missing ref resolves")
+	}
+	if h, ok := r.Head("main"); !ok || h.SHA != c.SHA || h.Message != "second" {
+		t.Fatalf("head %+v %v", h, ok)
+	}
+	if _, ok := r.Head("nope"); ok {
+		t.Fatal("a missing branch has a head")
 	}
 }
