@@ -253,10 +253,7 @@ func repoOf(c *mirrorv1alpha1.Component) (pullrequest.Repo, error) {
 	if err != nil || u.Host == "" {
 		return pullrequest.Repo{}, fmt.Errorf("component %q has a source URL nudgeflow cannot parse: %q", c.Name, git.URL)
 	}
-	provider := forge.ProviderOf(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], u.Hostname())
-	if provider == "" {
-		provider = forge.ProviderGitHub // GitHub Enterprise hosts are named anything
-	}
+	provider := forge.ProviderOrGitHub(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], u.Hostname())
 	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
 }
 

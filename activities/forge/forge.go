@@ -91,6 +91,17 @@ func ProviderOf(annotation, host string) string {
 	return ""
 }
 
+// ProviderOrGitHub is the rule for the pull requests nudgeflow opens itself
+// (ChangeGroups, PR groups): ProviderOf, else GitHub, because GitHub Enterprise
+// hosts are named anything. Renovate runs of builds a ChangeGroup hands back take
+// it too, so they land on the forge the group's pull request was on.
+func ProviderOrGitHub(annotation, host string) string {
+	if p := ProviderOf(annotation, host); p != "" {
+		return p
+	}
+	return ProviderGitHub
+}
+
 // Signature is a commit's author or committer.
 type Signature struct {
 	Name  string

@@ -74,10 +74,7 @@ func RepoOf(namespace, cloneURL, base, provider string) pullrequest.Repo {
 	if u, err := url.Parse(cloneURL); err == nil {
 		host = u.Hostname()
 	}
-	if provider = forge.ProviderOf(provider, host); provider == "" {
-		provider = forge.ProviderGitHub // GitHub Enterprise hosts are named anything
-	}
-	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
+	return pullrequest.Repo{Provider: forge.ProviderOrGitHub(provider, host), URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
 }
 
 // providerOf is the git-provider annotation of a component of the namespace built

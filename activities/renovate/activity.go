@@ -155,7 +155,15 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		return LaunchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("component %s/%s has no spec.source.git.url to nudge", req.Namespace, req.Nudged), nonRetryableNotNudgeable, nil)
 	}
-	forge, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider])
+	// build-service's rule: a host that names no forge, without the git-provider
+	// annotation, is refused. A build a ChangeGroup hands back goes where the
+	// group's pull request for this target went (forge.ProviderOrGitHub), or it
+	// would fail for good after the group had worked there.
+	providerOf := forge.ProviderOf
+	if req.HandedBackBy != "" {
+		providerOf = forge.ProviderOrGitHub
+	}
+	forge, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider], providerOf)
 	if err != nil {
 		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNotNudgeable, err)
 	}
@@ -731,7 +739,8 @@ type forgeInfo struct {
 }
 
 // parseForge derives Renovate's platform and endpoint from the git URL, with the
-// component's git-provider annotation taking precedence (build-service's rules).
+// component's git-provider annotation taking precedence, by providerOf
+// (forge.ProviderOf is build-service's rule).
 // The endpoint is each forge's REST API root. build-service writes
 // https://api.<host>/ for every GitHub host, which is right only for github.com:
 // GitHub Enterprise serves its API at https://<host>/api/v3/, so that is used for
@@ -742,7 +751,7 @@ type forgeInfo struct {
 // Gitea, a forge on a private network) has no https endpoint for Renovate to
 // reach, and the token would go over http to clone anyway. Every other scheme
 // gives https, and github.com is always https.
-func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
+func parseForge(gitURL, providerAnnotation string, providerOf func(annotation, host string) string) (forgeInfo, error) {
 	u, err := url.Parse(gitURL)
 	if err != nil || u.Host == "" {
 		return forgeInfo{}, fmt.Errorf("git url %q is not a URL with a host", gitURL)
@@ -753,7 +762,7 @@ func parseForge(gitURL, providerAnnotation string) (forgeInfo, error) {
 		apiScheme = "http"
 	}
 	root := apiScheme + "://" + u.Host
-	switch forge.ProviderOf(providerAnnotation, u.Hostname()) {
+	switch providerOf(providerAnnotation, u.Hostname()) {
 	case "github":
 		f.platform, f.endpoint = "github", root+"/api/v3/"
 		if strings.EqualFold(u.Hostname(), "github.com") {

@@ -350,11 +350,8 @@ func forgeOf(ctx context.Context, kube ctrlclient.Client, ns string, r *Running,
 		if ref.Base != "" && ref.Base != b {
 			continue
 		}
-		// The worker's rule (changegroupcr's repoOf): annotation, else host, else GitHub.
-		if provider = forge.ProviderOf(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], repo.Host); provider == "" {
-			provider = forge.ProviderGitHub
-		}
-		return provider, b, nil
+		// The worker's rule (changegroupcr's repoOf).
+		return forge.ProviderOrGitHub(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], repo.Host), b, nil
 	}
 	switch {
 	case ref.Base == "" || ref.Base == r.ForgeURL:
