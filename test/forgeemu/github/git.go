@@ -56,6 +56,10 @@ func (f gitForge) Access(name, token string) (gitserve.Access, bool) {
 	return gitserve.WriteAccess, true
 }
 
+// TokenAsUserName: GitHub takes https://<token>@host/… (Renovate's github platform
+// clones so).
+func (gitForge) TokenAsUserName() bool { return true }
+
 func (f gitForge) WithRepo(name string, fn func(r *gitstore.Repo)) bool {
 	f.s.mu.Lock()
 	defer f.s.mu.Unlock()

@@ -10,8 +10,9 @@
 // as its REST path does.
 //
 // Authentication is HTTP basic with the token as password and any user name, as
-// GitHub (x-access-token:<token>) and GitLab (oauth2:<token>) accept, or with the
-// token as user name and no password (GitHub's https://<token>@github.com/…); a request
+// GitHub (x-access-token:<token>) and GitLab (oauth2:<token>) accept, or, on a forge
+// that says so (TokenAsUserName: GitHub, not GitLab), with the token as user name
+// and no password (GitHub's https://<token>@github.com/…); a request
 // without one, or with a token that may not do what it asks, gets 401 with
 // WWW-Authenticate: Basic, and a known token that may only read gets 403 on a push.
 //
@@ -77,6 +78,13 @@ type Forge interface {
 	Pushed(name, token string, updates []RefUpdate)
 }
 
+// TokenAsUserName is implemented by a Forge that, like GitHub, takes a token given
+// as the basic-auth user name with an empty password (or "x-oauth-basic"). GitLab
+// does not: it reads the password only, so such a request is anonymous there.
+type TokenAsUserName interface {
+	TokenAsUserName() bool
+}
+
 // Server serves git for one emulator. Mount it where the forge's clone URLs point:
 // it reads the repository from the request path, up to the ".git/" in it.
 type Server struct {
@@ -137,7 +145,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	push := rest == "git-receive-pack" || r.URL.Query().Get("service") == "git-receive-pack"
-	token := basicToken(r)
+	token := basicToken(r, tokenAsUserName(s.forge))
 	access, exists := s.forge.Access(name, token)
 	need := ReadAccess
 	if push {
@@ -203,15 +211,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// basicToken is the token of a request's basic auth: the password, or the user name
-// when the password is empty or GitHub's "x-oauth-basic" (a clone URL of the form
-// https://<token>@host/..., as Renovate's github platform writes it).
-func basicToken(r *http.Request) string {
+// basicToken is the token of a request's basic auth: the password, or, when
+// userName allows it, the user name when the password is empty or GitHub's
+// "x-oauth-basic" (a clone URL of the form https://<token>@host/..., as Renovate's
+// github platform writes it).
+func basicToken(r *http.Request, userName bool) string {
 	user, pass, _ := r.BasicAuth()
-	if pass == "" || pass == "x-oauth-basic" {
+	if userName && (pass == "" || pass == "x-oauth-basic") {
 		return user
 	}
 	return pass
+}
+
+func tokenAsUserName(f Forge) bool {
+	t, ok := f.(TokenAsUserName)
+	return ok && t.TokenAsUserName()
 }
 
 func (s *Server) bareOf(name string) (*bare, error) {

@@ -19,6 +19,14 @@ type fakeForge struct {
 	repos  map[string]*gitstore.Repo
 	tokens map[string]Access
 	pushes [][]RefUpdate
+	// userNameTokens: the forge takes the token as the user name (GitHub does).
+	userNameTokens bool
+}
+
+func (f *fakeForge) TokenAsUserName() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.userNameTokens
 }
 
 func (f *fakeForge) Access(name, token string) (Access, bool) {
@@ -60,7 +68,7 @@ func TestCloneCommitPushFetch(t *testing.T) {
 	store := gitstore.New("main", map[string]string{"Dockerfile": "FROM x\n", "deploy/base/app.yaml": "a: 1\n"}, &clock, sig)
 	store.Subtrees = true
 	forge := &fakeForge{repos: map[string]*gitstore.Repo{"org/app": store},
-		tokens: map[string]Access{"rw": WriteAccess, "ro": ReadAccess}}
+		tokens: map[string]Access{"rw": WriteAccess, "ro": ReadAccess}, userNameTokens: true}
 	srv, err := New(forge, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -130,8 +138,19 @@ func TestCloneCommitPushFetch(t *testing.T) {
 	if out, err := git(clone, "push", "http://x:ro@"+host+"/org/app.git", "feature"); err == nil || !strings.Contains(out, "403") {
 		t.Fatalf("push with a read-only token: %v %s", err, out)
 	}
-	// The token as user name without a password, as Renovate's github platform writes
-	// clone URLs, pushes too (curl answers the 401 with the URL's credentials).
+	// The token as user name without a password is anonymous on a forge that reads
+	// only the password (GitLab): 401, so git asks for the password it was not given.
+	forge.mu.Lock()
+	forge.userNameTokens = false
+	forge.mu.Unlock()
+	if out, err := git(clone, "push", "http://rw@"+host+"/org/app.git", "feature"); err == nil || !strings.Contains(out, "could not read Password") {
+		t.Fatalf("push with the token as user name on a forge that reads the password only: %v %s", err, out)
+	}
+	forge.mu.Lock()
+	forge.userNameTokens = true
+	forge.mu.Unlock()
+	// Where the forge takes it (GitHub), as Renovate's github platform writes clone
+	// URLs, it pushes (curl answers the 401 with the URL's credentials).
 	must(clone, "push", "-q", "http://rw@"+host+"/org/app.git", "feature")
 	forge.mu.Lock()
 	if len(forge.pushes) != 1 || len(forge.pushes[0]) != 1 || forge.pushes[0][0] != (RefUpdate{Branch: "feature", New: pushed}) {
