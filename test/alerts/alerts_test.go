@@ -164,6 +164,29 @@ var cases = []alertCase{
 			temporal_activity_execution_latency_seconds_count{` + temporal + `, workflow_type="Nudge", activity_type="RunRenovate"} 0+0.33x40`,
 		at: 35 * time.Minute},
 
+	{alert: "NudgeflowRenovateRunsFailing", name: "two of three runs fail for 40 minutes",
+		series: `
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="failed"} 0+2x80
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="succeeded"} 0+1x80
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="held"} 0+5x80`,
+		at:     70 * time.Minute,
+		firing: []map[string]string{{"task_queue": "nudgeflow"}}},
+	{alert: "NudgeflowRenovateRunsFailing", name: "one tenant's runs fail: a tenth of all",
+		series: `
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="failed"} 0+1x80
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="succeeded"} 0+9x80`,
+		at: 70 * time.Minute},
+	{alert: "NudgeflowRenovateRunsFailing", name: "every run fails, but only 6 in 30 minutes",
+		series: `
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="failed"} 0+0.2x80`,
+		at: 70 * time.Minute},
+	{alert: "NudgeflowRenovateRunsFailing", name: "runs held by ChangeGroups and cancelled are not failures",
+		series: `
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="held"} 0+5x80
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="cancelled"} 0+5x80
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="succeeded"} 0+1x80`,
+		at: 70 * time.Minute},
+
 	{alert: "NudgeflowForgeErrors", name: "a third of GitHub's answers are 502 or none",
 		series: `
 			nudgeflow_forge_requests_total{` + workerJob + `, host="api.github.com", method="GET", code="200"} 0+10x40
