@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
@@ -335,4 +336,28 @@ func TestPipelineRunCache(t *testing.T) {
 	require.EqualValues(t, tektonv1.PipelineRunSpecStatusCancelled, onServer.Spec.Status)
 	require.Equal(t, nudge.Spec.PipelineSpec, onServer.Spec.PipelineSpec, "the embedded pipeline the cache dropped is whole on the server")
 	require.Equal(t, nudge.Spec.Params, onServer.Spec.Params)
+}
+
+// The first list of PipelineRuns is paged at listPageSize, asked at the current
+// version (the API server pages only that), and each page reaches the reflector
+// compacted; later lists keep the version they ask for.
+func TestFirstListIsPagedSmallAndCompacted(t *testing.T) {
+	var asked []metav1.ListOptions
+	lw := pagedCachedPipelineRuns(&toolscache.ListWatch{
+		ListWithContextFunc: func(_ context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			asked = append(asked, opts)
+			return &tektonv1.PipelineRunList{ListMeta: metav1.ListMeta{Continue: "next"}, Items: []tektonv1.PipelineRun{{
+				ObjectMeta: metav1.ObjectMeta{Name: "build", Namespace: "tenant", Labels: map[string]string{konflux.LabelPipelineType: "build"}},
+			}}}, nil
+		},
+	})
+	page, err := lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "0", Limit: 500})
+	require.NoError(t, err)
+	runs, ok := page.(*cachedRunList)
+	require.True(t, ok, "a page of cachedRuns, not %T", page)
+	require.Len(t, runs.Items, 1)
+	require.Equal(t, "next", runs.Continue, "the continue token goes back to the pager")
+	_, err = lw.ListWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "42", Limit: 50})
+	require.NoError(t, err)
+	require.Equal(t, []metav1.ListOptions{{ResourceVersion: "", Limit: listPageSize}, {ResourceVersion: "42", Limit: 50}}, asked)
 }
