@@ -102,12 +102,14 @@ func TestOperandsSameAndDifferentBranches(t *testing.T) {
 	s.prBuild("operand-c", "operand-c", "other-feature", nc, shc, digestOf("c-pr-1"))
 
 	target := feature + "@nudgeflow-bundle"
-	pr := s.targetPR("bundle", target, "a draft with a's and b's digests", func(p githubemu.PR) bool {
+	// The body follows the commit in a later write: wait for both.
+	pr := s.targetPR("bundle", target, "a draft with a's and b's digests, linking both PRs", func(p githubemu.PR) bool {
 		if !draft(p) {
 			return false
 		}
 		csv, _ := emuFile(s, p)
-		return strings.Contains(csv, digestOf("a-pr-1")) && strings.Contains(csv, digestOf("b-pr-1"))
+		return strings.Contains(csv, digestOf("a-pr-1")) && strings.Contains(csv, digestOf("b-pr-1")) &&
+			strings.Contains(p.Body, s.ns+"/operand-a#1") && strings.Contains(p.Body, s.ns+"/operand-b#1")
 	})
 	csv := s.fileAt("bundle", pr, csvPath)
 	require.Contains(t, csv, digestOf("operand-c-0"), "c is in another group")
