@@ -69,8 +69,24 @@ type Temporal struct {
 	UIAddress string
 }
 
+// startAttempts is how often StartTemporal tries when it picks the ports itself.
+// A port FreePort found free can be taken before the server binds it: the dev
+// server's internal services listen on ports of their own, and packages start
+// servers side by side. CI saw a frontend dial answered "unknown service
+// temporal.api.workflowservice.v1.WorkflowService" (another server's internal
+// gRPC listener on the chosen port); fresh ports end that race.
+const startAttempts = 3
+
+// freePort and attemptTimeout are seams for the start-up retry's test: where the
+// ports come from, and a deadline per attempt (zero: the SDK's own, 60 s of dialing).
+var (
+	freePort       = FreePort
+	attemptTimeout time.Duration
+)
+
 // StartTemporal starts `temporal server start-dev` with nudgeflow's namespace and
-// search attributes registered, and waits until it answers.
+// search attributes registered, and waits until it answers. When opts.Port is zero
+// a failed start is tried again on fresh ports, after killing the server it left.
 func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error) {
 	cli, err := TemporalCLI()
 	if err != nil {
@@ -85,11 +101,45 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
+	attempts := 1
 	if opts.Port == 0 {
-		if opts.Port, err = FreePort(); err != nil {
-			return nil, err
+		attempts = startAttempts
+	}
+	var errs []error
+	for attempt := 1; attempt <= attempts; attempt++ {
+		o := opts
+		if o.Port == 0 {
+			if o.Port, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if attemptTimeout > 0 {
+			actx, cancel = context.WithTimeout(ctx, attemptTimeout)
+		}
+		t, err := startTemporalOnce(actx, cli, o)
+		cancel()
+		if err == nil {
+			return t, nil
+		}
+		errs = append(errs, err)
+		// The SDK leaves the process running when it could not connect.
+		if pid := childWithPort(o.Port); pid != 0 {
+			if p, findErr := os.FindProcess(pid); findErr == nil {
+				_ = p.Kill()
+				_, _ = p.Wait()
+			}
+		}
+		if ctx.Err() != nil {
+			break
 		}
 	}
+	return nil, errors.Join(errs...)
+}
+
+// startTemporalOnce starts one dev server on opts.Port (set) and free http and
+// metrics ports.
+func startTemporalOnce(ctx context.Context, cli string, opts TemporalOptions) (*Temporal, error) {
 	address := net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port))
 	// start-dev's http and metrics ports default to fixed numbers; pick free ones so
 	// several servers (one per test package) can run at once.
