@@ -56,9 +56,11 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 // the activity is retried.
 var errNotStarted = errors.New("the ChangeGroup's workflow has not started yet")
 
-// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;create;patch
+// internal/batching's Opener, live (no watch): the NudgeConfig by name, the
+// namespace's groups, a new automatic group, its patched members.
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;create;patch
 
 // Route gives the build to the group that takes it now. It never starts a group's
 // workflow (the bridge does, with its settings, after the group's finalizer is on):

@@ -32,13 +32,16 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
-// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// What the ChangeGroup activities do, verb by verb (live reads: no watch): read the
+// group and patch its spec (fillSpec), update its status, read and list Components,
+// read the namespace's NudgeConfig and Renovate ConfigMap tier by name, create Events.
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;patch
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups/status,verbs=update
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=create
 
 // Activities reads and writes the cluster for the ChangeGroup workflow.
 type Activities struct {

@@ -96,9 +96,10 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.HandBack, activity.RegisterOptions{Name: Activity})
 }
 
-// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Live reads (no watch): the build runs and the group by name, the namespace's groups.
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=events,verbs=create
 
 // HandBack starts an immediate Nudge of every build and records one Event. It is
 // idempotent: Nudge IDs and the Event name are deterministic.

@@ -25,8 +25,9 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
 
-// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
-// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch
+// Live reads (no watch): Components by name and by namespace, a component's build runs.
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list
+// +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=list
 
 // Build PipelineRun keys of Pipelines as Code and Konflux that name the commit built.
 const (

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -25,7 +26,11 @@ import (
 // over its environment variable.
 //
 // Like the CLI, TLS is on as soon as an API key or any TLS option is given;
-// --tls=false (or TEMPORAL_TLS=false) turns it off explicitly.
+// --tls=false (or TEMPORAL_TLS=false) turns it off explicitly. Unlike the CLI,
+// plaintext to anything but a loopback address needs that explicit opt-out:
+// Temporal is a privilege boundary (whoever can signal a workflow can steer a
+// tenant's pull request), so a connection nobody configured is never silently in
+// the clear. A local dev server (make run, the tests) is on loopback.
 //
 // The API key is never a flag default (cobra would print it in --help), never
 // logged, and never leaves the client's credentials.
@@ -119,6 +124,11 @@ func (s *temporalSecurity) apply(opts *client.Options) error {
 	if err != nil {
 		return err
 	}
+	if cfg == nil && !tlsExplicit && !loopback(opts.HostPort) {
+		return fmt.Errorf("refusing plaintext to the Temporal frontend %s: set mTLS (--tls-cert-path, --tls-key-path; "+
+			"$TEMPORAL_TLS_CLIENT_CERT_PATH, $TEMPORAL_TLS_CLIENT_KEY_PATH), an API key, or TLS, "+
+			"or opt out explicitly with --tls=false ($TEMPORAL_TLS=false)", opts.HostPort)
+	}
 	opts.ConnectionOptions.TLS = cfg
 	switch {
 	case r.apiKey != "" && r.apiKeyFile != "":
@@ -136,6 +146,20 @@ func (s *temporalSecurity) apply(opts *client.Options) error {
 		})
 	}
 	return nil
+}
+
+// loopback: the address names this machine (localhost or a loopback IP), where a
+// plaintext connection leaves no host.
+func loopback(hostPort string) bool {
+	host := hostPort
+	if h, _, err := net.SplitHostPort(hostPort); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // reloadingFile is a credential file read again on each use, so that what a

@@ -327,6 +327,43 @@ func TestTemporalTLSDefaults(t *testing.T) {
 	require.Nil(t, opts.Credentials)
 }
 
+// Plaintext leaves the machine only when asked for: nothing set is plain to a
+// loopback address (a local dev server) and refused to any other; --tls=false or
+// TEMPORAL_TLS=false is the explicit opt-out.
+func TestTemporalPlaintextOnlyToLoopbackUnlessExplicit(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:7233", "localhost:7233", "[::1]:7233", "127.0.0.53:7233"} {
+		clearTemporalEnv(t)
+		tf, _ := temporalCommand(t, "--temporal-address", addr)
+		opts, err := tf.clientOptions()
+		require.NoError(t, err, addr)
+		require.Nil(t, opts.ConnectionOptions.TLS, addr)
+	}
+	for _, addr := range []string{"temporal-frontend.temporal.svc.cluster.local:7233", "10.0.0.7:7233", "localhost.example.com:7233"} {
+		clearTemporalEnv(t)
+		tf, _ := temporalCommand(t, "--temporal-address", addr)
+		_, err := tf.clientOptions()
+		require.ErrorContains(t, err, "refusing plaintext to the Temporal frontend "+addr, addr)
+		require.ErrorContains(t, err, "--tls=false", "the error names the opt-out")
+
+		tf, _ = temporalCommand(t, "--temporal-address", addr, "--tls=false")
+		opts, err := tf.clientOptions()
+		require.NoError(t, err, "%s with --tls=false", addr)
+		require.Nil(t, opts.ConnectionOptions.TLS)
+
+		t.Setenv("TEMPORAL_TLS", "false")
+		tf, _ = temporalCommand(t, "--temporal-address", addr)
+		opts, err = tf.clientOptions()
+		require.NoError(t, err, "%s with TEMPORAL_TLS=false", addr)
+		require.Nil(t, opts.ConnectionOptions.TLS)
+
+		t.Setenv("TEMPORAL_TLS", "true")
+		tf, _ = temporalCommand(t, "--temporal-address", addr)
+		opts, err = tf.clientOptions()
+		require.NoError(t, err, "%s with TEMPORAL_TLS=true", addr)
+		require.NotNil(t, opts.ConnectionOptions.TLS)
+	}
+}
+
 // A client certificate rotated on disk is what the next handshake presents.
 func TestTemporalClientCertificateRotation(t *testing.T) {
 	clearTemporalEnv(t)

@@ -58,7 +58,8 @@ var (
 )
 
 // prepared is what an operator does before the pods can start (deploy/README.md):
-// the manifests of v applied, the forge webhook Secret created, and
+// the manifests of v applied, the forge webhook Secret and the Temporal client
+// certificate's Secret created, and
 // the webhook serving certificate issued into its Secret — by service-ca or
 // cert-manager on a cluster; here from the certificate envtest serves the webhooks
 // with, so the API server trusts the bridge started from the manifests. A variant
@@ -80,6 +81,7 @@ func prepared(t *testing.T, v variant) {
 	if preparedSecrets[v.namespace] {
 		return
 	}
+	temporalTLSSecret(t, v.namespace)
 	_, _, certDir := world.Get(t).WebhookServer()
 	for _, args := range [][]string{
 		{"-n", v.namespace, "create", "secret", "generic", "nudgeflow-forge-webhook", "--from-literal=secret=" + forgeWebhookSecret},
@@ -115,7 +117,10 @@ func jobPod(j *batchv1.Job) workload {
 //   - in-cluster credentials: $KUBECONFIG, a kubeconfig impersonating the pod's
 //     ServiceAccount (so RBAC is exactly the manifests');
 //   - $TEMPORAL_ADDRESS from the ConfigMap: the test world's Temporal dev server
-//     (the namespace, "nudgeflow", is the ConfigMap's);
+//     (the namespace, "nudgeflow", is the ConfigMap's), behind a TLS front that
+//     requires the client certificate the pod mounts when the pod connects with
+//     mutual TLS, as the manifests do unless components/insecure-temporal opts out
+//     (temporaltls_test.go);
 //   - --webhook-port: the port envtest's webhook configurations call (a cluster's
 //     Service forwards 443 to it);
 //   - every listen address (":8080"): a free port on 127.0.0.1, since several
@@ -133,10 +138,17 @@ type pod struct {
 	// env is the process's environment.
 	env  map[string]string
 	done chan struct{}
+	// temporal is the TLS front the pod reaches Temporal through (nil: plaintext).
+	temporal *temporalFront
 }
 
 type podOptions struct {
+	// temporalAddress is the plaintext dev server the pod's Temporal connection
+	// reaches (through a TLS front when the pod uses mutual TLS).
 	temporalAddress string
+	// withoutTLSFront points the pod at temporalAddress itself, whatever its TLS
+	// settings: the attempt of a pod that must not connect in plaintext.
+	withoutTLSFront bool
 	webhookPort     int
 }
 
@@ -156,8 +168,10 @@ func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 		switch vol := spec.Volumes[i]; {
 		case vol.Secret != nil:
 			var secret corev1.Secret
-			require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.namespace, Name: vol.Secret.SecretName}, &secret),
-				"Secret %s mounted by %s", vol.Secret.SecretName, d.name)
+			err := w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: d.namespace, Name: vol.Secret.SecretName}, &secret)
+			if !apierrors.IsNotFound(err) || !ptr.Deref(vol.Secret.Optional, false) {
+				require.NoError(t, err, "Secret %s mounted by %s", vol.Secret.SecretName, d.name)
+			}
 			for k, v := range secret.Data {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, k), v, 0o600))
 			}
@@ -175,18 +189,18 @@ func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 		mounts[vm.MountPath] = dir
 	}
 
-	// Environment: envFrom, then env, as the kubelet orders them.
+	// Environment: envFrom, then env, as the kubelet orders them. A path inside a
+	// mounted volume points at the folder standing in for it.
 	env := map[string]string{}
 	for _, ef := range c.EnvFrom {
 		cm := get[corev1.ConfigMap](t, m, "ConfigMap", ef.ConfigMapRef.Name)
 		for k, v := range cm.Data {
-			env[ef.Prefix+k] = v
+			env[ef.Prefix+k] = mounted(v, mounts)
 		}
 	}
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:
-			// A path inside a mounted volume points at the folder standing in for it.
 			env[e.Name] = mounted(expand(e.Value, env), mounts)
 		case e.ValueFrom.FieldRef != nil:
 			require.Equal(t, "metadata.namespace", e.ValueFrom.FieldRef.FieldPath, "only the namespace is read from the pod")
@@ -204,6 +218,10 @@ func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 	}
 	require.Contains(t, env, "TEMPORAL_ADDRESS")
 	env["TEMPORAL_ADDRESS"] = o.temporalAddress
+	if env["TEMPORAL_TLS_CLIENT_CERT_PATH"] != "" && !o.withoutTLSFront {
+		p.temporal = startTemporalFront(t, o.temporalAddress)
+		env["TEMPORAL_ADDRESS"] = p.temporal.addr
+	}
 	if ptr.Deref(spec.AutomountServiceAccountToken, true) {
 		env["KUBECONFIG"] = asServiceAccount(t, d.namespace, spec.ServiceAccountName)
 	}
@@ -462,6 +480,7 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	c := shippedCluster(t)
 	require.Equal(t, w.Temporal.Namespace, temporalConfigMap(t, c.m, c.bridge.container).Data["TEMPORAL_NAMESPACE"],
 		"the manifests' Temporal namespace is used as written")
+
 	for _, p := range []*pod{c.bridge, c.worker} {
 		code, body, err := p.probe(p.container.LivenessProbe)
 		require.NoError(t, err)
@@ -476,6 +495,12 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	}
 
 	runChangeGroup(t, ns)
+	// Both reached Temporal (the bridge started the group's workflow, the worker
+	// ran it) through mutual TLS only.
+	for _, p := range []*pod{c.bridge, c.worker} {
+		require.NotNil(t, p.temporal, "%s connects to Temporal with mutual TLS", p.name)
+		require.Contains(t, p.temporal.verified(), "nudgeflow", "%s presents the client certificate of the Secret it mounts", p.name)
+	}
 
 	// A validated nudge: the bridge routes the build and the Snapshot, the worker
 	// launches the Renovate PipelineRun with its ConfigMap and token Secret.

@@ -22,8 +22,8 @@ import (
 )
 
 // `nudgeflow temporal setup`, as the Job nudgeflow-temporal-setup of the manifests
-// runs it (its command, args, env from the ConfigMap, mounts; started like the
-// Deployments' pods), against a bare Temporal (the dev server with only the default
+// runs it (its command, args, env from the ConfigMap, mounts, mutual TLS; started
+// like the Deployments' pods), against a bare Temporal (the dev server with only the default
 // namespace and no custom search attribute, like a fresh Helm chart install): it
 // creates the namespace, registers every search attribute nudgeflow sets, and the
 // next run, as each GitOps sync starts it, changes nothing. Without
@@ -54,6 +54,10 @@ func TestTemporalSetup(t *testing.T) {
 	defer func() { _ = srv.Stop() }()
 
 	base := findVariant(t, variants(t), "base")
+	// The Job mounts the Temporal client certificate's Secret (mutual TLS, through
+	// the test's TLS front of this server).
+	applied(t)
+	temporalTLSSecret(t, systemNamespace)
 	job := setupJob(t, base.objs)
 	cm := temporalConfigMap(t, base.objs, job.Spec.Template.Spec.Containers[0]).Data
 	// The ConfigMap's values, with the address pointing at this server.
@@ -68,6 +72,8 @@ func TestTemporalSetup(t *testing.T) {
 		t.Helper()
 		p := startPod(t, base.objs, jobPod(job), podOptions{temporalAddress: address})
 		require.Equal(t, 0, p.wait(time.Minute), "the Job's pod succeeds: %s", p.logs())
+		require.NotNil(t, p.temporal, "the Job connects with mutual TLS")
+		require.Contains(t, p.temporal.verified(), "nudgeflow", "with the client certificate of the Secret it mounts")
 		return p.logs()
 	}
 

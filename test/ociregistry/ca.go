@@ -59,17 +59,39 @@ func (c *CA) Pool() *x509.CertPool {
 
 // ServingCert is a certificate the CA signed for hosts (IP addresses or DNS names).
 func (c *CA) ServingCert(hosts ...string) (tls.Certificate, error) {
+	return c.sign(hosts[0], x509.ExtKeyUsageServerAuth, hosts)
+}
+
+// ClientCert is a client certificate (mutual TLS) the CA signed for name.
+func (c *CA) ClientCert(name string) (tls.Certificate, error) {
+	return c.sign(name, x509.ExtKeyUsageClientAuth, nil)
+}
+
+// PEM encodes a certificate the CA signed (its chain) and its private key, as
+// tls.crt and tls.key of a kubernetes.io/tls Secret.
+func PEM(cert tls.Certificate) (certPEM, keyPEM []byte, err error) {
+	for _, der := range cert.Certificate {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode the private key: %w", err)
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func (c *CA) sign(cn string, usage x509.ExtKeyUsage, hosts []string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("generate serving key: %w", err)
+		return tls.Certificate{}, fmt.Errorf("generate key: %w", err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: hosts[0]},
+		Subject:      pkix.Name{CommonName: cn},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 	}
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
@@ -80,7 +102,7 @@ func (c *CA) ServingCert(hosts ...string) (tls.Certificate, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("sign serving certificate for %v: %w", hosts, err)
+		return tls.Certificate{}, fmt.Errorf("sign a certificate for %s %v: %w", cn, hosts, err)
 	}
 	return tls.Certificate{Certificate: [][]byte{der, c.cert.Raw}, PrivateKey: key}, nil
 }
