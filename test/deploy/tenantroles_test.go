@@ -3,15 +3,12 @@ package deploy_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,57 +19,11 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
-// aggregateClusterRoles does what kube-controller-manager's clusterrole-aggregation
-// controller does on a cluster (envtest runs no controller manager): the rules of
-// each ClusterRole with an aggregationRule become the rules of the ClusterRoles its
-// selectors match, in name order, each rule once; repeated until nothing changes,
-// since admin aggregates edit, which aggregates view.
+// aggregateClusterRoles aggregates the shipped user roles into admin, edit and
+// view, as the cluster's controller would (world.AggregateClusterRoles).
 func aggregateClusterRoles(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	k := world.Get(t).Kube
-	for pass := 0; ; pass++ {
-		require.Less(t, pass, 10, "ClusterRole aggregation converges")
-		var roles rbacv1.ClusterRoleList
-		require.NoError(t, k.List(ctx, &roles))
-		slices.SortFunc(roles.Items, func(a, b rbacv1.ClusterRole) int {
-			if a.Name < b.Name {
-				return -1
-			}
-			return 1
-		})
-		changed := false
-		for i := range roles.Items {
-			agg := &roles.Items[i]
-			if agg.AggregationRule == nil {
-				continue
-			}
-			var rules []rbacv1.PolicyRule
-			for _, sel := range agg.AggregationRule.ClusterRoleSelectors {
-				s, err := metav1.LabelSelectorAsSelector(&sel)
-				require.NoError(t, err)
-				for _, r := range roles.Items {
-					if r.Name == agg.Name || !s.Matches(labels.Set(r.Labels)) {
-						continue
-					}
-					for _, rule := range r.Rules {
-						if !slices.ContainsFunc(rules, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
-							rules = append(rules, rule)
-						}
-					}
-				}
-			}
-			if equality.Semantic.DeepEqual(rules, agg.Rules) {
-				continue
-			}
-			agg.Rules = rules
-			require.NoError(t, k.Update(ctx, agg), "aggregating ClusterRole %s", agg.Name)
-			changed = true
-		}
-		if !changed {
-			return
-		}
-	}
+	require.NoError(t, world.AggregateClusterRoles(context.Background(), world.Get(t).Kube))
 }
 
 // asUser is a client of the real API server impersonating a person: exactly the
