@@ -237,16 +237,17 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	}
 	router.Also = append(router.Also, prs)
 	if deps.Receiver != nil {
-		if err := setupReceiverAPI(mgr, *deps.Receiver, router); err != nil {
+		if err := SetupReceiverAPI(mgr, *deps.Receiver, router); err != nil {
 			return nil, err
 		}
 	}
 	return &Bridge{PREvents: router}, nil
 }
 
-// setupReceiverAPI serves the receiver's API on the admission webhook server: the
-// receiver reaches the bridge through the webhook Service, over its TLS.
-func setupReceiverAPI(mgr ctrl.Manager, o ReceiverAPI, sink forgehook.Sink) error {
+// SetupReceiverAPI serves the receiver's API on the admission webhook server (the
+// receiver reaches the bridge through the webhook Service, over its TLS), feeding
+// sink. Setup calls it for Deps.Receiver.
+func SetupReceiverAPI(mgr ctrl.Manager, o ReceiverAPI, sink forgehook.Sink) error {
 	if o.Identity == "" {
 		return fmt.Errorf("the receiver API needs the receiver's identity")
 	}

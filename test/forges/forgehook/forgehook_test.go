@@ -41,9 +41,10 @@ func TestEmulatorWebhooks(t *testing.T) {
 	if err := emu.MergePR("org", "bundle", 1); err != nil {
 		t.Fatal(err)
 	}
+	repo := forgehook.RepoKey(emu.URL() + "/org/bundle")
 	want := []forgehook.Event{
-		{Provider: "github", Action: "opened", URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
-		{Provider: "github", Action: "closed", URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "closed", Merged: true},
+		{Provider: "github", Action: "opened", Repo: repo, URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
+		{Provider: "github", Action: "closed", Repo: repo, URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "closed", Merged: true},
 	}
 	for i, w := range want {
 		select {
@@ -99,7 +100,8 @@ func do(t *testing.T, req *http.Request) {
 func TestHandler(t *testing.T) {
 	sink := make(chanSink, 2)
 	h := &forgehook.Handler{Secret: forgehook.StaticSecret([]byte("k")), Sink: sink}
-	body := `{"action":"edited","number":3,"pull_request":{"number":3,"state":"open","head":{"ref":"b","sha":"s"}},"repository":{"full_name":"o/r"}}`
+	body := `{"action":"edited","number":3,"pull_request":{"number":3,"html_url":"https://github.com/o/r/pull/3","state":"open","head":{"ref":"b","sha":"s"}},` +
+		`"repository":{"full_name":"o/r","html_url":"https://github.com/o/r"}}`
 	for _, c := range []struct {
 		event, sig, body string
 		want             int
