@@ -81,6 +81,9 @@ func (s *Server) authenticated(method string, h http.Handler) http.Handler {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			return
 		}
+		// The token must be for Audience: the review asks the API server for it (a
+		// token for the API server itself, or any other audience, is refused).
+		r = r.WithContext(authenticator.WithAudiences(r.Context(), authenticator.Audiences{Audience}))
 		res, ok, err := s.Auth.AuthenticateRequest(r)
 		if err != nil {
 			s.log().Warn("receiver API: authentication failed", "path", r.URL.Path, "error", err)
@@ -159,8 +162,9 @@ func (s *Server) serveEvent(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// NewTokenAuthenticator authenticates bearer tokens by TokenReview for Audience
-// (a token for the API server is refused), answers cached for a minute.
+// NewTokenAuthenticator authenticates bearer tokens by TokenReview, for the
+// audiences of the request's context (Server sets Audience), answers cached for a
+// minute.
 func NewTokenAuthenticator(cfg *rest.Config, httpClient *http.Client) (authenticator.Request, error) {
 	reviews, err := authenticationv1.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
