@@ -166,6 +166,14 @@ type Handler struct {
 	Log         *slog.Logger
 	// MaxBody bounds the payload (DefaultMaxBody when zero).
 	MaxBody int64
+	// MaxConcurrent, when set, bounds the deliveries handled at once: one more is
+	// answered 503 at once, unread, never queued. Each of them reads into a buffer
+	// of its own, kept for the next (at most MaxBody+1 bytes), so what deliveries
+	// hold is bounded by MaxConcurrent × MaxBody and makes no garbage.
+	MaxConcurrent int
+
+	slotsOnce sync.Once
+	slots     chan *[]byte
 }
 
 // StaticSecret is a SecretFunc for a configured value.
@@ -227,7 +235,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if max == 0 {
 		max = DefaultMaxBody
 	}
-	body, ok := ReadBody(w, r, max)
+	var buf *[]byte
+	if h.MaxConcurrent > 0 {
+		h.slotsOnce.Do(func() {
+			h.slots = make(chan *[]byte, h.MaxConcurrent)
+			for range h.MaxConcurrent {
+				h.slots <- new([]byte)
+			}
+		})
+		select {
+		case buf = <-h.slots:
+			defer func() { h.slots <- buf }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Connection", "close")
+			http.Error(w, "too many deliveries at once", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	body, ok := ReadBody(w, r, max, buf)
 	if !ok {
 		return
 	}
@@ -298,11 +324,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.servePullRequest(w, r, body, d, log)
 }
 
-// ReadBody reads r's body, at most max bytes, answering 413 (and false) when it is
-// longer: at once, unread, when its Content-Length says so. The buffer grows with
-// what arrives, never past max+1 bytes, so a client that announces nothing holds
-// no more memory than one that announces the limit.
-func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+// ReadBody reads r's body, at most limit bytes, answering 413 (and false) when it
+// is longer: at once, unread, when its Content-Length says so. It reads into *buf
+// when buf is set (growing it, and leaving it grown for the next request), else
+// into a buffer of its own; either grows with what arrives, never past limit+1
+// bytes, so a client that announces nothing holds no more memory than one that
+// announces the limit. The body returned is valid until buf is used again.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, buf *[]byte) ([]byte, bool) {
 	tooLarge := func() ([]byte, bool) {
 		w.Header().Set("Connection", "close")
 		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
@@ -311,25 +339,28 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool
 	if r.ContentLength > limit {
 		return tooLarge()
 	}
-	size := int64(32 << 10)
-	if r.ContentLength >= 0 {
-		size = r.ContentLength + 1 // +1: room for the read that sees EOF
+	if buf == nil {
+		buf = new([]byte)
 	}
-	buf := make([]byte, 0, min(size, limit+1))
+	b := (*buf)[:0]
+	if want := r.ContentLength + 1; r.ContentLength >= 0 && int64(cap(b)) < want {
+		b = make([]byte, 0, want) // +1: room for the read that sees EOF
+	}
+	defer func() { *buf = b[:0] }()
 	src := io.LimitReader(r.Body, limit+1)
 	for {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(max(2*int64(cap(buf)), 4<<10), limit+1))
-			copy(grown, buf)
-			buf = grown
+		if len(b) == cap(b) {
+			grown := make([]byte, len(b), min(max(2*int64(cap(b)), 32<<10), limit+1))
+			copy(grown, b)
+			b = grown
 		}
-		n, err := src.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
+		n, err := src.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
 			return tooLarge()
 		}
 		if errors.Is(err, io.EOF) {
-			return buf, true
+			return b, true
 		}
 		if err != nil {
 			http.Error(w, "payload unreadable", http.StatusBadRequest)

@@ -9,8 +9,9 @@
 //     file, re-read when it changes;
 //   - every delivery is verified in memory, before anything is called: a bounded
 //     body (forgehook.DefaultMaxBody, 413 beyond), at most MaxConcurrent deliveries
-//     at once (503 beyond, never queued), at most MaxConns connections (closed
-//     beyond), headers of at most MaxHeaderBytes;
+//     at once, each in a buffer of its own kept for the next (503 beyond, never
+//     queued), at most MaxConns connections (closed beyond), headers of at most
+//     MaxHeaderBytes;
 //   - only a verified event, a few hundred bytes, is forwarded to the bridge
 //     (receiverapi.EventsPath), which checks it again and signals the workflows.
 //
@@ -41,14 +42,16 @@ import (
 )
 
 // Defaults of Options' bounds. With DefaultMaxConcurrent deliveries of up to
-// forgehook.DefaultMaxBody each and DefaultMaxConns connections of up to
-// DefaultMaxHeaderBytes of headers, what requests can make the receiver hold is
-// about 16 × 2 MiB + 128 × 32 KiB = 36 MiB (TestReceiverFlood in test/deploy
-// measures the process within its 128 MiB limit). A forge waits for one answer per
-// delivery and a verified one is answered in milliseconds, so 16 at once serve
-// hundreds a second.
+// forgehook.DefaultMaxBody each, in buffers kept for the next, and DefaultMaxConns
+// connections of up to DefaultMaxHeaderBytes of headers, what requests can make the
+// receiver hold is about 8 × 2 MiB + 128 × 32 KiB = 20 MiB beside the process
+// itself (TestReceiverFlood in test/deploy measures the container as written
+// within its 128 MiB limit). A verified delivery is answered in milliseconds (the
+// bridge's signal), so 8 at once serve hundreds a second; a client that holds the
+// 8 with slow bodies (for the read timeout at most) delays deliveries, which the
+// groups' polls cover, and costs nothing else.
 const (
-	DefaultMaxConcurrent  = 16
+	DefaultMaxConcurrent  = 8
 	DefaultMaxConns       = 128
 	DefaultMaxHeaderBytes = 32 << 10
 )
@@ -113,8 +116,8 @@ func New(o Options) (*Receiver, error) {
 	if r.log == nil {
 		r.log = slog.Default()
 	}
-	hook := &forgehook.Handler{Secret: o.SharedSecret, RepoSecrets: r.repoSecrets, Sink: o.Bridge, Log: r.log, MaxBody: o.MaxBody}
-	r.handler = metrics.ForgeWebhook(r.bounded(hook))
+	r.handler = metrics.ForgeWebhook(&forgehook.Handler{Secret: o.SharedSecret, RepoSecrets: r.repoSecrets, Sink: o.Bridge, Log: r.log,
+		MaxBody: o.MaxBody, MaxConcurrent: o.MaxConcurrent})
 	return r, nil
 }
 
@@ -135,24 +138,6 @@ func (r *Receiver) Ready() bool { return r.index.Load() != nil }
 
 // Handler is the delivery endpoint as served: bounded and measured.
 func (r *Receiver) Handler() http.Handler { return r.handler }
-
-// bounded serves at most MaxConcurrent requests at once; the others are answered
-// 503 at once, unread (a forge redelivers later, or the group's poll reads the
-// pull request), so that no request waits and none holds memory while it does.
-func (r *Receiver) bounded(h http.Handler) http.Handler {
-	slots := make(chan struct{}, r.opts.MaxConcurrent)
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
-			h.ServeHTTP(w, req)
-		default:
-			w.Header().Set("Retry-After", "1")
-			w.Header().Set("Connection", "close")
-			http.Error(w, "too many deliveries at once", http.StatusServiceUnavailable)
-		}
-	})
-}
 
 // Serve serves deliveries on l, and on the optional health and metrics listeners
 // (/healthz, /readyz; /metrics), reads the bound secrets from the bridge, and
