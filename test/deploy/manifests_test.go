@@ -570,14 +570,7 @@ func checkCertificate(t *testing.T, v variant, bridge *appsv1.Deployment) {
 			require.Equal(t, "true", h.GetAnnotations()["service.beta.openshift.io/inject-cabundle"], "%s %s gets the service CA", h.GetKind(), h.GetName())
 		}
 	case "cert-manager":
-		var cert *unstructured.Unstructured
-		for _, c := range v.objs.ofKind("Certificate") {
-			if name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); name == secret {
-				cert = c
-			}
-		}
-		require.NotNil(t, cert, "a Certificate writes Secret %s", secret)
-		dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+		cert, dns := certificateOf(t, v.objs, secret)
 		require.Contains(t, dns, fmt.Sprintf("%s.%s.svc", svc.Name, v.namespace), "the name the API server calls")
 		for _, name := range dns {
 			require.True(t, strings.HasPrefix(name, svc.Name+"."+v.namespace+".svc"), "DNS name %s is the webhook Service's in %s", name, v.namespace)
@@ -590,6 +583,20 @@ func checkCertificate(t *testing.T, v variant, bridge *appsv1.Deployment) {
 	default:
 		require.Empty(t, svc.Annotations, "the base leaves the certificate to an overlay")
 	}
+}
+
+// certificateOf is the cert-manager Certificate that writes Secret secret, and its
+// DNS names.
+func certificateOf(t *testing.T, m manifests, secret string) (*unstructured.Unstructured, []string) {
+	t.Helper()
+	for _, c := range m.ofKind("Certificate") {
+		if name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); name == secret {
+			dns, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
+			return c, dns
+		}
+	}
+	t.Fatalf("no Certificate writes Secret %s", secret)
+	return nil, nil
 }
 
 func checkMonitoring(t *testing.T, m manifests) {

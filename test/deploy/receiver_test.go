@@ -142,14 +142,7 @@ func checkReceiverCertificate(t *testing.T, v variant, receiver, br *appsv1.Depl
 		require.NotContains(t, cm.Object, "data", "an apply never removes the injected bundle")
 		require.Equal(t, "service-ca.crt", ca.ConfigMap.Items[0].Key)
 	case "cert-manager":
-		var cert *unstructured.Unstructured
-		for _, c := range v.objs.ofKind("Certificate") {
-			if name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); name == secret {
-				cert = c
-			}
-		}
-		require.NotNil(t, cert, "a Certificate writes Secret %s", secret)
-		dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+		_, dns := certificateOf(t, v.objs, secret)
 		require.Contains(t, dns, svc.Name+"."+v.namespace+".svc", "the name the Route or Ingress calls")
 		require.NotNil(t, ca.Secret, "cert-manager's ca.crt of the bridge's Secret")
 	default:
