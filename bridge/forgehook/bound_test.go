@@ -8,8 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 )
@@ -179,4 +184,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += n
 	return n, err
+}
+
+// The shared secret is read from its file again once a few seconds old: a rotated
+// secret verifies without a restart, the old one no longer does, and an emptied
+// or removed file fails (503) rather than verifying with a stale secret.
+func TestFileSecretIsReadAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(path, []byte("first\n"), 0o600))
+	s := forgehook.FileSecret(path)
+	got, err := s(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "first", string(got))
+	require.NoError(t, os.WriteFile(path, []byte("second"), 0o600))
+	require.Eventually(t, func() bool {
+		got, err := s(context.Background())
+		return err == nil && string(got) == "second"
+	}, time.Minute, 100*time.Millisecond, "the rotated secret is read")
+	require.NoError(t, os.Remove(path))
+	require.Eventually(t, func() bool {
+		_, err := s(context.Background())
+		return err != nil
+	}, time.Minute, 100*time.Millisecond, "a removed secret is an error, not the last value")
 }

@@ -62,6 +62,9 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
 	ops := addBridgeOpsFlags(cmd, &opts)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if forgeAddr != "" || secretFile != "" {
+			return errors.New("--forge-webhook-bind-address and --forge-webhook-secret-file are gone: the forge webhook receiver runs as `nudgeflow receiver`, its own Deployment (deploy/base/receiver.yaml)")
+		}
 		cfg, err := kf.restConfig()
 		if err != nil {
 			return err
@@ -85,9 +88,6 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 			peers = p.String()
-		}
-		if forgeAddr != "" || secretFile != "" {
-			return errors.New("--forge-webhook-bind-address and --forge-webhook-secret-file are gone: the forge webhook receiver runs as `nudgeflow receiver`, its own Deployment (deploy/base/receiver.yaml)")
 		}
 		deps := bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings}
 		if receiverIdentity != "" {

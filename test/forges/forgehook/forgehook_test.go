@@ -136,3 +136,53 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+// A repository's own webhook (AddRepoWebhook) sends that repository's events only,
+// signed with its own secret, beside an App-wide hook: the way make run and the
+// test worlds deliver for repositories bound to a tenant's secret.
+func TestEmulatorRepositoryWebhook(t *testing.T) {
+	own, shared := make(chanSink, 20), make(chanSink, 20)
+	ownHook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte("own")), Sink: own})
+	defer ownHook.Close()
+	sharedHook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte("shared")), Sink: shared})
+	defer sharedHook.Close()
+	emu := githubemu.New()
+	defer emu.Close()
+	emu.AddRepoWebhook("org/bound", ownHook.URL, "own")
+	emu.AddWebhook(sharedHook.URL, "shared")
+	emu.AddToken("tok", githubemu.User{Login: "dev", Email: "dev@example.com"})
+	for _, repo := range []string{"bound", "other"} {
+		emu.CreateRepo("org", repo, "main", map[string]string{"Dockerfile": "FROM x\n"})
+		c, _ := emu.Head("org", repo, "main")
+		req, _ := http.NewRequest(http.MethodPost, emu.APIURL()+"repos/org/"+repo+"/git/refs", strings.NewReader(`{"ref":"refs/heads/cg","sha":"`+c.SHA+`"}`))
+		do(t, req)
+		if _, err := emu.HumanCommit("org", repo, "cg", githubemu.User{Email: "dev@example.com"}, map[string]string{"z": "1"}, "work"); err != nil {
+			t.Fatal(err)
+		}
+		req, _ = http.NewRequest(http.MethodPost, emu.APIURL()+"repos/org/"+repo+"/pulls", strings.NewReader(`{"title":"t","head":"cg","base":"main"}`))
+		do(t, req)
+	}
+	select {
+	case e := <-own:
+		if e.RepoFullName != "org/bound" {
+			t.Fatalf("the repository hook delivered %s's event", e.RepoFullName)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the repository hook's event not received")
+	}
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case e := <-shared:
+			got[e.RepoFullName] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the App-wide hook delivered %v only", got)
+		}
+	}
+	if !got["org/bound"] || !got["org/other"] {
+		t.Fatalf("the App-wide hook delivers every repository's events: %v", got)
+	}
+	if len(own) != 0 {
+		t.Fatalf("the repository hook delivered another repository's event: %+v", <-own)
+	}
+}
