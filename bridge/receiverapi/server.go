@@ -225,11 +225,20 @@ func NewInformerSource(mgr ctrl.Manager, namespace string) (*InformerSource, err
 		return nil, fmt.Errorf("receiver API: watching the bound webhook secrets: %w", err)
 	}
 	src.synced = reg.HasSynced
-	if err := mgr.Add(c); err != nil {
+	if err := mgr.Add(everyReplica{c}); err != nil {
 		return nil, err
 	}
 	return src, nil
 }
+
+// everyReplica runs the cache on every replica, not the leader only: the receiver
+// calls whichever replica the webhook Service picks. (A cache with per-object
+// options is not one the manager recognises as such, and would wait for the
+// leader election.)
+type everyReplica struct{ cache.Cache }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable.
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 func (s *InformerSource) notify() {
 	s.mu.Lock()
