@@ -1,6 +1,6 @@
 // Package bridge is nudgeflow's stateless translation layer: a controller-runtime
-// manager whose reconcilers, admission webhooks and forge webhook receiver turn
-// Kubernetes and forge events into Temporal signals. It may be restarted or run twice
+// manager whose reconcilers and admission webhooks turn Kubernetes events, and
+// the forge events the receiver verified (bridge/receiver), into Temporal signals. It may be restarted or run twice
 // at any time; workflows deduplicate what it resends.
 //
 // Each feature lives in its own subpackage with a Setup function that Setup below
@@ -22,8 +22,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/batching"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
+	"github.com/nudgeflow/nudgeflow/bridge/receiverapi"
 	ibatching "github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/serving"
@@ -46,7 +48,29 @@ type Deps struct {
 	ChangeGroup changegroupwf.Settings
 	// PRGroup tunes the PRGroup workflows (ADR 29 PR groups) started by the bridge.
 	PRGroup prgroupwf.Settings
+	// Receiver, when set, serves the forge webhook receiver's API (bridge/receiverapi)
+	// on the admission webhook server: the bound webhook secrets, and the events the
+	// receiver verified.
+	Receiver *ReceiverAPI
 }
+
+// ReceiverAPI configures the bridge's side of the forge webhook receiver.
+type ReceiverAPI struct {
+	// SecretsNamespace holds the repository-bound webhook Secrets: nudgeflow's own
+	// namespace, which tenants cannot write.
+	SecretsNamespace string
+	// Identity is the receiver's user, the only caller served
+	// (system:serviceaccount:<namespace>:nudgeflow-receiver).
+	Identity string
+}
+
+// ReceiverIdentity is the user of the receiver's ServiceAccount in namespace.
+func ReceiverIdentity(namespace string) string {
+	return "system:serviceaccount:" + namespace + ":" + ReceiverServiceAccount
+}
+
+// ReceiverServiceAccount is the receiver's ServiceAccount (deploy/base/receiver.yaml).
+const ReceiverServiceAccount = "nudgeflow-receiver"
 
 // Bridge is what Setup wired, for the parts that serve outside the manager.
 type Bridge struct {
@@ -212,7 +236,31 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 		return nil, err
 	}
 	router.Also = append(router.Also, prs)
+	if deps.Receiver != nil {
+		if err := SetupReceiverAPI(mgr, *deps.Receiver, router); err != nil {
+			return nil, err
+		}
+	}
 	return &Bridge{PREvents: router}, nil
+}
+
+// SetupReceiverAPI serves the receiver's API on the admission webhook server (the
+// receiver reaches the bridge through the webhook Service, over its TLS), feeding
+// sink. Setup calls it for Deps.Receiver.
+func SetupReceiverAPI(mgr ctrl.Manager, o ReceiverAPI, sink forgehook.Sink) error {
+	if o.Identity == "" {
+		return fmt.Errorf("the receiver API needs the receiver's identity")
+	}
+	secrets, err := receiverapi.NewInformerSource(mgr, o.SecretsNamespace)
+	if err != nil {
+		return err
+	}
+	auth, err := receiverapi.NewTokenAuthenticator(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	(&receiverapi.Server{Secrets: secrets, Sink: sink, Auth: auth, Identity: o.Identity}).Register(mgr.GetWebhookServer())
+	return nil
 }
 
 // ResolvePeers reads a --nudging-peers value, detecting the peers for "auto".

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
+	"strconv"
 
 	"go.temporal.io/sdk/client"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,17 +49,11 @@ const prKeyField = "status.pullRequestKey"
 // repositories. Host and path are compared case-insensitively; "" when the URL is
 // not a PR's.
 func PRKey(prURL string) string {
-	u, err := url.Parse(prURL)
-	if err != nil || u.Host == "" {
+	repo, n, ok := forgehook.PRRepo(prURL)
+	if !ok {
 		return ""
 	}
-	path := strings.Trim(u.Path, "/")
-	for _, sep := range []string{"/-/merge_requests/", "/pull/", "/pulls/"} {
-		if repo, num, ok := strings.Cut(path, sep); ok && repo != "" && num != "" && !strings.Contains(num, "/") {
-			return strings.ToLower(u.Host) + "/" + strings.ToLower(repo) + "#" + num
-		}
-	}
-	return ""
+	return repo + "#" + strconv.Itoa(n)
 }
 
 // Setup registers the reconcilers and webhooks and returns the router that
@@ -115,15 +108,19 @@ type PREventRouter struct {
 
 // PullRequestEvent delivers a verified forge event (forgehook.Sink), routed by the
 // PR's URL: host, repository and number. An event without a URL names no group.
+//
+// The signal never says merged or closed: a group ends only on the pull request's
+// state as the forge answers when the group reads it. Groups started since the
+// forge-says-end change read it on any event; older groups (their histories keep
+// replaying the command sequence they began with) would end Completed on an event
+// that says merged, so the bridge keeps that to itself and they read the PR too.
+// A leaked shared secret can then wake a group, never end it.
 func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event) error {
 	key := PRKey(e.URL)
 	if key == "" {
 		return nil
 	}
-	_, err := p.deliver(ctx, key, e.Namespace, cgwf.PREvent{
-		DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number, Merged: e.Merged,
-		Closed: e.State == "closed",
-	})
+	_, err := p.deliver(ctx, key, e.Namespace, cgwf.PREvent{DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number})
 	for _, s := range p.Also {
 		err = errors.Join(err, s.PullRequestEvent(ctx, e))
 	}

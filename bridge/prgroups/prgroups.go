@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -286,19 +285,28 @@ type Router struct {
 // PullRequestEvent signals the workflows the PR may concern: those of its branch's
 // group for its repository's components' targets (it originates them), and the one
 // whose target PR it is. A workflow that does not run is not started.
+//
+// The repository is the one whose secret verified the event (host and path, as
+// forgehook.RepoKey): a component on another forge with the same owner/name is
+// another repository. An event a tenant's bound secret verified reaches only that
+// namespace's components.
 func (p *Router) PullRequestEvent(ctx context.Context, e forgehook.Event) error {
-	if e.HeadRef == "" || e.RepoFullName == "" {
+	if e.HeadRef == "" || e.Repo == "" {
 		return nil
 	}
 	group := prgroup.GroupOf(e.HeadRef)
 	ids := map[string]bool{}
 	var comps mirrorv1alpha1.ComponentList
-	if err := p.Client.List(ctx, &comps); err != nil {
+	var scope []ctrlclient.ListOption
+	if e.Namespace != "" {
+		scope = append(scope, ctrlclient.InNamespace(e.Namespace))
+	}
+	if err := p.Client.List(ctx, &comps, scope...); err != nil {
 		return fmt.Errorf("listing components: %w", err)
 	}
 	for i := range comps.Items {
 		c := &comps.Items[i]
-		if c.Spec.Source.GitSource == nil || !sameRepo(c.Spec.Source.GitSource.URL, e.RepoFullName) {
+		if c.Spec.Source.GitSource == nil || forgehook.RepoKey(c.Spec.Source.GitSource.URL) != e.Repo {
 			continue
 		}
 		edges, _, err := edgesOf(ctx, p.Client, c.Namespace, c.Name)
@@ -326,13 +334,4 @@ func (p *Router) PullRequestEvent(ctx context.Context, e forgehook.Event) error 
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// sameRepo: does a clone URL name the repository owner/name?
-func sameRepo(cloneURL, fullName string) bool {
-	u, err := url.Parse(strings.TrimSpace(cloneURL))
-	if err != nil {
-		return false
-	}
-	return strings.EqualFold(strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/"), fullName)
 }

@@ -47,9 +47,3 @@ func TestIsPullRequestBuild(t *testing.T) {
 		t.Error("a test pipeline is not a build")
 	}
 }
-
-func TestSameRepo(t *testing.T) {
-	if !sameRepo("https://github.com/Org/Repo.git", "org/repo") || sameRepo("https://github.com/org/repo2", "org/repo") {
-		t.Error("sameRepo")
-	}
-}

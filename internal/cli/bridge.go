@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,23 +11,21 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
-	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/bridge/receiverapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
-	"github.com/nudgeflow/nudgeflow/internal/serving"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 func newBridgeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bridge",
-		Short: "Run the bridge: reconcilers, admission webhooks and the forge webhook receiver",
+		Short: "Run the bridge: reconcilers, admission webhooks and the forge webhook receiver's API",
 	}
 	kf := addKubeFlags(cmd, false)
 	kf.addRateFlags(cmd)
 	tf := addTemporalFlags(cmd)
 	var opts bridge.ManagerOptions
-	var peers, executor, forgeAddr, secretFile, secretsNamespace string
+	var peers, executor, forgeAddr, secretFile, secretsNamespace, receiverIdentity string
 	var settings cgwf.Settings
 	fs := cmd.Flags()
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the admission webhooks")
@@ -48,16 +42,29 @@ func newBridgeCommand() *cobra.Command {
 	fs.StringVar(&peers, "nudging-peers", builds.PeersAuto, "the Konflux services that nudge beside nudgeflow, whose edges nudgeflow leaves to them: auto (detected from the CRDs the cluster serves), none, or a comma-separated list of build-service and integration-service")
 	fs.StringVar(&executor, "executor", "", "deprecated: use --nudging-peers (all is none, exclusive is build-service,integration-service)")
 	_ = fs.MarkDeprecated("executor", "use --nudging-peers")
-	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", ":8181", "address of the forge (GitHub) webhook receiver; empty disables it")
-	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "file holding the forge webhook secret (or $NUDGEFLOW_FORGE_WEBHOOK_SECRET)")
-	fs.StringVar(&secretsNamespace, "forge-webhook-secrets-namespace", os.Getenv("POD_NAMESPACE"),
-		"namespace of the Secrets labelled "+cgbridge.LabelWebhookSecret+"=true that bind repositories to their own webhook secret and tenant namespace (default $POD_NAMESPACE; empty: the shared secret only)")
+	// The receiver runs as `nudgeflow receiver`, apart from the admission webhooks.
+	fs.StringVar(&forgeAddr, "forge-webhook-bind-address", "", "removed: the forge webhook receiver runs as `nudgeflow receiver`")
+	fs.StringVar(&secretFile, "forge-webhook-secret-file", "", "removed: the shared webhook secret is the receiver's (`nudgeflow receiver --webhook-secret-file`)")
+	_ = fs.MarkDeprecated("forge-webhook-bind-address", "the forge webhook receiver runs as `nudgeflow receiver` (deploy/base/receiver.yaml)")
+	_ = fs.MarkDeprecated("forge-webhook-secret-file", "the shared webhook secret is mounted into `nudgeflow receiver`")
+	podNamespace := os.Getenv("POD_NAMESPACE")
+	fs.StringVar(&secretsNamespace, "forge-webhook-secrets-namespace", podNamespace,
+		"namespace of the Secrets labelled "+receiverapi.LabelWebhookSecret+"=true that bind repositories to their own webhook secret and tenant namespace, served to the receiver (default $POD_NAMESPACE)")
+	defaultIdentity := ""
+	if podNamespace != "" {
+		defaultIdentity = bridge.ReceiverIdentity(podNamespace)
+	}
+	fs.StringVar(&receiverIdentity, "receiver-identity", defaultIdentity,
+		"the user of the forge webhook receiver's ServiceAccount, the only caller of the receiver API served on the webhook port (default system:serviceaccount:$POD_NAMESPACE:"+bridge.ReceiverServiceAccount+"; empty: no receiver API)")
 	fs.DurationVar(&settings.Debounce, "changegroup-debounce", cgwf.DefaultDebounce, "quiet time before a ChangeGroup pushes collected builds")
 	fs.DurationVar(&settings.PollInterval, "changegroup-poll-interval", cgwf.DefaultPollInterval, "how often a ChangeGroup reads its PR (covers lost webhooks)")
 	fs.DurationVar(&settings.CIStartGrace, "changegroup-ci-start-grace", cgwf.DefaultCIStartGrace, "how long after its release a ChangeGroup waits for a pipeline to report on the released head before it warns that CI did not start (the CIStarted condition, an Event, one PR comment)")
 	fs.StringVar(&settings.ChangeGroupURLBase, "changegroup-url-base", "", "base URL linking PRs to their ChangeGroup (for example the Konflux UI)")
 	ops := addBridgeOpsFlags(cmd, &opts)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if forgeAddr != "" || secretFile != "" {
+			return errors.New("--forge-webhook-bind-address and --forge-webhook-secret-file are gone: the forge webhook receiver runs as `nudgeflow receiver`, its own Deployment (deploy/base/receiver.yaml)")
+		}
 		cfg, err := kf.restConfig()
 		if err != nil {
 			return err
@@ -82,8 +89,14 @@ func newBridgeCommand() *cobra.Command {
 			}
 			peers = p.String()
 		}
-		b, err := bridge.Setup(mgr, bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings})
-		if err != nil {
+		deps := bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings}
+		if receiverIdentity != "" {
+			if secretsNamespace == "" {
+				return errors.New("the receiver API needs --forge-webhook-secrets-namespace (or $POD_NAMESPACE)")
+			}
+			deps.Receiver = &bridge.ReceiverAPI{SecretsNamespace: secretsNamespace, Identity: receiverIdentity}
+		}
+		if _, err := bridge.Setup(mgr, deps); err != nil {
 			return err
 		}
 		if opts.HealthAddr != "" {
@@ -98,45 +111,9 @@ func newBridgeCommand() *cobra.Command {
 			return err
 		}
 		ctx := ctrl.SetupSignalHandler()
-		if forgeAddr != "" {
-			secret, err := forgeSecret(secretFile)
-			if err != nil {
-				return err
-			}
-			receiver := &forgehook.Handler{Secret: forgehook.StaticSecret(secret), Sink: b.PREvents}
-			if secretsNamespace != "" {
-				receiver.RepoSecrets = cgbridge.RepoSecrets(mgr.GetAPIReader(), secretsNamespace)
-			}
-			srv := serving.ReceiverLimits.Server(forgeAddr, metrics.ForgeWebhook(receiver))
-			go func() {
-				if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-					slog.Error("forge webhook receiver stopped", "error", err)
-				}
-			}()
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = srv.Shutdown(sctx)
-			}()
-		}
 		return mgr.Start(ctx)
 	}
 	return cmd
-}
-
-// forgeSecret reads the webhook secret; it is never logged.
-func forgeSecret(file string) ([]byte, error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("reading the forge webhook secret: %w", err)
-		}
-		return []byte(trimNewline(string(b))), nil
-	}
-	if v := os.Getenv("NUDGEFLOW_FORGE_WEBHOOK_SECRET"); v != "" {
-		return []byte(v), nil
-	}
-	return nil, errors.New("the forge webhook receiver needs a secret: --forge-webhook-secret-file or $NUDGEFLOW_FORGE_WEBHOOK_SECRET (or disable it with --forge-webhook-bind-address='')")
 }
 
 func trimNewline(s string) string {

@@ -20,7 +20,7 @@ import (
 // informers) and the Temporal SDK's logger. Every line of a process is then one
 // format at one level, which a log collector parses without per-source rules.
 
-// Log formats. The long-running processes (bridge, worker) log JSON by default,
+// Log formats. The long-running processes (bridge, worker, receiver) log JSON by default,
 // for a log collector; the commands a person runs at a terminal log text.
 const (
 	LogFormatJSON = "json"
@@ -28,7 +28,7 @@ const (
 )
 
 // jsonByDefault are the commands whose logs a collector reads.
-var jsonByDefault = map[string]bool{"bridge": true, "worker": true}
+var jsonByDefault = map[string]bool{"bridge": true, "worker": true, "receiver": true}
 
 // ownControllerLogs marks a command that routes controller-runtime's logs itself
 // (dev and bench write the in-process bridge's to a file): controller-runtime
@@ -42,7 +42,7 @@ type logFlags struct {
 
 func addLogFlags(fs *pflag.FlagSet) *logFlags {
 	f := &logFlags{}
-	fs.StringVar(&f.format, "log-format", "", "format of the logs on stderr: json or text (default json for bridge and worker, text for the other commands)")
+	fs.StringVar(&f.format, "log-format", "", "format of the logs on stderr: json or text (default json for bridge, worker and receiver, text for the other commands)")
 	fs.StringVar(&f.level, "log-level", "info", "least severe log lines written: debug, info, warn or error")
 	return f
 }

@@ -20,7 +20,7 @@ func NewRoot() *cobra.Command {
 		return logs.apply(cmd, cmd.ErrOrStderr())
 	}
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
-	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand())
+	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand(), newReceiverCommand())
 	root.AddCommand(newTemporalCommand())
 	return root
 }

@@ -90,10 +90,11 @@ type Limits struct {
 	ReadHeader, Read, Write, Idle time.Duration
 }
 
-// ReceiverLimits are the forge webhook receiver's. Forges send a few hundred KB at
-// most and wait about 10 s (GitHub) for an answer; the answer waits on a Temporal
-// signal, which the SDK bounds at 10 s. The body's size is bounded by the handler
-// (forgehook.Handler.MaxBody, 25 MiB: GitHub's own payload cap).
+// ReceiverLimits are the forge webhook receiver's. Forges send tens of KB and wait
+// about 10 s (GitHub) for an answer; the answer waits on the bridge's Temporal
+// signal, which the SDK bounds at 10 s. The body's size, the deliveries handled at
+// once and the connections held are bounded by the receiver (bridge/receiver:
+// forgehook.DefaultMaxBody, 2 MiB).
 var ReceiverLimits = Limits{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 30 * time.Second, Idle: 2 * time.Minute}
 
 // Server is an http.Server for h on addr with the limits.

@@ -136,7 +136,7 @@ func findVariant(t *testing.T, vs []variant, name string) variant {
 func TestEveryVariantIsConsistent(t *testing.T) {
 	generated := generatedObjects(t)
 	for _, set := range [][]variant{variants(t), renamespacedVariants(t)} {
-		var baseDeployments [][]byte
+		var baseDeployments, receiverDeployments [][]byte
 		for _, v := range set {
 			t.Run(v.name, func(t *testing.T) {
 				checkGenerated(t, v.objs, generated, slices.Contains(v.features, besideIntegrationService))
@@ -146,16 +146,22 @@ func TestEveryVariantIsConsistent(t *testing.T) {
 				checkNamespaces(t, v)
 				bridge := v.objs.deployment(t, "nudgeflow-bridge")
 				worker := v.objs.deployment(t, "nudgeflow-worker")
-				for _, d := range []*appsv1.Deployment{bridge, worker} {
+				receiver := v.objs.deployment(t, "nudgeflow-receiver")
+				for _, d := range []*appsv1.Deployment{bridge, worker, receiver} {
 					checkDeployment(t, v, d)
 				}
+				for _, d := range []*appsv1.Deployment{bridge, worker} {
+					checkBoundToItsRole(t, v, d)
+				}
+				checkReceiver(t, v, receiver, bridge)
 				checkImages(t, v.objs)
 				checkWebhooks(t, v, bridge, slices.Contains(v.features, besideIntegrationService))
-				checkServicesAndBudgets(t, v.objs, []*appsv1.Deployment{bridge, worker})
-				checkNetworkPolicies(t, v, []*appsv1.Deployment{bridge, worker})
+				checkServicesAndBudgets(t, v.objs, []*appsv1.Deployment{bridge, worker, receiver})
+				checkNetworkPolicies(t, v, []*appsv1.Deployment{bridge, worker, receiver})
 				checkWorkerWrites(t, v, worker)
 				checkUserRoles(t, v.objs)
 				checkCertificate(t, v, bridge)
+				checkReceiverCertificate(t, v, receiver, bridge)
 				checkForgeReceiverExposure(t, v)
 				if slices.Contains(v.features, "monitoring") {
 					checkMonitoring(t, v.objs)
@@ -176,10 +182,21 @@ func TestEveryVariantIsConsistent(t *testing.T) {
 				}
 				if len(v.features) == 0 || slices.Equal(v.features, []string{"monitoring", "route"}) {
 					// The overlays change no Deployment: what the program test runs is
-					// what each overlay deploys.
+					// what each overlay deploys. The receiver's differs on OpenShift in
+					// where it reads the service CA (checkReceiverCertificate), and only
+					// there.
+					receiverSpec := receiver.Spec.DeepCopy()
+					if v.overlay == "openshift" {
+						receiverSpec = nil
+					}
 					raw, err := json.Marshal([]any{bridge.Spec, worker.Spec})
 					require.NoError(t, err)
 					baseDeployments = append(baseDeployments, raw)
+					if receiverSpec != nil {
+						raw, err := json.Marshal(receiverSpec)
+						require.NoError(t, err)
+						receiverDeployments = append(receiverDeployments, raw)
+					}
 				}
 			})
 		}
@@ -187,6 +204,8 @@ func TestEveryVariantIsConsistent(t *testing.T) {
 		for _, d := range baseDeployments[1:] {
 			require.JSONEq(t, string(baseDeployments[0]), string(d), "every overlay deploys the base's Deployments")
 		}
+		require.Len(t, receiverDeployments, 2, "the base and the cert-manager overlay")
+		require.JSONEq(t, string(receiverDeployments[0]), string(receiverDeployments[1]), "the cert-manager overlay deploys the base's receiver")
 	}
 }
 
@@ -352,21 +371,7 @@ func checkDeployment(t *testing.T, v variant, d *appsv1.Deployment) {
 	require.Equal(t, []string{imageBinary}, c.Command, "the Containerfile installs the binary there")
 	require.True(t, labels.SelectorFromSet(d.Spec.Selector.MatchLabels).Matches(labels.Set(d.Spec.Template.Labels)))
 	require.GreaterOrEqual(t, *d.Spec.Replicas, int32(2), "%s survives a node drain", d.Name)
-
-	// Its ServiceAccount is bound to the role generated for it.
 	require.NotNil(t, m.find("ServiceAccount", spec.ServiceAccountName), "ServiceAccount %s", spec.ServiceAccountName)
-	role := m.find("ClusterRole", d.Name)
-	require.NotNil(t, role, "the generated ClusterRole %s", d.Name)
-	bound := false
-	for _, o := range m.ofKind("ClusterRoleBinding") {
-		b := get[rbacv1.ClusterRoleBinding](t, m, "ClusterRoleBinding", o.GetName())
-		for _, s := range b.Subjects {
-			if b.RoleRef.Name == d.Name && s.Kind == "ServiceAccount" && s.Name == spec.ServiceAccountName && s.Namespace == v.namespace {
-				bound = true
-			}
-		}
-	}
-	require.True(t, bound, "%s's ServiceAccount is bound to ClusterRole %s", d.Name, d.Name)
 
 	// Probes, resources, the restricted pod security profile.
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
@@ -398,6 +403,24 @@ func checkDeployment(t *testing.T, v variant, d *appsv1.Deployment) {
 	for _, vm := range c.VolumeMounts {
 		require.True(t, slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name }), "volume %s", vm.Name)
 	}
+}
+
+// checkBoundToItsRole: d's ServiceAccount is bound to the role generated for it.
+func checkBoundToItsRole(t *testing.T, v variant, d *appsv1.Deployment) {
+	m := v.objs
+	spec := d.Spec.Template.Spec
+	role := m.find("ClusterRole", d.Name)
+	require.NotNil(t, role, "the generated ClusterRole %s", d.Name)
+	bound := false
+	for _, o := range m.ofKind("ClusterRoleBinding") {
+		b := get[rbacv1.ClusterRoleBinding](t, m, "ClusterRoleBinding", o.GetName())
+		for _, s := range b.Subjects {
+			if b.RoleRef.Name == d.Name && s.Kind == "ServiceAccount" && s.Name == spec.ServiceAccountName && s.Namespace == v.namespace {
+				bound = true
+			}
+		}
+	}
+	require.True(t, bound, "%s's ServiceAccount is bound to ClusterRole %s", d.Name, d.Name)
 }
 
 // checkTrustedCA: the worker knows its namespace from the downward API
@@ -560,14 +583,7 @@ func checkCertificate(t *testing.T, v variant, bridge *appsv1.Deployment) {
 			require.Equal(t, "true", h.GetAnnotations()["service.beta.openshift.io/inject-cabundle"], "%s %s gets the service CA", h.GetKind(), h.GetName())
 		}
 	case "cert-manager":
-		var cert *unstructured.Unstructured
-		for _, c := range v.objs.ofKind("Certificate") {
-			if name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); name == secret {
-				cert = c
-			}
-		}
-		require.NotNil(t, cert, "a Certificate writes Secret %s", secret)
-		dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+		cert, dns := certificateOf(t, v.objs, secret)
 		require.Contains(t, dns, fmt.Sprintf("%s.%s.svc", svc.Name, v.namespace), "the name the API server calls")
 		for _, name := range dns {
 			require.True(t, strings.HasPrefix(name, svc.Name+"."+v.namespace+".svc"), "DNS name %s is the webhook Service's in %s", name, v.namespace)
@@ -580,6 +596,20 @@ func checkCertificate(t *testing.T, v variant, bridge *appsv1.Deployment) {
 	default:
 		require.Empty(t, svc.Annotations, "the base leaves the certificate to an overlay")
 	}
+}
+
+// certificateOf is the cert-manager Certificate that writes Secret secret, and its
+// DNS names.
+func certificateOf(t *testing.T, m manifests, secret string) (*unstructured.Unstructured, []string) {
+	t.Helper()
+	for _, c := range m.ofKind("Certificate") {
+		if name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName"); name == secret {
+			dns, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
+			return c, dns
+		}
+	}
+	t.Fatalf("no Certificate writes Secret %s", secret)
+	return nil, nil
 }
 
 func checkMonitoring(t *testing.T, m manifests) {
@@ -597,14 +627,15 @@ func checkMonitoring(t *testing.T, m manifests) {
 			scraped = append(scraped, s.Name)
 		}
 	}
-	require.ElementsMatch(t, []string{"nudgeflow-bridge-metrics", "nudgeflow-worker-metrics"}, scraped)
+	require.ElementsMatch(t, []string{"nudgeflow-bridge-metrics", "nudgeflow-worker-metrics", "nudgeflow-receiver-metrics"}, scraped)
 	// The metrics Services reach /metrics: each process's --metrics-bind-address,
 	// served over HTTPS to a bearer token, as the ServiceMonitor scrapes it.
 	for _, e := range get[monitoringv1ServiceMonitor](t, m, "ServiceMonitor", "nudgeflow").Spec.Endpoints {
 		require.Equal(t, "https", e.Scheme)
 		require.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/token", e.BearerTokenFile, "Prometheus presents its ServiceAccount's token")
 	}
-	for svc, flag := range map[string]string{"nudgeflow-bridge-metrics": "metrics-bind-address", "nudgeflow-worker-metrics": "metrics-bind-address"} {
+	for svc, flag := range map[string]string{"nudgeflow-bridge-metrics": "metrics-bind-address", "nudgeflow-worker-metrics": "metrics-bind-address",
+		"nudgeflow-receiver-metrics": "metrics-bind-address"} {
 		s := m.service(t, svc)
 		d := m.deployment(t, strings.TrimSuffix(svc, "-metrics"))
 		c := d.Spec.Template.Spec.Containers[0]
@@ -914,7 +945,11 @@ func checkNetworkPolicies(t *testing.T, v variant, deployments []*appsv1.Deploym
 		}
 		require.NotEmpty(t, selecting, "a NetworkPolicy selects %s's pods", d.Name)
 		for _, np := range selecting {
-			require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes, "%s restricts ingress only", np.Name)
+			if d.Name == "nudgeflow-receiver" {
+				checkReceiverEgress(t, m, np)
+			} else {
+				require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes, "%s restricts ingress only", np.Name)
+			}
 			for _, rule := range np.Spec.Ingress {
 				require.NotEmpty(t, rule.Ports, "%s: every rule names its ports", np.Name)
 				for _, p := range rule.Ports {
@@ -941,7 +976,12 @@ func checkNetworkPolicies(t *testing.T, v variant, deployments []*appsv1.Deploym
 				require.Len(t, rules[0].From, 1, "open to the monitoring namespaces only")
 				require.NotNil(t, rules[0].From[0].NamespaceSelector, "open to the monitoring namespaces only")
 			case "webhook":
-				require.Len(t, rules, 1, "%s's admission webhook port has one rule", d.Name)
+				// The receiver's calls of the bridge's API: from its pods alone.
+				rules = slices.DeleteFunc(rules, func(r networkingv1.NetworkPolicyIngressRule) bool {
+					return len(r.From) == 1 && r.From[0].PodSelector != nil && r.From[0].NamespaceSelector == nil &&
+						r.From[0].PodSelector.MatchLabels["app.kubernetes.io/component"] == "receiver"
+				})
+				require.Len(t, rules, 1, "%s's admission webhook port has one rule for the API server", d.Name)
 				require.Len(t, rules[0].Ports, 1, "the webhook port's rule opens no other port")
 				from := rules[0].From
 				switch {
@@ -963,16 +1003,20 @@ func checkNetworkPolicies(t *testing.T, v variant, deployments []*appsv1.Deploym
 }
 
 // checkForgeReceiverExposure: the OpenShift Route and the example Ingress reach
-// the forge webhook receiver's Service on its named port.
+// the forge webhook receiver's Service on its named port, re-encrypting to its
+// HTTPS.
 func checkForgeReceiverExposure(t *testing.T, v variant) {
-	svc := v.objs.service(t, "nudgeflow-bridge-forge-webhook")
+	svc := v.objs.service(t, "nudgeflow-receiver")
+	require.Nil(t, v.objs.find("Service", "nudgeflow-bridge-forge-webhook"), "no Service reaches the bridge from the forges")
 	route := v.objs.find("Route", svc.Name)
 	require.Equal(t, slices.Contains(v.features, "route"), route != nil, "the OpenShift overlay ships the Route")
 	if route != nil {
 		to, _, _ := unstructured.NestedString(route.Object, "spec", "to", "name")
 		port, _, _ := unstructured.NestedString(route.Object, "spec", "port", "targetPort")
+		termination, _, _ := unstructured.NestedString(route.Object, "spec", "tls", "termination")
 		require.Equal(t, svc.Name, to)
 		require.Equal(t, svc.Spec.Ports[0].Name, port)
+		require.Equal(t, "reencrypt", termination, "the router re-encrypts to the receiver's certificate")
 	}
 	ing := v.objs.find("Ingress", svc.Name)
 	require.Equal(t, slices.Contains(v.features, "ingress"), ing != nil, "the Ingress is an opt-in component")
@@ -981,6 +1025,7 @@ func checkForgeReceiverExposure(t *testing.T, v variant) {
 		backend := i.Spec.Rules[0].HTTP.Paths[0].Backend.Service
 		require.Equal(t, svc.Name, backend.Name)
 		require.Equal(t, svc.Spec.Ports[0].Name, backend.Port.Name)
+		require.Equal(t, "HTTPS", i.Annotations["nginx.ingress.kubernetes.io/backend-protocol"], "the controller re-encrypts to the receiver")
 	}
 }
 
@@ -1090,6 +1135,8 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 				}
 				for _, want := range []string{
 					"deployment.apps/nudgeflow-bridge",
+					"deployment.apps/nudgeflow-receiver",
+					"networkpolicy.networking.k8s.io/nudgeflow-receiver",
 					"validatingwebhookconfiguration.admissionregistration.k8s.io/nudgeflow-changegroup",
 					"mutatingwebhookconfiguration.admissionregistration.k8s.io/nudgeflow-pipelinerun-interception",
 					"networkpolicy.networking.k8s.io/nudgeflow-bridge",
@@ -1104,12 +1151,15 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 				} {
 					require.Contains(t, out, want)
 				}
+				if len(v.objs.ofKind("Certificate")) > 0 {
+					require.Contains(t, out, "certificate.cert-manager.io/nudgeflow-receiver")
+				}
 				for kind, line := range map[string]string{
 					"Job":            "job.batch/nudgeflow-temporal-setup",
 					"Certificate":    "certificate.cert-manager.io/nudgeflow-bridge-webhook",
 					"ServiceMonitor": "servicemonitor.monitoring.coreos.com/nudgeflow",
-					"Route":          "route.route.openshift.io/nudgeflow-bridge-forge-webhook",
-					"Ingress":        "ingress.networking.k8s.io/nudgeflow-bridge-forge-webhook",
+					"Route":          "route.route.openshift.io/nudgeflow-receiver",
+					"Ingress":        "ingress.networking.k8s.io/nudgeflow-receiver",
 				} {
 					if len(v.objs.ofKind(kind)) > 0 {
 						require.Contains(t, out, line)

@@ -2,6 +2,8 @@ package deploy_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -59,10 +62,11 @@ var (
 
 // prepared is what an operator does before the pods can start (deploy/README.md):
 // the manifests of v applied, the forge webhook Secret and the Temporal client
-// certificate's Secret created, and
-// the webhook serving certificate issued into its Secret — by service-ca or
-// cert-manager on a cluster; here from the certificate envtest serves the webhooks
-// with, so the API server trusts the bridge started from the manifests. A variant
+// certificate's Secret created, and the webhook's and the receiver's serving
+// certificates issued into their Secrets — by service-ca or cert-manager on a
+// cluster; here from the certificate envtest serves the webhooks with, so the API
+// server trusts the bridge started from the manifests, and the receiver the
+// bridge. A variant
 // in another namespace than the shipped one is installed for this test only: the
 // shipped variant is installed again afterwards (their ClusterRoleBindings share
 // names).
@@ -82,10 +86,18 @@ func prepared(t *testing.T, v variant) {
 		return
 	}
 	temporalTLSSecret(t, v.namespace)
-	_, _, certDir := world.Get(t).WebhookServer()
+	w := world.Get(t)
+	_, _, certDir := w.WebhookServer()
+	// cert-manager writes ca.crt beside the key: the receiver trusts the bridge by
+	// it. The receiver's own certificate is envtest's as well (it names 127.0.0.1,
+	// where the tests reach both).
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(caFile, w.ControlPlane.Env.WebhookInstallOptions.LocalServingCAData, 0o600))
 	for _, args := range [][]string{
 		{"-n", v.namespace, "create", "secret", "generic", "nudgeflow-forge-webhook", "--from-literal=secret=" + forgeWebhookSecret},
-		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-bridge-webhook-cert",
+		{"-n", v.namespace, "create", "secret", "generic", "nudgeflow-bridge-webhook-cert",
+			"--from-file=tls.crt=" + filepath.Join(certDir, "tls.crt"), "--from-file=tls.key=" + filepath.Join(certDir, "tls.key"), "--from-file=ca.crt=" + caFile},
+		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-receiver-cert",
 			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
 	} {
 		out, err := kubectl(t, nil, args...)
@@ -115,14 +127,17 @@ func jobPod(j *batchv1.Job) workload {
 // must point at the test world is replaced:
 //   - the image's binary path: the binary built as the Containerfile builds it;
 //   - in-cluster credentials: $KUBECONFIG, a kubeconfig impersonating the pod's
-//     ServiceAccount (so RBAC is exactly the manifests');
+//     ServiceAccount (so RBAC is exactly the manifests'); a projected
+//     ServiceAccount token is one the API server issues for its audience
+//     (TokenRequest, as the kubelet asks);
 //   - $TEMPORAL_ADDRESS from the ConfigMap: the test world's Temporal dev server
 //     (the namespace, "nudgeflow", is the ConfigMap's), behind a TLS front that
 //     requires the client certificate the pod mounts when the pod connects with
 //     mutual TLS, as the manifests do unless components/insecure-temporal opts out
 //     (temporaltls_test.go);
 //   - --webhook-port: the port envtest's webhook configurations call (a cluster's
-//     Service forwards 443 to it);
+//     Service forwards 443 to it); --bridge-url: that port on 127.0.0.1 (the
+//     bridge's webhook Service);
 //   - every listen address (":8080"): a free port on 127.0.0.1, since several
 //     processes share this machine's network;
 //   - mount paths in args and env: folders holding what the kubelet would mount
@@ -152,6 +167,22 @@ type podOptions struct {
 	webhookPort     int
 }
 
+// volumeItems are the keys of a Secret or ConfigMap a volume projects: all of
+// data, or only the items it names, at their paths.
+func volumeItems(t *testing.T, data map[string][]byte, items []corev1.KeyToPath) map[string][]byte {
+	t.Helper()
+	if len(items) == 0 {
+		return data
+	}
+	out := map[string][]byte{}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		require.True(t, ok, "the volume projects key %s", it.Key)
+		out[it.Path] = v
+	}
+	return out
+}
+
 func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 	t.Helper()
 	w := world.Get(t)
@@ -172,8 +203,17 @@ func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 			if !apierrors.IsNotFound(err) || !ptr.Deref(vol.Secret.Optional, false) {
 				require.NoError(t, err, "Secret %s mounted by %s", vol.Secret.SecretName, d.name)
 			}
-			for k, v := range secret.Data {
+			for k, v := range volumeItems(t, secret.Data, vol.Secret.Items) {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, k), v, 0o600))
+			}
+		case vol.Projected != nil:
+			for _, src := range vol.Projected.Sources {
+				require.NotNil(t, src.ServiceAccountToken, "%s: projected volume %s: only ServiceAccount tokens are projected here", d.name, vol.Name)
+				tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+					Audiences: []string{src.ServiceAccountToken.Audience}, ExpirationSeconds: src.ServiceAccountToken.ExpirationSeconds}}
+				sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: d.namespace, Name: spec.ServiceAccountName}}
+				require.NoError(t, w.Kube.SubResource("token").Create(context.Background(), sa, tr), "%s's projected token", d.name)
+				require.NoError(t, os.WriteFile(filepath.Join(dir, src.ServiceAccountToken.Path), []byte(tr.Status.Token), 0o600))
 			}
 		case vol.ConfigMap != nil:
 			require.Empty(t, vol.ConfigMap.Items, "%s: ConfigMap volume %s: only whole ConfigMaps are mounted here", d.name, vol.Name)
@@ -216,11 +256,12 @@ func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 			t.Fatalf("%s: env %s: unsupported source", d.name, e.Name)
 		}
 	}
-	require.Contains(t, env, "TEMPORAL_ADDRESS")
-	env["TEMPORAL_ADDRESS"] = o.temporalAddress
-	if env["TEMPORAL_TLS_CLIENT_CERT_PATH"] != "" && !o.withoutTLSFront {
-		p.temporal = startTemporalFront(t, o.temporalAddress)
-		env["TEMPORAL_ADDRESS"] = p.temporal.addr
+	if _, ok := env["TEMPORAL_ADDRESS"]; ok {
+		env["TEMPORAL_ADDRESS"] = o.temporalAddress
+		if env["TEMPORAL_TLS_CLIENT_CERT_PATH"] != "" && !o.withoutTLSFront {
+			p.temporal = startTemporalFront(t, o.temporalAddress)
+			env["TEMPORAL_ADDRESS"] = p.temporal.addr
+		}
 	}
 	if ptr.Deref(spec.AutomountServiceAccountToken, true) {
 		env["KUBECONFIG"] = asServiceAccount(t, d.namespace, spec.ServiceAccountName)
@@ -235,6 +276,8 @@ func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 		case !ok:
 		case flag == "--webhook-port":
 			value = fmt.Sprint(o.webhookPort)
+		case flag == "--bridge-url":
+			value = fmt.Sprintf("https://127.0.0.1:%d", o.webhookPort)
 		case strings.HasPrefix(value, ":"):
 			port, err := localenv.FreePort()
 			require.NoError(t, err)
@@ -349,11 +392,17 @@ func (p *pod) logs() string {
 // url is where the container's port (a name or a number) answers.
 func (p *pod) url(port intstr.IntOrString, path string) string {
 	p.t.Helper()
+	return "http://" + p.addrOf(port) + path
+}
+
+// addrOf is where the container's port (a name or a number) listens.
+func (p *pod) addrOf(port intstr.IntOrString) string {
+	p.t.Helper()
 	cp, ok := containerPort(p.container, port)
 	require.True(p.t, ok, "%s declares port %s", p.name, port.String())
 	addr, ok := p.addr[cp.ContainerPort]
 	require.True(p.t, ok, "%s listens on port %d", p.name, cp.ContainerPort)
-	return "http://" + addr + path
+	return addr
 }
 
 var httpClient = &http.Client{Timeout: 10 * time.Second}
@@ -421,10 +470,10 @@ func (p *pod) metrics(svc *corev1.Service) string {
 	return body
 }
 
-// cluster is the cert-manager overlay as applied, and both pods started from it.
+// cluster is the cert-manager overlay as applied, and its pods started from it.
 type cluster struct {
-	m              manifests
-	bridge, worker *pod
+	m                        manifests
+	bridge, worker, receiver *pod
 }
 
 // startCluster installs v (prepared) and starts its worker and bridge; the bridge
@@ -434,6 +483,8 @@ func startCluster(t *testing.T, v variant, temporalAddress string, webhookPort i
 	c := startPods(t, v, temporalAddress, webhookPort)
 	c.worker.waitReady(startupTimeout)
 	c.bridge.waitReady(startupTimeout)
+	// Ready once it has read the bound webhook secrets from the bridge's API.
+	c.receiver.waitReady(startupTimeout)
 	// Ready means the webhooks serve; the metrics server starts beside them and
 	// builds its authentication first, so it may answer a moment later.
 	c.worker.waitMetrics(c.m.service(t, "nudgeflow-worker-metrics"), startupTimeout)
@@ -441,7 +492,7 @@ func startCluster(t *testing.T, v variant, temporalAddress string, webhookPort i
 	return c
 }
 
-// startPods starts both pods of v (prepared) without waiting for them.
+// startPods starts the pods of v (prepared) without waiting for them.
 func startPods(t *testing.T, v variant, temporalAddress string, webhookPort int) *cluster {
 	t.Helper()
 	prepared(t, v)
@@ -449,6 +500,7 @@ func startPods(t *testing.T, v variant, temporalAddress string, webhookPort int)
 	c := &cluster{m: m}
 	c.worker = startPod(t, m, deploymentPod(m.deployment(t, "nudgeflow-worker")), podOptions{temporalAddress: temporalAddress})
 	c.bridge = startPod(t, m, deploymentPod(m.deployment(t, "nudgeflow-bridge")), podOptions{temporalAddress: temporalAddress, webhookPort: webhookPort})
+	c.receiver = startPod(t, m, deploymentPod(m.deployment(t, "nudgeflow-receiver")), podOptions{webhookPort: webhookPort})
 	return c
 }
 
@@ -481,7 +533,7 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	require.Equal(t, w.Temporal.Namespace, temporalConfigMap(t, c.m, c.bridge.container).Data["TEMPORAL_NAMESPACE"],
 		"the manifests' Temporal namespace is used as written")
 
-	for _, p := range []*pod{c.bridge, c.worker} {
+	for _, p := range []*pod{c.bridge, c.worker, c.receiver} {
 		code, body, err := p.probe(p.container.LivenessProbe)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, code, "%s liveness: %s", p.name, body)
@@ -578,7 +630,8 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	}
 	require.Regexp(t, `nudgeflow_changegroups\{phase="Initialized"\} [1-9]`, bridgeMetrics)
 	require.Regexp(t, `nudgeflow_changegroup_oldest_waiting_seconds\{phase="Initialized"\} [1-9]`, bridgeMetrics, "the backlog gauges read the same cache")
-	require.Regexp(t, `nudgeflow_forge_webhook_duration_seconds_count\{code="401",event="pull_request"\} 1`, bridgeMetrics)
+	require.Regexp(t, `nudgeflow_forge_webhook_duration_seconds_count\{code="401",event="pull_request"\} 1`,
+		c.receiver.receiverMetrics(c.m.service(t, "nudgeflow-receiver-metrics")), "the receiver measures its deliveries")
 	for _, name := range []string{"controller_runtime_reconcile_total", "controller_runtime_webhook_latency_seconds_bucket", "temporal_request_total"} {
 		require.Contains(t, bridgeMetrics, name+"{", "the bridge reports %s", name)
 	}
@@ -592,7 +645,7 @@ func TestManifestsAreTheProgram(t *testing.T) {
 
 	// Secrets stay out of logs and workflow histories; every line is JSON, for a
 	// log collector (--log-format's default for both processes).
-	for _, p := range []*pod{c.bridge, c.worker} {
+	for _, p := range []*pod{c.bridge, c.worker, c.receiver} {
 		require.NotContains(t, p.logs(), forgeToken, "%s's log", p.name)
 		require.NotContains(t, p.logs(), forgeWebhookSecret, "%s's log", p.name)
 		requireJSONLines(t, p)
@@ -684,18 +737,57 @@ func runChangeGroup(t *testing.T, ns string) {
 }
 
 // checkForgeReceiverRefusesUnsigned: the forge webhook receiver answers on its
-// Service's port, and refuses an unsigned delivery (after looking for the
-// repository-bound secrets in its own namespace, which its Role allows).
+// Service's port, over HTTPS with its serving certificate (what the Route
+// re-encrypts to), and refuses an unsigned delivery.
 func (c *cluster) checkForgeReceiverRefusesUnsigned(t *testing.T) {
 	t.Helper()
-	forge := c.m.service(t, "nudgeflow-bridge-forge-webhook")
-	req, err := http.NewRequest(http.MethodPost, c.bridge.url(forge.Spec.Ports[0].TargetPort, "/"), strings.NewReader("{}"))
+	code, err := c.postToReceiver(t, "{}", nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, code)
+}
+
+// receiverClient trusts the receiver's serving certificate (envtest's, prepared).
+func receiverClient(t *testing.T) *http.Client {
+	t.Helper()
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(world.Get(t).ControlPlane.Env.WebhookInstallOptions.LocalServingCAData))
+	return &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+}
+
+// receiverURL is the receiver's delivery endpoint, where its Service sends.
+func (c *cluster) receiverURL(t *testing.T) string {
+	t.Helper()
+	svc := c.m.service(t, "nudgeflow-receiver")
+	return "https://" + c.receiver.addrOf(svc.Spec.Ports[0].TargetPort) + "/"
+}
+
+// postToReceiver POSTs body as a GitHub pull_request delivery (headers added to
+// GitHub's), as the router forwards it.
+func (c *cluster) postToReceiver(t *testing.T, body string, headers map[string]string) (int, error) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, c.receiverURL(t), strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("X-GitHub-Event", "pull_request")
-	resp, err := httpClient.Do(req)
-	require.NoError(t, err)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := receiverClient(t).Do(req)
+	if err != nil {
+		return 0, err
+	}
 	resp.Body.Close()
-	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	return resp.StatusCode, nil
+}
+
+// receiverMetrics scrapes the receiver's metrics as the ServiceMonitor does
+// (HTTPS; the receiver serves them without reviewing the token, which it has no
+// credential for: its NetworkPolicy admits the monitoring namespaces only).
+func (p *pod) receiverMetrics(svc *corev1.Service) string {
+	p.t.Helper()
+	code, body, err := scrape(p.metricsURL(svc), "")
+	require.NoError(p.t, err)
+	require.Equal(p.t, http.StatusOK, code, body)
+	return body
 }
 
 // Konflux's GitOps repository installs nudgeflow under a namespace of its own
@@ -707,7 +799,7 @@ func TestRenamespacedManifestsAreTheProgram(t *testing.T) {
 	_, webhookPort, _ := w.WebhookServer()
 	v := findVariant(t, renamespacedVariants(t), "cert-manager")
 	c := startCluster(t, v, w.Temporal.Address, webhookPort)
-	for _, p := range []*pod{c.bridge, c.worker} {
+	for _, p := range []*pod{c.bridge, c.worker, c.receiver} {
 		require.Equal(t, otherNamespace, p.env["POD_NAMESPACE"], "%s runs in %s", p.name, otherNamespace)
 	}
 	runChangeGroup(t, w.Namespace(t))
@@ -726,6 +818,7 @@ func TestRenamespacedManifestsAreTheProgram(t *testing.T) {
 	})
 	require.NotContains(t, c.bridge.logs(), "forbidden", "the bridge is refused nothing")
 	require.NotContains(t, c.worker.logs(), "forbidden", "the worker is refused nothing")
+	require.NotContains(t, c.receiver.logs(), "403", "the bridge serves its API to the receiver of its own namespace")
 }
 
 // webhookRequests is how many admission requests the bridge answered on a webhook

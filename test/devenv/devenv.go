@@ -328,10 +328,16 @@ func Run(ctx context.Context, opts Options) (err error) {
 			// The demo's PR groups poll every 10 s, as its ChangeGroups do: a missed
 			// wake-up (a push build a second after the merge) costs seconds, not 5 min.
 			PRGroup: prgroupwf.Settings{PollInterval: devPRGroupPoll}},
-		// One receiver for every forge: GitHub and Gitea sign with the secret,
-		// GitLab sends it as X-Gitlab-Token.
+		// One receiver for every forge, as it ships: GitHub and Gitea sign with the
+		// shared secret, GitLab sends it as X-Gitlab-Token. The two emulated bundles
+		// are bound to the demo namespace under its own secret, as a cluster admin
+		// binds a tenant's repositories: their repository hooks sign with it, and the
+		// shared hook's deliveries about them are refused (401 in logs/bridge.log).
 		ForgeHook: &localbridge.ForgeHook{Secret: tok.WebhookSecret, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Ports.ForgeHook)),
-			Forges: []localbridge.Forge{emu, gl}},
+			Forges: []localbridge.Forge{emu, gl},
+			Bound: []localbridge.BoundSecret{{Name: "webhook-" + DemoNamespace, Namespace: DemoNamespace, Secret: tok.BoundWebhookSecret,
+				Repositories: []string{emu.URL() + "/" + DemoNamespace + "/" + Bundle, gl.URL() + "/" + DemoNamespace + "/" + GitLabBundle}}}},
+		WebhookCA: wio.LocalServingCAData,
 	})
 	if err != nil {
 		return err
@@ -570,3 +576,10 @@ func logStop(what string, err error) {
 		slog.Warn("stopping", "part", what, "error", err)
 	}
 }
+
+// Both emulators take repository hooks: the bound bundles' deliveries are signed
+// with the demo namespace's own secret.
+var (
+	_ localbridge.RepoForge = (*githubemu.Server)(nil)
+	_ localbridge.RepoForge = (*glemu.Server)(nil)
+)

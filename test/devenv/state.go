@@ -123,6 +123,9 @@ type tokens struct {
 	Bot           string `json:"bot"`
 	Maintainer    string `json:"maintainer"`
 	WebhookSecret string `json:"webhookSecret"`
+	// BoundWebhookSecret is the demo namespace's own webhook secret, bound to its
+	// bundle repositories (localbridge.BoundSecret).
+	BoundWebhookSecret string `json:"boundWebhookSecret,omitempty"`
 }
 
 func randomHex(n int) string {
@@ -134,17 +137,21 @@ func randomHex(n int) string {
 func loadTokens(home string) (*tokens, error) {
 	path := filepath.Join(home, fileTokens)
 	b, err := os.ReadFile(path)
-	if err == nil {
-		var t tokens
-		if err := json.Unmarshal(b, &t); err != nil {
+	t := &tokens{Bot: "ghs_" + randomHex(18), Maintainer: "ghp_" + randomHex(18), WebhookSecret: randomHex(16)}
+	switch {
+	case err == nil:
+		t = &tokens{}
+		if err := json.Unmarshal(b, t); err != nil {
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
-		return &t, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
+		if t.BoundWebhookSecret != "" {
+			return t, nil
+		}
+		// A home from before the bound secret: add it, keep the rest.
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("reading forge tokens: %w", err)
 	}
-	t := &tokens{Bot: "ghs_" + randomHex(18), Maintainer: "ghp_" + randomHex(18), WebhookSecret: randomHex(16)}
+	t.BoundWebhookSecret = randomHex(16)
 	b, _ = json.Marshal(t)
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		return nil, fmt.Errorf("writing forge tokens: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,6 +17,10 @@ type Hook struct {
 	Secret string
 	// Events are the forge's names of the events it subscribed to.
 	Events []string
+	// Repo limits the hook to one repository's events (a repository or project
+	// hook, owner/name as the forge names it); "" is every repository's (an
+	// organization, App or system hook).
+	Repo string
 }
 
 // Wants reports whether h subscribed to event.
@@ -67,6 +72,17 @@ func (w *Webhooks) Add(h Hook) {
 	defer w.mu.Unlock()
 	h.Events = append([]string(nil), h.Events...)
 	w.hooks = append(w.hooks, h)
+}
+
+// SubscribedFor lists the hooks that want event of repository repo, oldest first.
+func (w *Webhooks) SubscribedFor(event, repo string) []Hook {
+	var out []Hook
+	for _, h := range w.Subscribed(event) {
+		if h.Repo == "" || strings.EqualFold(h.Repo, repo) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // Subscribed lists the hooks that want event, oldest first.

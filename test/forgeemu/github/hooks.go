@@ -27,6 +27,12 @@ type Delivery struct {
 // AddWebhook sends every later pull_request event to url, signed with secret.
 func (s *Server) AddWebhook(url, secret string) { s.AddWebhookFor(url, secret) }
 
+// AddRepoWebhook sends the later pull_request events of repository repo
+// (owner/name) to url, signed with secret: a repository's own webhook.
+func (s *Server) AddRepoWebhook(repo, url, secret string) {
+	s.hooks.Add(emucore.Hook{URL: url, Secret: secret, Events: []string{EventPullRequest}, Repo: repo})
+}
+
 // Deliveries lists the webhook POSTs made so far, in order.
 func (s *Server) Deliveries() []Delivery {
 	var out []Delivery
@@ -47,7 +53,7 @@ func (s *Server) queueHook(r *repo, p *pull, action, sender string) {
 		"action": action, "number": p.Number, "pull_request": s.pullJSON(r, p),
 		"repository": s.repoJSON(r), "sender": map[string]any{"login": sender},
 	})
-	s.send(s.hooks.Subscribed(EventPullRequest), EventPullRequest, action, payload)
+	s.send(s.hooks.SubscribedFor(EventPullRequest, r.owner+"/"+r.name), EventPullRequest, action, payload)
 }
 
 // send queues payload to hooks as one delivery of event, signed per hook.

@@ -31,7 +31,7 @@ func (s *Server) AddWebhookFor(url, secret string, events ...string) {
 // ("" for none: created or deleted), however it moved: git push, REST or GraphQL ref
 // update, a commit through the API, a merge. Callers hold s.mu.
 func (s *Server) pushEvent(r *repo, branch, before, after, sender string) {
-	subscribed := s.hooks.Subscribed(EventPush)
+	subscribed := s.hooks.SubscribedFor(EventPush, r.owner+"/"+r.name)
 	if len(subscribed) == 0 || before == after {
 		return
 	}

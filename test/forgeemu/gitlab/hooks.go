@@ -40,7 +40,13 @@ type Delivery struct {
 // token: a project hook with merge_requests_events only.
 func (s *Server) AddWebhook(url, token string) { s.AddWebhookFor(url, token, MergeRequestEvents) }
 
-// AddWebhookFor is a project hook for the events given.
+// AddRepoWebhook sends the later Merge Request Hooks of project path
+// (group/name) to url with X-Gitlab-Token token: that project's own hook.
+func (s *Server) AddRepoWebhook(path, url, token string) {
+	s.hooks.Add(emucore.Hook{URL: url, Secret: token, Events: []string{string(MergeRequestEvents)}, Repo: path})
+}
+
+// AddWebhookFor is a hook for the events given, of every project.
 func (s *Server) AddWebhookFor(url, token string, events ...HookEvent) {
 	names := make([]string, len(events))
 	for i, e := range events {
@@ -121,7 +127,7 @@ func (s *Server) queuePushHook(p *project, branch, before, after string, u User)
 		"repository": map[string]any{"name": p.Path[strings.LastIndex(p.Path, "/")+1:], "url": s.projectURL(p) + ".git",
 			"homepage": s.projectURL(p), "git_http_url": s.projectURL(p) + ".git", "visibility_level": 0},
 	})
-	s.send(PushEvents, "Push Hook", "", payload)
+	s.send(p, PushEvents, "Push Hook", "", payload)
 }
 
 // pushCommitJSON is one commit of a Push Hook, with the paths it added, changed
@@ -151,10 +157,10 @@ func (s *Server) pushCommitJSON(p *project, c *gitstore.Commit) map[string]any {
 // send queues payload to every hook that wants event, as one delivery named
 // kind in X-Gitlab-Event ("Merge Request Hook", "Push Hook"), with the hook's
 // token. Callers hold s.mu.
-func (s *Server) send(event HookEvent, kind, action string, payload []byte) {
+func (s *Server) send(p *project, event HookEvent, kind, action string, payload []byte) {
 	s.nextID++
 	id := fmt.Sprintf("00000000-0000-4000-9000-%012d", s.nextID)
-	for _, h := range s.hooks.Subscribed(string(event)) {
+	for _, h := range s.hooks.SubscribedFor(string(event), p.Path) {
 		header := http.Header{}
 		header.Set("User-Agent", "GitLab/emulator")
 		header.Set("X-Gitlab-Event", kind)
@@ -187,5 +193,5 @@ func (s *Server) queueHook(p *project, m *mergeRequest, action, oldrev string, c
 		"user":    map[string]any{"username": u.Username, "name": u.Name},
 		"project": s.projectJSON(p), "object_attributes": attrs, "changes": changes,
 	})
-	s.send(MergeRequestEvents, "Merge Request Hook", action, payload)
+	s.send(p, MergeRequestEvents, "Merge Request Hook", action, payload)
 }

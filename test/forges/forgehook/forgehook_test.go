@@ -41,9 +41,10 @@ func TestEmulatorWebhooks(t *testing.T) {
 	if err := emu.MergePR("org", "bundle", 1); err != nil {
 		t.Fatal(err)
 	}
+	repo := forgehook.RepoKey(emu.URL() + "/org/bundle")
 	want := []forgehook.Event{
-		{Provider: "github", Action: "opened", URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
-		{Provider: "github", Action: "closed", URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "closed", Merged: true},
+		{Provider: "github", Action: "opened", Repo: repo, URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
+		{Provider: "github", Action: "closed", Repo: repo, URL: emu.URL() + "/org/bundle/pull/1", RepoFullName: "org/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "closed", Merged: true},
 	}
 	for i, w := range want {
 		select {
@@ -99,7 +100,8 @@ func do(t *testing.T, req *http.Request) {
 func TestHandler(t *testing.T) {
 	sink := make(chanSink, 2)
 	h := &forgehook.Handler{Secret: forgehook.StaticSecret([]byte("k")), Sink: sink}
-	body := `{"action":"edited","number":3,"pull_request":{"number":3,"state":"open","head":{"ref":"b","sha":"s"}},"repository":{"full_name":"o/r"}}`
+	body := `{"action":"edited","number":3,"pull_request":{"number":3,"html_url":"https://github.com/o/r/pull/3","state":"open","head":{"ref":"b","sha":"s"}},` +
+		`"repository":{"full_name":"o/r","html_url":"https://github.com/o/r"}}`
 	for _, c := range []struct {
 		event, sig, body string
 		want             int
@@ -133,4 +135,54 @@ func FuzzValid(f *testing.F) {
 			t.Fatal("accepted a foreign signature")
 		}
 	})
+}
+
+// A repository's own webhook (AddRepoWebhook) sends that repository's events only,
+// signed with its own secret, beside an App-wide hook: the way make run and the
+// test worlds deliver for repositories bound to a tenant's secret.
+func TestEmulatorRepositoryWebhook(t *testing.T) {
+	own, shared := make(chanSink, 20), make(chanSink, 20)
+	ownHook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte("own")), Sink: own})
+	defer ownHook.Close()
+	sharedHook := httptest.NewServer(&forgehook.Handler{Secret: forgehook.StaticSecret([]byte("shared")), Sink: shared})
+	defer sharedHook.Close()
+	emu := githubemu.New()
+	defer emu.Close()
+	emu.AddRepoWebhook("org/bound", ownHook.URL, "own")
+	emu.AddWebhook(sharedHook.URL, "shared")
+	emu.AddToken("tok", githubemu.User{Login: "dev", Email: "dev@example.com"})
+	for _, repo := range []string{"bound", "other"} {
+		emu.CreateRepo("org", repo, "main", map[string]string{"Dockerfile": "FROM x\n"})
+		c, _ := emu.Head("org", repo, "main")
+		req, _ := http.NewRequest(http.MethodPost, emu.APIURL()+"repos/org/"+repo+"/git/refs", strings.NewReader(`{"ref":"refs/heads/cg","sha":"`+c.SHA+`"}`))
+		do(t, req)
+		if _, err := emu.HumanCommit("org", repo, "cg", githubemu.User{Email: "dev@example.com"}, map[string]string{"z": "1"}, "work"); err != nil {
+			t.Fatal(err)
+		}
+		req, _ = http.NewRequest(http.MethodPost, emu.APIURL()+"repos/org/"+repo+"/pulls", strings.NewReader(`{"title":"t","head":"cg","base":"main"}`))
+		do(t, req)
+	}
+	select {
+	case e := <-own:
+		if e.RepoFullName != "org/bound" {
+			t.Fatalf("the repository hook delivered %s's event", e.RepoFullName)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the repository hook's event not received")
+	}
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case e := <-shared:
+			got[e.RepoFullName] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the App-wide hook delivered %v only", got)
+		}
+	}
+	if !got["org/bound"] || !got["org/other"] {
+		t.Fatalf("the App-wide hook delivers every repository's events: %v", got)
+	}
+	if len(own) != 0 {
+		t.Fatalf("the repository hook delivered another repository's event: %+v", <-own)
+	}
 }

@@ -75,10 +75,10 @@ func TestForgejoPullRequest(t *testing.T) {
 		ev      *forgehook.Event
 	}{
 		{name: "gitea draft opened", body: open, event: "pull_request", secret: "k", want: http.StatusAccepted,
-			ev: &forgehook.Event{Provider: "forgejo", DeliveryID: "d-1", Action: "opened", URL: url, RepoFullName: "org/bundle",
+			ev: &forgehook.Event{Provider: "forgejo", DeliveryID: "d-1", Action: "opened", Repo: "127.0.0.1:3000/org/bundle", URL: url, RepoFullName: "org/bundle",
 				Number: 12, HeadRef: "konflux/cg", HeadSHA: "0123abcd", Draft: true, State: "open"}},
 		{name: "forgejo merged", body: merged, event: "pull_request", secret: "k", forgejo: true, want: http.StatusAccepted,
-			ev: &forgehook.Event{Provider: "forgejo", DeliveryID: "d-1", Action: "closed", URL: url, RepoFullName: "org/bundle",
+			ev: &forgehook.Event{Provider: "forgejo", DeliveryID: "d-1", Action: "closed", Repo: "127.0.0.1:3000/org/bundle", URL: url, RepoFullName: "org/bundle",
 				Number: 12, HeadRef: "konflux/cg", HeadSHA: "0123abcd", Merged: true, State: "closed"}},
 		// Only Forgejo's headers (a Forgejo that dropped Gitea's): still Forgejo.
 		{name: "forgejo headers alone", body: merged, event: "pull_request", secret: "k", forgejo: true, want: http.StatusAccepted,
@@ -89,7 +89,7 @@ func TestForgejoPullRequest(t *testing.T) {
 					}
 				}
 			},
-			ev: &forgehook.Event{Provider: "forgejo", DeliveryID: "d-1", Action: "closed", URL: url, RepoFullName: "org/bundle",
+			ev: &forgehook.Event{Provider: "forgejo", DeliveryID: "d-1", Action: "closed", Repo: "127.0.0.1:3000/org/bundle", URL: url, RepoFullName: "org/bundle",
 				Number: 12, HeadRef: "konflux/cg", HeadSHA: "0123abcd", Merged: true, State: "closed"}},
 		{name: "wrong secret", body: open, event: "pull_request", secret: "other", want: http.StatusUnauthorized},
 		{name: "forgejo wrong secret", body: open, event: "pull_request", secret: "other", forgejo: true, want: http.StatusUnauthorized},

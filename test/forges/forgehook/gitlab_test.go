@@ -44,10 +44,11 @@ func TestGitLabMergeRequestHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := emu.URL() + "/group/sub/bundle/-/merge_requests/1"
+	repo := forgehook.RepoKey(emu.URL() + "/group/sub/bundle")
 	want := []forgehook.Event{
-		{Provider: "gitlab", Action: "open", URL: url, RepoFullName: "group/sub/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
-		{Provider: "gitlab", Action: "update", URL: url, RepoFullName: "group/sub/bundle", Number: 1, HeadRef: "cg", State: "open"},
-		{Provider: "gitlab", Action: "merge", URL: url, RepoFullName: "group/sub/bundle", Number: 1, HeadRef: "cg", State: "closed", Merged: true},
+		{Provider: "gitlab", Action: "open", Repo: repo, URL: url, RepoFullName: "group/sub/bundle", Number: 1, HeadRef: "cg", Draft: true, State: "open"},
+		{Provider: "gitlab", Action: "update", Repo: repo, URL: url, RepoFullName: "group/sub/bundle", Number: 1, HeadRef: "cg", State: "open"},
+		{Provider: "gitlab", Action: "merge", Repo: repo, URL: url, RepoFullName: "group/sub/bundle", Number: 1, HeadRef: "cg", State: "closed", Merged: true},
 	}
 	for i, w := range want {
 		select {

@@ -20,8 +20,8 @@ import (
 
 // Options configure Start.
 type Options struct {
-	// Bridge is what localbridge.Start takes. Start fills Config and the manager's
-	// webhook address from the world, and Deps.Temporal when nil.
+	// Bridge is what localbridge.Start takes. Start fills Config, the manager's
+	// webhook address and its CA from the world, and Deps.Temporal when nil.
 	Bridge localbridge.Options
 	// OwnLogger says the package set controller-runtime's logger itself, before
 	// world.Main (test/nudges: errors only, to stderr). Otherwise the bridge logs
@@ -44,6 +44,7 @@ func Start(w *world.World, opts Options) (*localbridge.Running, error) {
 	o := opts.Bridge
 	o.Config = w.Config()
 	o.Manager.WebhookHost, o.Manager.WebhookPort, o.Manager.WebhookCertDir = w.WebhookServer()
+	o.WebhookCA = w.ControlPlane.Env.WebhookInstallOptions.LocalServingCAData
 	if o.Deps.Temporal == nil {
 		o.Deps.Temporal = w.TemporalClient
 	}
