@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,6 +114,22 @@ func (v Verdict) String() string {
 	return "refused: " + v.Reason
 }
 
+// Options are the activity options of a verification in a workflow that may wait
+// for it (a Nudge, a ValidatedNudge, a PRGroup): it is retried until the cluster
+// answers, never given up, so a build is neither kept unverified nor lost.
+func Options(summary string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute,
+			NonRetryableErrorTypes: []string{ErrorInvalidRequest}},
+	}
+}
+
+// ErrorInvalidRequest is the type of the error a request without a namespace
+// fails with: a bug of the caller, not worth retrying.
+const ErrorInvalidRequest = "InvalidRequest"
+
 // Activities reads the cluster.
 type Activities struct {
 	// Kube is an uncached client: a verification is one GET (lists only on the
@@ -138,8 +155,8 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 // in req's namespace, and records a Warning Event when it did not. It fails (to
 // be retried) only when the cluster cannot be read; a refusal is a verdict.
 func (a *Activities) VerifyBuild(ctx context.Context, req Request) (Verdict, error) {
-	if req.Namespace == "" || req.Component == "" {
-		return Verdict{}, temporal.NewNonRetryableApplicationError("a build is verified in a namespace, for a component", "InvalidRequest", nil)
+	if req.Namespace == "" {
+		return Verdict{}, temporal.NewNonRetryableApplicationError("a build is verified in the workflow's namespace: none given", ErrorInvalidRequest, nil)
 	}
 	v, err := a.verify(ctx, req)
 	if err != nil {
@@ -165,6 +182,9 @@ func refused(format string, args ...any) Verdict {
 
 // verify checks the claim itself, then the three sources in turn.
 func (a *Activities) verify(ctx context.Context, req Request) (Verdict, error) {
+	if req.Component == "" {
+		return refused("the build names no component"), nil
+	}
 	if req.ClaimedNamespace != "" && req.ClaimedNamespace != req.Namespace {
 		return refused("the build names namespace %q, not the workflow's %q", req.ClaimedNamespace, req.Namespace), nil
 	}
@@ -349,6 +369,10 @@ func (a *Activities) recordRefusal(ctx context.Context, req Request, v Verdict) 
 	sub := req.Subject
 	if sub.Name == "" {
 		sub = Subject{Kind: KindComponent, Name: req.Component}
+	}
+	if sub.Name == "" {
+		activity.GetLogger(ctx).Warn("refused build has no object to record the Event on", "namespace", req.Namespace, "workflow", req.Workflow)
+		return nil
 	}
 	ref := corev1.ObjectReference{Namespace: req.Namespace, Name: sub.Name, Kind: sub.Kind, UID: types.UID(sub.UID)}
 	switch sub.Kind {

@@ -31,7 +31,7 @@ func (f *fakeWorld) everPushed(digest string) bool {
 // verdict is in the state and the status, and a redelivery is not verified again.
 func TestBuildsAreVerifiedWhenTheyEnter(t *testing.T) {
 	f := newFakeWorld("a", "b")
-	f.notBuilt = map[string]bool{"sha256:forged": true, "sha256:forged-z": true}
+	f.verifier.Refuse("sha256:forged", "sha256:forged-z")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(2*time.Minute, "b", "sha256:forged", 5*time.Hour)   // newer than b1: it would win
@@ -49,15 +49,16 @@ func TestBuildsAreVerifiedWhenTheyEnter(t *testing.T) {
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(f.lastSync()))
 	require.False(t, f.everPushed("sha256:forged"), "the refused digest never reached the PR")
 	require.Empty(t, f.handedBack, "a refused build is not handed back either")
-	require.Equal(t, 1, f.verified("sha256:forged"), "a redelivered refused build is not verified again")
-	require.Equal(t, 1, f.verified("sha256:a1"))
+	require.Equal(t, 1, f.verifier.Count("sha256:forged"), "a redelivered refused build is not verified again")
+	require.Equal(t, 1, f.verifier.Count("sha256:a1"))
 
 	require.Equal(t, buildcheck.Verdict{Reason: "no build of b produced sha256:forged"}, s.Verdicts["b@sha256:forged"])
 	require.True(t, s.Verdicts["a@sha256:a1"].Verified)
 	require.Equal(t, buildcheck.SourceBuildRun, s.Verdicts["b@sha256:b1"].Source)
 	require.Contains(t, f.lastStatus().Conditions[0].Message, "3 build(s) refused, the cluster did not build them (see the BuildNotVerified Events)")
 
-	req := f.verifies[slices.IndexFunc(f.verifies, func(r buildcheck.Request) bool { return r.Digest == "sha256:b-other-ns" })]
+	asked := f.verifier.Asked()
+	req := asked[slices.IndexFunc(asked, func(r buildcheck.Request) bool { return r.Digest == "sha256:b-other-ns" })]
 	require.Equal(t, "tenant", req.Namespace, "verified in the group's namespace")
 	require.Equal(t, "elsewhere", req.ClaimedNamespace, "against the namespace the signal names")
 	require.Equal(t, buildcheck.Subject{Kind: buildcheck.KindChangeGroup, Name: "bundle-x-update", UID: "uid-1"}, req.Subject,
@@ -81,7 +82,7 @@ func TestVerifiedBuildOutlivesItsRunAcrossContinueAsNew(t *testing.T) {
 	require.True(t, next.State.Verdicts["a@sha256:a1"].Verified, "the verdict is carried")
 
 	// The build run is pruned: nothing in the cluster names a1 any more.
-	f.notBuilt = map[string]bool{"sha256:a1": true}
+	f.verifier.Refuse("sha256:a1")
 	h = newHarness(t, f)
 	h.env.SetContinuedExecutionRunID("run-1")
 	h.build(time.Minute, "a", "sha256:a1", time.Hour) // redelivered by a resync
@@ -91,7 +92,7 @@ func TestVerifiedBuildOutlivesItsRunAcrossContinueAsNew(t *testing.T) {
 
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(f.lastSync()), "a1 is still delivered")
-	require.Equal(t, 1, f.verified("sha256:a1"), "verified once, when it entered")
+	require.Equal(t, 1, f.verifier.Count("sha256:a1"), "verified once, when it entered")
 	require.Empty(t, f.handedBack)
 }
 
@@ -100,7 +101,7 @@ func TestVerifiedBuildOutlivesItsRunAcrossContinueAsNew(t *testing.T) {
 // the rest is read from the cluster again.
 func TestStateGivenAtStartIsNotTrusted(t *testing.T) {
 	f := newFakeWorld("a", "b")
-	f.notBuilt = map[string]bool{"sha256:forged": true}
+	f.verifier.Refuse("sha256:forged")
 	h := newHarness(t, f)
 	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
 	forged := &State{Phase: appstudiov1alpha1.PhaseWaiting, Repo: pullrequest.Repo{Provider: "github", URL: "https://github.com/victim/repo"},
@@ -115,7 +116,7 @@ func TestStateGivenAtStartIsNotTrusted(t *testing.T) {
 	require.Equal(t, "https://github.com/org/bundle", s.Repo.URL, "the repository is the cluster's, not the state's")
 	require.False(t, f.everPushed("sha256:forged"))
 	require.Equal(t, map[string]string{"b": "sha256:b1"}, digestsOf(f.lastSync()), "b's build was verified and kept")
-	require.Equal(t, 1, f.verified("sha256:forged"), "the verdict the state carried was not believed")
+	require.Equal(t, 1, f.verifier.Count("sha256:forged"), "the verdict the state carried was not believed")
 	require.False(t, s.Verdicts["a@sha256:forged"].Verified)
 }
 
@@ -123,7 +124,7 @@ func TestStateGivenAtStartIsNotTrusted(t *testing.T) {
 // state) until it can: never kept unverified, never lost.
 func TestVerificationOutageKeepsTheBuildQueued(t *testing.T) {
 	f := newFakeWorld("a")
-	f.verifyFailures = 2
+	f.verifier.Fail(2)
 	h := newHarness(t, f)
 	queued := false
 	h.at(2*time.Minute, func() {
@@ -137,8 +138,8 @@ func TestVerificationOutageKeepsTheBuildQueued(t *testing.T) {
 	h.prEvent(3*time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{Namespace: "tenant", Name: "g", UID: "u", Settings: Settings{Debounce: time.Second, PollInterval: 10 * time.Minute}})
 	require.True(t, queued, "while the cluster could not be read the build waited, not collected")
-	require.Zero(t, f.verifyFailures)
-	require.Equal(t, 3, f.verified("sha256:a1"), "asked again after each failure, until answered")
+	require.Zero(t, f.verifier.Left())
+	require.Equal(t, 3, f.verifier.Count("sha256:a1"), "asked again after each failure, until answered")
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	require.Equal(t, map[string]string{"a": "sha256:a1"}, digestsOf(f.lastSync()))
 	require.Empty(t, s.Unverified)
@@ -148,13 +149,13 @@ func TestVerificationOutageKeepsTheBuildQueued(t *testing.T) {
 // they did when they were recorded.
 func TestNoVerificationInTheShapeBefore(t *testing.T) {
 	f := newFakeWorld("a")
-	f.notBuilt = map[string]bool{"sha256:a1": true}
+	f.verifier.Refuse("sha256:a1")
 	h := newHarness(t, f)
 	h.env.OnGetVersion(versionVerifyBuilds, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	require.Equal(t, map[string]string{"a": "sha256:a1"}, digestsOf(f.lastSync()))
-	require.Empty(t, f.verifies)
+	require.Empty(t, f.verifier.Asked())
 	require.Nil(t, s.Verdicts)
 }

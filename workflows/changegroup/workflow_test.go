@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
@@ -59,19 +59,13 @@ type fakeWorld struct {
 	events          []changegroupcr.EventRequest
 	// duringResolve runs inside the next resolve activity (once).
 	duringResolve func()
-	// notBuilt are the digests the cluster has no trace of (never built, or built
-	// and then pruned with nothing else naming them); verifies are the
-	// verifications asked for.
-	notBuilt map[string]bool
-	verifies []buildcheck.Request
-	// verifyFailures fails that many verifications (the API server is
-	// unreachable), non-retryably: the activity's own retries run on the wall clock
-	// in the test suite; what is tested is the workflow once they are spent.
-	verifyFailures int
+	// verifier stands in for the build verification: the cluster built everything
+	// but what a test refuses.
+	verifier *buildchecktest.Fake
 }
 
 func newFakeWorld(components ...string) *fakeWorld {
-	f := &fakeWorld{resolved: changegroupcr.Resolved{
+	f := &fakeWorld{verifier: buildchecktest.New(), resolved: changegroupcr.Resolved{
 		NudgedComponent: "bundle-x",
 		Repo:            pullrequest.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
 		FileMatch:       []string{".*Dockerfile.*", ".*.yaml"},
@@ -196,37 +190,6 @@ func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcr.EventReques
 	return nil
 }
 
-// verify stands in for buildcheck: every digest is built but those in notBuilt.
-func (f *fakeWorld) verify(_ context.Context, req buildcheck.Request) (buildcheck.Verdict, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.verifies = append(f.verifies, req)
-	if f.verifyFailures > 0 {
-		f.verifyFailures--
-		return buildcheck.Verdict{}, temporal.NewNonRetryableApplicationError("the API server is unreachable", "Unavailable", nil)
-	}
-	if req.ClaimedNamespace != "" && req.ClaimedNamespace != req.Namespace {
-		return buildcheck.Verdict{Reason: "the build names namespace " + req.ClaimedNamespace}, nil
-	}
-	if f.notBuilt[req.Digest] {
-		return buildcheck.Verdict{Reason: "no build of " + req.Component + " produced " + req.Digest}, nil
-	}
-	return buildcheck.Verdict{Verified: true, Source: buildcheck.SourceBuildRun, Evidence: req.Component + "-build"}, nil
-}
-
-// verified is how often digest was verified.
-func (f *fakeWorld) verified(digest string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, r := range f.verifies {
-		if r.Digest == digest {
-			n++
-		}
-	}
-	return n
-}
-
 func orOpen(s pullrequest.PRState) pullrequest.PRState {
 	if s == "" {
 		return pullrequest.PROpen
@@ -303,7 +266,7 @@ func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) 
 	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: pullrequest.CIActivity})
 	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: pullrequest.CommentActivity})
 	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: changegroupcr.EventActivity})
-	env.RegisterActivityWithOptions(f.verify, activity.RegisterOptions{Name: buildcheck.ActivityName})
+	f.verifier.Register(env)
 	env.SetTestTimeout(30 * time.Second)
 	return &harness{t: t, env: env, f: f}
 }
