@@ -129,6 +129,10 @@ type State struct {
 	// so a build whose run was pruned later stays kept; a refused one was written
 	// nowhere. Pruned with Seen.
 	Verdicts map[string]buildcheck.Verdict `json:"verdicts,omitempty"`
+	// RefusedCount counts the builds refused; Refused are the latest of them
+	// ("component@digest", at most maxRefused), for the status.
+	RefusedCount int      `json:"refusedCount,omitempty"`
+	Refused      []string `json:"refused,omitempty"`
 }
 
 // CIWatch is what the group knows about the pipeline on its released head: the
@@ -305,11 +309,20 @@ func (s *State) pruneSeen() {
 		}
 	}
 	s.Seen = keep
-	for key := range s.Verdicts {
-		if !keep[key] {
-			delete(s.Verdicts, key)
+	if s.Verdicts == nil {
+		return
+	}
+	// The verdicts of the builds kept (walking the members, never the map: the
+	// workflow's code must not depend on a map's order).
+	verdicts := map[string]buildcheck.Verdict{}
+	for _, c := range s.Components {
+		for _, d := range []string{c.New, c.Pushed, c.HandedBack} {
+			if v, ok := s.Verdicts[c.Name+"@"+d]; ok && d != "" {
+				verdicts[c.Name+"@"+d] = v
+			}
 		}
 	}
+	s.Verdicts = verdicts
 }
 
 // queueUnverified queues a received build for verification: a build seen before
@@ -333,9 +346,17 @@ func (s *State) verdict(b ComponentBuilt, v buildcheck.Verdict) {
 	s.Verdicts[key] = v
 	if !v.Verified {
 		s.Seen[key] = true
+		s.RefusedCount++
+		s.Refused = append(s.Refused, key)
+		if len(s.Refused) > maxRefused {
+			s.Refused = s.Refused[len(s.Refused)-maxRefused:]
+		}
 		s.StatusStale = true
 	}
 }
+
+// maxRefused bounds State.Refused.
+const maxRefused = 3
 
 // carriedBuilds are the builds a state holds, as signals would have brought them:
 // what an untrusted state (Workflow) is allowed to keep, once verified.
@@ -652,31 +673,19 @@ func (s *State) readyCondition(ready, total int) metav1Condition {
 		cond.Message += "; referenced nowhere in the nudged component's matched files (drop them or add a reference): " +
 			strings.Join(unreferenced, ", ")
 	}
-	if refused := s.refused(); len(refused) > 0 {
-		n := len(refused)
-		if len(refused) > 3 {
-			refused = append(refused[:3], "...")
+	if s.RefusedCount > 0 {
+		latest := "latest: "
+		if s.RefusedCount <= len(s.Refused) {
+			latest = ""
 		}
-		cond.Message += fmt.Sprintf("; %d build(s) refused, the cluster did not build them (see the %s Events): %s",
-			n, buildcheck.EventReason, strings.Join(refused, ", "))
+		cond.Message += fmt.Sprintf("; %d build(s) refused, the cluster did not build them (see the %s Events): %s%s",
+			s.RefusedCount, buildcheck.EventReason, latest, strings.Join(s.Refused, ", "))
 	}
 	if s.HandedBackCount > 0 {
 		cond.Message += fmt.Sprintf("; %d build(s) handed back to normal nudging (see status.components[].handedBackBuild and the %s Events)",
 			s.HandedBackCount, handback.EventReason)
 	}
 	return cond
-}
-
-// refused are the builds the group refused ("component@digest", sorted).
-func (s *State) refused() []string {
-	var out []string
-	for key, v := range s.Verdicts {
-		if !v.Verified {
-			out = append(out, key)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // applyReferences records where the last file search found each component

@@ -248,8 +248,7 @@ func TestPRBuildNobodyBuiltIsNotProposed(t *testing.T) {
 		}
 		return acts.OriginObservation{Found: true, Open: true}
 	}
-	var env *testsuite.TestWorkflowEnvironment
-	env = setupWorkflow(t, f)
+	env := setupWorkflow(t, f)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPRBuild, forged) }, time.Minute)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPRBuild, forged) }, 2*time.Minute)
 	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
