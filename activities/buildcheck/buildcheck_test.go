@@ -68,7 +68,7 @@ func TestVerifyBuildSources(t *testing.T) {
 	for i := range 5 {
 		s := &mirrorv1alpha1.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("snap-%d", i), Namespace: ns},
 			Spec: mirrorv1alpha1.SnapshotSpec{Components: []mirrorv1alpha1.SnapshotComponent{{Name: "other", ContainerImage: "quay.io/org/other@" + digest("c")}}}}
-		if i == 4 { // on the last page: the paging is followed
+		if i == 4 { // the last one (the fake client ignores pages: test/deploy pages on the API server)
 			s.Spec.Components = append(s.Spec.Components, mirrorv1alpha1.SnapshotComponent{Name: "op", ContainerImage: "quay.io/org/op@" + digest("c")})
 		}
 		snaps = append(snaps, s)
