@@ -106,7 +106,7 @@ func TestVerifyBuildSources(t *testing.T) {
 		{"the build run, with its UID and start", withTime, SourceBuildRun, ""},
 		{"the Component's last promoted image, no run named", request("op", digest("b"), ""), SourceComponentImage, ""},
 		{"the Component's image when the run was pruned", request("op", digest("b"), "op-build-pruned"), SourceComponentImage, ""},
-		{"a Snapshot on the last page", request("op", digest("c"), "op-build-pruned"), SourceSnapshot, ""},
+		{"a Snapshot", request("op", digest("c"), "op-build-pruned"), SourceSnapshot, ""},
 		{"a digest nobody built", request("op", digest("9"), ""), "", "no build of op in tenant produced"},
 		{"a run of another component", request("op", digest("e"), "other-build"), "", "is of component \"other\""},
 		{"a failed run", request("op", digest("f"), "op-build-failed"), "", "did not succeed"},
