@@ -11,6 +11,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/batching"
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
@@ -182,6 +183,9 @@ func (opts Options) sdkOptions() sdkworker.Options {
 
 // register adds each feature's workflows and activities, one line per feature.
 func register(r sdkworker.Registry, deps Deps) {
+	// Every workflow verifies a build when it enters (Temporal is reachable by more
+	// than nudgeflow: a signal may carry a digest nobody built).
+	(&buildcheck.Activities{Kube: deps.Kube}).Register(r)
 	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
 	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
 	batches := &internalbatching.Opener{Kube: deps.Kube, Live: deps.Kube}

@@ -56,7 +56,8 @@ const (
 	CIBuildsSaved = "nudgeflow_changegroup_ci_builds_saved"
 	// Nudges counts nudges by mode (immediate, validated, handback) and outcome
 	// (the reason recorded on the Component: NudgeSucceeded, NudgeRunFailed, NudgeFailed,
-	// NudgeHeldByChangeGroup, NudgeCancelled).
+	// NudgeHeldByChangeGroup, NudgeCancelled, and BuildNotVerified: a digest the
+	// cluster did not build, nothing launched).
 	Nudges = "nudgeflow_nudges"
 	// RenovateRuns counts ended Renovate PipelineRuns by outcome (succeeded, failed, gone, held:
 	// a ChangeGroup held the run and took its build, cancelled: someone cancelled it).

@@ -166,7 +166,7 @@ func (s *scenario) recordAutoRelease(name string) {
 	s.t.Helper()
 	cg := s.group(name)
 	s.w.RecordHistory(s.t, localenv.RepoRoot()+"/workflows/changegroup/testdata",
-		s.t.Name()+"@auto-release", cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
+		s.t.Name()+"@"+cgwf.HistoryShape, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
 }
 
 // The window passes with one member missing: the batch releases with what is
@@ -286,7 +286,7 @@ func TestValidatedBatchedNudging(t *testing.T) {
 		}
 		return false, fmt.Errorf("nudges %+v", st.Nudges)
 	})
-	s.w.RecordHistory(t, localenv.RepoRoot()+"/workflows/validatednudge/testdata", t.Name()+"@batching", id)
+	s.w.RecordHistory(t, localenv.RepoRoot()+"/workflows/validatednudge/testdata", t.Name()+"@"+validatednudge.HistoryShape, id)
 }
 
 // A manual ChangeGroup created while an automatic batch is open for the same

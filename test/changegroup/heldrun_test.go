@@ -43,5 +43,5 @@ func TestOwnRenovateRunHeldEndsTheNudge(t *testing.T) {
 	require.Equal(t, renovate.RunName(id, 1), runs[0].Name)
 	cg := s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
 	require.Equal(t, digestOf("operand-a", 1), statusOf(cg, "operand-a").NewBuild)
-	s.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name(), id)
+	s.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name()+"@"+nudge.HistoryShape, id)
 }

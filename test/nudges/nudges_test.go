@@ -130,7 +130,7 @@ func TestRenovateFailsTwiceThenSucceeds(t *testing.T) {
 		require.Equal(t, renovate.RunName(wfID, i+1), r.Name, "deterministic name per attempt")
 	}
 	require.Equal(t, corev1.EventTypeWarning, f.events("bundle")[0].Type)
-	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name(), wfID)
+	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name()+"@"+nudge.HistoryShape, wfID)
 }
 
 // A person cancels the Renovate run (spec.status Cancelled, as `tkn pipelinerun
@@ -162,7 +162,7 @@ func TestPersonCancelledRunEndsTheNudge(t *testing.T) {
 	require.Equal(t, []string{nudge.ReasonCancelled}, reasons(evs))
 	require.Equal(t, corev1.EventTypeWarning, evs[0].Type)
 	require.Contains(t, evs[0].Message, "not retried")
-	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name(), wfID)
+	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name()+"@"+nudge.HistoryShape, wfID)
 }
 
 // validatedState waits until the edge's workflow state satisfies cond.
@@ -255,7 +255,7 @@ func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
 	require.Equal(t, []string{digestOf(3), digestOf(4)}, []string{st.Nudges[0].Digest, st.Nudges[1].Digest})
 	require.Equal(t, nudge.PhaseSucceeded, st.Nudges[1].Phase)
 	// The edge's workflow lives on (it waits for the next build): its history so far.
-	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "validatednudge", "testdata"), t.Name(),
+	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "validatednudge", "testdata"), t.Name()+"@"+validatednudge.HistoryShape,
 		validatednudge.WorkflowID(f.ns, "operand", "bundle"))
 }
 

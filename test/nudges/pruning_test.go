@@ -52,6 +52,11 @@ func TestBuildPrunedBeforeRoutedIsNudgedOnce(t *testing.T) {
 	b := f.newBuild("operand", 1, map[string]string{labelNotForManager: "true"}, nil)
 	require.Contains(t, b.Finalizers, konflux.FinalizerBuildRouting, "the admission webhook holds the build at creation")
 	f.succeed(b, 1)
+	// integration-service snapshots every succeeded push build (and holds it with
+	// its own finalizer until it has): once the pruner has the build, the Snapshot
+	// is what still proves it to the worker, which verifies the build only when the
+	// Nudge starts, after the bridge let the build go.
+	f.snapshot("operand-snapshot-1", "", map[string]string{"operand": pullSpec("operand", 1)}, true)
 	require.NoError(t, f.w.Kube.Delete(f.ctx, b), "the pruner deletes the build")
 
 	held := f.get(b)

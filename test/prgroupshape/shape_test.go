@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
@@ -73,6 +74,7 @@ func TestF4NotFoundShapeOnTheTemporalServer(t *testing.T) {
 		closedAt = append(closedAt, observed)
 		return acts.SyncResult{}, nil
 	}, activity.RegisterOptions{Name: acts.CloseActivity})
+	buildchecktest.New().Register(w) // the cluster built every digest
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
@@ -106,12 +108,12 @@ func TestF4NotFoundShapeOnTheTemporalServer(t *testing.T) {
 			changes = append(changes, change)
 		}
 	}
-	require.Equal(t, []string{"origin-not-found-after-seen-is-unreadable"}, changes, "the history carries the version marker")
+	require.Equal(t, []string{"verify-builds", "origin-not-found-after-seen-is-unreadable"}, changes, "the history carries the version markers")
 
 	if os.Getenv("NUDGEFLOW_RECORD_HISTORIES") == "" {
 		return
 	}
-	path := filepath.Join("..", "..", "workflows", "prgroup", "testdata", "TestF4OriginNotFoundAfterSeen@not-found-unreadable.json.gz")
+	path := filepath.Join("..", "..", "workflows", "prgroup", "testdata", "TestF4OriginNotFoundAfterSeen@"+prgroup.HistoryShape+".json.gz")
 	if _, err := os.Stat(path); err == nil {
 		t.Logf("not re-recording %s: it exists (record a new shape under a new name)", path)
 		return

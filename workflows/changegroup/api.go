@@ -17,7 +17,7 @@ const WorkflowName = "ChangeGroup"
 
 // HistoryShape names the workflow's current command-sequence shape; histories
 // recorded from the tests carry it in their file name, beside older shapes' files.
-const HistoryShape = "ci-start-forge-says-end"
+const HistoryShape = "verify-builds"
 
 // Signal, update and query names. Signals carry events (at least once; the workflow
 // deduplicates); updates carry people's overrides (validated, answered).
@@ -41,9 +41,14 @@ func WorkflowID(namespace, name, uid string) string {
 	return fmt.Sprintf("changegroup/%s/%s/%s", namespace, name, uid)
 }
 
-// ComponentBuilt says a nudging component has a new build for the group.
+// ComponentBuilt says a nudging component has a new build for the group. The
+// group keeps it only once the cluster vouches for it (versionVerifyBuilds): anyone
+// who reaches Temporal can send this signal.
 type ComponentBuilt struct {
 	Component string `json:"component"`
+	// Namespace is the namespace the build is of, when the sender names it: it must
+	// be the group's (empty: the group's).
+	Namespace string `json:"namespace,omitempty"`
 	// Digest is sha256:<hex>; PullSpec is repo@digest.
 	Digest   string `json:"digest"`
 	PullSpec string `json:"pullSpec"`

@@ -2,6 +2,7 @@ package changegroup
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -198,6 +199,9 @@ func TestContinueAsNewAfterEveryEvent(t *testing.T) {
 	for i, ev := range events {
 		h := newHarness(t, f)
 		h.env.SetStartTime(clock)
+		if in.State != nil {
+			h.env.SetContinuedExecutionRunID(fmt.Sprintf("run-%d", i-1)) // as the server says of a continued run
+		}
 		if send := ev.send; send != nil {
 			h.at(time.Millisecond, func() {
 				send(h)

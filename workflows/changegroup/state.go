@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
@@ -119,6 +120,19 @@ type State struct {
 	// CI follows the pipeline the release should have started (groups released in
 	// the versionCIStart shape); nil before the release.
 	CI *CIWatch `json:"ci,omitempty"`
+
+	// Unverified are builds received and not verified yet (versionVerifyBuilds):
+	// the cluster could not be read; they are verified before anything else.
+	Unverified []ComponentBuilt `json:"unverified,omitempty"`
+	// Verdicts are the verdicts on the builds that entered the group, by
+	// "component@digest" (the Seen key): a verified build is never verified again,
+	// so a build whose run was pruned later stays kept; a refused one was written
+	// nowhere. Pruned with Seen.
+	Verdicts map[string]buildcheck.Verdict `json:"verdicts,omitempty"`
+	// RefusedCount counts the builds refused; Refused are the latest of them
+	// ("component@digest", at most maxRefused), for the status.
+	RefusedCount int      `json:"refusedCount,omitempty"`
+	Refused      []string `json:"refused,omitempty"`
 }
 
 // CIWatch is what the group knows about the pipeline on its released head: the
@@ -295,6 +309,66 @@ func (s *State) pruneSeen() {
 		}
 	}
 	s.Seen = keep
+	if s.Verdicts == nil {
+		return
+	}
+	// The verdicts of the builds kept (walking the members, never the map: the
+	// workflow's code must not depend on a map's order).
+	verdicts := map[string]buildcheck.Verdict{}
+	for _, c := range s.Components {
+		for _, d := range []string{c.New, c.Pushed, c.HandedBack} {
+			if v, ok := s.Verdicts[c.Name+"@"+d]; ok && d != "" {
+				verdicts[c.Name+"@"+d] = v
+			}
+		}
+	}
+	s.Verdicts = verdicts
+}
+
+// queueUnverified queues a received build for verification: a build seen before
+// (kept, handed back or refused) or already queued is not verified again.
+func (s *State) queueUnverified(b ComponentBuilt) bool {
+	key := b.Component + "@" + b.Digest
+	if s.Seen[key] || slices.ContainsFunc(s.Unverified, func(q ComponentBuilt) bool { return q.Component+"@"+q.Digest == key }) {
+		return false
+	}
+	s.Unverified = append(s.Unverified, b)
+	return true
+}
+
+// verdict records the verdict on a queued build. A refused build is marked seen,
+// so a redelivery is not verified again, and is written nowhere.
+func (s *State) verdict(b ComponentBuilt, v buildcheck.Verdict) {
+	if s.Verdicts == nil {
+		s.Verdicts = map[string]buildcheck.Verdict{}
+	}
+	key := b.Component + "@" + b.Digest
+	s.Verdicts[key] = v
+	if !v.Verified {
+		s.Seen[key] = true
+		s.RefusedCount++
+		s.Refused = append(s.Refused, key)
+		if len(s.Refused) > maxRefused {
+			s.Refused = s.Refused[len(s.Refused)-maxRefused:]
+		}
+		s.StatusStale = true
+	}
+}
+
+// maxRefused bounds State.Refused.
+const maxRefused = 3
+
+// carriedBuilds are the builds a state holds, as signals would have brought them:
+// what an untrusted state (Workflow) is allowed to keep, once verified.
+func (s *State) carriedBuilds() []ComponentBuilt {
+	var out []ComponentBuilt
+	for _, c := range s.Components {
+		if c.New != "" {
+			out = append(out, ComponentBuilt{Component: c.Name, Digest: c.New, PullSpec: c.PullSpec,
+				PipelineRun: c.PipelineRun, BuildPipelineRun: c.BuildPipelineRun, BuildUID: c.BuildUID, BuiltAt: c.BuiltAt})
+		}
+	}
+	return append(out, s.Unverified...)
 }
 
 // applyBuild records a build; it reports whether the state changed. Older builds
@@ -598,6 +672,14 @@ func (s *State) readyCondition(ready, total int) metav1Condition {
 	if len(unreferenced) > 0 {
 		cond.Message += "; referenced nowhere in the nudged component's matched files (drop them or add a reference): " +
 			strings.Join(unreferenced, ", ")
+	}
+	if s.RefusedCount > 0 {
+		latest := "latest: "
+		if s.RefusedCount <= len(s.Refused) {
+			latest = ""
+		}
+		cond.Message += fmt.Sprintf("; %d build(s) refused, the cluster did not build them (see the %s Events): %s%s",
+			s.RefusedCount, buildcheck.EventReason, latest, strings.Join(s.Refused, ", "))
 	}
 	if s.HandedBackCount > 0 {
 		cond.Message += fmt.Sprintf("; %d build(s) handed back to normal nudging (see status.components[].handedBackBuild and the %s Events)",

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
@@ -83,6 +84,15 @@ const versionSpecAfterEnd = "spec-after-end"
 // the event itself.
 const versionForgeSaysEnd = "forge-says-end"
 
+// versionVerifyBuilds guards the shape in which a build is verified when it enters
+// the group (activities/buildcheck: its build run, else its Component's image,
+// else a Snapshot): whoever reaches Temporal can signal any digest. The verdict is
+// recorded in the state and never asked again; a refused build is written nowhere
+// (not collected, not handed back) and leaves a Warning Event on the group. A run
+// started (not continued) with a state keeps none of it: its builds are verified
+// like signals. Runs recorded before it keep every build they receive.
+const versionVerifyBuilds = "verify-builds"
+
 func (s Settings) withDefaults() Settings {
 	if s.Debounce <= 0 {
 		s.Debounce = DefaultDebounce
@@ -138,6 +148,10 @@ type run struct {
 	nothingLost bool
 	// forgeSaysEnd: merged/closed events only ask for a read of the PR (versionForgeSaysEnd).
 	forgeSaysEnd bool
+	// verifyBuilds: a build is kept only once verified (versionVerifyBuilds);
+	// verifyAt holds verifications back after the cluster could not be read.
+	verifyBuilds bool
+	verifyAt     time.Time
 	// urgent skips the debounce: a person asked for something; urgentSeq counts
 	// requests so a sync clears only the urgency it served.
 	urgent    bool
@@ -155,6 +169,8 @@ type run struct {
 	autoChecked, autoOn bool
 	// specAfterEndChecked/specAfterEndOn cache the versionSpecAfterEnd decision.
 	specAfterEndChecked, specAfterEndOn bool
+	// verifier is nil: its method value names the verification activity.
+	verifier *buildcheck.Activities
 	// lastSA avoids upserting unchanged search attributes.
 	lastPhase string
 	lastReady int
@@ -176,6 +192,16 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 	}
 	r.nothingLost = workflow.GetVersion(ctx, versionNothingLost, workflow.DefaultVersion, 1) >= 1
 	r.forgeSaysEnd = workflow.GetVersion(ctx, versionForgeSaysEnd, workflow.DefaultVersion, 1) >= 1
+	r.verifyBuilds = workflow.GetVersion(ctx, versionVerifyBuilds, workflow.DefaultVersion, 1) >= 1
+	var carried []ComponentBuilt
+	if r.verifyBuilds && r.s != nil && workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+		// Only continue-as-new carries a state, and the server says which runs are
+		// continued: this one was started with a state someone chose. It is rebuilt
+		// from the cluster; its builds count as received, to be verified.
+		carried = r.s.carriedBuilds()
+		workflow.GetLogger(ctx).Warn("started with a state: ignored, its builds are verified like signals", "builds", len(carried))
+		r.s = nil
+	}
 	if r.s != nil {
 		r.s.normalize()
 	}
@@ -185,6 +211,9 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 	if r.s == nil {
 		if err := r.initialize(); err != nil {
 			return nil, err
+		}
+		for _, b := range carried {
+			r.s.queueUnverified(b)
 		}
 	}
 	for {
@@ -239,11 +268,14 @@ func (r *run) end() error {
 			return err
 		}
 		r.drainSignals()
-		if len(s.HandBack) == 0 && !s.StatusStale {
+		if len(s.HandBack) == 0 && !s.StatusStale && len(s.Unverified) == 0 {
 			return nil
 		}
 		if len(s.HandBack) > 0 && !r.handBackAt.After(workflow.Now(r.ctx)) && !s.StatusStale {
 			continue // builds that arrived after the end: hand them back now
+		}
+		if len(s.Unverified) > 0 && !r.verifyAt.After(workflow.Now(r.ctx)) && !s.StatusStale {
+			continue // verify them now (drainSignals), then hand them back
 		}
 		// The API server or Temporal is unreachable: try again, backing off.
 		_, _ = workflow.AwaitWithOptions(r.ctx, workflow.AwaitOptions{
@@ -493,12 +525,17 @@ func (r *run) drainSignals() {
 		var b ComponentBuilt
 		for r.built.ReceiveAsync(&b) {
 			progressed = true
-			if taken, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
-				log.Info("build not collected", "component", b.Component, "digest", b.Digest, "reason", why)
-			} else if taken {
-				r.count(metrics.BuildsHeld, 1)
+			if r.verifyBuilds {
+				if !r.s.queueUnverified(b) {
+					log.Info("build not collected", "component", b.Component, "digest", b.Digest, "reason", "duplicate")
+				}
+			} else {
+				r.applyBuild(b)
 			}
 			b = ComponentBuilt{}
+		}
+		if r.verifyQueued() {
+			progressed = true
 		}
 		var sc SpecChanged
 		for r.spec.ReceiveAsync(&sc) {
@@ -526,6 +563,49 @@ func (r *run) drainSignals() {
 			return
 		}
 	}
+}
+
+// applyBuild collects (or hands back) a build the group may keep.
+func (r *run) applyBuild(b ComponentBuilt) {
+	if taken, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
+		workflow.GetLogger(r.ctx).Info("build not collected", "component", b.Component, "digest", b.Digest, "reason", why)
+	} else if taken {
+		r.count(metrics.BuildsHeld, 1)
+	}
+}
+
+// verifyQueued verifies the queued builds in order, applying each verified one;
+// it reports whether it decided any. When the cluster cannot be read the rest
+// wait for the next wake-up (verifyAt): a build is never kept unverified, and
+// never lost.
+func (r *run) verifyQueued() bool {
+	s := r.s
+	decided := false
+	for len(s.Unverified) > 0 && !r.verifyAt.After(workflow.Now(r.ctx)) {
+		b := s.Unverified[0]
+		var v buildcheck.Verdict
+		err := workflow.ExecuteActivity(r.kubeCtx("verify that the cluster built "+b.Component+"@"+shortDigest(b.Digest)), r.verifier.VerifyBuild,
+			buildcheck.Request{Namespace: r.in.Namespace, ClaimedNamespace: b.Namespace, Component: b.Component, Digest: b.Digest,
+				PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt, Workflow: r.id,
+				Subject: buildcheck.Subject{Kind: buildcheck.KindChangeGroup, Name: r.in.Name, UID: r.in.UID}}).Get(r.ctx, &v)
+		if err != nil {
+			workflow.GetLogger(r.ctx).Warn("build not verified yet; retrying", "component", b.Component, "digest", b.Digest, "error", err)
+			r.verifyAt = workflow.Now(r.ctx).Add(r.settings.PollInterval)
+			return decided
+		}
+		decided = true
+		s.Unverified = s.Unverified[1:]
+		if len(s.Unverified) == 0 {
+			s.Unverified = nil
+		}
+		s.verdict(b, v)
+		if !v.Verified {
+			workflow.GetLogger(r.ctx).Warn("build refused", "component", b.Component, "digest", b.Digest, "reason", v.Reason)
+			continue
+		}
+		r.applyBuild(b)
+	}
+	return decided
 }
 
 func (r *run) applyPREvent(ev PREvent) {
@@ -1075,6 +1155,9 @@ func (r *run) wait() {
 			due = r.handBackAt
 		}
 		consider(due, "hand builds back to normal nudging")
+	}
+	if len(s.Unverified) > 0 {
+		consider(r.verifyAt, "verify the builds received")
 	}
 	woken := func() bool {
 		return r.pendingSignals() || r.urgent || r.cancelReason != "" || s.ObserveRequested

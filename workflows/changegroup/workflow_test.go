@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
@@ -58,10 +59,13 @@ type fakeWorld struct {
 	events          []changegroupcr.EventRequest
 	// duringResolve runs inside the next resolve activity (once).
 	duringResolve func()
+	// verifier stands in for the build verification: the cluster built everything
+	// but what a test refuses.
+	verifier *buildchecktest.Fake
 }
 
 func newFakeWorld(components ...string) *fakeWorld {
-	f := &fakeWorld{resolved: changegroupcr.Resolved{
+	f := &fakeWorld{verifier: buildchecktest.New(), resolved: changegroupcr.Resolved{
 		NudgedComponent: "bundle-x",
 		Repo:            pullrequest.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
 		FileMatch:       []string{".*Dockerfile.*", ".*.yaml"},
@@ -262,6 +266,7 @@ func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) 
 	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: pullrequest.CIActivity})
 	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: pullrequest.CommentActivity})
 	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: changegroupcr.EventActivity})
+	f.verifier.Register(env)
 	env.SetTestTimeout(30 * time.Second)
 	return &harness{t: t, env: env, f: f}
 }

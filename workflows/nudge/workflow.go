@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
@@ -43,6 +44,9 @@ const (
 	// PhaseSuperseded: a newer build of the nudging component nudges the same
 	// target; this older one stops rather than roll its digest back.
 	PhaseSuperseded = "Superseded"
+	// PhaseBuildNotVerified: the cluster did not build the digest the nudge was
+	// started with (buildcheck); nothing was launched.
+	PhaseBuildNotVerified = "BuildNotVerified"
 )
 
 // Event reasons on the nudged Component, one per attempt's outcome.
@@ -70,6 +74,14 @@ const versionHeldRunEnds = "held-run-ends"
 // cancelled: before it, a cancelled run counted as a failed attempt and was
 // launched again after the backoff, so a person had to cancel every attempt.
 const versionCancelledRunEnds = "cancelled-run-ends"
+
+// versionVerifyBuilds guards verifying the build before the first launch
+// (activities/buildcheck): whoever reaches Temporal can start a Nudge with any
+// digest. A refused build is launched nowhere; the verdict is in the state.
+const versionVerifyBuilds = "verify-builds"
+
+// HistoryShape names the command sequence of this version, for stored histories.
+const HistoryShape = versionVerifyBuilds
 
 // Defaults for Request's tuning fields.
 const (
@@ -132,6 +144,8 @@ type State struct {
 	Attempt      int      `json:"attempt"`
 	PipelineRuns []string `json:"pipelineRuns"`
 	LastReason   string   `json:"lastReason,omitempty"`
+	// Verdict is what the cluster said of the build (versionVerifyBuilds).
+	Verdict *buildcheck.Verdict `json:"verdict,omitempty"`
 }
 
 // Result is the nudge's outcome.
@@ -225,6 +239,22 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		return Result{Phase: phase, Digest: req.Digest, Attempts: st.Attempt, PipelineRuns: st.PipelineRuns, Reason: reason}
 	}
 
+	if workflow.GetVersion(ctx, versionVerifyBuilds, workflow.DefaultVersion, 1) >= 1 {
+		var verifier *buildcheck.Activities // nil: its method value names the activity
+		var v buildcheck.Verdict
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, buildcheck.Options("verify that the cluster built "+req.Nudging+"@"+req.Digest)),
+			verifier.VerifyBuild, VerifyRequest(req, wfID)).Get(ctx, &v); err != nil {
+			return result(PhaseFailed, err.Error()), err
+		}
+		st.Verdict = &v
+		if !v.Verified {
+			// The Warning Event (BuildNotVerified) is on the nudged Component already.
+			metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Nudges, 1, "mode", req.Mode, "outcome", PhaseBuildNotVerified)
+			log.Warn("build refused: nothing launched", "digest", req.Digest, "reason", v.Reason)
+			return result(PhaseBuildNotVerified, fmt.Sprintf("not nudging %s to %s@%s: %s", req.Nudged, req.Nudging, req.Digest, v.Reason)), nil
+		}
+	}
+
 	backoff := req.RetryBackoff
 	// returned counts runs a ChangeGroup held and then did not take (it ended in
 	// between): the build was never tried, so they do not use up an attempt, up to
@@ -304,6 +334,14 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		}
 		backoff *= 2
 	}
+}
+
+// VerifyRequest is the verification of req's build, whose refusal goes on the
+// nudged Component (where every outcome of a nudge is recorded).
+func VerifyRequest(req Request, workflowID string) buildcheck.Request {
+	return buildcheck.Request{Namespace: req.Namespace, Component: req.Nudging, Digest: req.Digest, PullSpec: req.PullSpec,
+		ImageURL: req.ImageURL, BuildPipelineRun: req.BuildPipelineRun, BuildUID: req.BuildUID, BuiltAt: req.BuiltAt,
+		Workflow: workflowID, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: req.Nudged}}
 }
 
 // waitRun waits for the bridge's signal; every PollInterval without one it asks

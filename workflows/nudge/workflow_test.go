@@ -11,6 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 )
 
@@ -25,6 +27,7 @@ func request() Request {
 type recorder struct {
 	reasons  []string
 	outcomes []renovate.Outcome
+	verifier *buildchecktest.Fake
 }
 
 func setup(t *testing.T) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
@@ -41,7 +44,7 @@ func setupWithMetrics(t *testing.T, m client.MetricsHandler) (*testsuite.TestWor
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
-	rec := &recorder{}
+	rec := &recorder{verifier: buildchecktest.New().Register(env)}
 	launched := &[]renovate.LaunchRequest{}
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(func(_ context.Context, r renovate.LaunchRequest) (renovate.LaunchResult, error) {
 		*launched = append(*launched, r)
@@ -121,6 +124,7 @@ func TestLaunchRefusedIsRecorded(t *testing.T) {
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
+	buildchecktest.New().Register(env)
 	var reasons []string
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
 		temporal.NewNonRetryableApplicationError("no SCM credentials for gitlab.com/org/repo", "NoCredentials", nil)).Once()
@@ -229,6 +233,7 @@ func TestSupersededAtLaunchEndsTheNudge(t *testing.T) {
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
+	buildchecktest.New().Register(env)
 	var outcomes []renovate.Outcome
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
 		temporal.NewNonRetryableApplicationError("a newer build of operand already nudges bundle", renovate.ErrorTypeSuperseded, nil, "renovate-nudge-newer-1")).Once()
@@ -274,4 +279,41 @@ func TestLaunchCarriesTheBuildStart(t *testing.T) {
 	env.ExecuteWorkflow(Workflow, req)
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, req.BuiltAt, (*launched)[0].BuiltAt)
+}
+
+// The build is verified before anything is launched, once, with its refusal going
+// on the nudged Component; a verified build nudges as before.
+func TestBuildIsVerifiedBeforeTheLaunch(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	res := endFirstRun(t, env, renovate.RunStatus{Succeeded: true})
+	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Len(t, *launched, 1)
+	require.Len(t, rec.verifier.Asked(), 1)
+	req := rec.verifier.Asked()[0]
+	require.Equal(t, buildcheck.Request{Namespace: "ns", Component: "operand", Digest: "sha256:1111", PullSpec: "quay.io/org/operand@sha256:1111",
+		ImageURL: "quay.io/org/operand:abc", BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid", Workflow: testID,
+		Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: "bundle"}}, req)
+}
+
+// A Nudge started with a digest nobody built launches nothing: it ends
+// BuildNotVerified, the verdict in its state, without an error (nothing to retry).
+func TestBuildNobodyBuiltIsNotNudged(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	rec.verifier.Refuse("sha256:1111")
+	env.ExecuteWorkflow(Workflow, request())
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, PhaseBuildNotVerified, res.Phase)
+	require.Contains(t, res.Reason, "no build of operand produced sha256:1111")
+	require.Empty(t, *launched, "no Renovate run")
+	require.Empty(t, rec.reasons, "the BuildNotVerified Event is the verification's, no second one")
+	v, err := env.QueryWorkflow(QueryState)
+	require.NoError(t, err)
+	var st State
+	require.NoError(t, v.Get(&st))
+	require.Equal(t, PhaseBuildNotVerified, st.Phase)
+	require.NotNil(t, st.Verdict)
+	require.False(t, st.Verdict.Verified)
 }

@@ -16,13 +16,16 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 )
 
 // WorkflowName is the registered name; never change it (histories replay by name).
 const WorkflowName = "PRGroup"
 
-// HistoryShape names the command sequence of this version, for stored histories.
-const HistoryShape = "v1"
+// HistoryShape names the command sequence of this version, for stored histories
+// ("v1" before changeVerifyBuilds).
+const HistoryShape = changeVerifyBuilds
 
 // Signals, the query and the updates.
 const (
@@ -104,8 +107,13 @@ func OriginKey(repo string, number int) string {
 }
 
 // PRBuild is a succeeded pull-request build of a nudging component. No secrets.
+// The workflow proposes it only once the cluster vouches for it
+// (changeVerifyBuilds): anyone who reaches Temporal can send this signal.
 type PRBuild struct {
 	Component string `json:"component"`
+	// Namespace is the namespace the build is of, when the sender names it: it must
+	// be the workflow's (empty: the workflow's).
+	Namespace string `json:"namespace,omitempty"`
 	// Image is the image repository (no tag, no digest); Digest IMAGE_DIGEST.
 	Image            string    `json:"image"`
 	Digest           string    `json:"digest"`
@@ -214,6 +222,69 @@ type State struct {
 	// CloseRequested is the reason of a close override accepted but not yet
 	// carried out (carried through continue-as-new).
 	CloseRequested string `json:"closeRequested,omitempty"`
+	// BuildVerdicts are the verdicts on the latest PR builds received
+	// (changeVerifyBuilds): a build is verified when it enters, never again; a
+	// refused one is proposed nowhere.
+	BuildVerdicts []BuildVerdict `json:"buildVerdicts,omitempty"`
+}
+
+// BuildVerdict is what the cluster said of one PR build.
+type BuildVerdict struct {
+	Component string `json:"component"`
+	Digest    string `json:"digest"`
+	BuildUID  string `json:"buildUID,omitempty"`
+	buildcheck.Verdict
+}
+
+// maxBuildVerdicts bounds State.BuildVerdicts: the latest are kept.
+const maxBuildVerdicts = 50
+
+// verdictOf is the verdict recorded on b, if any.
+func (s *State) verdictOf(b PRBuild) *BuildVerdict {
+	for i := range s.BuildVerdicts {
+		if v := &s.BuildVerdicts[i]; v.Component == b.Component && v.Digest == b.Digest && v.BuildUID == b.BuildUID {
+			return v
+		}
+	}
+	return nil
+}
+
+// recordVerdict keeps the verdict on b, bounded.
+func (s *State) recordVerdict(b PRBuild, v buildcheck.Verdict) {
+	s.BuildVerdicts = append(s.BuildVerdicts, BuildVerdict{Component: b.Component, Digest: b.Digest, BuildUID: b.BuildUID, Verdict: v})
+	if len(s.BuildVerdicts) > maxBuildVerdicts {
+		s.BuildVerdicts = slices.Delete(s.BuildVerdicts, 0, len(s.BuildVerdicts)-maxBuildVerdicts)
+	}
+}
+
+// isNew reports whether addBuild would change the state: a resent or older
+// build is not worth verifying.
+func (s *State) isNew(b PRBuild) bool {
+	key := b.Origin.Key()
+	for _, old := range s.Entries {
+		if old.Component == b.Component && old.Origin == key && old.From == FromPullRequest {
+			return old.BuildUID != b.BuildUID && !b.BuiltAt.Before(old.BuiltAt)
+		}
+	}
+	return true
+}
+
+// carriedBuilds are the PR builds a state holds, as signals would have brought
+// them: what an untrusted state (Workflow) is allowed to keep, once verified.
+func (s *State) carriedBuilds() []PRBuild {
+	var out []PRBuild
+	for _, e := range s.Entries {
+		if e.From != FromPullRequest {
+			continue
+		}
+		b := PRBuild{Component: e.Component, Image: e.Image, Digest: e.Digest, BuildPipelineRun: e.BuildPipelineRun,
+			BuildUID: e.BuildUID, BuiltAt: e.BuiltAt, CommitSHA: e.CommitSHA}
+		if o := s.origin(e.Origin); o != nil {
+			b.Origin = o.OriginRef
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 func (s *State) origin(key string) *Origin {

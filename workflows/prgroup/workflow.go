@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
@@ -23,6 +24,12 @@ const (
 	// and now answers "not found" for is unreadable (noted, read again at the next
 	// poll), no longer counted as closed.
 	changeNotFoundIsUnreadable = "origin-not-found-after-seen-is-unreadable"
+	// changeVerifyBuilds: a PR build is verified when its signal arrives
+	// (activities/buildcheck; whoever reaches Temporal can signal any digest), once;
+	// a refused one is proposed nowhere. A run started (not continued) with a state
+	// keeps none of it: its PR builds are verified like signals. Asked at the start
+	// of every run.
+	changeVerifyBuilds = "verify-builds"
 )
 
 // maxHistoryEvents continues as new before the history grows large.
@@ -50,6 +57,8 @@ type run struct {
 	phase    string
 	// wake makes the main loop run once more (an update changed the state).
 	wake bool
+	// verify: builds are verified when they enter (changeVerifyBuilds).
+	verify bool
 }
 
 // Workflow runs one PR group's proposal to one nudged component.
@@ -57,9 +66,20 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 	r := &run{ctx: ctx, in: in, set: in.Settings.withDefaults(), st: in.State,
 		id:     workflow.GetInfo(ctx).WorkflowExecution.ID,
 		builds: workflow.GetSignalChannel(ctx, SignalPRBuild), events: workflow.GetSignalChannel(ctx, SignalOriginEvent)}
+	r.verify = workflow.GetVersion(ctx, changeVerifyBuilds, workflow.DefaultVersion, 1) >= 1
+	var carried []PRBuild
+	if r.verify && r.st != nil && workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+		// Only continue-as-new carries a state, and the server says which runs are
+		// continued: this one was started with a state someone chose. Its PR builds
+		// count as received, to be verified; the rest is read from the forge again.
+		carried = r.st.carriedBuilds()
+		workflow.GetLogger(ctx).Warn("started with a state: ignored, its builds are verified like signals", "builds", len(carried))
+		r.st = nil
+	}
 	if r.st == nil {
 		r.st = &State{Phase: PhaseProposing}
 	}
+
 	r.phase = r.st.Phase
 	if r.st.CloseRequested != "" {
 		// A close accepted by the previous run just before it continued as new.
@@ -68,6 +88,9 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 	}
 	if err := r.handlers(); err != nil {
 		return nil, err
+	}
+	for _, b := range carried {
+		r.takeBuild(b)
 	}
 	observe := true
 	for {
@@ -105,7 +128,8 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 
 // continueAsNew drains every signal channel and carries what arrived during the
 // last step (builds in the state, a close override as CloseRequested; origin events
-// need no carry: the next run reads the originating PRs first). It adds no command.
+// need no carry: the next run reads the originating PRs first). It adds no command
+// but the verification of builds that arrived last (changeVerifyBuilds).
 func (r *run) continueAsNew() error {
 	r.drainBuilds()
 	for r.events.ReceiveAsync(nil) {
@@ -161,10 +185,49 @@ func (r *run) drainBuilds() bool {
 		if !r.builds.ReceiveAsync(&b) {
 			return changed
 		}
-		if r.st.addBuild(b) {
+		if r.takeBuild(b) {
 			changed = true
 		}
 	}
+}
+
+// takeBuild adds a PR build the cluster built (verified once, when it is new);
+// it reports whether the state changed.
+func (r *run) takeBuild(b PRBuild) bool {
+	if !r.verify || !r.st.isNew(b) {
+		return r.st.addBuild(b)
+	}
+	if v := r.st.verdictOf(b); v != nil {
+		return v.Verified && r.st.addBuild(b)
+	}
+	v := r.verifyBuild(b)
+	r.st.recordVerdict(b, v)
+	if !v.Verified {
+		workflow.GetLogger(r.ctx).Warn("PR build refused: the cluster did not build it", "component", b.Component, "digest", b.Digest, "reason", v.Reason)
+		return false
+	}
+	return r.st.addBuild(b)
+}
+
+// verifyBuild asks the cluster whether it built b, until it answers (the group
+// waits rather than propose a build unverified, or drop it). The refusal's Event
+// goes on the target Component.
+func (r *run) verifyBuild(b PRBuild) buildcheck.Verdict {
+	var verifier *buildcheck.Activities // nil: its method value names the activity
+	req := buildcheck.Request{Namespace: r.in.Namespace, ClaimedNamespace: b.Namespace, Component: b.Component, Digest: b.Digest,
+		PullSpec: b.Image + "@" + b.Digest, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
+		Workflow: r.id, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: r.in.Target}}
+	if b.Image == "" {
+		req.PullSpec = ""
+	}
+	actx := workflow.WithActivityOptions(r.ctx, buildcheck.Options(fmt.Sprintf("verify that the cluster built %s@%s", b.Component, b.Digest)))
+	var v buildcheck.Verdict
+	if err := workflow.ExecuteActivity(actx, verifier.VerifyBuild, req).Get(r.ctx, &v); err != nil {
+		// The activity retries until the cluster answers: only a request it rejects
+		// ends here. Nothing proves the build.
+		return buildcheck.Verdict{Reason: "not verified: " + err.Error()}
+	}
+	return v
 }
 
 func (r *run) setPhase(p string) {

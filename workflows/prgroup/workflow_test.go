@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 )
 
@@ -27,6 +29,8 @@ type fakeForge struct {
 	syncs     []acts.SyncRequest
 	pushFound bool
 	closes    []acts.CloseRequest
+	// cluster stands in for the build verification (set by setupWorkflow when nil).
+	cluster *buildchecktest.Fake
 }
 
 func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironment {
@@ -34,6 +38,10 @@ func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironmen
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "g", "bundle")})
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	if f.cluster == nil {
+		f.cluster = buildchecktest.New()
+	}
+	f.cluster.Register(env)
 	a := &acts.Activities{}
 	env.RegisterActivityWithOptions(a.Sync, activity.RegisterOptions{Name: acts.SyncActivity})
 	env.RegisterActivityWithOptions(a.ObserveOrigins, activity.RegisterOptions{Name: acts.ObserveOriginsActivity})
@@ -174,6 +182,7 @@ func TestF11CloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
 	// The next run closes the target PR first, with the carried reason.
 	f2 := &fakeForge{origin: f.origin, sync: openDraft}
 	env2 := setupWorkflow(t, f2)
+	env2.SetContinuedExecutionRunID("run-1") // as the server says of a continued run
 	env2.ExecuteWorkflow(WorkflowName, next)
 	require.True(t, env2.IsWorkflowCompleted())
 	require.NoError(t, env2.GetWorkflowError())
@@ -223,4 +232,67 @@ func TestF4OriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
 	require.True(t, slices.ContainsFunc(f.syncs[len(f.syncs)-1].Notes, func(n string) bool {
 		return strings.Contains(n, "org/a#1 could not be read") && strings.Contains(n, "not found")
 	}), "a note says the origin could not be read: %q", f.syncs[len(f.syncs)-1].Notes)
+}
+
+// A PR build is verified when it enters, once: one the cluster did not build is
+// proposed nowhere and its verdict is in the state; the refusal's Event goes on
+// the target Component.
+func TestPRBuildNobodyBuiltIsNotProposed(t *testing.T) {
+	forged := PRBuild{Component: "c", Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64),
+		BuildUID: "forged", BuiltAt: time.Unix(20, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}}
+	f := &fakeForge{sync: openDraft, cluster: buildchecktest.New()}
+	f.cluster.Refuse(forged.Digest)
+	f.origin = func(call int) acts.OriginObservation {
+		if call > 3 {
+			return acts.OriginObservation{Found: true} // closed unmerged: the group ends
+		}
+		return acts.OriginObservation{Found: true, Open: true}
+	}
+	env := setupWorkflow(t, f)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPRBuild, forged) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPRBuild, forged) }, 2*time.Minute)
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var st State
+	require.NoError(t, env.GetWorkflowResult(&st))
+	for i, s := range f.syncs {
+		for _, row := range s.Rows {
+			require.NotEqual(t, forged.Digest, row.Digest, "sync %d proposed the refused digest", i+1)
+		}
+	}
+	require.False(t, slices.ContainsFunc(st.Origins, func(o Origin) bool { return o.Number == 2 }), "its origin is not followed either")
+	require.Equal(t, 1, f.cluster.Count(forged.Digest), "a redelivery is not verified again")
+	require.Len(t, st.BuildVerdicts, 2)
+	require.True(t, st.BuildVerdicts[0].Verified)
+	require.False(t, st.BuildVerdicts[1].Verified)
+	req := f.cluster.Asked()[1]
+	require.Equal(t, buildcheck.Subject{Kind: buildcheck.KindComponent, Name: "bundle"}, req.Subject)
+	require.Equal(t, "quay.io/org/c@"+forged.Digest, req.PullSpec)
+}
+
+// A run started (not continued) with a state keeps none of it: its PR builds are
+// verified like signals.
+func TestPRGroupStateGivenAtStartIsNotTrusted(t *testing.T) {
+	forged := Entry{Component: "c", Origin: "org/c#2", Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64),
+		From: FromPullRequest, BuildUID: "forged", BuiltAt: time.Unix(20, 0)}
+	f := &fakeForge{sync: openDraft, cluster: buildchecktest.New(), origin: func(call int) acts.OriginObservation {
+		if call > 2 {
+			return acts.OriginObservation{Found: true}
+		}
+		return acts.OriginObservation{Found: true, Open: true}
+	}}
+	f.cluster.Refuse(forged.Digest)
+	env := setupWorkflow(t, f)
+	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle", State: &State{Phase: PhaseDraft,
+		Origins: []Origin{{OriginRef: OriginRef{RepoURL: "https://h/org/c", Number: 2}, State: OriginOpen}},
+		Entries: []Entry{forged}, BuildVerdicts: []BuildVerdict{{Component: "c", Digest: forged.Digest, BuildUID: "forged", Verdict: buildcheck.Verdict{Verified: true}}}}})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	for _, s := range f.syncs {
+		for _, row := range s.Rows {
+			require.NotEqual(t, forged.Digest, row.Digest)
+		}
+	}
+	require.Equal(t, 1, f.cluster.Count(forged.Digest), "the verdict the state carried was not believed")
 }

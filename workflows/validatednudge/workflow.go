@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/batching"
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -108,6 +109,27 @@ type State struct {
 	Verdicts      []Verdict     `json:"verdicts,omitempty"`
 	Nudges        []NudgeRecord `json:"nudges,omitempty"`
 	Dropped       []string      `json:"dropped,omitempty"`
+	// BuildVerdicts are the verdicts on the latest builds received
+	// (versionVerifyBuilds): a build is verified when it enters, never again; a
+	// refused one is held nowhere.
+	BuildVerdicts []BuildVerdict `json:"buildVerdicts,omitempty"`
+}
+
+// BuildVerdict is what the cluster said of one build the edge received.
+type BuildVerdict struct {
+	Digest           string `json:"digest"`
+	BuildPipelineRun string `json:"buildPipelineRun,omitempty"`
+	buildcheck.Verdict
+}
+
+// buildKey is a build's key in SeenBuilds.
+func buildKey(b Build) string { return b.BuildUID + "/" + b.Digest }
+
+// refuse records a build the cluster did not build: seen (a redelivery is not
+// verified again) and never held.
+func (s *State) refuse(b Build, v buildcheck.Verdict) {
+	s.SeenBuilds = pushBounded(s.SeenBuilds, buildKey(b), dedupeBound)
+	s.BuildVerdicts = pushBounded(s.BuildVerdicts, BuildVerdict{Digest: b.Digest, BuildPipelineRun: b.BuildPipelineRun, Verdict: v}, verdictsBound)
 }
 
 func newer(b *Build, than *Build) bool { return than == nil || b.BuiltAt.After(than.BuiltAt) }
@@ -122,7 +144,7 @@ func pushBounded[T any](s []T, v T, bound int) []T {
 
 // onBuild takes a build signal; it returns why it was ignored, or "".
 func (s *State) onBuild(b Build) string {
-	key := b.BuildUID + "/" + b.Digest
+	key := buildKey(b)
 	if slices.Contains(s.SeenBuilds, key) {
 		return "duplicate"
 	}
@@ -207,8 +229,18 @@ func Workflow(ctx workflow.Context, in Input) error {
 	buildCh := workflow.GetSignalChannel(ctx, SignalBuild)
 	snapCh := workflow.GetSignalChannel(ctx, SignalSnapshotTested)
 	handled := 0 // signals taken in this run: never continue as new before the first
+	verify := workflow.GetVersion(ctx, versionVerifyBuilds, workflow.DefaultVersion, 1) >= 1
 	takeBuild := func(b Build) {
 		handled++
+		if verify && !slices.Contains(st.SeenBuilds, buildKey(b)) {
+			v := verifyBuild(ctx, in, b)
+			if !v.Verified {
+				st.refuse(b, v)
+				log.Warn("build refused: the cluster did not build it", "digest", b.Digest, "build", b.BuildPipelineRun, "reason", v.Reason)
+				return
+			}
+			st.BuildVerdicts = pushBounded(st.BuildVerdicts, BuildVerdict{Digest: b.Digest, BuildPipelineRun: b.BuildPipelineRun, Verdict: v}, verdictsBound)
+		}
 		if why := st.onBuild(b); why != "" {
 			log.Info("build ignored", "digest", b.Digest, "build", b.BuildPipelineRun, "why", why)
 		}
@@ -294,6 +326,32 @@ func Workflow(ctx workflow.Context, in Input) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// versionVerifyBuilds guards verifying a build when its signal arrives
+// (activities/buildcheck): whoever reaches Temporal can signal any digest. A
+// refused build is never held, offered to a group nor nudged; the verdict is in
+// the state. Runs recorded before it hold every build they receive (the Nudge
+// they start verifies it on its own).
+const versionVerifyBuilds = "verify-builds"
+
+// HistoryShape names the command sequence of this version, for stored histories.
+const HistoryShape = versionVerifyBuilds
+
+// verifyBuild asks the cluster whether it built b, until it answers: the edge
+// waits (its signals queue) rather than hold a build unverified or drop it.
+// The refusal's Event goes on the target Component.
+func verifyBuild(ctx workflow.Context, in Input, b Build) buildcheck.Verdict {
+	var verifier *buildcheck.Activities // nil: its method value names the activity
+	req := nudge.VerifyRequest(nudge.Request{Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Build: b}, workflow.GetInfo(ctx).WorkflowExecution.ID)
+	actx := workflow.WithActivityOptions(ctx, buildcheck.Options("verify that the cluster built "+in.From+"@"+b.Digest))
+	var v buildcheck.Verdict
+	if err := workflow.ExecuteActivity(actx, verifier.VerifyBuild, req).Get(ctx, &v); err != nil {
+		// The activity retries until the cluster answers: only a request it rejects
+		// (or the workflow's cancellation) ends here. Nothing proves the build.
+		return buildcheck.Verdict{Reason: "not verified: " + err.Error()}
+	}
+	return v
 }
 
 // versionBatching guards the batching shape: a passed build is first offered to

@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/batching"
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
@@ -60,8 +62,14 @@ func run(t *testing.T, nudgeTakes time.Duration, steps []step) ([]string, State)
 // runBatching is run with the batching activity answering that group (empty: no
 // group holds the edge, the target is not batched).
 func runBatching(t *testing.T, nudgeTakes time.Duration, group string, steps []step) ([]string, State) {
+	return runIn(t, buildchecktest.New(), nudgeTakes, group, steps)
+}
+
+// runIn is runBatching on a cluster that built what cluster says it built.
+func runIn(t *testing.T, cluster *buildchecktest.Fake, nudgeTakes time.Duration, group string, steps []step) ([]string, State) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	cluster.Register(env)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "operand", "bundle")})
 	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
@@ -165,6 +173,7 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	buildchecktest.New().Register(env)
 	env.SetContinueAsNewSuggested(true)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalBuild, build(1)) }, time.Minute)
 	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate"})
@@ -178,4 +187,31 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	require.Equal(t, build(1).Digest, next.State.Pending.Digest)
 	require.Len(t, next.State.SeenBuilds, 1)
 	require.Equal(t, "operand", next.From)
+}
+
+// A build is verified when its signal arrives, once: one the cluster did not build
+// is never held, offered to a group nor nudged, even when a Snapshot "passes" it;
+// its verdict is in the state and its refusal's Event goes on the target.
+func TestBuildNobodyBuiltIsNeverHeld(t *testing.T) {
+	cluster := buildchecktest.New()
+	forged := build(5)
+	forged.BuildPipelineRun, forged.BuildUID = "", "forged"
+	cluster.Refuse(forged.Digest)
+	nudged, st := runIn(t, cluster, 0, "", []step{
+		{time.Minute, SignalBuild, build(1)},
+		{2 * time.Minute, SignalBuild, forged}, // newer: it would supersede build 1
+		{3 * time.Minute, SignalBuild, forged}, // redelivered
+		{time.Hour, SignalSnapshotTested, snap("s1", forged, true)},
+		{2 * time.Hour, SignalSnapshotTested, snap("s2", build(1), true)},
+	})
+	require.Equal(t, []string{build(1).Digest}, nudged, "build 1 was held and nudged; the forged one never")
+	require.Equal(t, 1, cluster.Count(forged.Digest), "a redelivered refused build is not verified again")
+	require.Equal(t, 1, cluster.Count(build(1).Digest), "a verified build is not verified again either")
+	require.Len(t, st.BuildVerdicts, 2)
+	require.True(t, st.BuildVerdicts[0].Verified)
+	require.Equal(t, BuildVerdict{Digest: forged.Digest, Verdict: buildcheck.Verdict{Reason: "no build of operand produced " + forged.Digest}}, st.BuildVerdicts[1])
+	req := cluster.Asked()[0]
+	require.Equal(t, buildcheck.Subject{Kind: buildcheck.KindComponent, Name: "bundle"}, req.Subject)
+	require.Equal(t, "operand", req.Component)
+	require.Equal(t, "ns", req.Namespace)
 }
