@@ -99,7 +99,7 @@ func TestNamespaceRolesForNudgeflowKinds(t *testing.T) {
 		t.Helper()
 		require.True(t, apierrors.IsForbidden(err), "%s is refused: %v", name, err)
 		refused++
-		fmt.Printf("tenant-isolation case=%s refused=true\n", name)
+		fmt.Printf("tenant-roles case=%s refused=true\n", name)
 	}
 	forged := cg.DeepCopy()
 	forged.Status.Phase = appstudiov1alpha1.PhaseCompleted
