@@ -158,10 +158,15 @@ func IsRefusal(err error) bool {
 }
 
 // RecordEvent writes the Warning Event of a refusal on obj, in the refused
-// namespace, named by the object and the repository, so a retry (or another
-// activity refused for the same repository) writes none twice.
+// namespace, named by the object and the repository (its Key: every way of writing
+// its URL), so a retry, or another activity refused for the same repository, writes
+// none twice.
 func RecordEvent(ctx context.Context, w client.Writer, obj corev1.ObjectReference, refused *NotOwnedError) error {
-	sum := sha256.Sum256([]byte(refused.Namespace + "\x00" + refused.URL))
+	repo, err := Key(refused.URL)
+	if err != nil {
+		repo = refused.URL
+	}
+	sum := sha256.Sum256([]byte(refused.Namespace + "\x00" + repo))
 	now := metav1.NewTime(time.Now())
 	obj.Namespace = refused.Namespace
 	ev := &corev1.Event{
