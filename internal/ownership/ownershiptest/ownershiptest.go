@@ -112,3 +112,47 @@ func randomString(n int) string {
 	}
 	return string(b)
 }
+
+// Onboarding returns c, whose create (or update, or patch) of a Component with a
+// git URL onboards it before it returns, as build-service does when it reconciles
+// the Component (Onboard). Synchronous, so a test or the dev stack never races its
+// own worker: the repository is the namespace's from the moment the Component
+// exists. Dry runs onboard nothing.
+func Onboarding(c client.Client) client.Client { return onboarding{c} }
+
+type onboarding struct{ client.Client }
+
+func (o onboarding) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := o.Client.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	co := client.CreateOptions{}
+	co.ApplyOptions(opts)
+	return o.onboard(ctx, obj, len(co.DryRun) > 0)
+}
+
+func (o onboarding) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := o.Client.Update(ctx, obj, opts...); err != nil {
+		return err
+	}
+	uo := client.UpdateOptions{}
+	uo.ApplyOptions(opts)
+	return o.onboard(ctx, obj, len(uo.DryRun) > 0)
+}
+
+func (o onboarding) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := o.Client.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	po := client.PatchOptions{}
+	po.ApplyOptions(opts)
+	return o.onboard(ctx, obj, len(po.DryRun) > 0)
+}
+
+func (o onboarding) onboard(ctx context.Context, obj client.Object, dryRun bool) error {
+	comp, ok := obj.(*mirrorv1alpha1.Component)
+	if !ok || dryRun {
+		return nil
+	}
+	return Onboard(ctx, o.Client, comp)
+}

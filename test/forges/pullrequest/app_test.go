@@ -2,6 +2,8 @@ package pullrequest_test
 
 import (
 	"crypto/rand"
+	"fmt"
+	"maps"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
@@ -11,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
@@ -33,7 +36,7 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: forge.DefaultAppSecret.Name, Namespace: forge.DefaultAppSecret.Namespace},
 		Data:       map[string][]byte{forge.KeyAppID: []byte("4242"), forge.KeyAppPrivateKey: keyPEM},
 	}
-	env := newActivityEnv(t, pr.Config{}, appSecret).env
+	env := newActivityEnv(t, pr.Config{AppTokens: &ghforge.AppTokens{}}, emu.URL()+"/org/bundle", appSecret).env
 
 	req := pr.SyncRequest{
 		Repo:   pr.Repo{Provider: "github", URL: emu.URL() + "/org/bundle", Namespace: "tenant"},
@@ -65,5 +68,33 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 		if s != "org/bundle" {
 			t.Errorf("a write used a token scoped to %q, want only org/bundle", s)
 		}
+	}
+
+	// Every other activity of a ChangeGroup, through the emulator that holds the
+	// token to its permissions (a missing one fails here): the release, its CI
+	// (check runs and the combined status), a comment, the close. One token for all
+	// of them, polls included: minted once, for org/bundle alone, with nothing but
+	// contents and pull_requests write, checks and statuses read.
+	run := func(name string, req any) {
+		t.Helper()
+		if _, err := env.ExecuteActivity(name, req); err != nil {
+			t.Fatalf("%s as the App: %v", name, err)
+		}
+	}
+	req.Mode, req.Known = pr.ModeRelease, o.PR
+	run(pr.SyncActivity, req)
+	for range 3 {
+		run(pr.ObserveActivity, pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
+	}
+	run(pr.CIActivity, pr.CIRequest{Repo: req.Repo, Known: o.PR})
+	run(pr.CommentActivity, pr.CommentRequest{Repo: req.Repo, Known: o.PR, Key: "ci-not-started", Body: "CI did not start"})
+	run(pr.CloseActivity, pr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "cancelled"})
+	mints := emu.TokenMints()
+	if len(mints) != 1 {
+		t.Fatalf("%d tokens minted for 8 activities, want 1: %+v", len(mints), mints)
+	}
+	want := map[string]string{"contents": "write", "pull_requests": "write", "checks": "read", "statuses": "read"}
+	if fmt.Sprint(mints[0].Repositories) != "[org/bundle]" || !maps.Equal(mints[0].Permissions, want) {
+		t.Errorf("minted %+v, want org/bundle with %v", mints[0], want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -20,12 +21,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
@@ -105,18 +109,33 @@ type unitWorld struct {
 }
 
 // newUnitWorld is a fake cluster with a nudging component "operand" (image
-// quay.io/org/operand) plus objs.
+// quay.io/org/operand) plus objs. Every Component given is onboarded as
+// build-service onboards it (its namespace owns its repository, since a day); a
+// test that needs an unowned one creates it later, through u.kube. The
+// activities have their own App token cache.
 func newUnitWorld(t *testing.T, operatorNamespace string, objs ...ctrlclient.Object) *unitWorld {
-	base := []ctrlclient.Object{
+	return newInterceptedWorld(t, interceptor.Funcs{}, operatorNamespace, objs...)
+}
+
+// newInterceptedWorld is newUnitWorld with the fake API server's answers changed by funcs.
+func newInterceptedWorld(t *testing.T, funcs interceptor.Funcs, operatorNamespace string, objs ...ctrlclient.Object) *unitWorld {
+	all := append([]ctrlclient.Object{
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand", Namespace: "tenant"},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: "quay.io/org/operand"}},
+	}, objs...)
+	for _, o := range all {
+		if c, ok := o.(*mirrorv1alpha1.Component); ok && c.Spec.Source.GitSource != nil {
+			r := ownershiptest.Repository(c.Namespace, c.Spec.Source.GitSource.URL)
+			r.CreationTimestamp = metav1.NewTime(time.Now().Add(-24 * time.Hour).Truncate(time.Second))
+			all = append(all, r)
+		}
 	}
-	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).Build()
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(all...).WithInterceptorFuncs(funcs).Build()
 	logs := &logBuffer{}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	env := suite.NewTestActivityEnvironment()
-	a := &renovate.Activities{Kube: c, OperatorNamespace: operatorNamespace}
+	a := &renovate.Activities{Kube: c, OperatorNamespace: operatorNamespace, AppTokens: &ghforge.AppTokens{}}
 	env.RegisterActivity(a)
 	return &unitWorld{t: t, kube: c, logs: logs, env: env, a: a}
 }
