@@ -2,11 +2,11 @@ package pullrequest_test
 
 import (
 	"crypto/rand"
-	"fmt"
-	"maps"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
