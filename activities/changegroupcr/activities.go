@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -49,19 +48,12 @@ type Activities struct {
 	// repository; nil: a checker of Kube, without the cluster admin's bindings.
 	Ownership *ownership.Checker
 
-	ownershipOnce sync.Once
-	ownership     *ownership.Checker
+	ownership ownership.Lazy
 }
 
 // owner is the ownership checker, made once (it keeps an index of claims).
 func (a *Activities) owner() *ownership.Checker {
-	a.ownershipOnce.Do(func() {
-		a.ownership = a.Ownership
-		if a.ownership == nil {
-			a.ownership = &ownership.Checker{Reader: a.Kube, Events: a.Kube}
-		}
-	})
-	return a.ownership
+	return a.ownership.Get(a.Ownership, func() *ownership.Checker { return &ownership.Checker{Reader: a.Kube, Events: a.Kube} })
 }
 
 // Register adds the activities under their stable names.

@@ -23,7 +23,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -102,19 +101,14 @@ type Activities struct {
 	// (ghforge.DefaultAppTokens when nil).
 	AppTokens *ghforge.AppTokens
 
-	ownershipOnce sync.Once
-	ownership     *ownership.Checker
+	ownership ownership.Lazy
 }
 
 // owner is the ownership checker, made once (it keeps an index of claims).
 func (a *Activities) owner() *ownership.Checker {
-	a.ownershipOnce.Do(func() {
-		a.ownership = a.Ownership
-		if a.ownership == nil {
-			a.ownership = &ownership.Checker{Reader: a.Kube, BindingNamespace: a.OperatorNamespace, Events: a.Kube}
-		}
+	return a.ownership.Get(a.Ownership, func() *ownership.Checker {
+		return &ownership.Checker{Reader: a.Kube, BindingNamespace: a.OperatorNamespace, Events: a.Kube}
 	})
-	return a.ownership
 }
 
 // New returns the activities with the Renovate image from RENOVATE_IMAGE (as

@@ -58,6 +58,23 @@ type claimIndex struct {
 	byKey map[string][]Claim
 }
 
+// Lazy is an activity's checker: the one it was given, else one it makes on first
+// use and keeps (with its index).
+type Lazy struct {
+	once sync.Once
+	c    *Checker
+}
+
+// Get returns given when it is not nil, else the checker made by def, once.
+func (l *Lazy) Get(given *Checker, def func() *Checker) *Checker {
+	l.once.Do(func() {
+		if l.c = given; l.c == nil {
+			l.c = def()
+		}
+	})
+	return l.c
+}
+
 // NotOwnedError is a refusal: namespace does not own the repository. Its text says
 // why and what to create; it never names another tenant's namespace.
 type NotOwnedError struct {

@@ -2,11 +2,7 @@ package renovate_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"log/slog"
 	"strings"
 	"sync"
@@ -23,14 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
-	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
 // On GitHub, Renovate pushes as the GitHub App with an installation token scoped
@@ -38,13 +32,8 @@ import (
 // bot; where the App is not installed it falls back to the namespace's basic-auth
 // Secret. The token is only in the run's Secret.
 func TestRenovateUsesTheGitHubAppTokenScopedToTheRepository(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	emu := githubemu.New()
-	t.Cleanup(emu.Close)
-	emu.RegisterApp(4242, "konflux-app", &key.PublicKey)
-	emu.CreateRepo("org", "bundle", "main", map[string]string{"Dockerfile": "FROM quay.io/org/operand@sha256:" + "0"})
+	f := startAppForge(t)
+	emu := f.emu
 	emu.CreateRepo("elsewhere", "bundle", "main", map[string]string{"Dockerfile": "FROM quay.io/org/operand@sha256:" + "0"})
 	emu.UninstallApp("elsewhere")
 
@@ -57,8 +46,7 @@ func TestRenovateUsesTheGitHubAppTokenScopedToTheRepository(t *testing.T) {
 	u := newUnitWorld(t, "",
 		component("app-bundle", emu.URL()+"/org/bundle"),
 		component("pat-bundle", emu.URL()+"/elsewhere/bundle"),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: forge.DefaultAppSecret.Name, Namespace: forge.DefaultAppSecret.Namespace},
-			Data: map[string][]byte{forge.KeyAppID: []byte("4242"), forge.KeyAppPrivateKey: keyPEM}},
+		f.secret,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "scm-emu", Namespace: "tenant", Labels: map[string]string{
 			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "127.0.0.1"}},
 			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("pat-user"), "password": []byte(unitToken)}},
