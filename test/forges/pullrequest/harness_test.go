@@ -67,6 +67,8 @@ func newActivityEnv(t *testing.T, cfg pr.Config, repoURL string, objs ...client.
 	k8s := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(objs...).Build()
 	a := activityRunner{t: t, k8s: k8s}
 	a.own("tenant", repoURL, time.Now().Add(-24*time.Hour))
+	// As the worker checks: ownership read from the cluster, refusals recorded as Events.
+	cfg.Ownership = &ownership.Checker{Reader: k8s, Events: k8s}
 	var ts testsuite.WorkflowTestSuite
 	a.env = ts.NewTestActivityEnvironment()
 	pr.New(k8s, cfg).Register(a.env)
