@@ -13,8 +13,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 

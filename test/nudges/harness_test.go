@@ -188,7 +188,9 @@ func (f *fixture) create(obj ctrlclient.Object) {
 // repoURL is the repository name on host of this fixture's namespace: every
 // namespace is a tenant with repositories of its own, as the ownership rule wants
 // (the oldest claim on a URL owns it, and this world's namespaces are never deleted).
-func (f *fixture) repoURL(host, name string) string { return "https://" + host + "/" + f.ns + "/" + name }
+func (f *fixture) repoURL(host, name string) string {
+	return "https://" + host + "/" + f.ns + "/" + name
+}
 
 // component creates a Component; gitURL empty makes a nudging-only one. The world's
 // client onboards it: the namespace owns gitURL's repository.
