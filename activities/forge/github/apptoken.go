@@ -43,6 +43,13 @@ func tokenPermissions() *gh.InstallationPermissions {
 // TokenPermissions names the permissions of nudgeflow's tokens ("checks:read,...").
 func TokenPermissions() string { return permissionsKey(tokenPermissions()) }
 
+// TokenPermissionMap is the permissions of nudgeflow's tokens as GitHub's API
+// names them (name -> read|write), for tests that hold a token to them.
+func TokenPermissionMap() map[string]string {
+	p := tokenPermissions()
+	return map[string]string{"contents": p.GetContents(), "pull_requests": p.GetPullRequests(), "checks": p.GetChecks(), "statuses": p.GetStatuses()}
+}
+
 func permissionsKey(p *gh.InstallationPermissions) string {
 	return fmt.Sprintf("checks:%s,contents:%s,pull_requests:%s,statuses:%s", p.GetChecks(), p.GetContents(), p.GetPullRequests(), p.GetStatuses())
 }

@@ -84,6 +84,28 @@ func (s *Server) RegisterApp(id int64, slug string, key *rsa.PublicKey) {
 		tokens: map[string]*installToken{}, notInstalled: map[string]bool{}, lifetime: DefaultTokenLifetime}
 }
 
+// LimitToken makes token (added with AddToken, authenticating as its user) an
+// installation token limited to repos ("owner/name") and permissions, as one the
+// App minted would be: for a test that runs a client with a fixed token under
+// GitHub's rules for installation tokens.
+func (s *Server) LimitToken(token string, repos []string, permissions map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.app == nil {
+		s.app = &appConfig{permissions: maps.Clone(DefaultAppPermissions), tokens: map[string]*installToken{},
+			notInstalled: map[string]bool{}, lifetime: DefaultTokenLifetime}
+	}
+	t := &installToken{repos: []int64{}, permissions: maps.Clone(permissions), expires: time.Now().Add(100 * 365 * 24 * time.Hour)}
+	t.permissions["metadata"] = "read"
+	for _, name := range repos {
+		if rp := s.repos[name]; rp != nil {
+			t.repos = append(t.repos, rp.id)
+			t.installation = s.installationID(rp.owner)
+		}
+	}
+	s.app.tokens[token] = t
+}
+
 // SetAppPermissions replaces what the App's installations were granted.
 func (s *Server) SetAppPermissions(p map[string]string) {
 	s.mu.Lock()
