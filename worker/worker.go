@@ -18,6 +18,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	internalbatching "github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/nudges"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
@@ -39,8 +40,13 @@ type Deps struct {
 	PullRequest pullrequest.Config
 	// OperatorNamespace is nudgeflow's own namespace; Renovate runs get the trusted
 	// CA bundle of a ConfigMap there labelled
-	// config.openshift.io/inject-trusted-cabundle=true. Empty: none.
+	// config.openshift.io/inject-trusted-cabundle=true, and the cluster admin's
+	// repository bindings (internal/ownership) in ConfigMap
+	// nudgeflow-repository-bindings. Empty: neither.
 	OperatorNamespace string
+	// Ownership, when set, replaces the checker made of Kube and OperatorNamespace
+	// (tests).
+	Ownership *ownership.Checker
 }
 
 // Options tune the worker.
@@ -186,14 +192,18 @@ func register(r sdkworker.Registry, deps Deps) {
 	// Every workflow verifies a build when it enters (Temporal is reachable by more
 	// than nudgeflow: a signal may carry a digest nobody built).
 	(&buildcheck.Activities{Kube: deps.Kube}).Register(r)
+	owner := ownershipChecker(deps)
+	prConfig := deps.PullRequest
+	prConfig.Ownership = owner
 	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
-	(&changegroupcr.Activities{Kube: deps.Kube}).Register(r)
+	(&changegroupcr.Activities{Kube: deps.Kube, Ownership: owner}).Register(r)
 	batches := &internalbatching.Opener{Kube: deps.Kube, Live: deps.Kube}
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal, Batches: batches}).Register(r)
 	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
-	pullrequest.New(deps.Kube, deps.PullRequest).Register(r)
-	nudges.Register(r, deps.Kube, deps.OperatorNamespace, deps.PullRequest.AppSecret, deps.PullRequest.Transport)
+	pullrequest.New(deps.Kube, prConfig).Register(r)
+	nudges.Register(r, deps.Kube, nudges.Options{OperatorNamespace: deps.OperatorNamespace, GitHubApp: prConfig.AppSecret,
+		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens})
 	// PR groups (ADR 29).
 	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
-	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, deps.PullRequest)}).Register(r)
+	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, prConfig)}).Register(r)
 }

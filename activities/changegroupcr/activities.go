@@ -30,6 +30,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 
 // What the ChangeGroup activities do, verb by verb (live reads: no watch): read the
@@ -46,6 +47,16 @@ import (
 // Activities reads and writes the cluster for the ChangeGroup workflow.
 type Activities struct {
 	Kube ctrlclient.Client
+	// Ownership says whether the group's namespace owns the nudged component's
+	// repository; nil: a checker of Kube, without the cluster admin's bindings.
+	Ownership *ownership.Checker
+
+	ownership ownership.Lazy
+}
+
+// owner is the ownership checker, made once (it keeps an index of claims).
+func (a *Activities) owner() *ownership.Checker {
+	return a.ownership.Get(a.Ownership, func() *ownership.Checker { return &ownership.Checker{Reader: a.Kube, Events: a.Kube} })
 }
 
 // Register adds the activities under their stable names.
@@ -95,6 +106,18 @@ func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved,
 	repo, err := repoOf(&target)
 	if err != nil {
 		return Resolved{}, temporal.NewNonRetryableApplicationError(err.Error(), "NoRepository", nil)
+	}
+	// The group writes to the target's repository: the namespace must own it. A
+	// refusal ends the group before any forge call (ResolveFailed, with this
+	// message), records a Warning Event on the group, and its builds are handed back.
+	on := &corev1.ObjectReference{APIVersion: appstudiov1alpha1.GroupVersion.String(), Kind: "ChangeGroup",
+		Namespace: cg.Namespace, Name: cg.Name, UID: cg.UID}
+	if err := a.owner().Require(ctx, req.Namespace, target.Spec.Source.GitSource.URL, on); err != nil {
+		if ownership.IsRefusal(err) {
+			activity.GetLogger(ctx).Warn("refused: the namespace does not own the nudged component's repository", "changeGroup", cg.Name,
+				"namespace", req.Namespace, "repo", repo.URL, "error", err)
+		}
+		return Resolved{}, err
 	}
 	// The files a nudge may edit follow the same ConfigMap tiers as Renovate's nudges.
 	opts, _, err := renovate.ReadTier(ctx, a.Kube, req.Namespace, &target)

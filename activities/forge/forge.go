@@ -44,7 +44,10 @@ func ParseRepoURL(raw string) (Repo, error) {
 		return Repo{}, fmt.Errorf("repository URL %q: scheme must be https", raw)
 	}
 	parts := strings.Split(strings.Trim(strings.TrimSuffix(u.Path, ".git"), "/"), "/")
-	if u.Host == "" || len(parts) < 2 || slices.Contains(parts, "") || slices.Contains(parts, "-") {
+	// "." and ".." would name another repository once a client resolves the path
+	// (internal/ownership checks the repository as written).
+	if u.Host == "" || len(parts) < 2 || slices.Contains(parts, "") || slices.Contains(parts, "-") ||
+		slices.Contains(parts, ".") || slices.Contains(parts, "..") {
 		return Repo{}, fmt.Errorf("repository URL %q: want <scheme>://<host>/<owner>/<repo>", raw)
 	}
 	// GitLab's subgroups: the owner is the whole namespace (group/subgroup).

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,17 +56,19 @@ func invalid(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), "InvalidRequest", nil)
 }
 
-// repoOf is the target component's repository, as build-service reads it.
-func (a *Activities) repoOf(ctx context.Context, namespace, component string) (pullrequest.Repo, error) {
+// repoOf is the target component's repository, as build-service reads it, and the
+// Component (where a refused write records its Event).
+func (a *Activities) repoOf(ctx context.Context, namespace, component string) (pullrequest.Repo, *corev1.ObjectReference, error) {
 	var c mirrorv1alpha1.Component
 	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, &c); err != nil {
-		return pullrequest.Repo{}, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
+		return pullrequest.Repo{}, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
 	}
 	git := c.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
-		return pullrequest.Repo{}, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
+		return pullrequest.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
 	}
-	return RepoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), nil
+	ref := &corev1.ObjectReference{APIVersion: mirrorv1alpha1.GroupVersion.String(), Kind: "Component", Namespace: namespace, Name: component, UID: c.UID}
+	return RepoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), ref, nil
 }
 
 // RepoOf is a pull request repository for a clone URL (provider from the
@@ -138,11 +141,11 @@ func (a *Activities) Sync(ctx context.Context, req SyncRequest) (SyncResult, err
 	if _, err := digestref.NewFileMatcher(fileMatch); err != nil {
 		return SyncResult{}, invalid("%v", err)
 	}
-	repo, err := a.repoOf(ctx, req.Namespace, req.Target)
+	repo, target, err := a.repoOf(ctx, req.Namespace, req.Target)
 	if err != nil {
 		return SyncResult{}, err
 	}
-	f, clean, err := a.PR.Connect(ctx, repo)
+	f, clean, err := a.PR.Connect(ctx, repo, target)
 	if err != nil {
 		return SyncResult{}, err
 	}
@@ -453,7 +456,10 @@ func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]
 		if !ok {
 			var clean func(error) error
 			var err error
-			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", a.providerOf(ctx, req.Namespace, o.RepoURL)))
+			// An originating PR's repository must be the namespace's too: reading it
+			// needs a token for it. A refusal is this origin's error (nil: no Event,
+			// the target's Component is not the one refused).
+			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", a.providerOf(ctx, req.Namespace, o.RepoURL)), nil)
 			if err != nil {
 				obs.Error = clean(err).Error()
 				out = append(out, obs)
@@ -548,11 +554,11 @@ func (a *Activities) Close(ctx context.Context, req CloseRequest) (SyncResult, e
 	if req.Known.Number <= 0 {
 		return SyncResult{}, nil
 	}
-	repo, err := a.repoOf(ctx, req.Namespace, req.Target)
+	repo, target, err := a.repoOf(ctx, req.Namespace, req.Target)
 	if err != nil {
 		return SyncResult{}, err
 	}
-	f, clean, err := a.PR.Connect(ctx, repo)
+	f, clean, err := a.PR.Connect(ctx, repo, target)
 	if err != nil {
 		return SyncResult{}, err
 	}

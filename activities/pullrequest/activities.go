@@ -13,12 +13,14 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
@@ -33,6 +35,14 @@ type Config struct {
 	AppSecret types.NamespacedName
 	// Transport is the HTTP round tripper for forge calls (http.DefaultTransport when nil).
 	Transport http.RoundTripper
+	// Ownership says whether the request's namespace owns the repository, which it
+	// must before any credential is read or token minted for it; nil checks with
+	// the activities' reader, without the cluster admin's bindings and without
+	// Events.
+	Ownership *ownership.Checker
+	// AppTokens mints and caches the GitHub App's tokens
+	// (ghforge.DefaultAppTokens when nil).
+	AppTokens *ghforge.AppTokens
 }
 
 // Activities are the pull request activities. They read credentials from Kubernetes
@@ -46,6 +56,12 @@ type Activities struct {
 func New(k8s client.Reader, cfg Config) *Activities {
 	if cfg.AppSecret.Name == "" {
 		cfg.AppSecret = forge.DefaultAppSecret
+	}
+	if cfg.Ownership == nil {
+		cfg.Ownership = &ownership.Checker{Reader: k8s}
+	}
+	if cfg.AppTokens == nil {
+		cfg.AppTokens = ghforge.DefaultAppTokens
 	}
 	return &Activities{k8s: k8s, cfg: cfg}
 }
@@ -69,8 +85,11 @@ var connectors = map[string]func(ctx context.Context, a *Activities, r Repo, rep
 }
 
 // connect finds the credentials for the repository and returns a forge client and the
-// secret values that must never appear in an error.
-func (a *Activities) connect(ctx context.Context, r Repo) (forge.Forge, []string, error) {
+// secret values that must never appear in an error. First of all, the request's
+// namespace must own the repository (internal/ownership): a refusal is a
+// non-retryable RepositoryNotOwned, recorded as a Warning Event on the object on
+// refers to (nil: none), and no credential is read.
+func (a *Activities) connect(ctx context.Context, r Repo, on *corev1.ObjectReference) (forge.Forge, []string, error) {
 	provider := forge.NormalizeProvider(r.Provider)
 	open, ok := connectors[provider]
 	if !ok {
@@ -79,6 +98,12 @@ func (a *Activities) connect(ctx context.Context, r Repo) (forge.Forge, []string
 	repo, err := forge.ParseRepoURL(r.URL)
 	if err != nil {
 		return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidRepository", nil)
+	}
+	if err := a.cfg.Ownership.Require(ctx, r.Namespace, r.URL, on); err != nil {
+		if ownership.IsRefusal(err) {
+			activity.GetLogger(ctx).Warn("refused: the namespace does not own the repository", "namespace", r.Namespace, "repo", r.URL, "error", err)
+		}
+		return nil, nil, err
 	}
 	// Each forge request heartbeats first: a sync is many requests, and the sync
 	// activity's heartbeat timeout (a minute) bounds the time between two.
@@ -173,15 +198,16 @@ func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	if !ok {
 		return nil, nil, noCredentials(r, repo, true)
 	}
-	token, bot, err := ghforge.AppToken(ctx, repo, app, a.cfg.Transport)
+	tok, err := a.cfg.AppTokens.Token(ctx, repo, app, a.cfg.Transport, 0)
 	if err != nil {
 		return nil, nil, err
 	}
+	bot := tok.Bot
 	if a.cfg.Bot.Email != "" {
 		bot = a.cfg.Bot
 	}
-	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: token, Bot: bot, Transport: a.cfg.Transport})
-	return f, []string{token, string(app.PrivateKey)}, err
+	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: tok.Token, Bot: bot, Transport: a.cfg.Transport})
+	return f, []string{tok.Token, string(app.PrivateKey)}, err
 }
 
 // redact guarantees that no secret value leaves an activity inside an error.
@@ -325,7 +351,7 @@ func observed(f forge.Forge, st state, known PRRef, held bool) Observed {
 
 // ObservePullRequest reads the PR without writing.
 func (a *Activities) ObservePullRequest(ctx context.Context, req ObserveRequest) (Observed, error) {
-	f, secrets, err := a.connect(ctx, req.Repo)
+	f, secrets, err := a.connect(ctx, req.Repo, nil)
 	if err != nil {
 		return Observed{}, redact(err, secrets)
 	}
@@ -345,7 +371,7 @@ const closeMarker = "<!-- nudgeflow:closed -->"
 
 // ClosePullRequest comments (once) and closes the PR; a closed or merged PR is left alone.
 func (a *Activities) ClosePullRequest(ctx context.Context, req CloseRequest) (Observed, error) {
-	f, secrets, err := a.connect(ctx, req.Repo)
+	f, secrets, err := a.connect(ctx, req.Repo, nil)
 	if err != nil {
 		return Observed{}, redact(err, secrets)
 	}

@@ -44,7 +44,7 @@ func (a *Activities) ReadPullRequestCI(ctx context.Context, req CIRequest) (CIOb
 	if req.Known.Number <= 0 {
 		return CIObserved{}, invalid("no pull request to read CI of")
 	}
-	f, secrets, err := a.connect(ctx, req.Repo)
+	f, secrets, err := a.connect(ctx, req.Repo, nil)
 	if err != nil {
 		return CIObserved{}, redact(err, secrets)
 	}
@@ -117,7 +117,7 @@ func (a *Activities) CommentOnPullRequest(ctx context.Context, req CommentReques
 	if req.Known.Number <= 0 || !commentKey.MatchString(req.Key) || req.Body == "" {
 		return CommentResult{}, invalid("a comment needs a pull request, a key of [a-z0-9-] and a body (key %q)", req.Key)
 	}
-	f, secrets, err := a.connect(ctx, req.Repo)
+	f, secrets, err := a.connect(ctx, req.Repo, nil)
 	if err != nil {
 		return CommentResult{}, redact(err, secrets)
 	}

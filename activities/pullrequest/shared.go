@@ -3,6 +3,8 @@ package pullrequest
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 )
 
@@ -12,9 +14,11 @@ import (
 
 // Connect returns a forge client for the repository (credentials read from the
 // repository namespace's Secrets or the GitHub App) and a function that removes
-// every credential value from an error before it leaves an activity.
-func (a *Activities) Connect(ctx context.Context, r Repo) (forge.Forge, func(error) error, error) {
-	f, secrets, err := a.connect(ctx, r)
+// every credential value from an error before it leaves an activity. The
+// namespace must own the repository: a refusal is a non-retryable
+// RepositoryNotOwned, with a Warning Event on the object on refers to (nil: none).
+func (a *Activities) Connect(ctx context.Context, r Repo, on *corev1.ObjectReference) (forge.Forge, func(error) error, error) {
+	f, secrets, err := a.connect(ctx, r, on)
 	clean := func(err error) error { return redact(err, secrets) }
 	if err != nil {
 		return nil, clean, clean(err)

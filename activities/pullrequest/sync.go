@@ -11,8 +11,10 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
@@ -21,6 +23,16 @@ import (
 
 const humanEditMarker = "<!-- nudgeflow:human-edits %s -->"
 
+// changeGroupRef is the ChangeGroup a refused sync records its Event on (nil for a
+// request that names none).
+func changeGroupRef(req SyncRequest) *corev1.ObjectReference {
+	if req.ChangeGroup == "" {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: appstudiov1alpha1.GroupVersion.String(), Kind: "ChangeGroup",
+		Namespace: req.Namespace, Name: req.ChangeGroup}
+}
+
 // SyncPullRequest makes the PR match req, looking before it writes: an unchanged
 // request writes nothing, and a retry after a crash converges without a second
 // CI-triggering event.
@@ -28,7 +40,7 @@ func (a *Activities) SyncPullRequest(ctx context.Context, req SyncRequest) (Obse
 	if err := validate(req); err != nil {
 		return Observed{}, err
 	}
-	f, secrets, err := a.connect(ctx, req.Repo)
+	f, secrets, err := a.connect(ctx, req.Repo, changeGroupRef(req))
 	if err != nil {
 		return Observed{}, redact(err, secrets)
 	}

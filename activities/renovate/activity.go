@@ -37,9 +37,11 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
 
@@ -91,6 +93,22 @@ type Activities struct {
 	GitHubApp types.NamespacedName
 	// Transport makes the GitHub App's calls (http.DefaultTransport when nil).
 	Transport http.RoundTripper
+	// Ownership says whether a namespace owns the repository it nudges, which it
+	// must before a credential is read or a token minted; nil: a checker of Kube
+	// with OperatorNamespace's binding ConfigMap, recording Events.
+	Ownership *ownership.Checker
+	// AppTokens mints and caches the GitHub App's tokens
+	// (ghforge.DefaultAppTokens when nil).
+	AppTokens *ghforge.AppTokens
+
+	ownership ownership.Lazy
+}
+
+// owner is the ownership checker, made once (it keeps an index of claims).
+func (a *Activities) owner() *ownership.Checker {
+	return a.ownership.Get(a.Ownership, func() *ownership.Checker {
+		return &ownership.Checker{Reader: a.Kube, BindingNamespace: a.OperatorNamespace, Events: a.Kube}
+	})
 }
 
 // New returns the activities with the Renovate image from RENOVATE_IMAGE (as
@@ -167,10 +185,20 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	if err != nil {
 		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNotNudgeable, err)
 	}
-	cred, gitAuthor, err := a.scmCredential(ctx, req.Namespace, forge)
+	// Before any credential is read: the namespace must own the repository its
+	// Component names (a tenant writes that URL). A refusal records a Warning Event
+	// on the target and fails the launch for good; the Nudge reports the build.
+	if err := a.owner().Require(ctx, req.Namespace, git.URL, componentRef(target)); err != nil {
+		if ownership.IsRefusal(err) {
+			log.Warn("refused: the namespace does not own the repository", "namespace", req.Namespace, "nudged", req.Nudged, "repo", git.URL, "error", err)
+		}
+		return LaunchResult{}, err
+	}
+	scm, err := a.scmCredential(ctx, req.Namespace, forge)
 	if err != nil {
 		return LaunchResult{}, err
 	}
+	cred, gitAuthor := scm.cred, scm.gitAuthor
 	opts, tier, err := ReadTier(ctx, a.Kube, req.Namespace, target)
 	if err != nil {
 		return LaunchResult{}, err
@@ -214,6 +242,13 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		"distributionRepos", distribution, "registryHostRules", hostRules != "", "trustedCA", caSource)
 
 	secretData := map[string]string{tokenKey: cred.Password}
+	var secretAnnotations map[string]string
+	if !scm.expires.IsZero() {
+		// An App token expires: what refreshRunToken needs to renew it while the
+		// run waits (never the token itself).
+		secretAnnotations = map[string]string{AnnotationTokenExpires: scm.expires.UTC().Format(time.RFC3339),
+			AnnotationTokenRepository: forge.scheme + "://" + forge.host + "/" + forge.repository}
+	}
 	if hostRules != "" {
 		// The whole rule, password included, stays in the Secret: the command only
 		// names the variable (build-service writes the username and host into it).
@@ -245,18 +280,19 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		}
 		return LaunchResult{}, fmt.Errorf("creating PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
 	}
-	if err := a.completeAndRelease(ctx, req, plr, created, runObjects{config: cfgJSON, caBundle: caBundle, secret: secretData}); err != nil {
+	if err := a.completeAndRelease(ctx, req, plr, created, runObjects{config: cfgJSON, caBundle: caBundle, secret: secretData, secretAnnotations: secretAnnotations}); err != nil {
 		return LaunchResult{}, a.withdraw(ctx, plr, err)
 	}
 	return LaunchResult{Name: req.Name, Created: created}, nil
 }
 
 // runObjects are what a run reads besides its spec: its Renovate config, the
-// trusted CA bundle ("": none) and its Secret's data.
+// trusted CA bundle ("": none) and its Secret's data and annotations.
 type runObjects struct {
-	config   []byte
-	caBundle string
-	secret   map[string]string
+	config            []byte
+	caBundle          string
+	secret            map[string]string
+	secretAnnotations map[string]string
 }
 
 // completeAndRelease creates the run's ConfigMaps and Secret (owned by it) and
@@ -303,7 +339,7 @@ func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, 
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace, OwnerReferences: owner,
-			Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}},
+			Labels: map[string]string{LabelManagedBy: ManagedByNudgeflow}, Annotations: objs.secretAnnotations},
 		Type:       corev1.SecretTypeOpaque,
 		StringData: objs.secret,
 	}
@@ -672,6 +708,8 @@ func cancelledByRequest(plr *tektonv1.PipelineRun, reason string) bool {
 }
 
 // RenovateRunStatus is the polling fallback for the bridge's run-finished signal.
+// A run still waiting to start gets its GitHub App token renewed when it nears
+// expiry (refreshRunToken).
 func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name string) (RunStatus, error) {
 	var plr tektonv1.PipelineRun
 	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &plr)
@@ -681,7 +719,16 @@ func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name stri
 	if err != nil {
 		return RunStatus{}, fmt.Errorf("reading PipelineRun %s/%s: %w", namespace, name, err)
 	}
-	return StatusOf(&plr), nil
+	s := StatusOf(&plr)
+	if !s.Done && waiting(&plr) {
+		// A run may wait longer than its App token lives: renew it before it starts.
+		// A failure is tried again at the next poll; the status is what was asked.
+		if err := a.refreshRunToken(ctx, &plr); err != nil {
+			activity.GetLogger(ctx).Warn("the App token of a waiting Renovate run was not renewed; trying again at the next poll",
+				"pipelineRun", name, "namespace", namespace, "error", err)
+		}
+	}
+	return s, nil
 }
 
 // Outcome is one nudge outcome to record as an Event on the nudged Component.
@@ -756,7 +803,7 @@ func parseForge(gitURL, providerAnnotation string, providerOf func(annotation, h
 	if err != nil || u.Host == "" {
 		return forgeInfo{}, fmt.Errorf("git url %q is not a URL with a host", gitURL)
 	}
-	f := forgeInfo{scheme: u.Scheme, host: u.Host, repository: strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")}
+	f := forgeInfo{scheme: u.Scheme, host: u.Host, repository: strings.Trim(strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git"), "/")}
 	apiScheme := "https"
 	if strings.EqualFold(u.Scheme, "http") {
 		apiScheme = "http"

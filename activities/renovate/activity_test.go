@@ -32,6 +32,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 )
 
 const (
@@ -66,7 +67,23 @@ func newInterceptedWorld(t *testing.T, funcs interceptor.Funcs, operatorNamespac
 			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.example.com"}},
 			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("bot"), "password": []byte(unitToken)}},
 	}
-	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).WithInterceptorFuncs(funcs).Build()
+	all := append(base, objs...)
+	// Every Component given is onboarded, as build-service onboards it: its
+	// namespace owns its repository. A test that needs an unowned one creates it
+	// later, through u.kube.
+	onboarded := map[string]bool{}
+	for _, o := range all {
+		if c, ok := o.(*mirrorv1alpha1.Component); ok && c.Spec.Source.GitSource != nil {
+			r := ownershiptest.Repository(c.Namespace, c.Spec.Source.GitSource.URL)
+			// A day ago: a fake API server stamps no creationTimestamp.
+			r.CreationTimestamp = metav1.NewTime(time.Now().Add(-24 * time.Hour).Truncate(time.Second))
+			if !onboarded[r.Namespace+"/"+r.Name] {
+				onboarded[r.Namespace+"/"+r.Name] = true
+				all = append(all, r)
+			}
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(all...).WithInterceptorFuncs(funcs).Build()
 	logs := &logBuffer{}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -15,17 +16,31 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 )
 
+// RunTokenLife is how long an App token must still be valid when it goes into a
+// run's Secret: the run may wait for its branch or in a Kueue queue before it
+// starts (a token lives an hour; see refreshRunToken for a longer wait).
+const RunTokenLife = 30 * time.Minute
+
+// scm is what a run pushes with: the credential, Renovate's gitAuthor, and, for a
+// GitHub App token, when it expires (zero for a basic-auth Secret's, which does
+// not expire on its own).
+type scm struct {
+	cred      credentials.Credential
+	gitAuthor string
+	expires   time.Time
+}
+
 // scmCredential is what Renovate pushes with, as build-service chooses it: on
 // GitHub, an installation token of the GitHub App scoped to the one repository
 // (build-service's GitHub App path), when the App's Secret exists and the App is
-// installed there; otherwise the namespace's basic-auth SCM Secret. It returns the
-// credential and Renovate's gitAuthor. The token is only ever written into the
-// run's Secret.
-func (a *Activities) scmCredential(ctx context.Context, namespace string, f forgeInfo) (credentials.Credential, string, error) {
+// installed there; otherwise the namespace's basic-auth SCM Secret. The token is
+// only ever written into the run's Secret. The caller has checked that the
+// namespace owns the repository.
+func (a *Activities) scmCredential(ctx context.Context, namespace string, f forgeInfo) (scm, error) {
 	if f.platform == "github" {
-		cred, author, ok, err := a.appCredential(ctx, f)
+		s, ok, err := a.appCredential(ctx, f)
 		if err != nil || ok {
-			return cred, author, err
+			return s, err
 		}
 	}
 	cred, err := credentials.Lookup(ctx, a.Kube, namespace, f.host, f.repository)
@@ -34,12 +49,12 @@ func (a *Activities) scmCredential(ctx context.Context, namespace string, f forg
 		if f.platform == "github" {
 			msg += " and no GitHub App installed on it"
 		}
-		return credentials.Credential{}, "", temporal.NewNonRetryableApplicationError(msg, nonRetryableNoCredentials, nil)
+		return scm{}, temporal.NewNonRetryableApplicationError(msg, nonRetryableNoCredentials, nil)
 	}
 	if err != nil {
-		return credentials.Credential{}, "", err
+		return scm{}, err
 	}
-	return cred, basicAuthGitAuthor(cred.Username, f.host), nil
+	return scm{cred: cred, gitAuthor: basicAuthGitAuthor(cred.Username, f.host)}, nil
 }
 
 // basicAuthGitAuthor is build-service's gitAuthor for a basic-auth credential.
@@ -53,31 +68,39 @@ func basicAuthGitAuthor(username, host string) string {
 	return fmt.Sprintf("%s <123456+%s[bot]@users.noreply.%s>", username, username, host)
 }
 
-// appCredential mints the App's repository-scoped token; ok is false when there is
-// no App Secret or the App is not installed on the repository.
-func (a *Activities) appCredential(ctx context.Context, f forgeInfo) (credentials.Credential, string, bool, error) {
+// appCredential is the App's token for the one repository (cached by
+// a.appTokens(), valid RunTokenLife at least); ok is false when there is no App
+// Secret or the App is not installed on the repository.
+func (a *Activities) appCredential(ctx context.Context, f forgeInfo) (scm, bool, error) {
 	secret := a.GitHubApp
 	if secret.Name == "" {
 		secret = forge.DefaultAppSecret
 	}
 	app, ok, err := forge.FindApp(ctx, a.Kube, secret)
 	if err != nil || !ok {
-		return credentials.Credential{}, "", false, err
+		return scm{}, false, err
 	}
 	owner, name, _ := strings.Cut(f.repository, "/")
 	repo := forge.Repo{Scheme: f.scheme, Host: f.host, Owner: owner, Name: name}
-	token, bot, err := ghforge.AppToken(ctx, repo, app, a.Transport)
+	tok, err := a.appTokens().Token(ctx, repo, app, a.Transport, RunTokenLife)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == ghforge.ErrorTypeAppNotInstalled {
 		activity.GetLogger(ctx).Info("the GitHub App is not installed on the repository; using its basic-auth SCM Secret", "repository", f.repository)
-		return credentials.Credential{}, "", false, nil
+		return scm{}, false, nil
 	}
 	if err != nil {
-		// Never the key or a token in the message: AppToken's errors carry neither.
-		return credentials.Credential{}, "", false, err
+		// Never the key or a token in the message: the token's errors carry neither.
+		return scm{}, false, err
 	}
-	slug := strings.TrimSuffix(bot.Name, "[bot]")
+	slug := strings.TrimSuffix(tok.Bot.Name, "[bot]")
 	// build-service's App identity: "<slug>[bot]", committing as "<slug> <<id>+<slug>[bot]@users.noreply.github.com>".
-	return credentials.Credential{SecretName: secret.String(), Username: bot.Name, Password: token},
-		fmt.Sprintf("%s <%s>", slug, bot.Email), true, nil
+	return scm{cred: credentials.Credential{SecretName: secret.String(), Username: tok.Bot.Name, Password: tok.Token},
+		gitAuthor: fmt.Sprintf("%s <%s>", slug, tok.Bot.Email), expires: tok.Expires}, true, nil
+}
+
+func (a *Activities) appTokens() *ghforge.AppTokens {
+	if a.AppTokens != nil {
+		return a.AppTokens
+	}
+	return ghforge.DefaultAppTokens
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
@@ -32,7 +33,8 @@ func newWorkerCommand() *cobra.Command {
 	// The pod's own namespace (the downward API's POD_NAMESPACE) is where OpenShift
 	// injects the trusted CA bundle into a labelled ConfigMap.
 	cmd.Flags().StringVar(&operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
-		"nudgeflow's namespace: a ConfigMap there labelled config.openshift.io/inject-trusted-cabundle=true gives Renovate runs the trusted CA bundle (default $POD_NAMESPACE; empty: none)")
+		"nudgeflow's namespace: a ConfigMap there labelled config.openshift.io/inject-trusted-cabundle=true gives Renovate runs the trusted CA bundle, and the cluster admin's ConfigMap "+
+			ownership.BindingConfigMap+" there binds repositories to tenant namespaces (default $POD_NAMESPACE; empty: neither)")
 	ops := addWorkerOpsFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := tuning.Validate(); err != nil {

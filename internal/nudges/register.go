@@ -11,19 +11,33 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
-// Register adds the workflows (under their stable names) and the activities;
-// operatorNamespace is where the Renovate activities look for the trusted CA bundle,
-// githubApp the GitHub App Secret (zero: build-service's) whose repository-scoped
-// tokens Renovate pushes with on GitHub, transport what makes the App's calls.
-func Register(r sdkworker.Registry, kube ctrlclient.Client, operatorNamespace string, githubApp types.NamespacedName, transport http.RoundTripper) {
+// Options configure the Renovate activities.
+type Options struct {
+	// OperatorNamespace is where they look for the trusted CA bundle.
+	OperatorNamespace string
+	// GitHubApp is the GitHub App Secret (zero: build-service's) whose
+	// repository-scoped tokens Renovate pushes with on GitHub; Transport makes the
+	// App's calls.
+	GitHubApp types.NamespacedName
+	Transport http.RoundTripper
+	// Ownership checks that a namespace owns what it nudges (nil: the activities'
+	// own checker); AppTokens caches the App's tokens (nil: the process's).
+	Ownership *ownership.Checker
+	AppTokens *ghforge.AppTokens
+}
+
+// Register adds the workflows (under their stable names) and the activities.
+func Register(r sdkworker.Registry, kube ctrlclient.Client, o Options) {
 	r.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
 	r.RegisterWorkflowWithOptions(validatednudge.Workflow, workflow.RegisterOptions{Name: validatednudge.WorkflowName})
-	a := renovate.New(kube, operatorNamespace)
-	a.GitHubApp, a.Transport = githubApp, transport
+	a := renovate.New(kube, o.OperatorNamespace)
+	a.GitHubApp, a.Transport, a.Ownership, a.AppTokens = o.GitHubApp, o.Transport, o.Ownership, o.AppTokens
 	r.RegisterActivity(a)
 }

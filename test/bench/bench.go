@@ -40,6 +40,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/localbridge"
@@ -303,9 +304,13 @@ func (s *stack) start(ctx context.Context) error {
 		return err
 	}
 	s.progress("kube-apiserver, etcd and Temporal answer")
-	if s.kube, err = ctrlclient.New(s.cp.Config, ctrlclient.Options{Scheme: kube.NewScheme()}); err != nil {
+	c, err := ctrlclient.New(s.cp.Config, ctrlclient.Options{Scheme: kube.NewScheme()})
+	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
+	// The Components it creates are onboarded as build-service onboards them: their
+	// namespaces own their repositories (the worker writes to no other).
+	s.kube = ownershiptest.Onboarding(c)
 	if s.tc, err = s.tmp.Dial(); err != nil {
 		return fmt.Errorf("temporal client: %w", err)
 	}

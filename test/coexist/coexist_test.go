@@ -123,7 +123,9 @@ func runWorld(t *testing.T, cw coexistWorld) {
 		c := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, Application: "app", ContainerImage: "quay.io/org/" + name, BuildNudgesRef: cw.nudgesRef[name]}}
 		if !strings.HasPrefix(name, "operand") {
-			c.Spec.Source.GitSource = &mirrorv1alpha1.GitSource{URL: "https://github.com/org/" + name, Revision: "main"}
+			// Each world is a tenant with repositories of its own (the oldest claim
+			// on a URL owns it).
+			c.Spec.Source.GitSource = &mirrorv1alpha1.GitSource{URL: "https://github.com/" + ns + "/" + name, Revision: "main"}
 		}
 		create(c)
 	}

@@ -720,7 +720,7 @@ func runChangeGroup(t *testing.T, ns string) {
 	w := world.Get(t)
 	ctx := context.Background()
 	for _, obj := range []ctrlclient.Object{
-		newComponent("bundle", "https://github.com/org/bundle"),
+		newComponent("bundle", "https://github.com/"+ns+"/bundle"),
 		newComponent("operand", "", "bundle"),
 		&appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-update"},
 			Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}}}},

@@ -54,7 +54,7 @@ func launchWorld(t *testing.T) (ns string, req renovate.LaunchRequest) {
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: "quay.io/org/operand"}},
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: ns},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "bundle", Source: mirrorv1alpha1.ComponentSource{
-				GitSource: &mirrorv1alpha1.GitSource{URL: "https://github.com/org/bundle", Revision: "main"}}}},
+				GitSource: &mirrorv1alpha1.GitSource{URL: "https://github.com/" + ns + "/bundle", Revision: "main"}}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "scm", Namespace: ns, Labels: map[string]string{
 			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
 			Type: corev1.SecretTypeBasicAuth,

@@ -22,6 +22,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
@@ -293,6 +294,14 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 	for _, o := range objs {
 		if err := kube.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("seeding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
+		}
+		// build-service onboards every Component: the Pipelines as Code Repository
+		// of its repository makes the namespace its owner (nudgeflow writes only to
+		// repositories a namespace owns). Also on a restart of an older state.
+		if c, ok := o.(*mirrorv1alpha1.Component); ok {
+			if err := ownershiptest.Onboard(ctx, kube, c); err != nil {
+				return err
+			}
 		}
 	}
 	if o.forgejoURL != "" {

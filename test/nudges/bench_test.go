@@ -28,7 +28,7 @@ func BenchmarkBridgeBuildToSignals(b *testing.B) {
 	var edges []konfluxv1alpha1.NudgeRelationship
 	for i := 0; i < targets; i++ {
 		to := fmt.Sprintf("bundle-%d", i)
-		f.component(to, "https://github.com/org/"+to, nil)
+		f.component(to, f.repoURL("github.com", to), nil)
 		edges = append(edges, validated("operand", to, "gate"))
 	}
 	f.nudgeConfig(edges...)

@@ -19,8 +19,8 @@ import (
 func TestSimpleBranchTargetsTakeTurns(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", map[string]string{renovate.AnnotationSimpleBranch: "true"})
-	f.component("bundle-a", "https://github.com/org/bundles", nil)
-	f.component("bundle-b", "https://github.com/org/bundles", nil)
+	f.component("bundle-a", f.repoURL("github.com", "bundles"), nil)
+	f.component("bundle-b", f.repoURL("github.com", "bundles"), nil)
 	f.credentials("github.com")
 	f.nudgeConfig(immediate("operand", "bundle-a"), immediate("operand", "bundle-b"))
 	b := f.build("operand", 1, nil)
@@ -47,7 +47,7 @@ func TestSimpleBranchTargetsTakeTurns(t *testing.T) {
 		}
 		return true, nil
 	})
-	require.Equal(t, "github.com/org/bundles@main:konflux/component-updates/component-update-operand", running.Annotations[renovate.AnnotationBranch])
+	require.Equal(t, "github.com/"+f.ns+"/bundles@main:konflux/component-updates/component-update-operand", running.Annotations[renovate.AnnotationBranch])
 	require.Equal(t, running.Annotations[renovate.AnnotationBranch], waiting.Annotations[renovate.AnnotationBranch])
 	require.Equal(t, running.Name, waiting.Annotations[renovate.AnnotationQueuedForBranch])
 

@@ -185,7 +185,15 @@ func (f *fixture) create(obj ctrlclient.Object) {
 	require.NoError(f.t, f.w.Kube.Create(f.ctx, obj))
 }
 
-// component creates a Component; gitURL empty makes a nudging-only one.
+// repoURL is the repository name on host of this fixture's namespace: every
+// namespace is a tenant with repositories of its own, as the ownership rule wants
+// (the oldest claim on a URL owns it, and this world's namespaces are never deleted).
+func (f *fixture) repoURL(host, name string) string {
+	return "https://" + host + "/" + f.ns + "/" + name
+}
+
+// component creates a Component; gitURL empty makes a nudging-only one. The world's
+// client onboards it: the namespace owns gitURL's repository.
 func (f *fixture) component(name, gitURL string, annotations map[string]string, nudges ...string) {
 	c := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
 		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, ContainerImage: "quay.io/org/" + name, BuildNudgesRef: nudges}}

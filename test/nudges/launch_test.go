@@ -24,7 +24,7 @@ import (
 func TestRefusedLaunchLeavesNoRunAndSaysWhy(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil, "bundle")
-	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	const reason = "ConfigMaps need the platform team's approval in this namespace"
 	f.w.DenyCreate(t, f.ns, &corev1.ConfigMap{}, reason)
@@ -55,7 +55,7 @@ func TestRefusedLaunchLeavesNoRunAndSaysWhy(t *testing.T) {
 func TestRetriedLaunchStartsFromScratch(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
-	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()

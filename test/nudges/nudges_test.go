@@ -44,7 +44,7 @@ func validated(from, to, gate string) konfluxv1alpha1.NudgeRelationship {
 func TestImmediateEdgeLaunchesExactlyOneOwnedRun(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
-	f.component("bundle", "https://gitlab.com/org/bundle.git", nil)
+	f.component("bundle", f.repoURL("gitlab.com", "bundle")+".git", nil)
 	f.credentials("gitlab.com")
 	f.nudgeConfig(immediate("operand", "bundle"))
 	f.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: renovate.NamespaceConfigMap},
@@ -64,7 +64,7 @@ func TestImmediateEdgeLaunchesExactlyOneOwnedRun(t *testing.T) {
 	cfg, raw := f.config(plr)
 	require.Equal(t, "gitlab", cfg.Platform)
 	require.Equal(t, "https://gitlab.com/api/v4/", cfg.Endpoint)
-	require.Equal(t, "org/bundle", cfg.Repositories[0].Repository)
+	require.Equal(t, f.ns+"/bundle", cfg.Repositories[0].Repository)
 	require.Equal(t, []string{"main"}, cfg.Repositories[0].BaseBranches)
 	require.Equal(t, []string{renovate.NudgeLabel, "team-a"}, cfg.Labels)
 	require.True(t, cfg.Automerge)
@@ -113,7 +113,7 @@ func TestImmediateEdgeLaunchesExactlyOneOwnedRun(t *testing.T) {
 func TestRenovateFailsTwiceThenSucceeds(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil, "bundle")
-	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	b := f.build("operand", 1, nil)
 
@@ -139,7 +139,7 @@ func TestRenovateFailsTwiceThenSucceeds(t *testing.T) {
 func TestPersonCancelledRunEndsTheNudge(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil, "bundle")
-	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	b := f.build("operand", 1, nil)
 
@@ -202,7 +202,7 @@ func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
 	f.component("other", "", nil)
-	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	f.nudgeConfig(validated("operand", "bundle", "gate"))
 	has := func(st validatednudge.State, key string) bool {
@@ -264,7 +264,7 @@ func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
 func TestEdgeHeldByChangeGroupSignalsTheGroupOnly(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
-	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	f.nudgeConfig(immediate("operand", "bundle"))
 	// The finalizer is what the bridge's ChangeGroup reconciler adds before it starts
@@ -298,9 +298,9 @@ func TestEdgeHeldByChangeGroupSignalsTheGroupOnly(t *testing.T) {
 func TestConfigMapTiers(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", map[string]string{renovate.AnnotationSimpleBranch: "true"})
-	f.component("bundle-a", "https://github.com/org/a", nil)
-	f.component("bundle-b", "https://github.com/org/b", map[string]string{renovate.AnnotationConfigMap: "bundle-b-renovate"})
-	f.component("bundle-c", "https://github.com/org/c", map[string]string{renovate.AnnotationConfigMap: "does-not-exist"})
+	f.component("bundle-a", f.repoURL("github.com", "a"), nil)
+	f.component("bundle-b", f.repoURL("github.com", "b"), map[string]string{renovate.AnnotationConfigMap: "bundle-b-renovate"})
+	f.component("bundle-c", f.repoURL("github.com", "c"), map[string]string{renovate.AnnotationConfigMap: "does-not-exist"})
 	f.credentials("github.com")
 	f.nudgeConfig(immediate("operand", "bundle-a"), immediate("operand", "bundle-b"), immediate("operand", "bundle-c"))
 	f.create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: renovate.NamespaceConfigMap},
@@ -342,8 +342,8 @@ func TestConfigMapTiers(t *testing.T) {
 func TestPeersNeverNudgeTwice(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
-	f.component("bundle", "https://github.com/org/bundle", nil)
-	f.component("gated", "https://github.com/org/gated", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
+	f.component("gated", f.repoURL("github.com", "gated"), nil)
 	f.credentials("github.com")
 	f.shippedNudgeConfig(immediate("operand", "bundle"), validated("operand", "gated", "gate"))
 	hidden := map[string]string{labelNotForManager: "true"}
@@ -363,8 +363,8 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	// (build-service nudges those).
 	o := newFixture(t)
 	o.component("operand", "", nil, "bundle")
-	o.component("bundle", "https://github.com/org/bundle", nil)
-	o.component("other", "https://github.com/org/other", nil)
+	o.component("bundle", o.repoURL("github.com", "bundle"), nil)
+	o.component("other", o.repoURL("github.com", "other"), nil)
 	o.credentials("github.com")
 	o.nudgeConfig(immediate("operand", "bundle"), immediate("operand", "other"))
 	ob := o.build("operand", 1, hidden)
@@ -377,7 +377,7 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	// Without a NudgeConfig, build-service runs build-nudges-ref: exclusive does nothing.
 	g := newFixture(t)
 	g.component("operand", "", nil, "bundle")
-	g.component("bundle", "https://github.com/org/bundle", nil)
+	g.component("bundle", g.repoURL("github.com", "bundle"), nil)
 	g.credentials("github.com")
 	gb := g.build("operand", 1, hidden)
 	_, err = exclusive.Reconcile(g.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(gb)})

@@ -106,7 +106,7 @@ func validateRenovateConfigs(t *testing.T, configs map[string][]byte) {
 func TestRenovateRunMatchesBuildService(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
-	f.component("bundle", "https://gitlab.com/org/bundle.git", nil)
+	f.component("bundle", f.repoURL("gitlab.com", "bundle")+".git", nil)
 	f.credentials("gitlab.com")
 	f.nudgeConfig(immediate("operand", "bundle"))
 	managed := f.w.Namespace(t)

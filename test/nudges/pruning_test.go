@@ -27,7 +27,7 @@ func (f *fixture) immediateEdge(targets ...string) {
 	f.component("operand", "", nil)
 	var edges []konfluxv1alpha1.NudgeRelationship
 	for _, t := range targets {
-		f.component(t, "https://github.com/org/"+t, nil)
+		f.component(t, f.repoURL("github.com", t), nil)
 		edges = append(edges, immediate("operand", t))
 	}
 	f.credentials("github.com")

@@ -34,7 +34,7 @@ func (f *fixture) nudgeResult(id string) nudge.Result {
 func TestOlderBuildNeverRollsBackANewerOne(t *testing.T) {
 	f := newFixture(t)
 	f.component("operand", "", nil)
-	f.component("bundle", "https://github.com/org/bundle", nil)
+	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	f.nudgeConfig(immediate("operand", "bundle"))
 

@@ -17,6 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
@@ -41,7 +42,11 @@ type Options struct {
 type World struct {
 	ControlPlane *localenv.ControlPlane
 	Temporal     *localenv.Temporal
-	// Kube is a client of the real API server with nudgeflow's scheme.
+	// Kube is a client of the real API server with nudgeflow's scheme. A Component
+	// it creates is onboarded as build-service onboards it: the Pipelines as Code
+	// Repository of its git URL is in the namespace before Create returns, so the
+	// namespace owns the repository (internal/ownership). A client of its own (a
+	// tenant's, impersonated) onboards nothing.
 	Kube ctrlclient.Client
 	// TemporalClient is connected to the dev server's nudgeflow namespace.
 	TemporalClient client.Client
@@ -124,9 +129,11 @@ func start(opts Options) (*World, error) {
 	}); err != nil {
 		return w, err
 	}
-	if w.Kube, err = ctrlclient.New(w.ControlPlane.Config, ctrlclient.Options{Scheme: kube.NewScheme()}); err != nil {
+	c, err := ctrlclient.New(w.ControlPlane.Config, ctrlclient.Options{Scheme: kube.NewScheme()})
+	if err != nil {
 		return w, fmt.Errorf("kubernetes client: %w", err)
 	}
+	w.Kube = ownershiptest.Onboarding(c)
 	if opts.WithoutTemporal {
 		return w, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 
 const testID = "nudge/ns/build-uid/bundle"
@@ -138,6 +139,34 @@ func TestLaunchRefusedIsRecorded(t *testing.T) {
 	env.ExecuteWorkflow(Workflow, request())
 	require.Error(t, env.GetWorkflowError())
 	require.Equal(t, []string{ReasonFailed}, reasons)
+	env.AssertExpectations(t)
+}
+
+// A nudge of a repository the namespace does not own is refused at launch (the
+// activity records the RepositoryNotOwned Warning Event on the Component): the
+// nudge fails at once, and its NudgeFailed Event carries what to create, so the
+// build is reported, not dropped.
+func TestLaunchOfARepositoryTheNamespaceDoesNotOwnIsReported(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
+	a := &renovate.Activities{}
+	env.RegisterActivity(a)
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
+		temporal.NewNonRetryableApplicationError("namespace tenant does not own repository https://github.com/other/bundle, so nudgeflow neither writes to it "+
+			"nor mints a token for it: no Pipelines as Code Repository in namespace tenant names it. Create a Repository", ownership.ErrorType, nil)).Once()
+	var outcomes []renovate.Outcome
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+		outcomes = append(outcomes, o)
+		return nil
+	})
+	env.ExecuteWorkflow(Workflow, request())
+	require.Error(t, env.GetWorkflowError())
+	require.Len(t, outcomes, 1, "one launch, not retried")
+	require.Equal(t, ReasonFailed, outcomes[0].Reason)
+	require.True(t, outcomes[0].Warning)
+	require.Contains(t, outcomes[0].Message, "does not own repository https://github.com/other/bundle")
+	require.Contains(t, outcomes[0].Message, "Create a Repository")
 	env.AssertExpectations(t)
 }
 

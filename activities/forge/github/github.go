@@ -16,7 +16,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v92/github"
 	"github.com/shurcooL/githubv4"
 	"go.temporal.io/sdk/temporal"
@@ -72,63 +71,6 @@ func New(o forge.ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("github client for %s: %w", o.Repo.Host, err)
 	}
 	return &Client{repo: o.Repo, bot: o.Bot, rest: c, gql: githubv4.NewEnterpriseClient(gql, hc), tr: tr, fails: fails}, nil
-}
-
-// ErrorTypeAppNotInstalled is AppToken's error type when the App has no
-// installation on the repository (callers may fall back to other credentials).
-const ErrorTypeAppNotInstalled = "GitHubAppNotInstalled"
-
-// AppToken mints an installation token of a GitHub App scoped to the one repository
-// (as build-service does: an installation token to read the repository's ID, then a
-// second one with RepositoryIDs), and the App bot's commit identity.
-func AppToken(ctx context.Context, repo forge.Repo, app forge.App, base http.RoundTripper) (string, forge.Signature, error) {
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	atr, err := ghinstallation.NewAppsTransport(base, app.ID, app.PrivateKey)
-	if err != nil {
-		return "", forge.Signature{}, errors.New("github app: private key is not a valid RSA PEM key")
-	}
-	rest, _ := Endpoints(repo)
-	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(&http.Client{Transport: atr, Timeout: DefaultTimeout}), gh.WithDisableRateLimitCheck()}
-	if repo.Host != "github.com" {
-		opts = append(opts, gh.WithEnterpriseURLs(rest, rest))
-	}
-	appClient, err := gh.NewClient(opts...)
-	if err != nil {
-		return "", forge.Signature{}, fmt.Errorf("github app client: %w", err)
-	}
-	a, resp, err := appClient.Apps.Get(ctx, "")
-	if err != nil {
-		return "", forge.Signature{}, classify("reading the GitHub App", err, resp, nil)
-	}
-	inst, resp, err := appClient.Apps.GetRepositoryInstallation(ctx, repo.Owner, repo.Name)
-	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusNotFound {
-			return "", forge.Signature{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("the GitHub App %s is not installed on %s", a.GetSlug(), repo.FullName()), ErrorTypeAppNotInstalled, nil)
-		}
-		return "", forge.Signature{}, classify("finding the App installation of "+repo.FullName(), err, resp, nil)
-	}
-	wide, resp, err := appClient.Apps.CreateInstallationToken(ctx, inst.GetID(), nil)
-	if err != nil {
-		return "", forge.Signature{}, classify("creating an installation token", err, resp, nil)
-	}
-	wc, err := New(forge.ClientOptions{Repo: repo, Token: wide.GetToken(), Transport: base})
-	if err != nil {
-		return "", forge.Signature{}, err
-	}
-	r, resp, err := wc.rest.Repositories.Get(ctx, repo.Owner, repo.Name)
-	if err != nil {
-		return "", forge.Signature{}, classify("reading "+repo.FullName(), err, resp, nil)
-	}
-	scoped, resp, err := appClient.Apps.CreateInstallationToken(ctx, inst.GetID(), &gh.InstallationTokenOptions{RepositoryIDs: []int64{r.GetID()}})
-	if err != nil {
-		return "", forge.Signature{}, classify("creating a repository-scoped installation token", err, resp, nil)
-	}
-	slug := a.GetSlug()
-	bot := forge.Signature{Name: slug + "[bot]", Email: fmt.Sprintf("%d+%s[bot]@users.noreply.github.com", app.ID, slug)}
-	return scoped.GetToken(), bot, nil
 }
 
 // failRecorder remembers the last failed answer: its status and headers, and for

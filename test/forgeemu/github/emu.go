@@ -273,6 +273,22 @@ func (s *Server) WriteScopes() []string {
 	return append([]string(nil), s.writeScopes...)
 }
 
+// WritesTo lists the write requests ("METHOD path") that named repository
+// owner/name: its REST API and git pushes to it, whatever their answer.
+func (s *Server) WritesTo(owner, name string) []string {
+	var out []string
+	for _, line := range s.requests.All() {
+		method, path, _ := strings.Cut(line, " ")
+		if method == http.MethodGet || method == http.MethodHead {
+			continue
+		}
+		if strings.HasPrefix(path, "/api/v3/repos/"+owner+"/"+name+"/") || path == "/"+owner+"/"+name+"/git-receive-pack" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // Writes is how many authenticated write requests (POST/PATCH/PUT/DELETE) arrived.
 func (s *Server) Writes() int { return s.faults.Writes() }
 

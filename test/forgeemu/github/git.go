@@ -37,8 +37,9 @@ func (s *Server) gitRoutes(mux *http.ServeMux) {
 type gitForge struct{ s *Server }
 
 // Access: repositories are public, so anyone reads; a token the API accepts (and,
-// for an installation token, scoped to the repository) pushes; an unknown token is
-// refused, as GitHub refuses bad credentials even on a public repository.
+// for an installation token, scoped to the repository, not expired, with contents:
+// write) pushes; an unknown token is refused, as GitHub refuses bad credentials
+// even on a public repository.
 func (f gitForge) Access(name, token string) (gitserve.Access, bool) {
 	s := f.s
 	s.mu.Lock()
@@ -50,10 +51,17 @@ func (f gitForge) Access(name, token string) (gitserve.Access, bool) {
 		}
 		return gitserve.ReadAccess, true
 	}
-	if _, ok := s.tokens.Lookup(token); !ok || rp == nil || !s.scopeAllows(token, rp) {
+	if _, ok := s.tokens.Lookup(token); !ok || rp == nil || s.tokenExpired(token) || !s.scopeAllows(token, rp) {
 		return gitserve.NoAccess, rp != nil
 	}
-	return gitserve.WriteAccess, true
+	// An installation token pushes with contents: write, fetches with read.
+	switch {
+	case s.permits(token, "contents:write"):
+		return gitserve.WriteAccess, true
+	case s.permits(token, "contents:read"):
+		return gitserve.ReadAccess, true
+	}
+	return gitserve.NoAccess, true
 }
 
 // TokenAsUserName: GitHub takes https://<token>@host/… (Renovate's github platform

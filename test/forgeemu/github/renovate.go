@@ -25,7 +25,7 @@ var gqlRepository = regexp.MustCompile(`\brepository\(owner:\s*\$(\w+),\s*name:\
 // graphqlRepository answers a query of repository(owner:, name:) — Renovate's
 // repoInfoQuery — with the fields it selects that the emulator knows; it reports
 // false for any other query. Callers hold s.mu.
-func (s *Server) graphqlRepository(w http.ResponseWriter, query string, vars map[string]json.RawMessage) bool {
+func (s *Server) graphqlRepository(w http.ResponseWriter, token, query string, vars map[string]json.RawMessage) bool {
 	m := gqlRepository.FindStringSubmatch(query)
 	if m == nil {
 		return false
@@ -34,7 +34,7 @@ func (s *Server) graphqlRepository(w http.ResponseWriter, query string, vars map
 	_ = json.Unmarshal(vars[m[1]], &owner)
 	_ = json.Unmarshal(vars[m[2]], &name)
 	rp := s.repos[owner+"/"+name]
-	if rp == nil {
+	if rp == nil || !s.scopeAllows(token, rp) {
 		writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"repository": nil}, "errors": []map[string]any{{
 			"type": "NOT_FOUND", "path": []string{"repository"},
 			"message": "Could not resolve to a Repository with the name '" + owner + "/" + name + "'."}}})

@@ -77,9 +77,23 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		u, ok := s.tokens.Lookup(bearer(r))
-		if !ok {
+		token := bearer(r)
+		u, ok := s.tokens.Lookup(token)
+		if !ok || s.tokenExpired(token) {
 			writeError(w, http.StatusUnauthorized, "Bad credentials")
+			return
+		}
+		// An installation token: a repository outside its scope is not found, a
+		// request its permissions do not cover is forbidden (GraphQL answers its
+		// own way, in graphql).
+		if owner, name, ok := repoPath(r.URL.Path); ok {
+			if rp := s.repos[owner+"/"+name]; rp != nil && !s.scopeAllows(token, rp) {
+				writeError(w, http.StatusNotFound, "Not Found")
+				return
+			}
+		}
+		if !s.permits(token, restPermissions(r)...) {
+			forbidden(w)
 			return
 		}
 		write := emucore.IsWrite(r)
@@ -96,11 +110,12 @@ func (s *Server) authed(h func(w http.ResponseWriter, r *http.Request, u User)) 
 
 // scopeNames names the repositories a token is limited to. Callers hold s.mu.
 func (s *Server) scopeNames(token string) string {
-	if s.app == nil {
+	t := s.installToken(token)
+	if t == nil {
 		return ""
 	}
 	var names []string
-	for _, id := range s.app.scopes[token] {
+	for _, id := range t.repos {
 		for _, rp := range s.repos {
 			if rp.id == id {
 				names = append(names, rp.owner+"/"+rp.name)
@@ -150,6 +165,7 @@ func (s *Server) repoOf(w http.ResponseWriter, r *http.Request) *repo {
 	rp := s.repos[r.PathValue("owner")+"/"+r.PathValue("repo")]
 	if rp == nil || !s.scopeAllows(bearer(r), rp) {
 		writeError(w, http.StatusNotFound, "Not Found")
+		return nil
 	}
 	return rp
 }
@@ -715,11 +731,12 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 			"type": "RATE_LIMITED", "message": "API rate limit already exceeded for user ID 1."}}})
 		return
 	}
-	if s.graphqlRepository(w, in.Query, in.Variables) {
+	token := bearer(r)
+	if s.graphqlRepository(w, token, in.Query, in.Variables) {
 		return
 	}
 	if m := gqlUpdateRefs.FindStringSubmatch(in.Query); m != nil {
-		s.updateRefs(w, in.Variables[m[1]], u)
+		s.updateRefs(w, token, in.Variables[m[1]], u)
 		return
 	}
 	fields := gqlField.FindAllStringSubmatchIndex(in.Query, -1)
@@ -747,6 +764,14 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 			continue
 		}
 		rp, p := s.pullByNodeID(input.PullRequestID)
+		switch {
+		case p != nil && !s.scopeAllows(token, rp):
+			p = nil // a token sees no node of a repository outside its scope
+		case p != nil && !s.permits(token, "pull_requests:write"):
+			errs = append(errs, gqlForbidden(field))
+			data[field] = nil
+			continue
+		}
 		switch {
 		case p == nil:
 			errs = append(errs, map[string]any{"type": "NOT_FOUND", "path": []string{field},
@@ -791,7 +816,7 @@ var gqlUpdateRefs = regexp.MustCompile(`\bupdateRefs\(input:\s*\$(\w+)\)`)
 // the ref's current value (40 zeros: the ref must not exist) or nothing changes;
 // afterOid is the new value (40 zeros deletes); without force only fast-forwards
 // are taken. All or nothing, under the server's lock: a compare-and-swap.
-func (s *Server) updateRefs(w http.ResponseWriter, raw json.RawMessage, u User) {
+func (s *Server) updateRefs(w http.ResponseWriter, token string, raw json.RawMessage, u User) {
 	const zero = "0000000000000000000000000000000000000000"
 	var input struct {
 		RepositoryID string `json:"repositoryId"`
@@ -816,8 +841,12 @@ func (s *Server) updateRefs(w http.ResponseWriter, raw json.RawMessage, u User) 
 			rp = r
 		}
 	}
-	if rp == nil {
+	if rp == nil || !s.scopeAllows(token, rp) {
 		fail("NOT_FOUND", fmt.Sprintf("Could not resolve to a node with the global id of '%s'", input.RepositoryID))
+		return
+	}
+	if !s.permits(token, "contents:write") {
+		fail("FORBIDDEN", "Resource not accessible by integration")
 		return
 	}
 	for _, ru := range input.RefUpdates {
@@ -857,6 +886,12 @@ func (s *Server) updateRefs(w http.ResponseWriter, raw json.RawMessage, u User) 
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": map[string]any{"updateRefs": map[string]any{"clientMutationId": nil}}})
+}
+
+// gqlForbidden is GitHub's GraphQL error for a field the token's permissions do
+// not cover.
+func gqlForbidden(field string) map[string]any {
+	return map[string]any{"type": "FORBIDDEN", "path": []string{field}, "message": "Resource not accessible by integration"}
 }
 
 var gqlField = regexp.MustCompile(`\b(markPullRequestReadyForReview|convertPullRequestToDraft|updatePullRequest)\(input:\s*\$(\w+)\)`)

@@ -12,14 +12,14 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
@@ -67,9 +67,7 @@ func TestF5ForgejoPRGroupOnNonDefaultBase(t *testing.T) {
 	require.NotEqual(t, release.SHA, mainHead.SHA)
 	require.NoError(t, srv.WatchCI(owner, name))
 
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, mirrorv1alpha1.AddToScheme(s))
+	s := kube.NewScheme()
 	repoURL := srv.URL + "/" + owner + "/" + name
 	k8s := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: "tenant",
@@ -80,6 +78,8 @@ func TestF5ForgejoPRGroupOnNonDefaultBase(t *testing.T) {
 			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
 			Type: corev1.SecretTypeBasicAuth,
 			Data: map[string][]byte{"username": []byte(localenv.ForgejoBot), "password": []byte(srv.BotToken)}},
+		// build-service's onboarding: the namespace owns the repository.
+		ownershiptest.Repository("tenant", repoURL),
 	).Build()
 	a := &prgroup.Activities{Kube: k8s, PR: pullrequest.New(k8s, pullrequest.Config{Bot: forge.Signature{Name: "nudgeflow", Email: srv.BotEmail}})}
 	var ts testsuite.WorkflowTestSuite

@@ -8,8 +8,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
@@ -17,6 +15,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
@@ -43,9 +43,7 @@ func TestF4OriginOnSelfHostedForgeReadByGitProviderAnnotation(t *testing.T) {
 	mr, err := c.CreatePR(ctx, forge.NewPR{Title: "the origin", Head: "feature@one", Base: "main", Body: "b"})
 	require.NoError(t, err)
 
-	s := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(s))
-	require.NoError(t, mirrorv1alpha1.AddToScheme(s))
+	s := kube.NewScheme()
 	k8s := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand", Namespace: "tenant",
 			Annotations: map[string]string{mirrorv1alpha1.AnnotationGitProvider: "gitlab"}},
@@ -55,6 +53,8 @@ func TestF4OriginOnSelfHostedForgeReadByGitProviderAnnotation(t *testing.T) {
 			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
 			Type: corev1.SecretTypeBasicAuth,
 			Data: map[string][]byte{"username": []byte("oauth2"), "password": []byte(glToken)}},
+		// build-service's onboarding: the namespace owns the repository.
+		ownershiptest.Repository("tenant", repoURL),
 	).Build()
 	a := &prgroup.Activities{Kube: k8s, PR: pullrequest.New(k8s, pullrequest.Config{})}
 	var ts testsuite.WorkflowTestSuite

@@ -32,7 +32,7 @@ func setup(t *testing.T) *fixture {
 	t.Cleanup(emu.Close)
 	emu.AddToken(token, githubemu.User{Login: "nudgeflow[bot]", Name: bot.Name, Email: bot.Email})
 	emu.CreateRepo("org", "bundle", "main", bundleFiles())
-	return &fixture{activityRunner: newActivityRunner(t, pr.Config{Bot: bot}, scmSecret{"scm", "nudgeflow", token}), emu: emu}
+	return &fixture{activityRunner: newActivityRunner(t, pr.Config{Bot: bot}, scmSecret{"scm", "nudgeflow", token}, emu.URL()+"/org/bundle"), emu: emu}
 }
 
 func (f *fixture) request(mode pr.Mode, ready ...string) pr.SyncRequest {

@@ -1,17 +1,26 @@
 package pullrequest_test
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"maps"
 	"testing"
+	"time"
 
+	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
@@ -33,7 +42,8 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: forge.DefaultAppSecret.Name, Namespace: forge.DefaultAppSecret.Namespace},
 		Data:       map[string][]byte{forge.KeyAppID: []byte("4242"), forge.KeyAppPrivateKey: keyPEM},
 	}
-	env := newActivityEnv(t, pr.Config{}, appSecret).env
+	runner := newActivityEnv(t, pr.Config{AppTokens: &ghforge.AppTokens{}}, emu.URL()+"/org/bundle", appSecret)
+	env := runner.env
 
 	req := pr.SyncRequest{
 		Repo:   pr.Repo{Provider: "github", URL: emu.URL() + "/org/bundle", Namespace: "tenant"},
@@ -65,5 +75,62 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 		if s != "org/bundle" {
 			t.Errorf("a write used a token scoped to %q, want only org/bundle", s)
 		}
+	}
+
+	// Every other activity of a ChangeGroup, through the emulator that holds the
+	// token to its permissions (a missing one fails here): the release, its CI
+	// (check runs and the combined status), a comment, the close. One token for all
+	// of them, polls included: minted once, for org/bundle alone, with nothing but
+	// contents and pull_requests write, checks and statuses read.
+	run := func(name string, req any) {
+		t.Helper()
+		if _, err := env.ExecuteActivity(name, req); err != nil {
+			t.Fatalf("%s as the App: %v", name, err)
+		}
+	}
+	req.Mode, req.Known = pr.ModeRelease, o.PR
+	run(pr.SyncActivity, req)
+	for range 3 {
+		run(pr.ObserveActivity, pr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
+	}
+	run(pr.CIActivity, pr.CIRequest{Repo: req.Repo, Known: o.PR})
+	run(pr.CommentActivity, pr.CommentRequest{Repo: req.Repo, Known: o.PR, Key: "ci-not-started", Body: "CI did not start"})
+	run(pr.CloseActivity, pr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "cancelled"})
+	mints := emu.TokenMints()
+	if len(mints) != 1 {
+		t.Fatalf("%d tokens minted for 8 activities, want 1: %+v", len(mints), mints)
+	}
+	want := map[string]string{"contents": "write", "pull_requests": "write", "checks": "read", "statuses": "read"}
+	if fmt.Sprint(mints[0].Repositories) != "[org/bundle]" || !maps.Equal(mints[0].Permissions, want) {
+		t.Errorf("minted %+v, want org/bundle with %v", mints[0], want)
+	}
+
+	// Another tenant's ChangeGroup on the same repository, first without a claim,
+	// then with a Repository of its own made after the owner's: refused before any
+	// token (the cached one included) is used, nothing written, and a Warning Event
+	// on its ChangeGroup says what to create.
+	writes := len(emu.WritesTo("org", "bundle"))
+	attack := req
+	attack.Repo.Namespace, attack.Namespace, attack.ChangeGroup, attack.Known = "attacker", "attacker", "steal", pr.PRRef{}
+	for _, claim := range []bool{false, true} {
+		if claim {
+			runner.own("attacker", emu.URL()+"/org/bundle.git", time.Now())
+		}
+		_, err := env.ExecuteActivity(pr.SyncActivity, attack)
+		var ae *temporal.ApplicationError
+		if !errors.As(err, &ae) || ae.Type() != ownership.ErrorType || !ae.NonRetryable() {
+			t.Fatalf("another tenant's sync (claim %v): %v", claim, err)
+		}
+	}
+	if len(emu.TokenMints()) != 1 || len(emu.WritesTo("org", "bundle")) != writes {
+		t.Fatalf("the attacker got a token or wrote: %d mints, writes %v", len(emu.TokenMints()), emu.WritesTo("org", "bundle")[writes:])
+	}
+	var events corev1.EventList
+	if err := runner.k8s.List(context.Background(), &events, client.InNamespace("attacker")); err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 || events.Items[0].Reason != ownership.EventReason || events.Items[0].InvolvedObject.Kind != "ChangeGroup" ||
+		events.Items[0].InvolvedObject.Name != "steal" || events.Items[0].Type != corev1.EventTypeWarning {
+		t.Fatalf("events %+v", events.Items)
 	}
 }

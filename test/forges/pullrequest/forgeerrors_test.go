@@ -143,6 +143,7 @@ func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
 	f.emu.CreateRepo("org", "big", "main", files)
 	req := f.request(pr.ModeHold, "operator")
 	req.Repo.URL = f.emu.URL() + "/org/big"
+	f.own("tenant", req.Repo.URL, time.Now().Add(-time.Hour))
 	before := f.emu.BlobReads()
 	o := f.sync(req)
 	first := f.emu.BlobReads() - before

@@ -97,7 +97,7 @@ func setupForgejo(t *testing.T) *fjFixture {
 	t.Cleanup(proxy.Close)
 	f.proxy = proxy
 	f.activityRunner = newActivityRunner(t, pr.Config{Bot: forge.Signature{Name: "nudgeflow", Email: srv.BotEmail}},
-		scmSecret{"scm", localenv.ForgejoBot, srv.BotToken})
+		scmSecret{"scm", localenv.ForgejoBot, srv.BotToken}, proxy.URL+"/"+f.owner+"/"+f.name)
 	return f
 }
 

@@ -27,7 +27,7 @@ func setupGitLab(t *testing.T) *glFixture {
 	t.Cleanup(e.Close)
 	e.AddToken(glToken, glemu.User{Username: "project_7_bot", Name: bot.Name, Email: bot.Email})
 	e.CreateProject("org/team", "bundle", "main", bundleFiles())
-	return &glFixture{activityRunner: newActivityRunner(t, pr.Config{}, scmSecret{"gitlab", "oauth2", glToken}), gl: e}
+	return &glFixture{activityRunner: newActivityRunner(t, pr.Config{}, scmSecret{"gitlab", "oauth2", glToken}, e.URL()+"/org/team/bundle"), gl: e}
 }
 
 func (f *glFixture) req(mode pr.Mode, known pr.PRRef, ready ...string) pr.SyncRequest {

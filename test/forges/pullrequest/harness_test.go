@@ -1,6 +1,7 @@
 package pullrequest_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -11,12 +12,14 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 )
 
 // The forges' fixtures (GitHub emulator, GitLab emulator, real Forgejo server)
@@ -42,13 +45,15 @@ type scmSecret struct{ name, username, token string }
 type activityRunner struct {
 	t   *testing.T
 	env *testsuite.TestActivityEnvironment
+	k8s client.Client
 }
 
 // newActivityRunner registers the activities configured with cfg, reading their
-// credentials from a Kubernetes that holds only s.
-func newActivityRunner(t *testing.T, cfg pr.Config, s scmSecret) activityRunner {
+// credentials from a Kubernetes that holds only s and the Pipelines as Code
+// Repository that makes namespace tenant own repoURL (build-service's onboarding).
+func newActivityRunner(t *testing.T, cfg pr.Config, s scmSecret, repoURL string) activityRunner {
 	t.Helper()
-	return newActivityEnv(t, cfg, &corev1.Secret{
+	return newActivityEnv(t, cfg, repoURL, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: "tenant",
 			Labels: map[string]string{forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
 		Type: corev1.SecretTypeBasicAuth,
@@ -57,13 +62,28 @@ func newActivityRunner(t *testing.T, cfg pr.Config, s scmSecret) activityRunner 
 }
 
 // newActivityEnv registers the activities configured with cfg, with a Kubernetes
-// that holds objs.
-func newActivityEnv(t *testing.T, cfg pr.Config, objs ...client.Object) activityRunner {
-	k8s := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
+// that holds objs, where namespace tenant owns repoURL.
+func newActivityEnv(t *testing.T, cfg pr.Config, repoURL string, objs ...client.Object) activityRunner {
+	k8s := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(objs...).Build()
+	a := activityRunner{t: t, k8s: k8s}
+	a.own("tenant", repoURL, time.Now().Add(-24*time.Hour))
+	// As the worker checks: ownership read from the cluster, refusals recorded as Events.
+	cfg.Ownership = &ownership.Checker{Reader: k8s, Events: k8s}
 	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestActivityEnvironment()
-	pr.New(k8s, cfg).Register(env)
-	return activityRunner{t: t, env: env}
+	a.env = ts.NewTestActivityEnvironment()
+	pr.New(k8s, cfg).Register(a.env)
+	return a
+}
+
+// own makes namespace own repoURL with a Pipelines as Code Repository created at
+// created (a fake API server stamps no creationTimestamp).
+func (a activityRunner) own(namespace, repoURL string, created time.Time) {
+	a.t.Helper()
+	r := ownershiptest.Repository(namespace, repoURL)
+	r.CreationTimestamp = metav1.NewTime(created.Truncate(time.Second))
+	if err := a.k8s.Create(context.Background(), r); err != nil {
+		a.t.Fatal(err)
+	}
 }
 
 func (a activityRunner) sync(req pr.SyncRequest) pr.Observed {
@@ -140,9 +160,18 @@ func (a activityRunner) checkErrorsClassified(req pr.SyncRequest, failNext func(
 			a.t.Fatal("token leaked")
 		}
 	}
+	// Namespace elsewhere owns a repository of the forge and has no credentials.
 	noCreds := req
-	noCreds.Repo.Namespace = "elsewhere"
+	noCreds.Repo.Namespace, noCreds.Repo.URL = "elsewhere", req.Repo.URL+"-of-elsewhere"
+	a.own("elsewhere", noCreds.Repo.URL, time.Now())
 	if _, err := a.trySync(noCreds); !errors.As(err, &ae) || ae.Type() != "NoCredentials" || strings.Contains(err.Error(), token) {
 		a.t.Fatalf("no credentials: %v", err)
+	}
+	// The tenant's credentials for elsewhere's repository: refused before they
+	// are read, nothing written there.
+	stolen := req
+	stolen.Repo.URL = noCreds.Repo.URL
+	if _, err := a.trySync(stolen); !errors.As(err, &ae) || ae.Type() != ownership.ErrorType || !ae.NonRetryable() || strings.Contains(err.Error(), token) {
+		a.t.Fatalf("another namespace's repository: %v", err)
 	}
 }

@@ -2,15 +2,12 @@ package renovate_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -20,13 +17,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 )
 
 // On GitHub, Renovate pushes as the GitHub App with an installation token scoped
@@ -34,13 +32,8 @@ import (
 // bot; where the App is not installed it falls back to the namespace's basic-auth
 // Secret. The token is only in the run's Secret.
 func TestRenovateUsesTheGitHubAppTokenScopedToTheRepository(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	require.NoError(t, err)
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	emu := githubemu.New()
-	t.Cleanup(emu.Close)
-	emu.RegisterApp(4242, "konflux-app", &key.PublicKey)
-	emu.CreateRepo("org", "bundle", "main", map[string]string{"Dockerfile": "FROM quay.io/org/operand@sha256:" + "0"})
+	f := startAppForge(t)
+	emu := f.emu
 	emu.CreateRepo("elsewhere", "bundle", "main", map[string]string{"Dockerfile": "FROM quay.io/org/operand@sha256:" + "0"})
 	emu.UninstallApp("elsewhere")
 
@@ -53,8 +46,7 @@ func TestRenovateUsesTheGitHubAppTokenScopedToTheRepository(t *testing.T) {
 	u := newUnitWorld(t, "",
 		component("app-bundle", emu.URL()+"/org/bundle"),
 		component("pat-bundle", emu.URL()+"/elsewhere/bundle"),
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: forge.DefaultAppSecret.Name, Namespace: forge.DefaultAppSecret.Namespace},
-			Data: map[string][]byte{forge.KeyAppID: []byte("4242"), forge.KeyAppPrivateKey: keyPEM}},
+		f.secret,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "scm-emu", Namespace: "tenant", Labels: map[string]string{
 			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "127.0.0.1"}},
 			Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("pat-user"), "password": []byte(unitToken)}},
@@ -105,18 +97,33 @@ type unitWorld struct {
 }
 
 // newUnitWorld is a fake cluster with a nudging component "operand" (image
-// quay.io/org/operand) plus objs.
+// quay.io/org/operand) plus objs. Every Component given is onboarded as
+// build-service onboards it (its namespace owns its repository, since a day); a
+// test that needs an unowned one creates it later, through u.kube. The
+// activities have their own App token cache.
 func newUnitWorld(t *testing.T, operatorNamespace string, objs ...ctrlclient.Object) *unitWorld {
-	base := []ctrlclient.Object{
+	return newInterceptedWorld(t, interceptor.Funcs{}, operatorNamespace, objs...)
+}
+
+// newInterceptedWorld is newUnitWorld with the fake API server's answers changed by funcs.
+func newInterceptedWorld(t *testing.T, funcs interceptor.Funcs, operatorNamespace string, objs ...ctrlclient.Object) *unitWorld {
+	all := append([]ctrlclient.Object{
 		&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "operand", Namespace: "tenant"},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "operand", ContainerImage: "quay.io/org/operand"}},
+	}, objs...)
+	for _, o := range all {
+		if c, ok := o.(*mirrorv1alpha1.Component); ok && c.Spec.Source.GitSource != nil {
+			r := ownershiptest.Repository(c.Namespace, c.Spec.Source.GitSource.URL)
+			r.CreationTimestamp = metav1.NewTime(time.Now().Add(-24 * time.Hour).Truncate(time.Second))
+			all = append(all, r)
+		}
 	}
-	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(append(base, objs...)...).Build()
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(all...).WithInterceptorFuncs(funcs).Build()
 	logs := &logBuffer{}
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	env := suite.NewTestActivityEnvironment()
-	a := &renovate.Activities{Kube: c, OperatorNamespace: operatorNamespace}
+	a := &renovate.Activities{Kube: c, OperatorNamespace: operatorNamespace, AppTokens: &ghforge.AppTokens{}}
 	env.RegisterActivity(a)
 	return &unitWorld{t: t, kube: c, logs: logs, env: env, a: a}
 }

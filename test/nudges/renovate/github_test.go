@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
@@ -101,6 +102,12 @@ func renovateOpensTheNudgePROnGitHub(t *testing.T, token, suffix string) {
 	forge.CreateRepo(t, "tenant", "consumer", "main", files)
 	// Renovate applies the labels of its config; a Konflux tenant creates them.
 	forge.CreateLabel(t, "tenant", "consumer", renovate.NudgeLabel)
+	if token == landingforge.GitHubAppToken {
+		// The App token nudgeflow mints: this repository alone, its permissions
+		// alone, held to them as GitHub holds an installation token (a call
+		// Renovate makes beyond them fails here).
+		emu.LimitToken(token, []string{"tenant/consumer"}, ghforge.TokenPermissionMap())
+	}
 	mainBefore, ok := emu.Head("tenant", "consumer", "main")
 	require.True(t, ok)
 
