@@ -150,6 +150,7 @@ func TestLaunchOfARepositoryTheNamespaceDoesNotOwnIsReported(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
+	buildchecktest.New().Register(env) // the build is the cluster's: only the launch is refused
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
