@@ -215,6 +215,7 @@ func TestWalkthrough(t *testing.T) {
 		fmt.Sprintf("http://127.0.0.1:%d", e.p.forge), filepath.Join(home, "kubeconfig"), `eval "$(./bin/nudgeflow-dev dev env)"`)
 	e.connect()
 
+	var sh *shell // the walkthrough's shell, started below; a check may run a listing again
 	checks := map[string]func(out string){
 		"env": func(out string) {
 			contains(t, out, "component.appstudio.redhat.com/operator-bundle", "component.appstudio.redhat.com/operator ",
@@ -328,7 +329,18 @@ func TestWalkthrough(t *testing.T) {
 			pr := e.prGroupPR(func(p pull) bool { return p.State == "open" && p.Draft })
 			e.page(fmt.Sprintf("/%s/pull/%d", bundleRepo, pr.Number), `id="pr-state">draft<`, "PR group", devenv.DemoNamespace+"/operand-a#1",
 				"Do not merge this pull request out of order")
-			contains(t, out, "prgroup/"+devenv.DemoNamespace+"/my-feature/"+devenv.Bundle)
+			// The step's listing runs right after the build succeeded; the bridge routes
+			// the build to its group a moment later (longer on a loaded machine), so the
+			// same listing is run again until the group is there.
+			want := "prgroup/" + devenv.DemoNamespace + "/my-feature/" + devenv.Bundle
+			listed := out
+			world.Eventually(t, time.Minute, "the PR group's workflow is listed", func() (bool, error) {
+				if strings.Contains(listed, want) {
+					return true, nil
+				}
+				listed = sh.run(t, step{id: "pr-group-list", script: `temporal workflow list --query 'PRGroup="my-feature"'`}, time.Minute)
+				return strings.Contains(listed, want), fmt.Errorf("not listed: %s", listed)
+			})
 		},
 		"pr-group-merge": func(out string) {
 			contains(t, out, "merged "+devenv.DemoNamespace+"/operand-a#1")
@@ -381,7 +393,7 @@ func TestWalkthrough(t *testing.T) {
 		},
 	}
 
-	sh := startShell(t, dir, childEnv)
+	sh = startShell(t, dir, childEnv)
 	seen := map[string]bool{}
 	for _, st := range readmeSteps(t) {
 		if strings.HasPrefix(st.id, forgejoStep) {
