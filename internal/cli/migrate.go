@@ -43,7 +43,9 @@ down for). The default, auto, keeps the kind a namespace already has, and otherw
 writes nudgeflow's kind where the cluster serves it, else integration-service's.
 Converting to the other kind keeps every edge, mode, gating group, label, annotation
 and batching policy (an annotation on integration-service's kind; it holds at most
-256 edges, and a larger NudgeConfig is refused, not cut). The old object stays until
+the served CRD's spec.nudges maxItems, 360 in the version Konflux ships, and a larger
+NudgeConfig is refused, not cut; reading that CRD needs get on
+customresourcedefinitions/nudgeconfigs.appstudio.redhat.com, else 360 applies). The old object stays until
 you delete it; while both exist, integration-service's is the one read.
 
 --dry-run prints the plan and writes nothing.`,
