@@ -109,6 +109,10 @@ func runMigrate(cmd *cobra.Command, kf *kubeFlags, outputDir, gitopsDir, to stri
 		case !p.Changes():
 			fmt.Fprintf(out, "  unchanged: every build-nudges-ref edge is already in the NudgeConfig (%s)\n", p.Target)
 		case dryRun:
+			// What Apply would refuse (more edges than the served CRD holds) is refused here too.
+			if _, err := migrate.Manifest(p, true); err != nil {
+				return err
+			}
 			fmt.Fprintf(out, "  dry run: would apply NudgeConfig %s/nudge-config (%s) with %d nudge(s)\n", p.Namespace, p.Target, len(p.Nudges))
 		default:
 			if _, err := migrate.Apply(ctx, c, p); err != nil {

@@ -74,8 +74,11 @@ func TestShippedLimitIsTheServedCRDs(t *testing.T) {
 	require.True(t, nudgeconfigs.IsShipped(read))
 	require.Len(t, read.Spec.Nudges, 360)
 
-	// Staying in integration-service's kind, build-nudges-ref's edge is the 361st.
-	out, err := nudgeflow(t, "migrate", "--kubeconfig", cfg, "-n", ns)
+	// Staying in integration-service's kind, build-nudges-ref's edge is the 361st:
+	// refused, by a dry run as by a real one.
+	out, err := nudgeflow(t, "migrate", "--kubeconfig", cfg, "-n", ns, "--dry-run")
+	require.ErrorContains(t, err, "holds at most 360 (maxItems of the served CustomResourceDefinition nudgeconfigs.appstudio.redhat.com)", out)
+	out, err = nudgeflow(t, "migrate", "--kubeconfig", cfg, "-n", ns)
 	require.ErrorContains(t, err, "has 361 edges; integration-service's NudgeConfig (appstudio.redhat.com/v1beta2) holds at most 360 (maxItems of the served CustomResourceDefinition nudgeconfigs.appstudio.redhat.com)", out)
 	var s mirrorv1beta2.NudgeConfig
 	require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: nudgeconfigs.Name}, &s))
