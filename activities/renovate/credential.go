@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -62,10 +61,7 @@ func (a *Activities) scmCredential(ctx context.Context, namespace string, f forg
 // "Invalid gitAuthor" for an address like bot@users.noreply.git.example.com:8443,
 // which a forge on a port of its own would otherwise get.
 func basicAuthGitAuthor(username, host string) string {
-	if name, _, err := net.SplitHostPort(host); err == nil {
-		host = name
-	}
-	return fmt.Sprintf("%s <123456+%s[bot]@users.noreply.%s>", username, username, host)
+	return fmt.Sprintf("%s <123456+%s[bot]@users.noreply.%s>", username, username, ghforge.NoreplyHost(host))
 }
 
 // appCredential is the App's token for the one repository (cached by
@@ -93,7 +89,8 @@ func (a *Activities) appCredential(ctx context.Context, f forgeInfo) (scm, bool,
 		return scm{}, false, err
 	}
 	slug := strings.TrimSuffix(tok.Bot.Name, "[bot]")
-	// build-service's App identity: "<slug>[bot]", committing as "<slug> <<id>+<slug>[bot]@users.noreply.github.com>".
+	// build-service's App identity: "<slug>[bot]", committing as "<slug> <<bot user id>+<slug>[bot]@users.noreply.github.com>"
+	// (the bot user's id, not the App's: tok.Bot reads it, BS:internal/controller/renovate_util.go:316-321,358).
 	return scm{cred: credentials.Credential{SecretName: secret.String(), Username: tok.Bot.Name, Password: tok.Token},
 		gitAuthor: fmt.Sprintf("%s <%s>", slug, tok.Bot.Email), expires: tok.Expires}, true, nil
 }

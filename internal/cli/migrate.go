@@ -43,7 +43,9 @@ down for). The default, auto, keeps the kind a namespace already has, and otherw
 writes nudgeflow's kind where the cluster serves it, else integration-service's.
 Converting to the other kind keeps every edge, mode, gating group, label, annotation
 and batching policy (an annotation on integration-service's kind; it holds at most
-256 edges, and a larger NudgeConfig is refused, not cut). The old object stays until
+the served CRD's spec.nudges maxItems, 360 in the version Konflux ships, and a larger
+NudgeConfig is refused, not cut; reading that CRD needs get on
+customresourcedefinitions/nudgeconfigs.appstudio.redhat.com, else 360 applies). The old object stays until
 you delete it; while both exist, integration-service's is the one read.
 
 --dry-run prints the plan and writes nothing.`,
@@ -107,6 +109,10 @@ func runMigrate(cmd *cobra.Command, kf *kubeFlags, outputDir, gitopsDir, to stri
 		case !p.Changes():
 			fmt.Fprintf(out, "  unchanged: every build-nudges-ref edge is already in the NudgeConfig (%s)\n", p.Target)
 		case dryRun:
+			// What Apply would refuse (more edges than the served CRD holds) is refused here too.
+			if _, err := migrate.Manifest(p, true); err != nil {
+				return err
+			}
 			fmt.Fprintf(out, "  dry run: would apply NudgeConfig %s/nudge-config (%s) with %d nudge(s)\n", p.Namespace, p.Target, len(p.Nudges))
 		default:
 			if _, err := migrate.Apply(ctx, c, p); err != nil {

@@ -46,9 +46,13 @@ func Load(ctx context.Context, c client.Reader, ns string) ([]*Plan, error) {
 		namespaces = append(namespaces, n)
 	}
 	slices.Sort(namespaces)
+	// The shipped kind's limit as the API server serves it now, read once per run.
+	limit := nudgeconfigs.ShippedLimit(ctx, c)
 	plans := make([]*Plan, 0, len(namespaces))
 	for _, n := range namespaces {
-		plans = append(plans, Build(n, byNS[n], existing[n]))
+		p := Build(n, byNS[n], existing[n])
+		p.ShippedLimit = limit
+		plans = append(plans, p)
 	}
 	return plans, nil
 }
@@ -134,7 +138,7 @@ func Manifest(p *Plan, withTarget bool) (*unstructured.Unstructured, error) {
 	}
 	var target runtime.Object = nc
 	if p.Target == nudgeconfigs.Shipped.GroupVersion().String() {
-		shipped, err := nudgeconfigs.ToShipped(nc)
+		shipped, err := nudgeconfigs.ToShippedWithin(nc, p.ShippedLimit)
 		if err != nil {
 			return nil, err
 		}

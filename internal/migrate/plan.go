@@ -55,6 +55,9 @@ type Plan struct {
 	// Source is the API of the existing NudgeConfig ("" when none); Target the API
 	// the plan writes (Source by default, else nudgeflow's own).
 	Source, Target string
+	// ShippedLimit is the most edges integration-service's kind holds, as its served
+	// CRD says (Load reads it; the zero value is nudgeconfigs.DefaultShippedLimit).
+	ShippedLimit nudgeconfigs.Limit
 }
 
 // Converts is true when the plan writes the NudgeConfig as another kind than the

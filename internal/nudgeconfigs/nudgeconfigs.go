@@ -193,13 +193,24 @@ func checkPolicy(p konfluxv1alpha1.BatchingPolicy) error {
 	return nil
 }
 
-// ToShipped converts nudgeflow's shape to integration-service's. Batching moves to
-// AnnotationBatching. It refuses what the shipped kind cannot hold (more than
-// mirrorv1beta2.MaxNudges edges) instead of dropping any of it.
+// ToShipped converts nudgeflow's shape to integration-service's within
+// DefaultShippedLimit (tests and callers without a cluster; `nudgeflow migrate`
+// uses ToShippedWithin and the served CRD's limit).
 func ToShipped(in *konfluxv1alpha1.NudgeConfig) (*mirrorv1beta2.NudgeConfig, error) {
-	if len(in.Spec.Nudges) > mirrorv1beta2.MaxNudges {
-		return nil, fmt.Errorf("NudgeConfig %s/%s has %d edges; integration-service's NudgeConfig (%s) holds at most %d: split the namespace or keep nudgeflow's own kind",
-			in.Namespace, in.Name, len(in.Spec.Nudges), Shipped.GroupVersion(), mirrorv1beta2.MaxNudges)
+	return ToShippedWithin(in, DefaultShippedLimit)
+}
+
+// ToShippedWithin converts nudgeflow's shape to integration-service's. Batching
+// moves to AnnotationBatching. It refuses what the shipped kind cannot hold (more
+// than limit.Max edges; the zero Limit is DefaultShippedLimit) instead of dropping
+// any of it.
+func ToShippedWithin(in *konfluxv1alpha1.NudgeConfig, limit Limit) (*mirrorv1beta2.NudgeConfig, error) {
+	if limit.Max <= 0 {
+		limit = DefaultShippedLimit
+	}
+	if len(in.Spec.Nudges) > limit.Max {
+		return nil, fmt.Errorf("NudgeConfig %s/%s has %d edges; integration-service's NudgeConfig (%s) holds at most %d (%s): split the namespace or keep nudgeflow's own kind",
+			in.Namespace, in.Name, len(in.Spec.Nudges), Shipped.GroupVersion(), limit.Max, limit.From)
 	}
 	out := &mirrorv1beta2.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: in.Namespace,
 		Labels: copyMap(in.Labels), Annotations: copyMap(in.Annotations)}}

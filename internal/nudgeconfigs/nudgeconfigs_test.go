@@ -105,18 +105,24 @@ func TestBadBatchingAnnotation(t *testing.T) {
 	}
 }
 
-// integration-service's kind holds at most 256 edges: a larger config is refused.
+// integration-service's kind holds at most 360 edges (IS 2db9714, without a
+// served CRD to say otherwise): a larger config is refused, naming where the limit
+// came from; a served CRD's other limit is the one applied.
 func TestToShippedRefusesMoreThanItHolds(t *testing.T) {
 	nc := &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: Name, Namespace: "big"}}
 	for i := 0; i <= mirrorv1beta2.MaxNudges; i++ {
 		nc.Spec.Nudges = append(nc.Spec.Nudges, konfluxv1alpha1.NudgeRelationship{From: fmt.Sprintf("c%d", i), To: "bundle"})
 	}
 	_, err := ToShipped(nc)
-	require.ErrorContains(t, err, "has 257 edges; integration-service's NudgeConfig (appstudio.redhat.com/v1beta2) holds at most 256")
+	require.ErrorContains(t, err, "has 361 edges; integration-service's NudgeConfig (appstudio.redhat.com/v1beta2) holds at most 360 (nudgeflow's copy of nudgeconfigs.appstudio.redhat.com's maxItems)")
+	_, err = ToShippedWithin(nc, Limit{Max: 400, From: "served"})
+	require.NoError(t, err, "the served limit, not the copy")
 	nc.Spec.Nudges = nc.Spec.Nudges[:mirrorv1beta2.MaxNudges]
 	s, err := ToShipped(nc)
 	require.NoError(t, err)
 	raw, err := json.Marshal(s)
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"apiVersion":"appstudio.redhat.com/v1beta2"`)
+	_, err = ToShippedWithin(nc, Limit{Max: 300, From: "maxItems of the served CRD"})
+	require.ErrorContains(t, err, "has 360 edges; integration-service's NudgeConfig (appstudio.redhat.com/v1beta2) holds at most 300 (maxItems of the served CRD)")
 }

@@ -4,7 +4,7 @@
 //
 // Validation is linear in the edges (plus sorting the component names, which makes every
 // message independent of map order): integration-service's CEL duplicate rule was
-// O(n²) and forced a cap of 256 edges; here 5000 edges cost well under a millisecond.
+// O(n²) and forced a cap of 256 edges (360 since IS 2db9714); here 5000 edges cost well under a millisecond.
 package nudgegraph
 
 import (

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -151,8 +152,9 @@ func repoURL(repo forge.Repo) string {
 	return scheme + "://" + repo.Host + "/" + repo.Owner + "/" + repo.Name
 }
 
-// mint makes the three calls of a new token: the App (its bot's name), its
-// installation on the repository, and the token for the repository alone.
+// mint makes the four calls of a new token: the App (its bot's name), its
+// installation on the repository, the token for the repository alone, and the
+// App's bot user (its id, for the commit identity).
 func mint(ctx context.Context, repo forge.Repo, repoKey string, app forge.App, base http.RoundTripper) (AppToken, error) {
 	if base == nil {
 		base = http.DefaultTransport
@@ -192,9 +194,45 @@ func mint(ctx context.Context, repo forge.Repo, repoKey string, app forge.App, b
 		revoke(ctx, repo, tok.GetToken(), base)
 		return AppToken{}, err
 	}
-	slug := a.GetSlug()
-	return AppToken{Token: tok.GetToken(), Expires: tok.GetExpiresAt().Time, Installation: inst.GetID(),
-		Bot: forge.Signature{Name: slug + "[bot]", Email: fmt.Sprintf("%d+%s[bot]@users.noreply.github.com", app.ID, slug)}}, nil
+	bot, err := botUser(ctx, repo, a.GetSlug(), tok.GetToken(), base)
+	if err != nil {
+		revoke(ctx, repo, tok.GetToken(), base)
+		return AppToken{}, err
+	}
+	return AppToken{Token: tok.GetToken(), Expires: tok.GetExpiresAt().Time, Installation: inst.GetID(), Bot: bot}, nil
+}
+
+// botUser is the commit identity of the App: its bot user "<slug>[bot]" and that
+// user's noreply address "<user id>+<slug>[bot]@users.noreply.<host>". The bot
+// user's id is not the App's id: GitHub attributes a commit to an account by that
+// address, and MintMaker and build-service recognise the App's commits by it
+// (build-service reads it the same way, GET /users/<slug>[bot]:
+// BS:internal/controller/renovate_util.go:316-321,358). It is read once per token
+// minted, so the token cache holds it too.
+func botUser(ctx context.Context, repo forge.Repo, slug, token string, base http.RoundTripper) (forge.Signature, error) {
+	login := slug + "[bot]"
+	c, err := New(forge.ClientOptions{Repo: repo, Token: token, Transport: base})
+	if err != nil {
+		return forge.Signature{}, fmt.Errorf("github client for the App's bot user: %w", err)
+	}
+	u, resp, err := c.rest.Users.Get(ctx, login)
+	if err != nil {
+		return forge.Signature{}, classify("reading the App's bot user "+login, err, resp, nil)
+	}
+	if u.GetID() <= 0 {
+		return forge.Signature{}, fmt.Errorf("GitHub answered no id for the App's bot user %s", login)
+	}
+	return forge.Signature{Name: login, Email: fmt.Sprintf("%d+%s@users.noreply.%s", u.GetID(), login, NoreplyHost(repo.Host))}, nil
+}
+
+// NoreplyHost is the domain of a GitHub host's noreply addresses: GitHub's own is
+// users.noreply.github.com, a GitHub Enterprise Server's users.noreply.<hostname>
+// (without a port).
+func NoreplyHost(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return host
 }
 
 // sameRepository: the token's one repository, as GitHub names it (html_url), is

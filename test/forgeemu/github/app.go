@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -157,9 +158,56 @@ func (s *Server) TokenMints() []TokenMint {
 	return slices.Clone(s.app.mints)
 }
 
-// AppBotUser is the identity installation tokens authenticate as.
-func AppBotUser(slug string, appID int64) User {
-	return User{Login: slug + "[bot]", Name: slug + "[bot]", Email: fmt.Sprintf("%d+%s[bot]@users.noreply.github.com", appID, slug), Type: UserTypeBot}
+// AppBotUser is the identity installation tokens of the App appID authenticate as
+// on the server at host (host:port): its bot user "<slug>[bot]", an account of its
+// own whose id is not the App's, and that user's noreply address, as GitHub
+// attributes a commit made with an installation token:
+// "<bot user id>+<slug>[bot]@users.noreply.<host name>".
+func AppBotUser(slug string, appID int64, host string) User {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	id := AppBotUserID(appID)
+	return User{Login: slug + "[bot]", Name: slug + "[bot]", ID: id,
+		Email: fmt.Sprintf("%d+%s[bot]@users.noreply.%s", id, slug, host), Type: UserTypeBot}
+}
+
+// AppBotUserID is the user id of the App appID's bot user. GitHub gives the bot
+// user an id of its own (dependabot: App 29110, user 49699333); the emulator's is
+// the App id plus 41000000, so that a client that confuses the two is seen.
+func AppBotUserID(appID int64) int64 { return 41_000_000 + appID }
+
+// AppBotUser is the identity this server's App's installation tokens authenticate as.
+func (s *Server) AppBotUser() User {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.app == nil {
+		return User{}
+	}
+	return AppBotUser(s.app.slug, s.app.id, s.Host())
+}
+
+// getUser answers GET /users/{login}: the App's bot user, or a user some token
+// authenticates as. Bots have no public email.
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request, _ User) {
+	login := r.PathValue("login")
+	u, ok := s.tokens.Find(func(u User) bool { return u.Login == login })
+	if s.app != nil && s.app.slug != "" && login == s.app.slug+"[bot]" {
+		u, ok = AppBotUser(s.app.slug, s.app.id, s.Host()), true
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	typ := u.Type
+	if typ == "" {
+		typ = "User"
+	}
+	out := map[string]any{"login": u.Login, "id": u.ID, "type": typ, "name": u.Name, "email": u.Email}
+	if typ == UserTypeBot {
+		out["email"] = nil
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) appRoutes(mux *http.ServeMux) {
@@ -245,7 +293,7 @@ func (s *Server) mintToken(w http.ResponseWriter, r *http.Request) {
 	_, _ = rand.Read(buf)
 	token := "ghs_" + hex.EncodeToString(buf)
 	expires := time.Now().Add(s.app.lifetime)
-	s.tokens.Add(token, AppBotUser(s.app.slug, s.app.id))
+	s.tokens.Add(token, AppBotUser(s.app.slug, s.app.id, s.Host()))
 	s.app.tokens[token] = &installToken{installation: id, repos: scope, permissions: perms, expires: expires}
 	sort.Strings(names)
 	s.app.mints = append(s.app.mints, TokenMint{Installation: id, Repositories: names, Permissions: maps.Clone(in.Permissions)})

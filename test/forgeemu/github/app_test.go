@@ -148,3 +148,50 @@ func TestInstallationTokenRepositoriesAndPermissions(t *testing.T) {
 		t.Errorf("an expired token: %d %v, want 401", code, out)
 	}
 }
+
+// The App's bot user is an account of its own, as on GitHub: GET /users/<slug>[bot]
+// answers an id that is not the App's, and a commit made through the API with an
+// installation token (no author given) is attributed to that user's noreply
+// address, "<bot user id>+<slug>[bot]@users.noreply.<host name>".
+func TestAppBotUserHasItsOwnIDAndAuthorsTokenCommits(t *testing.T) {
+	a := newApp(t)
+	code, tok := a.mint(map[string]any{"repositories": []string{"mine"}})
+	if code != http.StatusCreated {
+		t.Fatalf("mint: %d", code)
+	}
+	auth := "Bearer " + tok
+	code, u := a.do(http.MethodGet, "/api/v3/users/app%5Bbot%5D", auth, nil)
+	if code != http.StatusOK {
+		t.Fatalf("GET /users/app[bot]: %d %v", code, u)
+	}
+	id := int64(u["id"].(float64))
+	if id == 7 || id != AppBotUserID(7) || u["login"] != "app[bot]" || u["type"] != UserTypeBot {
+		t.Fatalf("bot user %v: want its own id %d (not the App's 7), type Bot", u, AppBotUserID(7))
+	}
+	if code, _ := a.do(http.MethodGet, "/api/v3/users/nobody", auth, nil); code != http.StatusNotFound {
+		t.Errorf("GET /users/nobody: %d, want 404", code)
+	}
+
+	code, ref := a.do(http.MethodGet, "/api/v3/repos/org/mine/git/ref/heads/main", auth, nil)
+	if code != http.StatusOK {
+		t.Fatalf("ref: %d", code)
+	}
+	head := ref["object"].(map[string]any)["sha"].(string)
+	code, parent := a.do(http.MethodGet, "/api/v3/repos/org/mine/git/commits/"+head, auth, nil)
+	if code != http.StatusOK {
+		t.Fatalf("commit: %d", code)
+	}
+	tree := parent["tree"].(map[string]any)["sha"].(string)
+	code, c := a.do(http.MethodPost, "/api/v3/repos/org/mine/git/commits", auth,
+		map[string]any{"message": "nudge", "tree": tree, "parents": []string{head}})
+	if code != http.StatusCreated {
+		t.Fatalf("create commit: %d %v", code, c)
+	}
+	want := fmt.Sprintf("%d+app[bot]@users.noreply.127.0.0.1", AppBotUserID(7))
+	if got := c["author"].(map[string]any)["email"]; got != want {
+		t.Errorf("commit author %v, want the bot user's %s", got, want)
+	}
+	if got := a.s.AppBotUser().Email; got != want {
+		t.Errorf("AppBotUser() %s, want %s", got, want)
+	}
+}

@@ -88,7 +88,7 @@ func TestUntrustedAuthorWaitsForOkToTest(t *testing.T) {
 // PaC ignores an untrusted Bot account's PR silently: no status, no comment.
 func TestUntrustedBotIsIgnored(t *testing.T) {
 	s, _, _ := setup(t)
-	s.AddToken("app-token", AppBotUser("nudgebot", 42))
+	s.AddToken("app-token", AppBotUser("nudgebot", 42, "127.0.0.1"))
 	gh, _ := gogithub.NewClient(gogithub.WithAuthToken("app-token"), gogithub.WithEnterpriseURLs(s.APIURL(), s.APIURL()))
 	s.RestrictCI("org", "bundle", "maintainer")
 	n, sha := openReleased(t, gh)

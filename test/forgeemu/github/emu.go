@@ -69,6 +69,8 @@ type User struct {
 	Email string
 	// Type is GitHub's user type: "User" (or empty) or UserTypeBot.
 	Type string
+	// ID is the account's id (GET /users/{login}); 0 for a user added without one.
+	ID int64
 }
 
 // Server is the emulator.

@@ -25,6 +25,7 @@ func (s *Server) routes() http.Handler {
 	api := emucore.Route(mux, "/api/v3", s.authed)
 	mux.HandleFunc("GET /api/v3/{$}", s.apiRoot)
 	s.labelRoutes(api)
+	api("GET /users/{login}", s.getUser)
 	api("GET /repos/{owner}/{repo}", s.getRepo)
 	api("GET /repos/{owner}/{repo}/git/ref/{ref...}", s.getRef)
 	api("GET /repos/{owner}/{repo}/git/matching-refs/{ref...}", s.matchingRefs)

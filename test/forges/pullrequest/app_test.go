@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 		t.Fatalf("want a draft PR, got %+v", p)
 	}
 	head, _ := emu.Head("org", "bundle", p.Head)
-	if want := githubemu.AppBotUser("nudgeflow-app", 4242).Email; head.AuthorEmail != want {
+	if want := emu.AppBotUser().Email; head.AuthorEmail != want || !strings.HasPrefix(want, fmt.Sprintf("%d+", githubemu.AppBotUserID(4242))) {
 		t.Errorf("commit author %q, want the App's bot %q", head.AuthorEmail, want)
 	}
 	scopes := emu.WriteScopes()
@@ -103,6 +104,17 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 	want := map[string]string{"contents": "write", "pull_requests": "write", "checks": "read", "statuses": "read"}
 	if fmt.Sprint(mints[0].Repositories) != "[org/bundle]" || !maps.Equal(mints[0].Permissions, want) {
 		t.Errorf("minted %+v, want org/bundle with %v", mints[0], want)
+	}
+	// The commit identity's bot user id is read with the token and cached with it:
+	// one GET /users per token minted, not one per activity.
+	userReads := 0
+	for _, r := range emu.Requests() {
+		if strings.HasPrefix(r, "GET /api/v3/users/") {
+			userReads++
+		}
+	}
+	if userReads != 1 {
+		t.Errorf("%d reads of the App's bot user for one token, want 1", userReads)
 	}
 
 	// Another tenant's ChangeGroup on the same repository, first without a claim,

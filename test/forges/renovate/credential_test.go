@@ -3,6 +3,7 @@ package renovate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
 // On GitHub, Renovate pushes as the GitHub App with an installation token scoped
@@ -62,7 +64,9 @@ func TestRenovateUsesTheGitHubAppTokenScopedToTheRepository(t *testing.T) {
 	require.NotEqual(t, unitToken, token, "the App's token, not the basic-auth Secret's")
 	require.Equal(t, "org/bundle", emu.TokenScope(token), "scoped to the one repository")
 	require.Equal(t, "konflux-app[bot]", cfg.Username)
-	require.Equal(t, "konflux-app <4242+konflux-app[bot]@users.noreply.github.com>", cfg.GitAuthor)
+	// The bot user's id (GET /users/konflux-app[bot]), not the App's 4242, as build-service commits.
+	require.Equal(t, fmt.Sprintf("konflux-app <%d+konflux-app[bot]@users.noreply.127.0.0.1>", githubemu.AppBotUserID(4242)), cfg.GitAuthor)
+	require.Equal(t, emu.AppBotUser().Email, strings.TrimSuffix(strings.TrimPrefix(cfg.GitAuthor, "konflux-app <"), ">"), "as the emulator attributes its commits")
 	require.NotContains(t, string(raw), token)
 	for k, v := range plr.Annotations {
 		require.NotContains(t, v, token, k)

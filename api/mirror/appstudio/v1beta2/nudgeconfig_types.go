@@ -25,8 +25,10 @@ const (
 const NudgeConfigSingletonName = "nudge-config"
 
 // MaxNudges is integration-service's limit on spec.nudges (the CEL cost budget of
-// its duplicate-pair rule).
-const MaxNudges = 256
+// its duplicate-pair rule) in the version the konflux-ci operator ships (IS 2db9714;
+// 256 before). The limit that applies is the served CRD's: nudgeconfigs.ShippedLimit
+// reads it, and falls back to this value only when the CRD cannot be read.
+const MaxNudges = 360
 
 // The StaleReferences condition integration-service writes (helpers/nudges.go).
 const (
@@ -68,7 +70,7 @@ type NudgeRelationship struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.nudges) || self.nudges.all(i, self.nudges.exists_one(j, i.from == j.from && i.to == j.to))",message="duplicate (from, to) pair not allowed"
 type NudgeConfigSpec struct {
 	// Nudges is the list of component nudge relationships.
-	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:MaxItems=360
 	// +optional
 	Nudges []NudgeRelationship `json:"nudges,omitempty"`
 }
