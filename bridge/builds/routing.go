@@ -39,7 +39,22 @@ const (
 	// RoutedExecutedElsewhere: under the exclusive executor, every edge is run by
 	// another Konflux service and no ChangeGroup held one.
 	RoutedExecutedElsewhere = "executed-elsewhere"
+	// RoutedMergeQueue: a build of a GitHub merge-queue branch (IsMergeQueueBuild),
+	// held before it could be told apart or before this rule, released unrouted.
+	RoutedMergeQueue = "merge-queue"
 )
+
+// IsMergeQueueBuild reports whether a build ran for a push to a GitHub merge-queue
+// branch: Pipelines as Code's source-branch annotation starts with
+// gh-readonly-queue/, after an optional refs/heads/. Its image is speculative (the
+// queue may drop the candidate commit), so no edge, group or batch ever gets it;
+// the push build of the commit once merged is the one nudged. This is
+// integration-service's test, character for character (IS:tekton/build_pipeline.go:120-130
+// at 2ae2878: the annotation only, case-sensitive), so the two never disagree on a build.
+func IsMergeQueueBuild(plr *tektonv1.PipelineRun) bool {
+	branch, ok := plr.Annotations[konflux.AnnotationSourceBranch]
+	return ok && strings.HasPrefix(strings.TrimPrefix(branch, konflux.GitRefBranchPrefix), konflux.MergeQueueBranchPrefix)
+}
 
 // Holds reports whether the bridge's finalizer is on the build.
 func Holds(plr *tektonv1.PipelineRun) bool {
@@ -67,7 +82,13 @@ func finished(plr *tektonv1.PipelineRun) bool {
 // needsReconcile filters the build reconciler's events: push builds that are not
 // settled, and among running ones only those not held yet (a running build the bridge
 // holds has nothing to do until it finishes; Tekton updates its status often).
+//
+// A merge-queue build is nudgeflow's only while it holds it (to release it); it is
+// released at once, finished or not.
 func needsReconcile(plr *tektonv1.PipelineRun) bool {
+	if IsMergeQueueBuild(plr) {
+		return IsPushBuild(plr) && Holds(plr)
+	}
 	return IsPushBuild(plr) && !Settled(plr) && (finished(plr) || !Holds(plr))
 }
 

@@ -17,8 +17,18 @@ const (
 	AnnotationNudgingSHA = "build.appstudio.redhat.com/nudging-commit"
 	AnnotationNudgeFiles = "build.appstudio.openshift.io/build-nudge-files"
 	AnnotationRepo       = "build.appstudio.openshift.io/repo"
-	ResultImageURL       = "IMAGE_URL"
-	ResultImageDigest    = "IMAGE_DIGEST"
+	// AnnotationSourceBranch is Pipelines as Code's source branch of the event that
+	// started a build: for a push, the branch pushed to, with or without
+	// GitRefBranchPrefix.
+	AnnotationSourceBranch = "pipelinesascode.tekton.dev/source-branch"
+	GitRefBranchPrefix     = "refs/heads/"
+	// MergeQueueBranchPrefix starts the temporary branches GitHub's merge queue
+	// pushes (gh-readonly-queue/<base>/pr-<n>-<sha>): a push build of one is a
+	// speculative image, never nudged (integration-service's
+	// IsPLRCreatedByPACPushEvent, IS:tekton/build_pipeline.go:120-130 at 2ae2878).
+	MergeQueueBranchPrefix = "gh-readonly-queue/"
+	ResultImageURL         = "IMAGE_URL"
+	ResultImageDigest      = "IMAGE_DIGEST"
 )
 
 // integration-service's keys on build PipelineRuns (reference §6.4).
