@@ -45,15 +45,10 @@ const (
 )
 
 // IsMergeQueueBuild reports whether a build ran for a push to a GitHub merge-queue
-// branch: Pipelines as Code's source-branch annotation starts with
-// gh-readonly-queue/, after an optional refs/heads/. Its image is speculative (the
-// queue may drop the candidate commit), so no edge, group or batch ever gets it;
-// the push build of the commit once merged is the one nudged. This is
-// integration-service's test, character for character (IS:tekton/build_pipeline.go:120-130
-// at 2ae2878: the annotation only, case-sensitive), so the two never disagree on a build.
+// branch (konflux.MergeQueueBuild, integration-service's test): no edge, group or
+// batch ever gets it.
 func IsMergeQueueBuild(plr *tektonv1.PipelineRun) bool {
-	branch, ok := plr.Annotations[konflux.AnnotationSourceBranch]
-	return ok && strings.HasPrefix(strings.TrimPrefix(branch, konflux.GitRefBranchPrefix), konflux.MergeQueueBranchPrefix)
+	return konflux.MergeQueueBuild(plr.Annotations)
 }
 
 // Holds reports whether the bridge's finalizer is on the build.

@@ -3,6 +3,8 @@
 // ones nudgeflow adds, in one place.
 package konflux
 
+import "strings"
+
 // Konflux's keys on build and nudge PipelineRuns (reference §1, §2).
 const (
 	LabelComponent       = "appstudio.openshift.io/component"
@@ -118,4 +120,16 @@ const (
 // nudgeflow's worker must not release it.
 func HeldAtAdmission(annotations map[string]string) bool {
 	return annotations[AnnotationHeldBy] != "" || annotations[AnnotationHeldForBatch] != "" || annotations[AnnotationCancelReason] != ""
+}
+
+// MergeQueueBuild reports whether a build PipelineRun's annotations say it ran for
+// a push to a GitHub merge-queue branch: AnnotationSourceBranch, after an optional
+// GitRefBranchPrefix, starts with MergeQueueBranchPrefix. Its image is speculative
+// (the queue may drop the candidate commit), so nothing nudges from it; the push
+// build of the commit once merged is the one nudged. This is integration-service's
+// test, character for character (IS:tekton/build_pipeline.go:120-130 at 2ae2878:
+// the annotation only, case-sensitive), so the two never disagree on a build.
+func MergeQueueBuild(annotations map[string]string) bool {
+	branch, ok := annotations[AnnotationSourceBranch]
+	return ok && strings.HasPrefix(strings.TrimPrefix(branch, GitRefBranchPrefix), MergeQueueBranchPrefix)
 }
