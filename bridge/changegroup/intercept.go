@@ -46,7 +46,9 @@ type Interceptor struct {
 	Batches BatchedEdges
 	// Builds reads the build a nudge PipelineRun names (informer cache; nil: not
 	// read). A nudge of a merge-queue build is cancelled (speculativeNudge).
-	Builds ctrlclient.Reader
+	// BuildsLive, when set, reads a build the cache does not have yet (a nudge run
+	// created a moment after its build).
+	Builds, BuildsLive ctrlclient.Reader
 }
 
 // BatchedEdges answers which of source's targets NudgeConfig batches.
@@ -231,7 +233,12 @@ func (i *Interceptor) speculativeNudge(ctx context.Context, namespace string, an
 		return ""
 	}
 	var build tektonv1.PipelineRun
-	if err := i.Builds.Get(ctx, ctrlclient.ObjectKey{Namespace: namespace, Name: name}, &build); err != nil {
+	key := ctrlclient.ObjectKey{Namespace: namespace, Name: name}
+	err := i.Builds.Get(ctx, key, &build)
+	if apierrors.IsNotFound(err) && i.BuildsLive != nil {
+		err = i.BuildsLive.Get(ctx, key, &build)
+	}
+	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			log.FromContext(ctx).Error(err, "cannot read the nudging build; not checking it for a merge-queue branch", "namespace", namespace, "build", name)
 		}
