@@ -100,7 +100,7 @@ const (
 	// comma-joined targets it routed (a Nudge started, a ChangeGroup or ValidatedNudge
 	// signalled, or integration-service had already nudged the target), or why it
 	// routed none (no-edges, failed, deleted-unfinished, no-results,
-	// executed-elsewhere). A build carrying it without the finalizer is never routed
+	// executed-elsewhere, merge-queue). A build carrying it without the finalizer is never routed
 	// again.
 	AnnotationNudgeRouted = "nudgeflow.konflux-ci.dev/nudge-routed"
 )
