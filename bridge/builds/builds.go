@@ -173,6 +173,18 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !IsPushBuild(&plr) || Settled(&plr) {
 		return ctrl.Result{}, nil
 	}
+	if IsMergeQueueBuild(&plr) {
+		if !Holds(&plr) {
+			// Never nudgeflow's: not held, not annotated, like a build without edges.
+			return ctrl.Result{}, nil
+		}
+		// Held by the fallback of an older bridge, or annotated after admission:
+		// released, never routed. Nothing is lost: the image is speculative, and the
+		// push build of the merged commit is routed like any other.
+		log.FromContext(ctx).Info("merge-queue build is speculative; released without nudging (its post-merge push build is nudged)",
+			"sourceBranch", plr.Annotations[konflux.AnnotationSourceBranch])
+		return ctrl.Result{}, r.acknowledge(ctx, &plr, RoutedMergeQueue)
+	}
 	if Acknowledged(&plr) {
 		// Routed before and held again (the finalizer put back by hand or a restore
 		// from backup): release it, never route it twice.

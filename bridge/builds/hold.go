@@ -63,6 +63,9 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 	if !IsPushBuild(plr) {
 		return admission.Allowed("not a push build")
 	}
+	if IsMergeQueueBuild(plr) {
+		return admission.Allowed("a merge-queue build is speculative and never nudged")
+	}
 	if Holds(plr) || Acknowledged(plr) {
 		return admission.Allowed("already held or routed")
 	}

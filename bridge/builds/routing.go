@@ -39,7 +39,17 @@ const (
 	// RoutedExecutedElsewhere: under the exclusive executor, every edge is run by
 	// another Konflux service and no ChangeGroup held one.
 	RoutedExecutedElsewhere = "executed-elsewhere"
+	// RoutedMergeQueue: a build of a GitHub merge-queue branch (IsMergeQueueBuild),
+	// held before it could be told apart or before this rule, released unrouted.
+	RoutedMergeQueue = "merge-queue"
 )
+
+// IsMergeQueueBuild reports whether a build ran for a push to a GitHub merge-queue
+// branch (konflux.MergeQueueBuild, integration-service's test): no edge, group or
+// batch ever gets it.
+func IsMergeQueueBuild(plr *tektonv1.PipelineRun) bool {
+	return konflux.MergeQueueBuild(plr.Annotations)
+}
 
 // Holds reports whether the bridge's finalizer is on the build.
 func Holds(plr *tektonv1.PipelineRun) bool {
@@ -67,7 +77,13 @@ func finished(plr *tektonv1.PipelineRun) bool {
 // needsReconcile filters the build reconciler's events: push builds that are not
 // settled, and among running ones only those not held yet (a running build the bridge
 // holds has nothing to do until it finishes; Tekton updates its status often).
+//
+// A merge-queue build is nudgeflow's only while it holds it (to release it); it is
+// released at once, finished or not.
 func needsReconcile(plr *tektonv1.PipelineRun) bool {
+	if IsMergeQueueBuild(plr) {
+		return IsPushBuild(plr) && Holds(plr)
+	}
 	return IsPushBuild(plr) && !Settled(plr) && (finished(plr) || !Holds(plr))
 }
 

@@ -11,6 +11,7 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -43,6 +44,11 @@ type Interceptor struct {
 	// batch opens for the next one. This is what batches immediate edges under the
 	// exclusive executor, where integration-service, not nudgeflow, runs them.
 	Batches BatchedEdges
+	// Builds reads the build a nudge PipelineRun names (informer cache; nil: not
+	// read). A nudge of a merge-queue build is cancelled (speculativeNudge).
+	// BuildsLive, when set, reads a build the cache does not have yet (a nudge run
+	// created a moment after its build).
+	Builds, BuildsLive ctrlclient.Reader
 }
 
 // BatchedEdges answers which of source's targets NudgeConfig batches.
@@ -171,6 +177,14 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if source == "" || len(targets) == 0 {
 		return admission.Allowed("nudge PipelineRun without source or targets")
 	}
+	if build := i.speculativeNudge(ctx, req.Namespace, annotations); build != "" {
+		// No group or batch gets it either: no held-by, no renudge; the held-nudge
+		// reconciler only keeps it cancelled.
+		log.FromContext(ctx).Info("cancelling a nudge of a merge-queue build: its image is speculative; the build of the merged commit is nudged",
+			"namespace", req.Namespace, "name", req.Name, "source", source, "build", build)
+		return admission.Patched("", cancelPatch(annotations != nil, run.Spec.present, [][2]string{{konflux.AnnotationCancelReason,
+			fmt.Sprintf("cancelled because build %s is a merge-queue build (%s): its image is speculative, the push build of the merged commit is nudged", build, konflux.MergeQueueBranchPrefix)}})...)
+	}
 	// nudgeflow's own Renovate runs are never held for a batch: the bridge offered
 	// their build to the batch before it started the Nudge (or the batch handed
 	// it back), so they are normal nudging.
@@ -203,6 +217,37 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		set = append(set, [2]string{konflux.AnnotationRenudge, strings.Join(free, " ")})
 	}
 	return admission.Patched("", cancelPatch(annotations != nil, run.Spec.present, set)...)
+}
+
+// speculativeNudge names the build of a nudge PipelineRun when it is a GitHub
+// merge-queue build (konflux.MergeQueueBuild), else "". build-service nudges from
+// every push build and does not check; integration-service and nudgeflow refuse
+// these. Cancelling is the safer answer: the run would put a digest in the
+// targets' pull requests that the queue may never merge, while nothing is lost by
+// cancelling, since the queue's merge pushes the base branch and that push build
+// is nudged. A build that cannot be read (not cached, gone) lets the run go, as
+// every other failure of this webhook does.
+func (i *Interceptor) speculativeNudge(ctx context.Context, namespace string, annotations map[string]string) string {
+	name := annotations[konflux.AnnotationNudgingPLR]
+	if i.Builds == nil || name == "" {
+		return ""
+	}
+	var build tektonv1.PipelineRun
+	key := ctrlclient.ObjectKey{Namespace: namespace, Name: name}
+	err := i.Builds.Get(ctx, key, &build)
+	if apierrors.IsNotFound(err) && i.BuildsLive != nil {
+		err = i.BuildsLive.Get(ctx, key, &build)
+	}
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "cannot read the nudging build; not checking it for a merge-queue branch", "namespace", namespace, "build", name)
+		}
+		return ""
+	}
+	if !konflux.MergeQueueBuild(build.Annotations) {
+		return ""
+	}
+	return name
 }
 
 // cancelPatch is the JSON patch that sets the annotations and cancels the run

@@ -56,7 +56,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	for i := range all {
 		all[i] = i
 	}
-	return v.validate(ctx, nc, all)
+	return v.validate(ctx, nc, all, addedValidated(nil, nc.Spec.Nudges))
 }
 
 // ValidateUpdate checks the whole graph and the existence of the edges the update adds.
@@ -69,7 +69,27 @@ func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if !ok {
 		return nil, fmt.Errorf("expected a NudgeConfig, got %T", newObj)
 	}
-	return v.validate(ctx, nc, nudgegraph.Added(prev.Spec.Nudges, nc.Spec.Nudges))
+	return v.validate(ctx, nc, nudgegraph.Added(prev.Spec.Nudges, nc.Spec.Nudges), addedValidated(prev.Spec.Nudges, nc.Spec.Nudges))
+}
+
+// addedValidated are the indexes of nc's validated entries that prev did not have
+// as validated: new pairs, and immediate entries turned validated. Only these are
+// checked against build-nudges-ref (validatedAlsoInNudgesRef), so a CR stored
+// before the rule stays updatable.
+func addedValidated(prev, next []konfluxv1alpha1.NudgeRelationship) []int {
+	was := map[[2]string]bool{}
+	for _, e := range prev {
+		if e.EffectiveMode() == konfluxv1alpha1.ModeValidated {
+			was[[2]string{e.From, e.To}] = true
+		}
+	}
+	var out []int
+	for i, e := range next {
+		if e.EffectiveMode() == konfluxv1alpha1.ModeValidated && !was[[2]string{e.From, e.To}] {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // ValidateDelete admits every delete: removing all edges is always safe.
@@ -77,7 +97,7 @@ func (v *Validator) ValidateDelete(context.Context, runtime.Object) (admission.W
 	return nil, nil
 }
 
-func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, added []int) (admission.Warnings, error) {
+func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, added, validated []int) (admission.Warnings, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", nc.Namespace, "edges", len(nc.Spec.Nudges), "added", len(added))
 	var errs field.ErrorList
 	for _, p := range nudgegraph.Check(nc.Spec.Nudges) {
@@ -101,11 +121,49 @@ func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfi
 			return nil, err
 		}
 	}
+	if len(validated) > 0 {
+		problems, err := v.validatedAlsoInNudgesRef(ctx, nc, validated)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, problems...)
+	}
 	if len(errs) > 0 {
 		log.V(1).Info("rejecting NudgeConfig", "problems", len(errs))
 		return warnings, apierrors.NewInvalid(konfluxv1alpha1.GroupVersion.WithKind("NudgeConfig").GroupKind(), nc.Name, errs)
 	}
 	return warnings, nil
+}
+
+// validatedAlsoInNudgesRef refuses a validated edge whose source Component still
+// names the target in build-nudges-ref (issue 31 item 2). build-service ignores
+// this kind of NudgeConfig and nudges every build-nudges-ref target at build time,
+// ungated; nudgeflow would nudge the same target again after the tests: two pull
+// requests, the first one past the gate. Refused rather than held: the refusal
+// keeps the gate with nothing to coordinate, and its message says the one edit
+// that fixes it. It holds wherever build-service may run (the bridge's peer
+// setting is the deployment's, and can change after the CR is stored); where it
+// does not, the entry is dead configuration beside a NudgeConfig anyway. One LIST
+// of the namespace's Components.
+func (v *Validator) validatedAlsoInNudgesRef(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, validated []int) (field.ErrorList, error) {
+	var list mirrorv1alpha1.ComponentList
+	if err := v.Reader.List(ctx, &list, client.InNamespace(nc.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing Components in %s: %w", nc.Namespace, err)
+	}
+	refs := make(map[string][]string, len(list.Items))
+	for _, c := range list.Items {
+		refs[c.Name] = c.Spec.BuildNudgesRef
+	}
+	var errs field.ErrorList
+	for _, i := range validated {
+		e := nc.Spec.Nudges[i]
+		if slices.Contains(refs[e.From], e.To) {
+			errs = append(errs, field.Forbidden(nudgesPath.Index(i), fmt.Sprintf(
+				"validated edge %s -> %s: Component %s still lists %s in spec.build-nudges-ref, so build-service nudges %s at build time, before the tests gate it; remove %q from Component %s's build-nudges-ref first (or make this edge immediate)",
+				e.From, e.To, e.From, e.To, e.To, e.To, e.From)))
+		}
+	}
+	return errs, nil
 }
 
 // unknownComponents gives one error per component that does not exist, naming the

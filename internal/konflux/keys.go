@@ -3,6 +3,8 @@
 // ones nudgeflow adds, in one place.
 package konflux
 
+import "strings"
+
 // Konflux's keys on build and nudge PipelineRuns (reference §1, §2).
 const (
 	LabelComponent       = "appstudio.openshift.io/component"
@@ -17,8 +19,18 @@ const (
 	AnnotationNudgingSHA = "build.appstudio.redhat.com/nudging-commit"
 	AnnotationNudgeFiles = "build.appstudio.openshift.io/build-nudge-files"
 	AnnotationRepo       = "build.appstudio.openshift.io/repo"
-	ResultImageURL       = "IMAGE_URL"
-	ResultImageDigest    = "IMAGE_DIGEST"
+	// AnnotationSourceBranch is Pipelines as Code's source branch of the event that
+	// started a build: for a push, the branch pushed to, with or without
+	// GitRefBranchPrefix.
+	AnnotationSourceBranch = "pipelinesascode.tekton.dev/source-branch"
+	GitRefBranchPrefix     = "refs/heads/"
+	// MergeQueueBranchPrefix starts the temporary branches GitHub's merge queue
+	// pushes (gh-readonly-queue/<base>/pr-<n>-<sha>): a push build of one is a
+	// speculative image, never nudged (integration-service's
+	// IsPLRCreatedByPACPushEvent, IS:tekton/build_pipeline.go:120-130 at 2ae2878).
+	MergeQueueBranchPrefix = "gh-readonly-queue/"
+	ResultImageURL         = "IMAGE_URL"
+	ResultImageDigest      = "IMAGE_DIGEST"
 )
 
 // integration-service's keys on build PipelineRuns (reference §6.4).
@@ -88,7 +100,7 @@ const (
 	// comma-joined targets it routed (a Nudge started, a ChangeGroup or ValidatedNudge
 	// signalled, or integration-service had already nudged the target), or why it
 	// routed none (no-edges, failed, deleted-unfinished, no-results,
-	// executed-elsewhere). A build carrying it without the finalizer is never routed
+	// executed-elsewhere, merge-queue). A build carrying it without the finalizer is never routed
 	// again.
 	AnnotationNudgeRouted = "nudgeflow.konflux-ci.dev/nudge-routed"
 )
@@ -108,4 +120,16 @@ const (
 // nudgeflow's worker must not release it.
 func HeldAtAdmission(annotations map[string]string) bool {
 	return annotations[AnnotationHeldBy] != "" || annotations[AnnotationHeldForBatch] != "" || annotations[AnnotationCancelReason] != ""
+}
+
+// MergeQueueBuild reports whether a build PipelineRun's annotations say it ran for
+// a push to a GitHub merge-queue branch: AnnotationSourceBranch, after an optional
+// GitRefBranchPrefix, starts with MergeQueueBranchPrefix. Its image is speculative
+// (the queue may drop the candidate commit), so nothing nudges from it; the push
+// build of the commit once merged is the one nudged. This is integration-service's
+// test, character for character (IS:tekton/build_pipeline.go:120-130 at 2ae2878:
+// the annotation only, case-sensitive), so the two never disagree on a build.
+func MergeQueueBuild(annotations map[string]string) bool {
+	branch, ok := annotations[AnnotationSourceBranch]
+	return ok && strings.HasPrefix(strings.TrimPrefix(branch, GitRefBranchPrefix), MergeQueueBranchPrefix)
 }

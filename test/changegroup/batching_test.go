@@ -45,6 +45,16 @@ func (s *scenario) batchConfig(mode konfluxv1alpha1.NudgeMode, policy konfluxv1a
 		}
 		nc.Spec.Nudges = append(nc.Spec.Nudges, e)
 	}
+	if mode == konfluxv1alpha1.ModeValidated {
+		// A validated edge must not stay in build-nudges-ref (build-service would
+		// nudge it ungated): admission refuses it, so the team removes the entry first.
+		for _, c := range s.components {
+			var comp mirrorv1alpha1.Component
+			require.NoError(s.t, s.w.Kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: s.ns, Name: c}, &comp))
+			comp.Spec.BuildNudgesRef = slices.DeleteFunc(comp.Spec.BuildNudgesRef, func(to string) bool { return to == "bundle" })
+			require.NoError(s.t, s.w.Kube.Update(context.Background(), &comp))
+		}
+	}
 	policy.Target = "bundle"
 	nc.Spec.Batching = []konfluxv1alpha1.BatchingPolicy{policy}
 	require.NoError(s.t, s.w.Kube.Create(context.Background(), nc))

@@ -94,6 +94,12 @@ func TestMigrate(t *testing.T) {
 	ctx := context.Background()
 	w, cfg, ns, _, _ := tenantNamespace(t)
 	// The team already switched top -> left to validated: the migration must keep it.
+	// Doing so, they took left out of top's build-nudges-ref, as admission requires
+	// (else build-service nudges left ungated too: TestValidatedEdgeStillInBuildNudgesRef).
+	var top mirrorv1alpha1.Component
+	require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "top"}, &top))
+	top.Spec.BuildNudgesRef = []string{"right"}
+	require.NoError(t, w.Kube.Update(ctx, &top))
 	require.NoError(t, w.Kube.Create(ctx, nudgeConfig(ns,
 		konfluxv1alpha1.NudgeRelationship{From: "top", To: "left", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "ui-group"})))
 
