@@ -3,11 +3,8 @@ package receiver_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -31,6 +28,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/bridge/receiverapi"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/localbridge"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -65,11 +63,9 @@ func post(t *testing.T, body, secret string) int {
 	deliveries++
 	req, err := http.NewRequest(http.MethodPost, running.ForgeHookURL, strings.NewReader(body))
 	require.NoError(t, err)
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(body))
 	req.Header.Set("X-GitHub-Event", "pull_request")
 	req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("%s-%d", t.Name(), deliveries))
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+	req.Header.Set("X-Hub-Signature-256", githubemu.Sign(secret, []byte(body)))
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()

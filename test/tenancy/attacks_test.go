@@ -3,9 +3,6 @@ package tenancy_test
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -524,9 +521,7 @@ func postDelivery(t *testing.T, body []byte, secret string) int {
 	req.Header.Set("X-GitHub-Event", "pull_request")
 	req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("tenancy-%d", time.Now().UnixNano()))
 	if secret != "" {
-		m := hmac.New(sha256.New, []byte(secret))
-		m.Write(body)
-		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+		req.Header.Set("X-Hub-Signature-256", githubemu.Sign(secret, body))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
