@@ -44,6 +44,10 @@ type Deps struct {
 	// what the API server serves (the CLI's default); "" is "none", nudgeflow alone
 	// (the dev stack and the test worlds).
 	NudgingPeers string
+	// ISDecisionDeadline is how long the bridge waits for integration-service's
+	// verdict on a build before it nudges the targets IS runs itself (zero:
+	// builds.DefaultISDecisionDeadline).
+	ISDecisionDeadline time.Duration
 	// ChangeGroup tunes ChangeGroup workflows started by the bridge.
 	ChangeGroup changegroupwf.Settings
 	// PRGroup tunes the PRGroup workflows (ADR 29 PR groups) started by the bridge.
@@ -215,7 +219,7 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	batches := &ibatching.Opener{Kube: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup, Batches: batches}
 	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Peers: peers,
-		ChangeGroups: groups.Starter(mgr.GetClient()), Batches: batches}
+		ChangeGroups: groups.Starter(mgr.GetClient()), Batches: batches, ISDecisionDeadline: deps.ISDecisionDeadline}
 	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +79,13 @@ type Options struct {
 	// Batches opens the automatic ChangeGroups of batched targets (nil: Setup
 	// makes one on the manager's client and API reader).
 	Batches *batching.Opener
+	// ISDecisionDeadline is how long after a build finished the bridge waits for
+	// integration-service's verdict before it takes the edges IS runs over
+	// (takeover.go; zero: DefaultISDecisionDeadline).
+	ISDecisionDeadline time.Duration
+	// Recorder records who nudges a target integration-service left out (nil:
+	// Setup takes the manager's).
+	Recorder record.EventRecorder
 }
 
 func (o Options) changeGroups() *cgbridge.Starter {
@@ -101,6 +109,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	c := mgr.GetClient()
 	if opts.Batches == nil {
 		opts.Batches = &batching.Opener{Kube: c, Live: mgr.GetAPIReader()}
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = mgr.GetEventRecorderFor("nudgeflow")
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-builds").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
@@ -214,6 +225,10 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, r.hold(ctx, &plr)
 	}
 	routed, err := r.route(ctx, &plr, edges)
+	if errors.Is(err, errAwaitingIS) {
+		wait, err := r.awaitIS(ctx, &plr, buildEnd(&plr))
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
 	if err != nil {
 		// The build stays held (the pruner waits) and the controller retries with
 		// backoff; routing again is idempotent.
@@ -243,11 +258,8 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 	b := buildFrom(plr, imageURL, digest)
 	// A group holds the builds that finish while it is active: judged by when the
 	// build finished, a resync after the group ended changes nothing.
-	finishedAt := plr.CreationTimestamp.Time
-	if plr.Status.CompletionTime != nil {
-		finishedAt = plr.Status.CompletionTime.Time
-	}
-	byIS := ISNudged(plr)
+	finishedAt := buildEnd(plr)
+	is := verdictOf(plr)
 	// The edges go to distinct workflows (a ValidatedNudge, Nudge or ChangeGroup per
 	// target), so their Temporal calls go out at once rather than one round trip
 	// after the other: a build's routing takes the slowest edge's time, not the sum.
@@ -260,15 +272,26 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			ok[i], errs[i] = r.nudge(ctx, plr.Namespace, e, b, finishedAt, byIS)
-			if errs[i] != nil {
+			ok[i], errs[i] = r.nudge(ctx, plr, e, b, finishedAt, is)
+			if errs[i] != nil && !errors.Is(errs[i], errAwaitingIS) {
 				errs[i] = fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), errs[i])
 			}
 		}()
 	}
 	wg.Wait()
+	awaiting := false
+	for i, err := range errs {
+		if errors.Is(err, errAwaitingIS) {
+			awaiting, errs[i] = true, nil
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return "", err
+	}
+	if awaiting {
+		// Every other edge is routed (routing again is idempotent); the build is
+		// acknowledged once integration-service's verdict is in.
+		return "", errAwaitingIS
 	}
 	routed := map[string]bool{}
 	for i, e := range edges {
@@ -277,6 +300,15 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 		}
 	}
 	return routedValue(routed), nil
+}
+
+// buildEnd is when the build ended (its creation when Tekton wrote no completion
+// time).
+func buildEnd(plr *tektonv1.PipelineRun) time.Time {
+	if plr.Status.CompletionTime != nil {
+		return plr.Status.CompletionTime.Time
+	}
+	return plr.CreationTimestamp.Time
 }
 
 // maxEdgesInFlight bounds one build's concurrent Temporal calls; with
@@ -368,9 +400,11 @@ func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) 
 }
 
 // nudge routes one build along one edge and reports whether the edge's target was
-// routed (false: another Konflux service runs the edge). byIS are the targets
-// integration-service nudged from this build.
-func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b validatednudge.Build, finishedAt time.Time, byIS map[string]bool) (bool, error) {
+// routed (false: another Konflux service runs the edge). is is integration-
+// service's verdict on the build. errAwaitingIS: the edge is integration-service's
+// and its verdict is not in yet.
+func (r *BuildReconciler) nudge(ctx context.Context, plr *tektonv1.PipelineRun, e Edge, b validatednudge.Build, finishedAt time.Time, is isVerdict) (bool, error) {
+	namespace := plr.Namespace
 	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest)
 	cg, err := changegroups.FindHoldingAt(ctx, r.Client, namespace, e.From, e.To, finishedAt)
 	if err != nil {
@@ -393,13 +427,27 @@ func (r *BuildReconciler) nudge(ctx context.Context, namespace string, e Edge, b
 		}
 	}
 	if runner := r.Options.Peers.RunnerOf(e); runner != RunnerNudgeflow {
-		logger.V(1).Info("edge nudged by another Konflux service", "nudgedBy", runner, "source", e.Source, "mode", e.Mode)
-		return false, nil
+		if runner != RunnerIntegrationService || is.nudged[e.To] {
+			logger.V(1).Info("edge nudged by another Konflux service", "nudgedBy", runner, "source", e.Source, "mode", e.Mode)
+			return false, nil
+		}
+		if !is.decided {
+			return false, errAwaitingIS
+		}
+		// integration-service decided and left this target out: nudgeflow nudges it,
+		// once (the Nudge's ID is the build's and the target's).
+		logger.Info("integration-service left the target out; nudgeflow nudges it", "target", e.To,
+			"integrationService", is.value)
+		r.tellTakenOver(plr, e, is)
+		return true, StartNudge(ctx, r.Options, nudge.Request{
+			Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),
+			Build: b, Tuning: r.Options.Tuning,
+		})
 	}
 	if e.Mode == konfluxv1alpha1.ModeValidated {
 		return true, SignalValidated(ctx, r.Options, namespace, e, validatednudge.SignalBuild, b)
 	}
-	if byIS[e.To] {
+	if is.nudged[e.To] {
 		// integration-service acknowledged a nudge of this target from this build: a
 		// second one would open a second PR. (If the interception webhook cancelled
 		// it, the held-nudge reconciler hands it to the group or renudges it; that

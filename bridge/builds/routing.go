@@ -95,7 +95,7 @@ func ISNudged(plr *tektonv1.PipelineRun) map[string]bool {
 	v := strings.TrimSpace(plr.Annotations[konflux.AnnotationISNudgeProcessed])
 	switch v {
 	case "", konflux.ISNudgeNoMatchingEdges, konflux.ISNudgeNoValidTargets, konflux.ISNudgeBuildResultError,
-		konflux.ISNudgeCredentialsError, konflux.ISNudgeNoCredentials:
+		konflux.ISNudgeCredentialsError, konflux.ISNudgeNoCredentials, ISNudgeTakenOver:
 		return nil
 	}
 	out := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,6 +45,14 @@ type Interceptor struct {
 	// batch opens for the next one. This is what batches immediate edges under the
 	// exclusive executor, where integration-service, not nudgeflow, runs them.
 	Batches BatchedEdges
+	// Gates tells which edges NudgeConfig gates (validated; nil: none). Another
+	// service's nudge of a validated target is cancelled: build-service nudges
+	// every build-nudges-ref target at build time, ungated, and a Component may
+	// list a target there after the NudgeConfig made the edge validated (admission
+	// refuses only the other order). nudgeflow nudges that target after the tests
+	// pass (the build's routing signals the edge's ValidatedNudge); the run's other
+	// targets are renudged.
+	Gates GatedEdges
 	// Builds reads the build a nudge PipelineRun names (informer cache; nil: not
 	// read). A nudge of a merge-queue build is cancelled (speculativeNudge).
 	// BuildsLive, when set, reads a build the cache does not have yet (a nudge run
@@ -54,6 +63,27 @@ type Interceptor struct {
 // BatchedEdges answers which of source's targets NudgeConfig batches.
 type BatchedEdges interface {
 	BatchedTargets(ctx context.Context, namespace, source string, targets []string) (map[string]bool, error)
+}
+
+// GatedEdges answers which of source's targets NudgeConfig gates on tests.
+type GatedEdges interface {
+	GatedTargets(ctx context.Context, namespace, source string, targets []string) (map[string]bool, error)
+}
+
+// GatedTargets implements GatedEdges: the validated edges source -> target of the
+// namespace's NudgeConfig (either kind).
+func (b NudgeConfigBatches) GatedTargets(ctx context.Context, namespace, source string, targets []string) (map[string]bool, error) {
+	nc, err := nudgeConfigOf(ctx, b.Reader, namespace)
+	if err != nil || nc == nil {
+		return nil, err
+	}
+	gated := map[string]bool{}
+	for _, n := range nc.Spec.Nudges {
+		if n.From == source && n.EffectiveMode() == konfluxv1alpha1.ModeValidated && slices.Contains(targets, n.To) {
+			gated[n.To] = true
+		}
+	}
+	return gated, nil
 }
 
 // NudgeConfigBatches reads the namespace's NudgeConfig (from the informer cache):
@@ -195,7 +225,23 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		log.FromContext(ctx).Error(err, "cannot tell whether the nudge is held; letting it run", "namespace", req.Namespace, "source", source)
 		return admission.Allowed("ChangeGroups could not be read")
 	}
-	if len(held) == 0 && len(batched) == 0 {
+	var gated []string
+	if !own && i.Gates != nil && len(free) > 0 {
+		isGated, err := i.Gates.GatedTargets(ctx, req.Namespace, source, free)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "cannot tell whether the nudge's targets are gated on tests; letting them run", "namespace", req.Namespace, "source", source)
+		}
+		var rest []string
+		for _, t := range free {
+			if isGated[t] {
+				gated = append(gated, t)
+			} else {
+				rest = append(rest, t)
+			}
+		}
+		free = rest
+	}
+	if len(held) == 0 && len(batched) == 0 && len(gated) == 0 {
 		return admission.Allowed("no active ChangeGroup holds this nudge")
 	}
 	var set [][2]string
@@ -211,6 +257,9 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if len(batched) > 0 {
 		set = append(set, [2]string{konflux.AnnotationHeldForBatch, strings.Join(batched, " ")})
 		why = append(why, "the batch of "+strings.Join(batched, ", ")+" (NudgeConfig batching)")
+	}
+	if len(gated) > 0 {
+		why = append(why, "the validated edges to "+strings.Join(gated, ", ")+" (NudgeConfig: nudged by nudgeflow once the build's tests pass)")
 	}
 	set = append(set, [2]string{konflux.AnnotationCancelReason, "cancelled by " + strings.Join(why, " and ")})
 	if len(free) > 0 {

@@ -322,3 +322,45 @@ func TestBothServicesNudgesAreHeldAlike(t *testing.T) {
 	require.Equal(t, "docs", decisions["integration-service"][konflux.AnnotationRenudge], "the target no group holds is nudged by nudgeflow")
 	require.Equal(t, decisions["build-service"], decisions["integration-service"], "one decision whichever service nudges")
 }
+
+// build-service nudges every build-nudges-ref target at build time; when a
+// Component lists a target that NudgeConfig makes a validated edge (admission
+// refuses the edge only while the ref is there; the ref may come later), that
+// nudge would be ungated and a second one. The interceptor cancels it: nudgeflow
+// nudges the validated target after the tests, and the run's other targets are
+// renudged.
+func TestAnotherServicesNudgeOfAValidatedTargetIsCancelledToKeepTheGate(t *testing.T) {
+	nc := &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: konfluxv1alpha1.NudgeConfigName, Namespace: "ns"},
+		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
+			{From: "a", To: "tests", Mode: konfluxv1alpha1.ModeValidated},
+			{From: "a", To: "bundle", Mode: konfluxv1alpha1.ModeImmediate},
+		}}}
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(nc).Build()
+	i := &Interceptor{Index: &changegroups.Index{Cache: c}, Batches: NudgeConfigBatches{Reader: c}, Gates: NudgeConfigBatches{Reader: c}}
+	run := func(targets string, extra map[string]string) []byte {
+		ann := map[string]string{konflux.AnnotationNudging: "a", konflux.AnnotationNudged: targets}
+		for k, v := range extra {
+			ann[k] = v
+		}
+		raw, err := json.Marshal(map[string]any{"apiVersion": "tekton.dev/v1", "kind": "PipelineRun",
+			"metadata": map[string]any{"name": "renovate-pipeline-1", "namespace": "ns",
+				"labels": map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue}, "annotations": ann},
+			"spec": map[string]any{}})
+		require.NoError(t, err)
+		return raw
+	}
+
+	out, _ := admit(t, i, run("bundle tests", nil))
+	got := decodeRun(t, out)
+	require.Equal(t, "Cancelled", got.Spec.Status, "the ungated nudge of tests never runs")
+	require.Equal(t, "bundle", got.Metadata.Annotations[konflux.AnnotationRenudge], "bundle, immediate, is nudged by nudgeflow instead")
+	require.Contains(t, got.Metadata.Annotations[konflux.AnnotationCancelReason], "validated edges to tests")
+	require.True(t, konflux.HeldAtAdmission(got.Metadata.Annotations), "it stays cancelled whoever touches it")
+
+	out, resp := admit(t, i, run("bundle", nil))
+	require.Empty(t, resp.Patches, "an immediate target alone runs")
+	require.Equal(t, "", decodeRun(t, out).Spec.Status)
+
+	_, resp = admit(t, i, run("tests", map[string]string{konflux.AnnotationWorkflowID: "validated/ns/a/tests"}))
+	require.Empty(t, resp.Patches, "nudgeflow's own run of the validated edge, after its tests, runs")
+}

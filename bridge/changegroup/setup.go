@@ -85,7 +85,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 		WithValidator(timedValidator{WebhookChangeGroup, &Validator{Index: index, Cache: mgr.GetClient(), APIReader: mgr.GetAPIReader()}}).Complete(); err != nil {
 		return nil, fmt.Errorf("setting up the ChangeGroup webhook: %w", err)
 	}
-	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: timedHandler{WebhookIntercept, &Interceptor{Index: index, Batches: NudgeConfigBatches{Reader: mgr.GetClient()}, Builds: mgr.GetClient(), BuildsLive: mgr.GetAPIReader()}}})
+	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: timedHandler{WebhookIntercept, &Interceptor{Index: index, Batches: NudgeConfigBatches{Reader: mgr.GetClient()}, Gates: NudgeConfigBatches{Reader: mgr.GetClient()}, Builds: mgr.GetClient(), BuildsLive: mgr.GetAPIReader()}}})
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prKeyField,
 		func(o ctrlclient.Object) []string {
 			if k := PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {

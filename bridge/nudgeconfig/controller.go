@@ -34,7 +34,7 @@ import (
 const (
 	// ReasonNudgedBy says who nudges the config's edges (nudgeflow, build-service or
 	// integration-service), once per spec generation.
-	ReasonNudgedBy = "NudgedBy"
+	ReasonNudgedBy = builds.ReasonNudgedBy
 	// ReasonBatchingIgnored: the shipped kind's batching annotation cannot be read.
 	ReasonBatchingIgnored = "BatchingIgnored"
 )
@@ -228,7 +228,12 @@ func NudgedBy(nc *konfluxv1alpha1.NudgeConfig, peers builds.Peers, nudgesRef map
 		if len(edges) > most {
 			edges = append(edges[:most:most], fmt.Sprintf("and %d more", len(byRunner[builds.Runner(r)])-most))
 		}
-		parts = append(parts, r+": "+strings.Join(edges, ", "))
+		who := r
+		if builds.Runner(r) == builds.RunnerIntegrationService {
+			// Its GitHub App path nudges nothing (bridge/builds/takeover.go).
+			who += " (nudgeflow for a target it leaves out or does not decide on in time)"
+		}
+		parts = append(parts, who+": "+strings.Join(edges, ", "))
 	}
 	if len(parts) == 0 {
 		return "no edges"

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
 	"os"
@@ -27,6 +29,7 @@ func newBridgeCommand() *cobra.Command {
 	var opts bridge.ManagerOptions
 	var peers, executor, forgeAddr, secretFile, secretsNamespace, receiverIdentity string
 	var settings cgwf.Settings
+	var isDeadline time.Duration
 	fs := cmd.Flags()
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the admission webhooks")
 	fs.StringVar(&opts.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the admission webhooks")
@@ -40,6 +43,7 @@ func newBridgeCommand() *cobra.Command {
 	opts.Metrics.AddFlags(fs)
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&peers, "nudging-peers", builds.PeersAuto, "the Konflux services that nudge beside nudgeflow, whose edges nudgeflow leaves to them: auto (detected from the CRDs the cluster serves), none, or a comma-separated list of build-service and integration-service")
+	fs.DurationVar(&isDeadline, "integration-service-deadline", builds.DefaultISDecisionDeadline, "how long after a build ended nudgeflow waits for integration-service's verdict on it before nudging the targets of integration-service's immediate edges itself (it nudges those integration-service leaves out, e.g. repositories with only the GitHub App, as soon as the verdict is in)")
 	fs.StringVar(&executor, "executor", "", "deprecated: use --nudging-peers (all is none, exclusive is build-service,integration-service)")
 	_ = fs.MarkDeprecated("executor", "use --nudging-peers")
 	// The receiver runs as `nudgeflow receiver`, apart from the admission webhooks.
@@ -89,7 +93,7 @@ func newBridgeCommand() *cobra.Command {
 			}
 			peers = p.String()
 		}
-		deps := bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings}
+		deps := bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings, ISDecisionDeadline: isDeadline}
 		if receiverIdentity != "" {
 			if secretsNamespace == "" {
 				return errors.New("the receiver API needs --forge-webhook-secrets-namespace (or $POD_NAMESPACE)")
