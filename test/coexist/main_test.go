@@ -1,14 +1,12 @@
 // Package coexist_test proves nudgeflow's division of labour with the Konflux
 // services that nudge (bridge/builds.Peers): on one real kube-apiserver and
-// Temporal, three worlds, each with its own bridge and stand-ins that follow the
-// services' published contract (test/konfluxpeers), and the real worker:
-//
-//   - alone: nudgeflow's own NudgeConfig, no other service;
-//   - build-service: nudgeflow's own NudgeConfig beside build-service, which still
-//     nudges the edges build-nudges-ref names;
-//   - integration-service: integration-service's NudgeConfig beside
-//     integration-service (which runs its immediate edges) and build-service (which
-//     stands down for it).
+// Temporal, a world per combination, each with its own bridge and stand-ins that
+// follow the services' published contract (test/konfluxpeers), and the real
+// worker (coexist_test.go lists the worlds: alone, beside build-service, beside
+// integration-service as Konflux ships, the GitHub App only, an
+// integration-service that never decides, a validated edge build-nudges-ref names
+// too, merge-queue builds; other files add new-model keys and the cancelled
+// run's leak).
 //
 // Every world must nudge every build exactly once per edge.
 package coexist_test

@@ -53,6 +53,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
@@ -219,6 +220,13 @@ func (b *BuildService) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	if succeeded(&plr) {
 		if url, digest := konflux.BuildResults(&plr); url != "" && digest != "" {
+			// No push credential for the component's image: build-service marks the
+			// build processed and nudges nothing
+			// (BS:internal/controller/component_dependency_update_controller.go:426-434).
+			if _, err := credentials.LookupRegistry(ctx, b.Client, plr.Namespace, credentials.BuildPipelineServiceAccount(comp.Name), comp.Spec.ContainerImage); err != nil {
+				ctrl.LoggerFrom(ctx).Info("build-service stand-in: no image credential, build processed without a nudge", "build", plr.Name, "reason", err.Error())
+				return ctrl.Result{}, patchMeta(ctx, b.Client, &plr, markProcessed(BSProcessedAnnotation, "true", BSFinalizer))
+			}
 			suffix := make([]byte, 3)
 			if _, err := rand.Read(suffix); err != nil {
 				return ctrl.Result{}, err
@@ -229,7 +237,33 @@ func (b *BuildService) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			}
 		}
 	}
-	return ctrl.Result{}, patchMeta(ctx, b.Client, &plr, markProcessed(BSProcessedAnnotation, "true", BSFinalizer))
+	if err := patchMeta(ctx, b.Client, &plr, markProcessed(BSProcessedAnnotation, "true", BSFinalizer)); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, b.markStale(ctx, &plr)
+}
+
+// markStale does what build-service does after a nudge
+// (BS:internal/controller/component_dependency_update_controller.go:521-555): the
+// component's push builds created before this one and still running are marked
+// processed, so an older build that ends last is never nudged over a newer one.
+func (b *BuildService) markStale(ctx context.Context, plr *tektonv1.PipelineRun) error {
+	var list tektonv1.PipelineRunList
+	if err := b.Client.List(ctx, &list, ctrlclient.InNamespace(plr.Namespace), ctrlclient.MatchingLabels{
+		builds.LabelPipelineType: builds.PipelineTypeBuild, builds.LabelComponent: plr.Labels[builds.LabelComponent]}); err != nil {
+		return nil // build-service logs and does not retry
+	}
+	for i := range list.Items {
+		older := &list.Items[i]
+		if older.Name == plr.Name || !builds.IsPushBuild(older) || older.Status.CompletionTime != nil ||
+			!older.CreationTimestamp.Before(&plr.CreationTimestamp) {
+			continue
+		}
+		if err := patchMeta(ctx, b.Client, older, markProcessed(BSProcessedAnnotation, "true", BSFinalizer)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func dropFinalizer(f string) func(*tektonv1.PipelineRun) bool {
@@ -253,12 +287,22 @@ func (s *IntegrationService) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := s.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	if !builds.IsPushBuild(&plr) || !succeeded(&plr) || plr.Annotations[ISProcessedAnnotation] != "" {
+	// IsPLRCreatedByPACPushEvent refuses merge-queue builds
+	// (IS:tekton/build_pipeline.go:120-130); the controller sees only signed,
+	// succeeded builds (IS:tekton/predicates.go:55-70).
+	if !builds.IsPushBuild(&plr) || konflux.MergeQueueBuild(plr.Annotations) || !succeeded(&plr) ||
+		plr.Annotations[ChainsSignedAnnotation] != "true" || plr.Annotations[ISProcessedAnnotation] != "" {
 		return ctrl.Result{}, nil
 	}
 	nc, err := shippedNudgeConfig(ctx, s.Client, plr.Namespace)
 	if err != nil || nc == nil {
 		return ctrl.Result{}, err
+	}
+	// EnsureSnapshotExists runs before EnsureNudgePipelineRunsExist
+	// (IS:internal/controller/buildpipeline/buildpipeline_controller.go:164-171):
+	// no nudge before the build's Snapshot exists (the test creates it, as IS would).
+	if ok, err := snapshotHolds(ctx, s.Client, &plr); err != nil || !ok {
+		return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, err
 	}
 	component := plr.Labels[builds.LabelComponent]
 	var names []string
@@ -276,6 +320,29 @@ func (s *IntegrationService) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	if len(targets) == 0 {
 		return ctrl.Result{}, patchMeta(ctx, s.Client, &plr, annotate(ISProcessedAnnotation, konflux.ISNudgeNoValidTargets))
+	}
+	// GetImageRegistryCredentials: the build's ServiceAccount must link a push
+	// credential for the component's image (IS:internal/controller/buildpipeline/buildpipeline_adapter.go:238-249).
+	var source mirrorv1alpha1.Component
+	if err := s.Client.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: component}, &source); err != nil {
+		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
+	}
+	sa := plr.Spec.TaskRunTemplate.ServiceAccountName
+	if sa == "" {
+		sa = ISDefaultPipelineServiceAccount
+	}
+	if _, err := credentials.LookupRegistry(ctx, s.Client, plr.Namespace, sa, source.Spec.ContainerImage); err != nil {
+		return ctrl.Result{}, patchMeta(ctx, s.Client, &plr, annotate(ISProcessedAnnotation, konflux.ISNudgeCredentialsError))
+	}
+	// GetNudgeTargetsGithubApp returns nothing (TODO STONEINTG-1671,
+	// IS:tekton/nudging/nudge_credentials.go:78-120); GetNudgeTargetsBasicAuth keeps
+	// the targets with a basic-auth SCM Secret for their repository.
+	targets, err = withBasicAuth(ctx, s.Client, plr.Namespace, targets)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(targets) == 0 {
+		return ctrl.Result{}, patchMeta(ctx, s.Client, &plr, annotate(ISProcessedAnnotation, konflux.ISNudgeNoCredentials))
 	}
 	if err := patchMeta(ctx, s.Client, &plr, func(p *tektonv1.PipelineRun) bool { return controllerutil.AddFinalizer(p, ISFinalizer) }); err != nil {
 		return ctrl.Result{}, err
@@ -317,6 +384,9 @@ func (t *Tekton) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 // Which stand-ins Setup registers.
 type Which struct {
 	BuildService, IntegrationService, Tekton bool
+	// Chains signs succeeded push builds; without it integration-service never
+	// nudges (it sees only signed builds).
+	Chains bool
 }
 
 // Setup registers the chosen stand-ins with mgr (whose cache decides which
@@ -338,6 +408,9 @@ func Setup(mgr ctrl.Manager, which Which) error {
 		return err
 	}
 	if err := add("standin-integration-service", which.IntegrationService, pushBuilds, &IntegrationService{Client: mgr.GetClient()}); err != nil {
+		return err
+	}
+	if err := add("standin-chains", which.Chains, pushBuilds, &Chains{Client: mgr.GetClient()}); err != nil {
 		return err
 	}
 	nudgeRuns := builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
