@@ -33,7 +33,7 @@ func isRun(name, suffix string) *tektonv1.PipelineRun {
 			Name: "renovate",
 			TaskSpec: &tektonv1.EmbeddedTask{TaskSpec: tektonv1.TaskSpec{
 				Steps: []tektonv1.Step{{Name: "renovate", Image: "renovate",
-					EnvFrom: []corev1.EnvFromSource{{Prefix: "TOKEN_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
+					EnvFrom:      []corev1.EnvFromSource{{Prefix: "TOKEN_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
 					VolumeMounts: []corev1.VolumeMount{{Name: name, MountPath: "/configs"}, {Name: "trusted-ca", MountPath: "/etc/pki/ca-trust/extracted/pem"}}}},
 				Volumes: []corev1.Volume{
 					{Name: name, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
