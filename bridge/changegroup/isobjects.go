@@ -102,7 +102,19 @@ func (r *HeldReconciler) deleteISRunObjects(ctx context.Context, plr *tektonv1.P
 	if !konflux.HeldAtAdmission(plr.Annotations) || plr.Spec.Status != tektonv1.PipelineRunSpecStatusCancelled {
 		return nil
 	}
-	secrets, configMaps, ok := ISRunObjects(plr)
+	if !isRunName.MatchString(plr.Name) || plr.Annotations[konflux.AnnotationWorkflowID] != "" {
+		return nil
+	}
+	// The informers keep a run without its spec (bridge.StripPipelineRun): what
+	// the run references is read from the API server.
+	var live tektonv1.PipelineRun
+	if err := r.apiReader().Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &live); err != nil {
+		return ctrlclient.IgnoreNotFound(err)
+	}
+	if live.UID != plr.UID {
+		return nil // another run of the name since: its own reconcile decides
+	}
+	secrets, configMaps, ok := ISRunObjects(&live)
 	if !ok {
 		return nil
 	}

@@ -73,7 +73,8 @@ func TestISRunObjectsAreWhatTheRunReferencesByISNames(t *testing.T) {
 	require.Equal(t, []string{"renovate-pipeline-0123456789ab"}, cms)
 }
 
-// The held-nudge reconciler deletes them once the run is cancelled at admission,
+// The held-nudge reconciler deletes them once the run is cancelled at admission
+// (reading what the run references from the API server, past the stripped cache),
 // leaves the namespace's other Secrets and ConfigMaps alone, says so once in an
 // Event, and a second pass (a resync) is no error.
 func TestCancelledISRunObjectsAreDeleted(t *testing.T) {
@@ -91,7 +92,10 @@ func TestCancelledISRunObjectsAreDeleted(t *testing.T) {
 	r := &HeldReconciler{Kube: c, Recorder: rec}
 	ctx := context.Background()
 
-	require.NoError(t, r.deleteISRunObjects(ctx, run))
+	// As the informer holds it: without its spec (bridge.StripPipelineRun).
+	cached := run.DeepCopy()
+	cached.Spec.PipelineSpec = nil
+	require.NoError(t, r.deleteISRunObjects(ctx, cached))
 	for _, obj := range []ctrlclient.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
 		err := c.Get(ctx, ctrlclient.ObjectKey{Namespace: "ns", Name: name}, obj)
 		require.True(t, apierrors.IsNotFound(err), "%T %s deleted: %v", obj, name, err)
@@ -103,7 +107,7 @@ func TestCancelledISRunObjectsAreDeleted(t *testing.T) {
 	require.Len(t, rec.Events, 1)
 	require.Contains(t, <-rec.Events, ReasonRunObjectsDeleted)
 
-	require.NoError(t, r.deleteISRunObjects(ctx, run), "again: nothing left, no error")
+	require.NoError(t, r.deleteISRunObjects(ctx, cached), "again: nothing left, no error")
 	require.Empty(t, rec.Events, "no second Event")
 
 	// A run nudgeflow did not cancel keeps them: integration-service's to run.
