@@ -34,7 +34,6 @@ import (
 // deploy/base/bridge-deletes.yaml repeats these shapes as the API server's bound
 // on the bridge's deletes: change both together.
 const (
-	isRunPrefix       = "renovate-pipeline-"
 	isCAPrefix        = "renovate-ca-"
 	isSecretEnvPrefix = "TOKEN_"
 	isCAVolume        = "trusted-ca"
@@ -90,6 +89,10 @@ func ISRunObjects(plr *tektonv1.PipelineRun) (secrets, configMaps []string, ok b
 // nudge run nudgeflow cancelled, once its Secret and ConfigMaps are deleted.
 const ReasonRunObjectsDeleted = "RunObjectsDeleted"
 
+// ReasonRunObjectsNotDeleted: the API server refused to delete one of them (it is
+// not shaped as integration-service writes it any more).
+const ReasonRunObjectsNotDeleted = "RunObjectsNotDeleted"
+
 // deleteISRunObjects deletes the Secret and ConfigMaps of integration-service's
 // nudge run plr once nudgeflow has cancelled it at admission (it never starts:
 // keepCancelled keeps it so), and says so in an Event. Deleting what is gone
@@ -122,6 +125,16 @@ func (r *HeldReconciler) deleteISRunObjects(ctx context.Context, plr *tektonv1.P
 	del := func(obj ctrlclient.Object, kind string) error {
 		err := r.Kube.Delete(ctx, obj)
 		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if apierrors.IsForbidden(err) {
+			// Refused by RBAC or nudgeflow-bridge-deletes: the object is not what
+			// integration-service writes (someone changed it) and stays; asking
+			// again would be refused again.
+			r.Recorder.Eventf(plr, corev1.EventTypeWarning, ReasonRunObjectsNotDeleted,
+				"%s %s, which this run references, was not deleted: %v", kind, obj.GetName(), err)
+			log.FromContext(ctx).Error(err, "integration-service's nudge run object not deleted", "pipelineRun", plr.Name,
+				"namespace", plr.Namespace, "kind", kind, "name", obj.GetName())
 			return nil
 		}
 		if err != nil {

@@ -3,6 +3,7 @@ package changegroup
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
@@ -182,4 +184,28 @@ func multiKueuePends(t *testing.T, raw []byte) []byte {
 	out, err := json.Marshal(obj)
 	require.NoError(t, err)
 	return out
+}
+
+// A delete the API server refuses (the policy: the object is no longer shaped as
+// integration-service writes it) is a Warning Event, not an error retried forever;
+// the other objects are still deleted.
+func TestRefusedDeleteIsReportedNotRetried(t *testing.T) {
+	name := "renovate-pipeline-0123456789ab"
+	run := isRun(name, "0123456789ab")
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(run,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}).
+		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c ctrlclient.WithWatch, obj ctrlclient.Object, opts ...ctrlclient.DeleteOption) error {
+			if _, ok := obj.(*corev1.Secret); ok {
+				return apierrors.NewForbidden(corev1.Resource("secrets"), obj.GetName(), errors.New("ValidatingAdmissionPolicy 'nudgeflow-bridge-deletes' denied request"))
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}).Build()
+	rec := record.NewFakeRecorder(10)
+	r := &HeldReconciler{Kube: c, Recorder: rec}
+	require.NoError(t, r.deleteISRunObjects(context.Background(), run))
+	require.True(t, apierrors.IsNotFound(c.Get(context.Background(), ctrlclient.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{})), "the ConfigMap is deleted")
+	require.Len(t, rec.Events, 2)
+	require.Contains(t, <-rec.Events, ReasonRunObjectsNotDeleted)
+	require.Contains(t, <-rec.Events, ReasonRunObjectsDeleted)
 }
