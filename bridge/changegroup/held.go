@@ -53,6 +53,9 @@ type HeldReconciler struct {
 
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
+// integration-service's nudge run objects (isobjects.go), bounded by the
+// ValidatingAdmissionPolicy nudgeflow-bridge-deletes; no read, no deletecollection.
+// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=delete
 
 // Reconcile signals the groups that hold the PipelineRun's nudges.
 func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -66,6 +69,10 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// An error is retried with backoff. A stale copy is reconciled again at
 		// once by the watch event of the newer version; the requeue is a backstop.
 		return ctrl.Result{RequeueAfter: staleRetry}, err
+	}
+	// Before decided, too: a run settled before this bridge version still has them.
+	if err := r.deleteISRunObjects(ctx, &plr); err != nil {
+		return ctrl.Result{}, err
 	}
 	if decided(&plr) {
 		return ctrl.Result{}, nil

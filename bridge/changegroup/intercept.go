@@ -153,8 +153,9 @@ type nudgeRun struct {
 // runSpec records whether spec is an object and its status; the rest of the spec
 // is skipped, not decoded.
 type runSpec struct {
-	present bool
-	status  string
+	present   bool
+	status    string
+	managedBy string
 }
 
 func (s *runSpec) UnmarshalJSON(b []byte) error {
@@ -165,13 +166,15 @@ func (s *runSpec) UnmarshalJSON(b []byte) error {
 	// any, not string: a status of another type is the API server's schema
 	// validation to refuse, not a reason for this webhook to refuse the run.
 	var v struct {
-		Status any `json:"status"`
+		Status    any `json:"status"`
+		ManagedBy any `json:"managedBy"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
 	s.present = true
 	s.status, _ = v.Status.(string)
+	s.managedBy, _ = v.ManagedBy.(string)
 	return nil
 }
 
@@ -195,25 +198,41 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		// (a group created or ended a moment ago) and leave annotations that say
 		// something else than the first call's, which a later webhook may already
 		// have seen; only the cancel is put back.
+		local := stayOnThisCluster(&run, true)
 		if run.Spec.status == string(tektonv1.PipelineRunSpecStatusCancelled) {
+			if len(local) > 0 {
+				return admission.Patched("held by nudgeflow: kept on this cluster", local...)
+			}
 			return admission.Allowed("already cancelled by nudgeflow")
 		}
 		log.FromContext(ctx).Info("nudge PipelineRun held at admission was changed by a later webhook; cancelling it again",
-			"namespace", req.Namespace, "name", req.Name, "specStatus", run.Spec.status)
-		return admission.Patched("", cancelPatch(true, run.Spec.present, nil)...)
+			"namespace", req.Namespace, "name", req.Name, "specStatus", run.Spec.status, "managedBy", run.Spec.managedBy)
+		return admission.Patched("", append(cancelPatch(true, run.Spec.present, nil), local...)...)
+	}
+	// allow lets a run go that nudgeflow does not hold; nudgeflow's own run (seen
+	// with MultiKueue's managedBy on the reinvocation after tekton-kueue) stays
+	// on this cluster.
+	allow := func(reason string) admission.Response {
+		if local := stayOnThisCluster(&run, false); len(local) > 0 {
+			log.FromContext(ctx).Info("nudgeflow's own Renovate run kept on this cluster: its Secret and ConfigMap are here",
+				"namespace", req.Namespace, "name", req.Name, "managedBy", run.Spec.managedBy)
+			return admission.Patched(reason+"; nudgeflow's own run kept on this cluster", local...)
+		}
+		return admission.Allowed(reason)
 	}
 	source := annotations[konflux.AnnotationNudging]
 	targets := strings.Fields(annotations[konflux.AnnotationNudged])
 	if source == "" || len(targets) == 0 {
-		return admission.Allowed("nudge PipelineRun without source or targets")
+		return allow("nudge PipelineRun without source or targets")
 	}
 	if build := i.speculativeNudge(ctx, req.Namespace, annotations); build != "" {
 		// No group or batch gets it either: no held-by, no renudge; the held-nudge
 		// reconciler only keeps it cancelled.
 		log.FromContext(ctx).Info("cancelling a nudge of a merge-queue build: its image is speculative; the build of the merged commit is nudged",
 			"namespace", req.Namespace, "name", req.Name, "source", source, "build", build)
-		return admission.Patched("", cancelPatch(annotations != nil, run.Spec.present, [][2]string{{konflux.AnnotationCancelReason,
-			fmt.Sprintf("cancelled because build %s is a merge-queue build (%s): its image is speculative, the push build of the merged commit is nudged", build, konflux.MergeQueueBranchPrefix)}})...)
+		return admission.Patched("", append(cancelPatch(annotations != nil, run.Spec.present, [][2]string{{konflux.AnnotationCancelReason,
+			fmt.Sprintf("cancelled because build %s is a merge-queue build (%s): its image is speculative, the push build of the merged commit is nudged", build, konflux.MergeQueueBranchPrefix)}}),
+			stayOnThisCluster(&run, true)...)...)
 	}
 	// nudgeflow's own Renovate runs are never held for a batch: the bridge offered
 	// their build to the batch before it started the Nudge (or the batch handed
@@ -223,7 +242,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if err != nil {
 		// Failing open keeps today's behaviour; the error is logged for operators.
 		log.FromContext(ctx).Error(err, "cannot tell whether the nudge is held; letting it run", "namespace", req.Namespace, "source", source)
-		return admission.Allowed("ChangeGroups could not be read")
+		return allow("ChangeGroups could not be read")
 	}
 	var gated []string
 	if !own && i.Gates != nil && len(free) > 0 {
@@ -242,7 +261,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		free = rest
 	}
 	if len(held) == 0 && len(batched) == 0 && len(gated) == 0 {
-		return admission.Allowed("no active ChangeGroup holds this nudge")
+		return allow("no active ChangeGroup holds this nudge")
 	}
 	var set [][2]string
 	var why []string
@@ -265,7 +284,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if len(free) > 0 {
 		set = append(set, [2]string{konflux.AnnotationRenudge, strings.Join(free, " ")})
 	}
-	return admission.Patched("", cancelPatch(annotations != nil, run.Spec.present, set)...)
+	return admission.Patched("", append(cancelPatch(annotations != nil, run.Spec.present, set), stayOnThisCluster(&run, true)...)...)
 }
 
 // speculativeNudge names the build of a nudge PipelineRun when it is a GitHub

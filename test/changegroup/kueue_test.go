@@ -139,8 +139,11 @@ const kueueQueueLabel = "kueue.x-k8s.io/queue-name"
 // It remembers what the API server sent it, to tell which webhooks ran before it.
 type kueueStandIn struct {
 	configName string
-	mu         sync.Mutex
-	seen       map[string]kueueSaw
+	// managedBy, when set, is written as spec.managedBy too, as tekton-kueue does
+	// with multiKueueOverride.
+	managedBy string
+	mu        sync.Mutex
+	seen      map[string]kueueSaw
 }
 
 type kueueSaw struct{ status, heldBy string }
@@ -166,6 +169,9 @@ func (k *kueueStandIn) Handle(_ context.Context, req admission.Request) admissio
 	} else {
 		ops = append(ops, jsonpatch.NewOperation("add", "/spec", map[string]any{"status": "PipelineRunPending"}))
 	}
+	if k.managedBy != "" {
+		ops = append(ops, jsonpatch.NewOperation("add", "/spec/managedBy", k.managedBy))
+	}
 	if run.Metadata.Labels == nil {
 		ops = append(ops, jsonpatch.NewOperation("add", "/metadata/labels", map[string]any{kueueQueueLabel: "pipelines-queue"}))
 	} else if _, ok := run.Metadata.Labels[kueueQueueLabel]; !ok {
@@ -189,8 +195,15 @@ func (k *kueueStandIn) sawOn(name string) kueueSaw {
 // without Kueue), waiting until the API server calls it.
 func installKueueStandIn(t *testing.T, w *world.World, ns string) *kueueStandIn {
 	t.Helper()
+	return installKueueStandInWith(t, w, ns, "")
+}
+
+// installKueueStandInWith installs the stand-in writing spec.managedBy too ("":
+// not).
+func installKueueStandInWith(t *testing.T, w *world.World, ns, managedBy string) *kueueStandIn {
+	t.Helper()
 	ctx := context.Background()
-	k := &kueueStandIn{configName: "tekton-kueue-mutating-webhook-configuration-" + ns, seen: map[string]kueueSaw{}}
+	k := &kueueStandIn{configName: "tekton-kueue-mutating-webhook-configuration-" + ns, managedBy: managedBy, seen: map[string]kueueSaw{}}
 	const path = "/mutate-tekton-dev-v1-pipelinerun"
 	mux := http.NewServeMux()
 	mux.Handle(path, &webhook.Admission{Handler: k})

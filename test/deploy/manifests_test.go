@@ -1145,6 +1145,8 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 					"poddisruptionbudget.policy/nudgeflow-worker",
 					"validatingadmissionpolicy.admissionregistration.k8s.io/nudgeflow-worker-writes",
 					"validatingadmissionpolicybinding.admissionregistration.k8s.io/nudgeflow-worker-writes",
+					"validatingadmissionpolicy.admissionregistration.k8s.io/nudgeflow-bridge-deletes",
+					"validatingadmissionpolicybinding.admissionregistration.k8s.io/nudgeflow-bridge-deletes",
 					"clusterrole.rbac.authorization.k8s.io/nudgeflow-view",
 					"clusterrole.rbac.authorization.k8s.io/nudgeflow-edit",
 					"role.rbac.authorization.k8s.io/nudgeflow-worker",

@@ -349,6 +349,9 @@ func (s *IntegrationService) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	sum := sha256.Sum256([]byte(plr.UID))
 	run := nudgeRun(&plr, "renovate-pipeline-"+hex.EncodeToString(sum[:])[:12], CreatedByIntegrationService, targets)
+	if err := WithISObjects(ctx, s.Client, run, targets); err != nil {
+		return ctrl.Result{}, err
+	}
 	if err := s.Client.Create(ctx, run); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, fmt.Errorf("creating integration-service's nudge run of %s: %w", plr.Name, err)
 	}

@@ -1,0 +1,249 @@
+package coexist_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
+	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
+	"github.com/nudgeflow/nudgeflow/test/konfluxpeers"
+	"github.com/nudgeflow/nudgeflow/test/world"
+)
+
+// TestISLeak is the world is-leak: Konflux as it ships (integration-service's
+// NudgeConfig, integration-service running its immediate edges, build-service
+// standing down) and a ChangeGroup that collects operand-a's builds for bundle.
+// integration-service creates each nudge run's Secret (its tokens) and ConfigMap
+// before the run, with no owner reference; nudgeflow cancels the runs of
+// operand-a -> bundle at admission, the group takes those builds, and the bridge
+// deletes the cancelled runs' Secret and ConfigMap. Every other Secret stays: the
+// tenant's SCM Secret, one named and keyed as integration-service's that no run
+// references, the Secrets of integration-service's runs nobody held (operand-b ->
+// bundle) and of nudgeflow's own runs (the validated edges). Each (build, edge) is
+// delivered exactly once, by a run or by the group. It prints
+//
+//	konflux-coexist world=is-leak builds=N edges=E nudges=R expected=R duplicates=0 unnudged=0
+func TestISLeak(t *testing.T) {
+	cw := coexistWorld{
+		name:      "is-leak",
+		peers:     builds.PeersAuto,
+		standIns:  konfluxpeers.Which{BuildService: true, IntegrationService: true, Tekton: true},
+		shipped:   true,
+		nudgesRef: map[string][]string{"operand-a": {"bundle"}, "operand-b": {"bundle"}},
+	}
+	w := world.Get(t)
+	ctx := context.Background()
+	ns := w.Namespace(t)
+	stop := startServices(t, w, ns, cw)
+	defer stop()
+
+	create := func(obj ctrlclient.Object) {
+		t.Helper()
+		obj.SetNamespace(ns)
+		require.NoError(t, w.Kube.Create(ctx, obj))
+	}
+	// operand-c is a member of the group that never builds: the group collects
+	// and never goes on to open its pull request (this world has no forge).
+	for _, name := range []string{"operand-a", "operand-b", "operand-c", "bundle", "tests"} {
+		c := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: name, Application: "app", ContainerImage: "quay.io/org/" + name, BuildNudgesRef: cw.nudgesRef[name]}}
+		if !strings.HasPrefix(name, "operand") {
+			c.Spec.Source.GitSource = &mirrorv1alpha1.GitSource{URL: "https://github.com/" + ns + "/" + name, Revision: "main"}
+		}
+		create(c)
+	}
+	scm := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "scm-github", Labels: map[string]string{
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte("token")},
+	}
+	create(scm)
+	// Shaped as integration-service's, referenced by no run: not the bridge's to delete.
+	decoy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "renovate-pipeline-" + strings.Repeat("e", 12)},
+		Type: corev1.SecretTypeOpaque, StringData: map[string]string{"token_0": "t", "image_0": "i"}}
+	create(decoy)
+	nc := &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: nudgeconfigs.Name, Namespace: ns}, Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: edges}}
+	shipped, err := nudgeconfigs.ToShipped(nc)
+	require.NoError(t, err)
+	create(shipped)
+	world.Eventually(t, waitFor, "the NudgedBy Event", func() (bool, error) {
+		var list corev1.EventList
+		if err := w.Kube.List(ctx, &list, ctrlclient.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Reason == nudgeconfig.ReasonNudgedBy {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	const group = "hold-a"
+	create(&appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: group},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle",
+			NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand-a"}, {Name: "operand-c"}}}})
+
+	var all []*tektonv1.PipelineRun
+	for n := 1; n <= buildsPerSource; n++ {
+		for _, s := range sources {
+			all = append(all, pushBuild(t, w, ns, s, n))
+			snapshots(t, w, ns, s, n)
+		}
+		settle(t, w, ns, cw, all)
+	}
+
+	// Every run nudgeflow cancelled is settled and its objects are gone.
+	var held, others []tektonv1.PipelineRun
+	world.Eventually(t, waitFor, "the held runs settled and their Secret and ConfigMap deleted", func() (bool, error) {
+		held, others = nil, nil
+		for _, r := range nudgeRuns(t, w, ns) {
+			if !konflux.HeldAtAdmission(r.Annotations) {
+				others = append(others, r)
+				continue
+			}
+			held = append(held, r)
+			if r.Annotations[konflux.AnnotationHeldSettled] == "" {
+				return false, fmt.Errorf("held run %s not settled yet", r.Name)
+			}
+			for _, obj := range []ctrlclient.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
+				err := w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: r.Name}, obj)
+				if err == nil {
+					return false, fmt.Errorf("%T %s of the cancelled run is still there", obj, r.Name)
+				}
+				if !apierrors.IsNotFound(err) {
+					return false, err
+				}
+			}
+		}
+		if len(held) != buildsPerSource {
+			return false, fmt.Errorf("%d held runs", len(held))
+		}
+		return true, nil
+	})
+	for _, r := range held {
+		require.Equal(t, konfluxpeers.CreatedByIntegrationService, r.Labels[konfluxpeers.ManagedByLabel], "held: integration-service's run %s", r.Name)
+		require.Equal(t, "operand-a", r.Annotations[konflux.AnnotationNudging])
+		secrets, configMaps, ok := changegroup.ISRunObjects(&r)
+		require.True(t, ok, "run %s references integration-service's objects", r.Name)
+		require.Equal(t, []string{r.Name}, secrets)
+		require.Equal(t, []string{r.Name}, configMaps)
+		world.Eventually(t, waitFor, "Event "+changegroup.ReasonRunObjectsDeleted+" on "+r.Name, func() (bool, error) {
+			return hasEvent(t, w, ns, r.Name, changegroup.ReasonRunObjectsDeleted), nil
+		})
+	}
+
+	// Every other Secret is intact: the tenant's, the decoy, and every Secret a run
+	// nobody held references.
+	intact := []string{scm.Name, decoy.Name}
+	for _, r := range others {
+		for _, task := range r.Spec.PipelineSpec.Tasks {
+			for _, step := range task.TaskSpec.Steps {
+				for _, from := range step.EnvFrom {
+					if from.SecretRef != nil {
+						intact = append(intact, from.SecretRef.Name)
+					}
+				}
+			}
+		}
+	}
+	require.Len(t, intact, 2+len(others), "each run nobody held references its Secret: %v", intact)
+	for _, name := range intact {
+		require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: name}, &corev1.Secret{}), "Secret %s intact", name)
+	}
+
+	fmt.Printf("konflux-coexist world=is-leak cancelled_runs=%d run_objects_deleted=%d secrets_intact=%d\n", len(held), 2*len(held), len(intact))
+
+	// The group has operand-a's newest build.
+	world.Eventually(t, waitFor, "ChangeGroup "+group+" collected operand-a's newest build", func() (bool, error) {
+		var cg appstudiov1alpha1.ChangeGroup
+		if err := w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: group}, &cg); err != nil {
+			return false, err
+		}
+		for _, c := range cg.Status.Components {
+			if c.Name == "operand-a" {
+				if c.NewBuild != digestOf("operand-a", buildsPerSource) {
+					return false, fmt.Errorf("newBuild %q", c.NewBuild)
+				}
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no status of operand-a yet (phase %q)", cg.Status.Phase)
+	})
+
+	// Deliveries: a run's targets, unless nudgeflow cancelled it; then the
+	// targets a group took (held-settled delivered=...). Targets it renudged are
+	// nudgeflow's own runs, counted as such.
+	got := map[string]int{}
+	for _, r := range append(append([]tektonv1.PipelineRun{}, held...), others...) {
+		key := func(target string) string {
+			return r.Annotations[konflux.AnnotationNudgingPLR] + " " + r.Annotations[konflux.AnnotationNudging] + "->" + target
+		}
+		if !konflux.HeldAtAdmission(r.Annotations) {
+			for _, target := range konfluxpeers.Targets(&r) {
+				got[key(target)]++
+			}
+			continue
+		}
+		for _, part := range strings.Fields(r.Annotations[konflux.AnnotationHeldSettled]) {
+			if delivered, ok := strings.CutPrefix(part, "delivered="); ok {
+				for target, g := range changegroup.ParseHeldBy(delivered) {
+					require.Equal(t, group, g, "run %s", r.Name)
+					got[key(target)]++
+				}
+			}
+		}
+	}
+	expected, nudges, duplicates, unnudged := 0, 0, 0, 0
+	for _, b := range all {
+		for _, e := range edges {
+			if e.From != b.Labels[builds.LabelComponent] {
+				continue
+			}
+			expected++
+			switch n := got[b.Name+" "+e.From+"->"+e.To]; {
+			case n == 0:
+				unnudged++
+			case n > 1:
+				duplicates += n - 1
+			}
+		}
+	}
+	for _, n := range got {
+		nudges += n
+	}
+	fmt.Printf("konflux-coexist world=%s builds=%d edges=%d nudges=%d expected=%d duplicates=%d unnudged=%d\n",
+		cw.name, len(all), len(edges), nudges, expected, duplicates, unnudged)
+	require.Zero(t, duplicates, "deliveries %v", got)
+	require.Zero(t, unnudged, "deliveries %v", got)
+	require.Equal(t, expected, nudges, "deliveries %v", got)
+}
+
+// hasEvent: an Event of reason on the object named name.
+func hasEvent(t *testing.T, w *world.World, ns, name, reason string) bool {
+	t.Helper()
+	var list corev1.EventList
+	require.NoError(t, w.Kube.List(context.Background(), &list, ctrlclient.InNamespace(ns)))
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
