@@ -2,6 +2,7 @@ package nudges
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -195,16 +196,33 @@ func (f *fixture) snapshot(name, group string, images map[string]string, passed 
 	}))
 }
 
-// A validated edge nudges only digests whose gating Snapshot passed, in build order:
-// fail → dropped; build 2 then 3 before any Snapshot → 2 superseded even though its
-// Snapshot passes; 3 passes → nudged; then 4 passes → nudged after 3.
-func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
+// validatedOperandToBundle is a namespace whose operand nudges the bundle (on the
+// GitHub emulator) once a Snapshot of ComponentGroup gate passes; other is a second
+// member of the group.
+func validatedOperandToBundle(t *testing.T) *fixture {
 	f := newFixture(t)
 	f.component("operand", "", nil)
 	f.component("other", "", nil)
 	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	f.nudgeConfig(validated("operand", "bundle", "gate"))
+	return f
+}
+
+// pendingBuild builds operand n and waits until the edge holds it.
+func (f *fixture) pendingBuild(n int) {
+	f.t.Helper()
+	f.build("operand", n, nil)
+	f.validatedState("operand", "bundle", fmt.Sprintf("build %d pending", n), func(st validatednudge.State) bool {
+		return st.Pending != nil && st.Pending.PullSpec == pullSpec("operand", n)
+	})
+}
+
+// A validated edge nudges only digests whose gating Snapshot passed, in build order:
+// fail → dropped; build 2 then 3 before any Snapshot → 2 superseded even though its
+// Snapshot passes; 3 passes → nudged; then 4 passes → nudged after 3.
+func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
+	f := validatedOperandToBundle(t)
 	has := func(st validatednudge.State, key string) bool {
 		for _, s := range st.SeenSnapshots {
 			if s == key {
@@ -214,10 +232,7 @@ func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
 		return false
 	}
 
-	f.build("operand", 1, nil)
-	f.validatedState("operand", "bundle", "build 1 pending", func(st validatednudge.State) bool {
-		return st.Pending != nil && st.Pending.PullSpec == pullSpec("operand", 1)
-	})
+	f.pendingBuild(1)
 	f.snapshot("s1", "gate", map[string]string{"operand": pullSpec("operand", 1), "other": "quay.io/org/other@" + digestOf(99)}, false)
 	f.validatedState("operand", "bundle", "build 1 dropped", func(st validatednudge.State) bool { return st.Pending == nil && len(st.Dropped) == 1 })
 	require.Empty(t, f.renovateRuns(), "a failed digest is never nudged")
@@ -416,17 +431,9 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 // group holding it (integration-service's next one, through the group's Global
 // Candidate List) passes while no newer build came: build 1 is nudged after all.
 func TestValidatedBuildPassingAfterTheGraceIsNudged(t *testing.T) {
-	f := newFixture(t)
-	f.component("operand", "", nil)
-	f.component("other", "", nil)
-	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
-	f.credentials("github.com")
-	f.nudgeConfig(validated("operand", "bundle", "gate"))
+	f := validatedOperandToBundle(t)
 
-	f.build("operand", 1, nil)
-	f.validatedState("operand", "bundle", "build 1 pending", func(st validatednudge.State) bool {
-		return st.Pending != nil && st.Pending.PullSpec == pullSpec("operand", 1)
-	})
+	f.pendingBuild(1)
 	f.snapshot("s1", "gate", map[string]string{"operand": pullSpec("operand", 1)}, false)
 	st := f.validatedState("operand", "bundle", "build 1 counted as failed after the grace", func(st validatednudge.State) bool {
 		return st.Pending == nil && st.Failed != nil

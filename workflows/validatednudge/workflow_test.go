@@ -67,6 +67,20 @@ func runBatching(t *testing.T, nudgeTakes time.Duration, group string, steps []s
 
 // runIn is runBatching on a cluster that built what cluster says it built.
 func runIn(t *testing.T, cluster *buildchecktest.Fake, nudgeTakes time.Duration, group string, steps []step) ([]string, State) {
+	return runInput(t, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate"}, cluster, nudgeTakes, group, steps)
+}
+
+// queryState is the workflow's state now.
+func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) State {
+	v, err := env.QueryWorkflow(QueryState)
+	require.NoError(t, err)
+	var st State
+	require.NoError(t, v.Get(&st))
+	return st
+}
+
+// runInput is runIn starting the workflow with in.
+func runInput(t *testing.T, in Input, cluster *buildchecktest.Fake, nudgeTakes time.Duration, group string, steps []step) ([]string, State) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartTime(t0)
@@ -95,13 +109,7 @@ func runIn(t *testing.T, cluster *buildchecktest.Fake, nudgeTakes time.Duration,
 		st := st
 		if probe, ok := st.arg.(func(State)); ok {
 			// A probe: the state at that time.
-			env.RegisterDelayedCallback(func() {
-				v, err := env.QueryWorkflow(QueryState)
-				require.NoError(t, err)
-				var at State
-				require.NoError(t, v.Get(&at))
-				probe(at)
-			}, st.at)
+			env.RegisterDelayedCallback(func() { probe(queryState(t, env)) }, st.at)
 			end = max(end, st.at)
 			continue
 		}
@@ -110,12 +118,10 @@ func runIn(t *testing.T, cluster *buildchecktest.Fake, nudgeTakes time.Duration,
 	}
 	var state State
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&state))
+		state = queryState(t, env)
 		env.CancelWorkflow()
 	}, end+nudgeTakes+time.Hour)
-	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate"})
+	env.ExecuteWorkflow(WorkflowName, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "the test ends the workflow by cancelling it, got %v", env.GetWorkflowError())
 	return nudged, state
@@ -296,22 +302,16 @@ func TestFailedBuildSupersededIsNotRevived(t *testing.T) {
 
 // The grace is the Input's when set.
 func TestFailedSnapshotGraceFromInput(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	buildchecktest.New().Register(env)
-	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalBuild, build(1)) }, time.Minute)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalSnapshotTested, snap("s1", build(1), false)) }, 2*time.Minute)
-	var st State
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&st))
-		env.CancelWorkflow()
-	}, 2*time.Minute+31*time.Second)
-	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate", FailedSnapshotGrace: 30 * time.Second})
-	require.Nil(t, st.Pending)
-	require.Equal(t, []string{build(1).Digest + " (failed in s1; none passed within 30s)"}, st.Dropped)
+	in := Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate", FailedSnapshotGrace: 30 * time.Second}
+	nudged, _ := runInput(t, in, buildchecktest.New(), 0, "", []step{
+		{time.Minute, SignalBuild, build(1)},
+		{2 * time.Minute, SignalSnapshotTested, snap("s1", build(1), false)},
+		probe(2*time.Minute+31*time.Second, func(st State) {
+			require.Nil(t, st.Pending)
+			require.Equal(t, []string{build(1).Digest + " (failed in s1; none passed within 30s)"}, st.Dropped)
+		}),
+	})
+	require.Empty(t, nudged)
 }
 
 // Verdicts that came before the build all count: a failed and a passed Snapshot of
@@ -327,26 +327,17 @@ func TestVerdictsBeforeTheBuildDeliverOnAnyPass(t *testing.T) {
 }
 
 // A failing build carried across continue-as-new keeps its grace: the new run
-// drops it when the grace that began in the old one ends.
+// drops it at once when the grace that began in the old one has ended.
 func TestFailingBuildAcrossContinueAsNew(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	buildchecktest.New().Register(env)
-	failedAt := t0.Add(-time.Hour)
 	pending := build(1)
 	in := Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate",
-		State: State{Pending: &pending, Failing: &Failure{Snapshot: "s1", At: failedAt}}}
-	env.SetStartTime(failedAt.Add(DefaultFailedSnapshotGrace + time.Minute))
-	var st State
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&st))
-		env.CancelWorkflow()
-	}, time.Minute)
-	env.ExecuteWorkflow(WorkflowName, in)
-	require.Nil(t, st.Pending, "the grace ended before this run: the build counts as failed at once")
-	require.NotNil(t, st.Failed)
-	require.Len(t, st.Dropped, 1)
+		State: State{Pending: &pending, Failing: &Failure{Snapshot: "s1", At: t0.Add(-DefaultFailedSnapshotGrace - time.Minute)}}}
+	nudged, _ := runInput(t, in, buildchecktest.New(), 0, "", []step{
+		probe(time.Second, func(st State) {
+			require.Nil(t, st.Pending, "the grace ended before this run: the build counts as failed at once")
+			require.NotNil(t, st.Failed)
+			require.Len(t, st.Dropped, 1)
+		}),
+	})
+	require.Empty(t, nudged)
 }
