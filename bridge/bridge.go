@@ -48,6 +48,10 @@ type Deps struct {
 	// verdict on a build before it nudges the targets IS runs itself (zero:
 	// builds.DefaultISDecisionDeadline).
 	ISDecisionDeadline time.Duration
+	// FailedSnapshotGrace is how long a validated edge waits, after a failed
+	// Snapshot of a build, for a passing one (0:
+	// validatednudge.DefaultFailedSnapshotGrace).
+	FailedSnapshotGrace time.Duration
 	// ChangeGroup tunes ChangeGroup workflows started by the bridge.
 	ChangeGroup changegroupwf.Settings
 	// PRGroup tunes the PRGroup workflows (ADR 29 PR groups) started by the bridge.
@@ -219,7 +223,8 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	batches := &ibatching.Opener{Kube: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup, Batches: batches}
 	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Peers: peers,
-		ChangeGroups: groups.Starter(mgr.GetClient()), Batches: batches, ISDecisionDeadline: deps.ISDecisionDeadline}
+		ChangeGroups: groups.Starter(mgr.GetClient()), Batches: batches, ISDecisionDeadline: deps.ISDecisionDeadline,
+		FailedSnapshotGrace: deps.FailedSnapshotGrace}
 	if err := builds.Setup(mgr, nudges); err != nil {
 		return nil, err
 	}

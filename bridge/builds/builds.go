@@ -73,6 +73,9 @@ type Options struct {
 	Peers Peers
 	// Tuning goes into every Nudge the bridge starts (zero: the workflow defaults).
 	Tuning validatednudge.Tuning
+	// FailedSnapshotGrace goes into the ValidatedNudge workflows the bridge starts
+	// (zero: validatednudge.DefaultFailedSnapshotGrace).
+	FailedSnapshotGrace time.Duration
 	// ChangeGroups starts and signals ChangeGroup workflows (nil: one on Temporal
 	// and TaskQueue with default settings).
 	ChangeGroups *cgbridge.Starter
@@ -503,7 +506,7 @@ func StartNudge(ctx context.Context, o Options, req nudge.Request) error {
 // starting it when it does not run.
 func SignalValidated(ctx context.Context, o Options, namespace string, e Edge, signal string, arg any) error {
 	id := validatednudge.WorkflowID(namespace, e.From, e.To)
-	in := validatednudge.Input{Namespace: namespace, From: e.From, To: e.To, GatingGroup: e.GatingGroup, Tuning: o.Tuning}
+	in := validatednudge.Input{Namespace: namespace, From: e.From, To: e.To, GatingGroup: e.GatingGroup, Tuning: o.Tuning, FailedSnapshotGrace: o.FailedSnapshotGrace}
 	_, err := o.Temporal.SignalWithStartWorkflow(ctx, id, signal, arg, client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: o.TaskQueue,

@@ -15,16 +15,27 @@ import (
 
 // Which Snapshots gate a validated edge:
 //
-//   - with a gatingGroup, the Snapshots of that ComponentGroup: the first one that
-//     holds the build and finishes testing decides (pass nudges, fail drops);
-//   - without one (integration-service's NudgeConfig allows that), every Snapshot
-//     that holds the build, its application's or any ComponentGroup's: the build is
-//     nudged once any of them passes, and dropped only when all of them finished
-//     and none passed. A failure while another Snapshot of the build still tests
-//     waits for that one.
+//   - with a gatingGroup, the Snapshots of that ComponentGroup;
+//   - without one (integration-service's NudgeConfig allows that; nudgeflow's own
+//     admits it only for edges already stored), every Snapshot that holds the
+//     build, its application's or any ComponentGroup's.
 //
-// The workflow sees one verdict per Snapshot either way; the aggregation for
-// ungated edges happens here, from the cache, so it changes no workflow.
+// The build is nudged once any of them passes, and counts as failed only when all
+// of them finished and none passed. The two halves of "all" live in two places:
+//
+//   - the Snapshots that exist now are the bridge's to know (its cache): for an
+//     ungated edge it forwards a failure only when every Snapshot holding the build
+//     finished and none passed (allFailed); a failure while another one still tests
+//     waits for that one, whose own verdict is forwarded when it ends;
+//   - the Snapshots integration-service has not created yet (a gating group's next
+//     Snapshot holds the build through the group's Global Candidate List, an
+//     ungated build's other groups' come as their builds land) are the workflow's:
+//     it waits a grace after the build's first failed verdict
+//     (validatednudge.DefaultFailedSnapshotGrace, --failed-snapshot-grace) before
+//     the build counts as failed, and a pass after that still delivers it while no
+//     newer build came.
+//
+// A pass is always forwarded at once.
 
 // SnapshotReconciler signals the ValidatedNudge workflows a finished Snapshot gates.
 type SnapshotReconciler struct {

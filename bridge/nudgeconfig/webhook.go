@@ -17,6 +17,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
 )
 
@@ -56,7 +57,7 @@ func (v *Validator) ValidateCreate(ctx context.Context, obj runtime.Object) (adm
 	for i := range all {
 		all[i] = i
 	}
-	return v.validate(ctx, nc, all, addedValidated(nil, nc.Spec.Nudges))
+	return v.validate(ctx, nc, all, addedValidated(nil, nc.Spec.Nudges), addedUngated(nil, nc.Spec.Nudges))
 }
 
 // ValidateUpdate checks the whole graph and the existence of the edges the update adds.
@@ -69,7 +70,8 @@ func (v *Validator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.O
 	if !ok {
 		return nil, fmt.Errorf("expected a NudgeConfig, got %T", newObj)
 	}
-	return v.validate(ctx, nc, nudgegraph.Added(prev.Spec.Nudges, nc.Spec.Nudges), addedValidated(prev.Spec.Nudges, nc.Spec.Nudges))
+	return v.validate(ctx, nc, nudgegraph.Added(prev.Spec.Nudges, nc.Spec.Nudges), addedValidated(prev.Spec.Nudges, nc.Spec.Nudges),
+		addedUngated(prev.Spec.Nudges, nc.Spec.Nudges))
 }
 
 // addedValidated are the indexes of nc's validated entries that prev did not have
@@ -92,12 +94,59 @@ func addedValidated(prev, next []konfluxv1alpha1.NudgeRelationship) []int {
 	return out
 }
 
+// addedUngated are the indexes of nc's validated entries without a gatingGroup that
+// prev did not have as such: new pairs, immediate entries turned validated, and
+// gatingGroups removed. ADR 67 requires the group when mode is validated; nudgeflow
+// admitted ungated edges for a while (they gate on any Snapshot holding the build,
+// as integration-service's kind allows), so only what a request adds is refused and
+// a CR stored then stays updatable.
+func addedUngated(prev, next []konfluxv1alpha1.NudgeRelationship) []int {
+	ungated := func(e konfluxv1alpha1.NudgeRelationship) bool {
+		return e.EffectiveMode() == konfluxv1alpha1.ModeValidated && e.GatingGroup == ""
+	}
+	was := map[[2]string]bool{}
+	for _, e := range prev {
+		if ungated(e) {
+			was[[2]string{e.From, e.To}] = true
+		}
+	}
+	var out []int
+	for i, e := range next {
+		if ungated(e) && !was[[2]string{e.From, e.To}] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// ungatedProblems refuses the added ungated validated edges, each naming the field
+// to add and the ComponentGroups that hold the source (one LIST of the namespace's
+// groups), so the fix is one line.
+func (v *Validator) ungatedProblems(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, ungated []int) (field.ErrorList, error) {
+	var groups mirrorv1beta2.ComponentGroupList
+	if err := v.Reader.List(ctx, &groups, client.InNamespace(nc.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing ComponentGroups in %s to name gating groups: %w", nc.Namespace, err)
+	}
+	var errs field.ErrorList
+	for _, i := range ungated {
+		e := nc.Spec.Nudges[i]
+		candidates := "no ComponentGroup in namespace " + nc.Namespace + " lists " + e.From + " yet"
+		if held := nudgeconfigs.GroupsHolding(groups.Items, e.From); len(held) > 0 {
+			candidates = "ComponentGroups listing " + e.From + ": " + strings.Join(held, ", ")
+		}
+		errs = append(errs, field.Required(nudgesPath.Index(i).Child("gatingGroup"), fmt.Sprintf(
+			"validated edge %s -> %s needs a gatingGroup (ADR 67: required when mode is validated): add `gatingGroup: <a ComponentGroup>` naming the group whose Snapshot must pass before %s is nudged (%s), or make this edge immediate",
+			e.From, e.To, e.To, candidates)))
+	}
+	return errs, nil
+}
+
 // ValidateDelete admits every delete: removing all edges is always safe.
 func (v *Validator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, added, validated []int) (admission.Warnings, error) {
+func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfig, added, validated, ungated []int) (admission.Warnings, error) {
 	log := ctrl.LoggerFrom(ctx).WithValues("namespace", nc.Namespace, "edges", len(nc.Spec.Nudges), "added", len(added))
 	var errs field.ErrorList
 	for _, p := range nudgegraph.Check(nc.Spec.Nudges) {
@@ -120,6 +169,13 @@ func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfi
 		if warnings, err = v.gatingGroupWarnings(ctx, nc, added); err != nil {
 			return nil, err
 		}
+	}
+	if len(ungated) > 0 {
+		problems, err := v.ungatedProblems(ctx, nc, ungated)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, problems...)
 	}
 	if len(validated) > 0 {
 		problems, err := v.validatedAlsoInNudgesRef(ctx, nc, validated)

@@ -16,6 +16,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/receiverapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
 func newBridgeCommand() *cobra.Command {
@@ -29,7 +30,7 @@ func newBridgeCommand() *cobra.Command {
 	var opts bridge.ManagerOptions
 	var peers, executor, forgeAddr, secretFile, secretsNamespace, receiverIdentity string
 	var settings cgwf.Settings
-	var isDeadline time.Duration
+	var isDeadline, failedSnapshotGrace time.Duration
 	fs := cmd.Flags()
 	fs.IntVar(&opts.WebhookPort, "webhook-port", 9443, "port of the admission webhooks")
 	fs.StringVar(&opts.WebhookCertDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the admission webhooks")
@@ -44,6 +45,7 @@ func newBridgeCommand() *cobra.Command {
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&peers, "nudging-peers", builds.PeersAuto, "the Konflux services that nudge beside nudgeflow, whose edges nudgeflow leaves to them: auto (detected from the CRDs the cluster serves), none, or a comma-separated list of build-service and integration-service")
 	fs.DurationVar(&isDeadline, "integration-service-deadline", builds.DefaultISDecisionDeadline, "how long after a build ended nudgeflow waits for integration-service's verdict on it before nudging the targets of integration-service's immediate edges itself (it nudges those integration-service leaves out, e.g. repositories with only the GitHub App, as soon as the verdict is in)")
+	fs.DurationVar(&failedSnapshotGrace, "failed-snapshot-grace", validatednudge.DefaultFailedSnapshotGrace, "how long a validated edge waits, after a failed Snapshot holding a build, for another Snapshot holding it to pass before the build counts as failed (a later pass still nudges it while no newer build came); applies to the edges' workflows started from then on")
 	fs.StringVar(&executor, "executor", "", "deprecated: use --nudging-peers (all is none, exclusive is build-service,integration-service)")
 	_ = fs.MarkDeprecated("executor", "use --nudging-peers")
 	// The receiver runs as `nudgeflow receiver`, apart from the admission webhooks.
@@ -93,7 +95,8 @@ func newBridgeCommand() *cobra.Command {
 			}
 			peers = p.String()
 		}
-		deps := bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings, ISDecisionDeadline: isDeadline}
+		deps := bridge.Deps{Temporal: c, TaskQueue: tf.taskQueue, NudgingPeers: peers, ChangeGroup: settings, ISDecisionDeadline: isDeadline,
+			FailedSnapshotGrace: failedSnapshotGrace}
 		if receiverIdentity != "" {
 			if secretsNamespace == "" {
 				return errors.New("the receiver API needs --forge-webhook-secrets-namespace (or $POD_NAMESPACE)")

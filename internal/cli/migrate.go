@@ -123,7 +123,7 @@ func runMigrate(cmd *cobra.Command, kf *kubeFlags, outputDir, gitopsDir, to stri
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("%d namespace(s) not migrated because their nudge graph is invalid: %v", len(failed), failed)
+		return fmt.Errorf("%d namespace(s) not migrated because their nudge graph is invalid or holds an edge the target kind cannot (marked x above): %v", len(failed), failed)
 	}
 	return nil
 }

@@ -48,10 +48,20 @@ func Load(ctx context.Context, c client.Reader, ns string) ([]*Plan, error) {
 	slices.Sort(namespaces)
 	// The shipped kind's limit as the API server serves it now, read once per run.
 	limit := nudgeconfigs.ShippedLimit(ctx, c)
+	var groups mirrorv1beta2.ComponentGroupList
+	if err := c.List(ctx, &groups, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing ComponentGroups: %w", err)
+	}
+	groupsByNS := map[string][]mirrorv1beta2.ComponentGroup{}
+	for _, g := range groups.Items {
+		groupsByNS[g.Namespace] = append(groupsByNS[g.Namespace], g)
+	}
 	plans := make([]*Plan, 0, len(namespaces))
 	for _, n := range namespaces {
 		p := Build(n, byNS[n], existing[n])
 		p.ShippedLimit = limit
+		p.Groups = groupsByNS[n]
+		p.gate()
 		plans = append(plans, p)
 	}
 	return plans, nil
@@ -89,8 +99,8 @@ func listNudgeConfigs(ctx context.Context, c client.Reader, ns string) (map[stri
 	return out, nil
 }
 
-// ErrNotApplicable is returned for a plan with graph problems.
-var ErrNotApplicable = errors.New("the migrated nudge graph is invalid")
+// ErrNotApplicable is returned for a plan with graph problems or an edge it cannot convert.
+var ErrNotApplicable = errors.New("the migrated nudge graph is invalid or has an edge the target kind cannot hold")
 
 // Apply writes the plan's NudgeConfig with server-side apply under FieldManager. It
 // writes nothing when the plan adds no edge, so a second run leaves the object (and

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -191,4 +192,73 @@ func TestMigrateBetweenKinds(t *testing.T) {
 	require.Equal(t, existing.Spec, own.Spec)
 	require.Equal(t, existing.Annotations, own.Annotations, "the batching annotation is the field again")
 	require.Equal(t, "team-x", read.Annotations["owner"], "converting does not change the plan's source")
+	require.False(t, back.Applicable(), "b -> ungated has no gatingGroup and no ComponentGroup lists b: TestConvertingUngatedEdgesToOwn")
+}
+
+// An ungated validated edge of integration-service's kind cannot be written as
+// nudgeflow's, which requires a gatingGroup (ADR 67): the conversion fills the only
+// ComponentGroup listing the source, and with none or several refuses the
+// namespace naming the edge and the candidates. Nothing is dropped.
+func TestConvertingUngatedEdgesToOwn(t *testing.T) {
+	shipped := func(nudges ...konfluxv1alpha1.NudgeRelationship) *konfluxv1alpha1.NudgeConfig {
+		nc := &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: nudgeconfigs.Name, Namespace: "ns"},
+			Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: nudges}}
+		nc.SetGroupVersionKind(nudgeconfigs.Shipped)
+		return nc
+	}
+	group := func(name string, members ...string) mirrorv1beta2.ComponentGroup {
+		g := mirrorv1beta2.ComponentGroup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+		for _, m := range members {
+			g.Spec.Components = append(g.Spec.Components, mirrorv1beta2.ComponentGroupMember{Name: m})
+		}
+		return g
+	}
+	ungated := func(from, to string) konfluxv1alpha1.NudgeRelationship {
+		return konfluxv1alpha1.NudgeRelationship{From: from, To: to, Mode: konfluxv1alpha1.ModeValidated}
+	}
+	comps := []mirrorv1alpha1.Component{comp("a"), comp("b"), comp("c"), comp("d"), comp("t")}
+	plan := func(groups ...mirrorv1beta2.ComponentGroup) *Plan {
+		p := Build("ns", comps, shipped(ungated("a", "t"), ungated("b", "t"), ungated("c", "t"),
+			konfluxv1alpha1.NudgeRelationship{From: "d", To: "t", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "mine"}))
+		p.Groups = groups
+		require.NoError(t, p.To("konflux-ci.dev/v1alpha1"))
+		return p
+	}
+
+	nested := group("nested", "c")
+	nested.Spec.Components[0].Kind = "ComponentGroup" // a group of groups: no Snapshot of it holds a build of c
+	p := plan(group("ga", "a", "t"), group("gb1", "b"), group("gb2", "b", "c"), nested)
+	require.Equal(t, "ga", p.Nudges[0].GatingGroup, "a: the only ComponentGroup listing it")
+	require.Equal(t, "gb2", p.Nudges[2].GatingGroup, "c: a nested group is no gate")
+	require.Empty(t, p.Nudges[1].GatingGroup, "b: two candidates, the owner decides")
+	require.Equal(t, "mine", p.Nudges[3].GatingGroup, "a named group is kept")
+	require.Equal(t, []Ungated{{NudgeRelationship: ungated("b", "t"), Candidates: []string{"gb1", "gb2"}}}, p.Ungated)
+	require.False(t, p.Applicable())
+	_, err := Apply(context.Background(), nil, p)
+	require.ErrorIs(t, err, ErrNotApplicable)
+	var out bytes.Buffer
+	p.Report(&out)
+	require.Contains(t, out.String(), "  ~ validated a -> t had no gatingGroup: gated by ga, the only ComponentGroup listing a (konflux-ci.dev/v1alpha1 requires one)\n")
+	require.Contains(t, out.String(), "  x validated b -> t has no gatingGroup, which konflux-ci.dev/v1alpha1 requires (ADR 67), and ComponentGroups gb1, gb2 all list b: add gatingGroup: <a ComponentGroup> to this edge in the appstudio.redhat.com/v1beta2 NudgeConfig, then run again\n")
+	require.Contains(t, out.String(), "namespace ns NOT migrated")
+
+	none := plan()
+	require.Len(t, none.Ungated, 3)
+	out.Reset()
+	none.Report(&out)
+	require.Contains(t, out.String(), "and no ComponentGroup lists a:")
+
+	// Back to integration-service's kind (or written as it): ungated edges are fine there.
+	require.NoError(t, p.To("appstudio.redhat.com/v1beta2"))
+	require.Empty(t, p.Ungated)
+	require.Empty(t, p.Nudges[0].GatingGroup, "the group the conversion filled is undone")
+	require.True(t, p.Applicable())
+
+	one := plan(group("ga", "a"), group("gb", "b"), group("gc", "c"))
+	require.True(t, one.Applicable())
+	u, err := Manifest(one, true)
+	require.NoError(t, err)
+	own := &konfluxv1alpha1.NudgeConfig{}
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, own))
+	require.Equal(t, []string{"ga", "gb", "gc", "mine"}, []string{own.Spec.Nudges[0].GatingGroup, own.Spec.Nudges[1].GatingGroup, own.Spec.Nudges[2].GatingGroup, own.Spec.Nudges[3].GatingGroup})
 }

@@ -15,6 +15,7 @@ import (
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
 )
@@ -58,6 +59,24 @@ type Plan struct {
 	// ShippedLimit is the most edges integration-service's kind holds, as its served
 	// CRD says (Load reads it; the zero value is nudgeconfigs.DefaultShippedLimit).
 	ShippedLimit nudgeconfigs.Limit
+	// Groups are the namespace's ComponentGroups (Load reads them): they decide the
+	// gatingGroup of an ungated validated edge converted to nudgeflow's kind.
+	Groups []mirrorv1beta2.ComponentGroup
+	// Gated are the ungated validated edges of integration-service's kind this
+	// conversion to nudgeflow's gives a gatingGroup (the only ComponentGroup listing
+	// the source), as they are in Nudges.
+	Gated []konfluxv1alpha1.NudgeRelationship
+	// Ungated are the ungated validated edges it cannot convert: nudgeflow's kind
+	// requires a gatingGroup (ADR 67) and no single ComponentGroup lists the source.
+	// A plan with any is not applied; nothing is dropped.
+	Ungated []Ungated
+}
+
+// Ungated is a validated edge without gatingGroup that cannot be converted, and the
+// ComponentGroups listing its source (none, or more than one).
+type Ungated struct {
+	konfluxv1alpha1.NudgeRelationship
+	Candidates []string
 }
 
 // Converts is true when the plan writes the NudgeConfig as another kind than the
@@ -70,13 +89,47 @@ func (p *Plan) To(api string) error {
 	switch api {
 	case nudgeconfigs.Own.GroupVersion().String(), nudgeconfigs.Shipped.GroupVersion().String():
 		p.Target = api
+		p.gate()
 		return nil
 	}
 	return fmt.Errorf("NudgeConfig API %q: want %s or %s", api, nudgeconfigs.Own.GroupVersion(), nudgeconfigs.Shipped.GroupVersion())
 }
 
-// Applicable is true when the plan has no graph problems.
-func (p *Plan) Applicable() bool { return len(p.Problems) == 0 }
+// Applicable is true when the plan has no graph problems and converts every edge.
+func (p *Plan) Applicable() bool { return len(p.Problems) == 0 && len(p.Ungated) == 0 }
+
+// gate gives the ungated validated edges a gatingGroup when the plan converts to
+// nudgeflow's kind, whose admission requires one for the edges a create adds (all of
+// them). The group is the only ComponentGroup that lists the source: its Snapshots
+// are the ones that hold the source's builds, so it is the gate integration-service
+// would have used had the group been named. With none or several the choice is
+// the owner's: the edge is reported in Ungated and the plan is not applied. Written
+// as the same kind, or to integration-service's, edges stay as they are (a stored
+// ungated edge stays admissible on update). It undoes a previous call first, so
+// the plan follows its last To.
+func (p *Plan) gate() {
+	for _, g := range p.Gated {
+		if i := slices.IndexFunc(p.Nudges, func(e konfluxv1alpha1.NudgeRelationship) bool { return e.From == g.From && e.To == g.To }); i >= 0 {
+			p.Nudges[i].GatingGroup = ""
+		}
+	}
+	p.Gated, p.Ungated = nil, nil
+	if !p.Converts() || p.Target != nudgeconfigs.Own.GroupVersion().String() {
+		return
+	}
+	for i, e := range p.Nudges {
+		if e.EffectiveMode() != konfluxv1alpha1.ModeValidated || e.GatingGroup != "" {
+			continue
+		}
+		held := nudgeconfigs.GroupsHolding(p.Groups, e.From)
+		if len(held) != 1 {
+			p.Ungated = append(p.Ungated, Ungated{NudgeRelationship: e, Candidates: held})
+			continue
+		}
+		p.Nudges[i].GatingGroup = held[0]
+		p.Gated = append(p.Gated, p.Nudges[i])
+	}
+}
 
 // Changes is true when applying would write something.
 func (p *Plan) Changes() bool { return len(p.Added) > 0 || p.Converts() }
@@ -137,6 +190,18 @@ func (p *Plan) Report(w io.Writer) {
 	}
 	for _, pr := range p.Problems {
 		fmt.Fprintf(w, "  x %s\n", pr.Message)
+	}
+	for _, e := range p.Gated {
+		fmt.Fprintf(w, "  ~ validated %s -> %s had no gatingGroup: gated by %s, the only ComponentGroup listing %s (%s requires one)\n",
+			e.From, e.To, e.GatingGroup, e.From, p.Target)
+	}
+	for _, e := range p.Ungated {
+		which := "no ComponentGroup lists " + e.From
+		if len(e.Candidates) > 0 {
+			which = "ComponentGroups " + strings.Join(e.Candidates, ", ") + " all list " + e.From
+		}
+		fmt.Fprintf(w, "  x validated %s -> %s has no gatingGroup, which %s requires (ADR 67), and %s: add gatingGroup: <a ComponentGroup> to this edge in the %s NudgeConfig, then run again\n",
+			e.From, e.To, p.Target, which, p.Source)
 	}
 	if p.Converts() {
 		fmt.Fprintf(w, "  converting the NudgeConfig from %s to %s: %d nudge(s), %d batching polic(ies); the %s one is left in place: delete it once the %s one is applied (while both exist, %s is read)\n",

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -307,4 +308,20 @@ func Served(mapper meta.RESTMapper) (shipped, own bool, err error) {
 	}
 	own, err = check(Own)
 	return shipped, own, err
+}
+
+// GroupsHolding names, sorted, the ComponentGroups that list component as a member:
+// the groups whose Snapshots hold its builds, so the candidates for the gatingGroup
+// of a validated edge from it. Nested groups (members of another kind) do not count.
+func GroupsHolding(groups []mirrorv1beta2.ComponentGroup, component string) []string {
+	var out []string
+	for _, g := range groups {
+		if slices.ContainsFunc(g.Spec.Components, func(m mirrorv1beta2.ComponentGroupMember) bool {
+			return m.Name == component && (m.Kind == "" || m.Kind == "Component")
+		}) {
+			out = append(out, g.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -197,18 +197,6 @@ spec:
 	require.Len(t, got.all(), before, "no warning for an existing group, none repeated for the old edge")
 }
 
-// TestValidatedWithoutGatingGroup: as in integration-service's NudgeConfig, a
-// validated edge may name no gating group (any Snapshot holding the build gates
-// it); admission takes it without a warning.
-func TestValidatedWithoutGatingGroup(t *testing.T) {
-	w := world.Get(t)
-	ns := w.Namespace(t)
-	createComponents(t, w, ns, []string{"a", "b"}, nil)
-	c, got := clientWithWarnings(t, w)
-	require.NoError(t, c.Create(context.Background(), nudgeConfig(ns, konfluxv1alpha1.NudgeRelationship{From: "a", To: "b", Mode: konfluxv1alpha1.ModeValidated})))
-	require.Empty(t, got.all())
-}
-
 // TestMaxItems: 5000 edges between real Components are admitted (the webhook lists
 // Components once, whatever the edge count); 5001 are rejected by the schema.
 func TestMaxItems(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -166,12 +167,24 @@ func TestMigrateToShippedAndBack(t *testing.T) {
 	want, err := nudgeconfigs.Get(ctx, w.Kube, ns)
 	require.NoError(t, err)
 
+	// nudgeflow's kind requires a gatingGroup on a validated edge (ADR 67): with no
+	// ComponentGroup listing svc-04 the conversion names the edge and writes nothing.
+	out, err = nudgeflow(t, "migrate", "--kubeconfig", cfg, "-n", ns, "--to", "konflux-ci.dev/v1alpha1")
+	require.Error(t, err, out)
+	require.Contains(t, out, "  x validated svc-04 -> svc-05 has no gatingGroup, which konflux-ci.dev/v1alpha1 requires (ADR 67), and no ComponentGroup lists svc-04: add gatingGroup: <a ComponentGroup> to this edge in the appstudio.redhat.com/v1beta2 NudgeConfig, then run again")
+	_, err = getNudgeConfig(t, w, ns)
+	require.True(t, apierrors.IsNotFound(err), "nothing written: %v", err)
+	// With exactly one ComponentGroup listing svc-04, that group gates the edge.
+	require.NoError(t, w.Kube.Create(ctx, &mirrorv1beta2.ComponentGroup{ObjectMeta: metav1.ObjectMeta{Name: "backend", Namespace: ns},
+		Spec: mirrorv1beta2.ComponentGroupSpec{Components: []mirrorv1beta2.ComponentGroupMember{{Name: "svc-04"}, {Name: "svc-06"}}}}))
 	out, err = nudgeflow(t, "migrate", "--kubeconfig", cfg, "-n", ns, "--to", "konflux-ci.dev/v1alpha1")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "converting the NudgeConfig from appstudio.redhat.com/v1beta2 to konflux-ci.dev/v1alpha1: 11 nudge(s), 1 batching polic(ies)")
+	require.Contains(t, out, "  ~ validated svc-04 -> svc-05 had no gatingGroup: gated by backend, the only ComponentGroup listing svc-04")
 	own, err := getNudgeConfig(t, w, ns)
 	require.NoError(t, err)
-	require.Equal(t, want.Spec, own.Spec, "every edge, mode, gating group and the batching policy")
+	want.Spec.Nudges[len(want.Spec.Nudges)-1].GatingGroup = "backend"
+	require.Equal(t, want.Spec, own.Spec, "every edge, mode, gating group (the one filled) and the batching policy")
 
 	// Back: delete integration-service's object (as the report says), convert again.
 	require.NoError(t, w.Kube.Delete(ctx, &s))

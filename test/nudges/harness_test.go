@@ -85,6 +85,10 @@ func logged(parts ...string) bool {
 // bridge's signal.
 var tuning = validatednudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: time.Hour}
 
+// failedSnapshotGrace is short so a failed Snapshot's build counts as failed within
+// the tests' waits (the default is validatednudge.DefaultFailedSnapshotGrace).
+const failedSnapshotGrace = 2 * time.Second
+
 // start returns the package's world; TestMain started the stack (startStack).
 func start(t testing.TB) *world.World { return world.Get(t) }
 
@@ -136,7 +140,7 @@ func startStack(w *world.World) (func(), error) {
 			})
 		},
 		Setup: func(mgr ctrl.Manager) (*bridge.Bridge, error) {
-			return nil, builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Tuning: tuning})
+			return nil, builds.Setup(mgr, builds.Options{Temporal: w.TemporalClient, TaskQueue: taskQueue, Tuning: tuning, FailedSnapshotGrace: failedSnapshotGrace})
 		},
 		ReadyTimeout: waitFor,
 	}})

@@ -2,6 +2,7 @@ package nudges
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -195,16 +196,33 @@ func (f *fixture) snapshot(name, group string, images map[string]string, passed 
 	}))
 }
 
-// A validated edge nudges only digests whose gating Snapshot passed, in build order:
-// fail → dropped; build 2 then 3 before any Snapshot → 2 superseded even though its
-// Snapshot passes; 3 passes → nudged; then 4 passes → nudged after 3.
-func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
+// validatedOperandToBundle is a namespace whose operand nudges the bundle (on the
+// GitHub emulator) once a Snapshot of ComponentGroup gate passes; other is a second
+// member of the group.
+func validatedOperandToBundle(t *testing.T) *fixture {
 	f := newFixture(t)
 	f.component("operand", "", nil)
 	f.component("other", "", nil)
 	f.component("bundle", f.repoURL("github.com", "bundle"), nil)
 	f.credentials("github.com")
 	f.nudgeConfig(validated("operand", "bundle", "gate"))
+	return f
+}
+
+// pendingBuild builds operand n and waits until the edge holds it.
+func (f *fixture) pendingBuild(n int) {
+	f.t.Helper()
+	f.build("operand", n, nil)
+	f.validatedState("operand", "bundle", fmt.Sprintf("build %d pending", n), func(st validatednudge.State) bool {
+		return st.Pending != nil && st.Pending.PullSpec == pullSpec("operand", n)
+	})
+}
+
+// A validated edge nudges only digests whose gating Snapshot passed, in build order:
+// fail → dropped; build 2 then 3 before any Snapshot → 2 superseded even though its
+// Snapshot passes; 3 passes → nudged; then 4 passes → nudged after 3.
+func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
+	f := validatedOperandToBundle(t)
 	has := func(st validatednudge.State, key string) bool {
 		for _, s := range st.SeenSnapshots {
 			if s == key {
@@ -214,10 +232,7 @@ func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
 		return false
 	}
 
-	f.build("operand", 1, nil)
-	f.validatedState("operand", "bundle", "build 1 pending", func(st validatednudge.State) bool {
-		return st.Pending != nil && st.Pending.PullSpec == pullSpec("operand", 1)
-	})
+	f.pendingBuild(1)
 	f.snapshot("s1", "gate", map[string]string{"operand": pullSpec("operand", 1), "other": "quay.io/org/other@" + digestOf(99)}, false)
 	f.validatedState("operand", "bundle", "build 1 dropped", func(st validatednudge.State) bool { return st.Pending == nil && len(st.Dropped) == 1 })
 	require.Empty(t, f.renovateRuns(), "a failed digest is never nudged")
@@ -408,4 +423,31 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	})
 	require.Equal(t, 1, st.Attempt)
 	require.Len(t, g.renovateRuns(), 1)
+}
+
+// Issue 32 item 3: a failed Snapshot is not the last word on a build. Build 1's
+// first Snapshot fails; no other passes within the grace (the harness's
+// failedSnapshotGrace), so it counts as failed; then a later Snapshot of the gating
+// group holding it (integration-service's next one, through the group's Global
+// Candidate List) passes while no newer build came: build 1 is nudged after all.
+func TestValidatedBuildPassingAfterTheGraceIsNudged(t *testing.T) {
+	f := validatedOperandToBundle(t)
+
+	f.pendingBuild(1)
+	f.snapshot("s1", "gate", map[string]string{"operand": pullSpec("operand", 1)}, false)
+	st := f.validatedState("operand", "bundle", "build 1 counted as failed after the grace", func(st validatednudge.State) bool {
+		return st.Pending == nil && st.Failed != nil
+	})
+	require.Equal(t, []string{digestOf(1) + " (failed in s1; none passed within " + failedSnapshotGrace.String() + ")"}, st.Dropped)
+	require.Empty(t, f.renovateRuns(), "a failed digest is not nudged")
+
+	f.snapshot("s2", "gate", map[string]string{"operand": pullSpec("operand", 1), "other": "quay.io/org/other@" + digestOf(98)}, true)
+	run := f.waitRuns(1)[0]
+	require.Equal(t, "quay.io/org/operand:rev1", run.Annotations[renovate.AnnotationNudgingImage])
+	f.finish(run, true)
+	st = f.validatedState("operand", "bundle", "the nudge recorded", func(st validatednudge.State) bool { return len(st.Nudges) == 1 })
+	require.Equal(t, digestOf(1), st.Nudges[0].Digest)
+	require.Equal(t, nudge.PhaseSucceeded, st.Nudges[0].Phase)
+	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "validatednudge", "testdata"), t.Name()+"@"+validatednudge.HistoryShape,
+		validatednudge.WorkflowID(f.ns, "operand", "bundle"))
 }

@@ -2,7 +2,10 @@
 // one per edge (namespace, from, to). It holds the newest pending build of the
 // source, waits for a Snapshot of the gating ComponentGroup containing exactly that
 // image (repo@digest) to finish testing, and then nudges that digest through a Nudge
-// child workflow; a failed Snapshot drops the build. A newer build supersedes a
+// child workflow. A failed Snapshot drops the build only a grace period after the
+// build's first failed verdict (versionFailedSnapshotGrace): another Snapshot holding
+// it may not exist yet, and the first that passes decides. A pass arriving after the
+// grace still delivers the build while nothing newer came. A newer build supersedes a
 // pending one. A digest that has not passed is never nudged, and digests are nudged
 // in build order: never an older build after a newer one.
 //
@@ -75,10 +78,30 @@ type Input struct {
 	To          string `json:"to"`
 	GatingGroup string `json:"gatingGroup,omitempty"`
 	Tuning      Tuning `json:"tuning,omitempty"`
+	// FailedSnapshotGrace is how long after a build's first failed verdict the edge
+	// waits for a passing one before the build counts as failed (0:
+	// DefaultFailedSnapshotGrace).
+	FailedSnapshotGrace time.Duration `json:"failedSnapshotGrace,omitempty"`
 	// ContinueAsNewAfter continues as new at this history length (0: when the
 	// server suggests it). Tests set it low.
 	ContinueAsNewAfter int   `json:"continueAsNewAfter,omitempty"`
 	State              State `json:"state"`
+}
+
+// DefaultFailedSnapshotGrace is the wait after a build's first failed verdict. A
+// build is in several Snapshots (its gating group's next ones, through the group's
+// Global Candidate List, or for an edge without a gatingGroup, its application's
+// and every ComponentGroup's), which integration-service creates as the builds of
+// the other components land, not all at once: a failure is final only when no
+// passing sibling followed it within this time. Ten minutes covers the creation of
+// the siblings; tests that outlast it still deliver (a later pass while the build
+// is the newest nudges it).
+const DefaultFailedSnapshotGrace = 10 * time.Minute
+
+// Failure is the first failed verdict on the pending build.
+type Failure struct {
+	Snapshot string    `json:"snapshot"`
+	At       time.Time `json:"at"`
 }
 
 // Verdict is a Snapshot result for an image whose build has not arrived yet.
@@ -109,10 +132,20 @@ type State struct {
 	Verdicts      []Verdict     `json:"verdicts,omitempty"`
 	Nudges        []NudgeRecord `json:"nudges,omitempty"`
 	Dropped       []string      `json:"dropped,omitempty"`
+	// Failing is the pending build's first failed verdict: the build counts as
+	// failed a grace after it, unless a Snapshot holding it passes first.
+	Failing *Failure `json:"failing,omitempty"`
+	// Failed is the newest build that counted as failed: a pass arriving later
+	// still delivers it, as long as no newer build arrived.
+	Failed *Build `json:"failed,omitempty"`
 	// BuildVerdicts are the verdicts on the latest builds received
 	// (versionVerifyBuilds): a build is verified when it enters, never again; a
 	// refused one is held nowhere.
 	BuildVerdicts []BuildVerdict `json:"buildVerdicts,omitempty"`
+
+	// grace is the run's wait after a failed verdict (versionFailedSnapshotGrace);
+	// 0 in runs recorded before it: a failed verdict drops the build at once.
+	grace time.Duration
 }
 
 // BuildVerdict is what the cluster said of one build the edge received.
@@ -142,8 +175,8 @@ func pushBounded[T any](s []T, v T, bound int) []T {
 	return s
 }
 
-// onBuild takes a build signal; it returns why it was ignored, or "".
-func (s *State) onBuild(b Build) string {
+// onBuild takes a build signal at now; it returns why it was ignored, or "".
+func (s *State) onBuild(b Build, now time.Time) string {
 	key := buildKey(b)
 	if slices.Contains(s.SeenBuilds, key) {
 		return "duplicate"
@@ -157,24 +190,50 @@ func (s *State) onBuild(b Build) string {
 	if s.Pending != nil {
 		s.Dropped = pushBounded(s.Dropped, s.Pending.Digest+" (superseded)", historyBound)
 	}
-	s.Pending = &b
+	// A newer build: the failed one is superseded, a late pass no longer revives it.
+	s.Pending, s.Failing, s.Failed = &b, nil, nil
+	if s.grace > 0 {
+		// Every verdict that came first counts: a pass among them delivers.
+		held := func(v Verdict) bool { return v.PullSpec == b.PullSpec }
+		passed, failedIn := false, ""
+		for _, v := range s.Verdicts {
+			if held(v) {
+				passed = passed || v.Passed
+				if !v.Passed && failedIn == "" {
+					failedIn = v.Snapshot
+				}
+			}
+		}
+		s.Verdicts = slices.DeleteFunc(s.Verdicts, held)
+		if passed || failedIn != "" {
+			s.apply(passed, failedIn, now)
+		}
+		return ""
+	}
 	if i := slices.IndexFunc(s.Verdicts, func(v Verdict) bool { return v.PullSpec == b.PullSpec }); i >= 0 {
 		v := s.Verdicts[i]
 		s.Verdicts = slices.Delete(s.Verdicts, i, i+1)
-		s.apply(v.Passed, v.Snapshot)
+		s.apply(v.Passed, v.Snapshot, now)
 	}
 	return ""
 }
 
-// onSnapshot takes a Snapshot result; it returns why it was ignored, or "".
-func (s *State) onSnapshot(r SnapshotResult) string {
+// onSnapshot takes a Snapshot result at now; it returns why it was ignored, or "".
+func (s *State) onSnapshot(r SnapshotResult, now time.Time) string {
 	key := fmt.Sprintf("%s/%t", r.Snapshot, r.Passed)
 	if slices.Contains(s.SeenSnapshots, key) {
 		return "duplicate"
 	}
 	s.SeenSnapshots = pushBounded(s.SeenSnapshots, key, dedupeBound)
 	if s.Pending != nil && slices.Contains(r.Images, s.Pending.PullSpec) {
-		s.apply(r.Passed, r.Snapshot)
+		s.apply(r.Passed, r.Snapshot, now)
+		return ""
+	}
+	if s.grace > 0 && r.Passed && s.Failed != nil && slices.Contains(r.Images, s.Failed.PullSpec) {
+		// It counted as failed, but a Snapshot holding it passed after the grace and
+		// nothing newer came: deliverable after all.
+		s.Dropped = pushBounded(s.Dropped, s.Failed.Digest+" (revived: passed in "+r.Snapshot+")", historyBound)
+		s.Ready, s.Failed = s.Failed, nil
 		return ""
 	}
 	// The build may not have arrived yet: keep the verdict for a while.
@@ -184,13 +243,39 @@ func (s *State) onSnapshot(r SnapshotResult) string {
 	return "no pending build in it"
 }
 
-func (s *State) apply(passed bool, snapshot string) {
+// apply is a verdict on the pending build. A pass makes it ready; a failure drops
+// it at once in runs without the grace, else starts the grace (the first failure).
+func (s *State) apply(passed bool, snapshot string, now time.Time) {
 	if passed {
-		s.Ready, s.Pending = s.Pending, nil
+		s.Ready, s.Pending, s.Failing = s.Pending, nil, nil
+		return
+	}
+	if s.grace > 0 {
+		if s.Failing == nil {
+			s.Failing = &Failure{Snapshot: snapshot, At: now}
+		}
 		return
 	}
 	s.Dropped = pushBounded(s.Dropped, s.Pending.Digest+" (failed in "+snapshot+")", historyBound)
 	s.Pending = nil
+}
+
+// failingUntil is when the failing pending build counts as failed (zero: none is failing).
+func (s *State) failingUntil() time.Time {
+	if s.Failing == nil || s.Pending == nil {
+		return time.Time{}
+	}
+	return s.Failing.At.Add(s.grace)
+}
+
+// expire: the grace after the pending build's first failure passed with no pass.
+// The build counts as failed; it is kept as Failed, which a later pass revives.
+func (s *State) expire() {
+	if s.Failing == nil || s.Pending == nil {
+		return
+	}
+	s.Dropped = pushBounded(s.Dropped, fmt.Sprintf("%s (failed in %s; none passed within %s)", s.Pending.Digest, s.Failing.Snapshot, s.grace), historyBound)
+	s.Failed, s.Pending, s.Failing = s.Pending, nil, nil
 }
 
 func (s *State) phase() string {
@@ -230,6 +315,12 @@ func Workflow(ctx workflow.Context, in Input) error {
 	snapCh := workflow.GetSignalChannel(ctx, SignalSnapshotTested)
 	handled := 0 // signals taken in this run: never continue as new before the first
 	verify := workflow.GetVersion(ctx, versionVerifyBuilds, workflow.DefaultVersion, 1) >= 1
+	if workflow.GetVersion(ctx, versionFailedSnapshotGrace, workflow.DefaultVersion, 1) >= 1 {
+		st.grace = in.FailedSnapshotGrace
+		if st.grace <= 0 {
+			st.grace = DefaultFailedSnapshotGrace
+		}
+	}
 	takeBuild := func(b Build) {
 		handled++
 		if verify && !slices.Contains(st.SeenBuilds, buildKey(b)) {
@@ -241,19 +332,44 @@ func Workflow(ctx workflow.Context, in Input) error {
 			}
 			st.BuildVerdicts = pushBounded(st.BuildVerdicts, BuildVerdict{Digest: b.Digest, BuildPipelineRun: b.BuildPipelineRun, Verdict: v}, verdictsBound)
 		}
-		if why := st.onBuild(b); why != "" {
+		if why := st.onBuild(b, workflow.Now(ctx)); why != "" {
 			log.Info("build ignored", "digest", b.Digest, "build", b.BuildPipelineRun, "why", why)
 		}
 	}
 	takeSnapshot := func(r SnapshotResult) {
 		handled++
-		if why := st.onSnapshot(r); why != "" {
+		if why := st.onSnapshot(r, workflow.Now(ctx)); why != "" {
 			log.Info("snapshot result ignored", "snapshot", r.Snapshot, "passed", r.Passed, "why", why)
 		}
 	}
 
 	var child workflow.ChildWorkflowFuture
+	// The grace timer of the failing pending build (versionFailedSnapshotGrace),
+	// for the build graceFor names; cancelled when that build passes or is superseded.
+	var graceTimer workflow.Future
+	var graceCancel workflow.CancelFunc
+	graceFor := ""
+	stopGrace := func() {
+		if graceCancel != nil {
+			graceCancel()
+		}
+		graceTimer, graceCancel, graceFor = nil, nil, ""
+	}
 	for {
+		if until := st.failingUntil(); until.IsZero() {
+			stopGrace()
+		} else if key := buildKey(*st.Pending); key != graceFor {
+			stopGrace()
+			left := until.Sub(workflow.Now(ctx))
+			if left <= 0 {
+				// The grace passed before this run (continued as new while it ran).
+				st.expire()
+				continue
+			}
+			var tctx workflow.Context
+			tctx, graceCancel = workflow.WithCancel(ctx)
+			graceTimer, graceFor = workflow.NewTimer(tctx, left), key
+		}
 		if child == nil && st.Ready != nil {
 			if rec := batch(ctx, in, *st.Ready); rec != nil {
 				// A ChangeGroup (manual, or the target's automatic batch) took it.
@@ -298,6 +414,16 @@ func Workflow(ctx workflow.Context, in Input) error {
 			c.Receive(ctx, &r)
 			takeSnapshot(r)
 		})
+		if graceTimer != nil {
+			sel.AddFuture(graceTimer, func(f workflow.Future) {
+				fired := f.Get(ctx, nil) == nil && st.Pending != nil && buildKey(*st.Pending) == graceFor
+				graceTimer, graceCancel, graceFor = nil, nil, ""
+				if fired {
+					log.Info("no Snapshot holding the build passed within the grace: it counts as failed", "digest", st.Pending.Digest, "grace", st.grace)
+					st.expire()
+				}
+			})
+		}
 		if child != nil {
 			sel.AddFuture(child, func(f workflow.Future) {
 				var res nudge.Result
@@ -335,8 +461,12 @@ func Workflow(ctx workflow.Context, in Input) error {
 // they start verifies it on its own).
 const versionVerifyBuilds = "verify-builds"
 
+// versionFailedSnapshotGrace guards the wait after a failed verdict (a timer, then
+// the drop): runs recorded before it drop the build on its first failed Snapshot.
+const versionFailedSnapshotGrace = "failed-snapshot-grace"
+
 // HistoryShape names the command sequence of this version, for stored histories.
-const HistoryShape = versionVerifyBuilds
+const HistoryShape = versionFailedSnapshotGrace
 
 // verifyBuild asks the cluster whether it built b, until it answers: the edge
 // waits (its signals queue) rather than hold a build unverified or drop it.

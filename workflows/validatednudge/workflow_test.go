@@ -67,8 +67,23 @@ func runBatching(t *testing.T, nudgeTakes time.Duration, group string, steps []s
 
 // runIn is runBatching on a cluster that built what cluster says it built.
 func runIn(t *testing.T, cluster *buildchecktest.Fake, nudgeTakes time.Duration, group string, steps []step) ([]string, State) {
+	return runInput(t, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate"}, cluster, nudgeTakes, group, steps)
+}
+
+// queryState is the workflow's state now.
+func queryState(t *testing.T, env *testsuite.TestWorkflowEnvironment) State {
+	v, err := env.QueryWorkflow(QueryState)
+	require.NoError(t, err)
+	var st State
+	require.NoError(t, v.Get(&st))
+	return st
+}
+
+// runInput is runIn starting the workflow with in.
+func runInput(t *testing.T, in Input, cluster *buildchecktest.Fake, nudgeTakes time.Duration, group string, steps []step) ([]string, State) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
+	env.SetStartTime(t0)
 	cluster.Register(env)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "operand", "bundle")})
 	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
@@ -92,17 +107,21 @@ func runIn(t *testing.T, cluster *buildchecktest.Fake, nudgeTakes time.Duration,
 	var end time.Duration
 	for _, st := range steps {
 		st := st
+		if probe, ok := st.arg.(func(State)); ok {
+			// A probe: the state at that time.
+			env.RegisterDelayedCallback(func() { probe(queryState(t, env)) }, st.at)
+			end = max(end, st.at)
+			continue
+		}
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(st.sig, st.arg) }, st.at)
 		end = max(end, st.at)
 	}
 	var state State
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(QueryState)
-		require.NoError(t, err)
-		require.NoError(t, v.Get(&state))
+		state = queryState(t, env)
 		env.CancelWorkflow()
 	}, end+nudgeTakes+time.Hour)
-	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate"})
+	env.ExecuteWorkflow(WorkflowName, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "the test ends the workflow by cancelling it, got %v", env.GetWorkflowError())
 	return nudged, state
@@ -214,4 +233,111 @@ func TestBuildNobodyBuiltIsNeverHeld(t *testing.T) {
 	require.Equal(t, buildcheck.Subject{Kind: buildcheck.KindComponent, Name: "bundle"}, req.Subject)
 	require.Equal(t, "operand", req.Component)
 	require.Equal(t, "ns", req.Namespace)
+}
+
+// probe is a step that checks the state at its time.
+func probe(at time.Duration, check func(State)) step { return step{at: at, arg: check} }
+
+// A failed Snapshot is not the last word: a sibling Snapshot holding the build that
+// passes within the grace (integration-service created it after the failed one)
+// delivers the build, which meanwhile waits, failing but pending.
+func TestFailedSnapshotThenPassingSiblingDeliversTheBuild(t *testing.T) {
+	b := build(1)
+	nudged, st := run(t, 0, []step{
+		{time.Minute, SignalBuild, b},
+		{10 * time.Minute, SignalSnapshotTested, snap("app-snapshot", b, false)},
+		probe(15*time.Minute, func(st State) {
+			require.NotNil(t, st.Pending, "within the grace the build still waits")
+			require.NotNil(t, st.Failing)
+			require.Equal(t, "app-snapshot", st.Failing.Snapshot)
+			require.Equal(t, t0.Add(10*time.Minute), st.Failing.At.UTC(), "the grace counts from the first failed verdict")
+			require.Empty(t, st.Dropped)
+		}),
+		{18 * time.Minute, SignalSnapshotTested, snap("group-snapshot", b, true)},
+	})
+	require.Equal(t, []string{b.Digest}, nudged)
+	require.Empty(t, st.Dropped, "the build never counted as failed")
+	require.Nil(t, st.Failing)
+}
+
+// With no pass within the grace the build counts as failed (dropped, never
+// nudged); a pass that arrives after it, while no newer build came, still
+// delivers it.
+func TestFailedBuildCountsAsFailedAfterTheGraceAndALatePassStillDelivers(t *testing.T) {
+	b := build(1)
+	nudged, st := run(t, 0, []step{
+		{time.Minute, SignalBuild, b},
+		{10 * time.Minute, SignalSnapshotTested, snap("s1", b, false)},
+		{12 * time.Minute, SignalSnapshotTested, snap("s2", b, false)},
+		probe(10*time.Minute+DefaultFailedSnapshotGrace-time.Second, func(st State) {
+			require.NotNil(t, st.Pending, "a second failure does not restart nor shorten the grace")
+			require.Empty(t, st.Dropped)
+		}),
+		probe(10*time.Minute+DefaultFailedSnapshotGrace+time.Second, func(st State) {
+			require.Nil(t, st.Pending)
+			require.Equal(t, []string{b.Digest + " (failed in s1; none passed within 10m0s)"}, st.Dropped)
+			require.Equal(t, PhaseIdle, st.phase())
+		}),
+		// A Snapshot whose tests outlasted the grace passes: nothing newer came.
+		{time.Hour, SignalSnapshotTested, snap("s3", b, true)},
+	})
+	require.Equal(t, []string{b.Digest}, nudged)
+	require.Nil(t, st.Failed)
+	require.Equal(t, b.Digest+" (revived: passed in s3)", st.Dropped[1])
+}
+
+// After the grace with no pass and a newer build, the failed build stays dropped:
+// a late pass of it nudges nothing (order: never an older build after a newer one).
+func TestFailedBuildSupersededIsNotRevived(t *testing.T) {
+	nudged, st := run(t, 0, []step{
+		{time.Minute, SignalBuild, build(1)},
+		{10 * time.Minute, SignalSnapshotTested, snap("s1", build(1), false)},
+		{30 * time.Minute, SignalBuild, build(2)},
+		{40 * time.Minute, SignalSnapshotTested, snap("s1-late", build(1), true)},
+	})
+	require.Empty(t, nudged)
+	require.Equal(t, build(2).Digest, st.Pending.Digest)
+	require.Len(t, st.Dropped, 1)
+}
+
+// The grace is the Input's when set.
+func TestFailedSnapshotGraceFromInput(t *testing.T) {
+	in := Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate", FailedSnapshotGrace: 30 * time.Second}
+	nudged, _ := runInput(t, in, buildchecktest.New(), 0, "", []step{
+		{time.Minute, SignalBuild, build(1)},
+		{2 * time.Minute, SignalSnapshotTested, snap("s1", build(1), false)},
+		probe(2*time.Minute+31*time.Second, func(st State) {
+			require.Nil(t, st.Pending)
+			require.Equal(t, []string{build(1).Digest + " (failed in s1; none passed within 30s)"}, st.Dropped)
+		}),
+	})
+	require.Empty(t, nudged)
+}
+
+// Verdicts that came before the build all count: a failed and a passed Snapshot of
+// it deliver it, whatever their order.
+func TestVerdictsBeforeTheBuildDeliverOnAnyPass(t *testing.T) {
+	b := build(1)
+	nudged, _ := run(t, 0, []step{
+		{time.Minute, SignalSnapshotTested, snap("s-pass", b, true)},
+		{2 * time.Minute, SignalSnapshotTested, snap("s-fail", b, false)},
+		{3 * time.Minute, SignalBuild, b},
+	})
+	require.Equal(t, []string{b.Digest}, nudged)
+}
+
+// A failing build carried across continue-as-new keeps its grace: the new run
+// drops it at once when the grace that began in the old one has ended.
+func TestFailingBuildAcrossContinueAsNew(t *testing.T) {
+	pending := build(1)
+	in := Input{Namespace: "ns", From: "operand", To: "bundle", GatingGroup: "gate",
+		State: State{Pending: &pending, Failing: &Failure{Snapshot: "s1", At: t0.Add(-DefaultFailedSnapshotGrace - time.Minute)}}}
+	nudged, _ := runInput(t, in, buildchecktest.New(), 0, "", []step{
+		probe(time.Second, func(st State) {
+			require.Nil(t, st.Pending, "the grace ended before this run: the build counts as failed at once")
+			require.NotNil(t, st.Failed)
+			require.Len(t, st.Dropped, 1)
+		}),
+	})
+	require.Empty(t, nudged)
 }

@@ -17,9 +17,9 @@ type NudgeMode string
 const (
 	// ModeImmediate nudges as soon as the source's push build succeeds.
 	ModeImmediate NudgeMode = "immediate"
-	// ModeValidated nudges once a Snapshot holding the source's build has passed its
-	// integration tests: one of the gating ComponentGroup, or any one without a
-	// gatingGroup.
+	// ModeValidated nudges once a Snapshot of the gating ComponentGroup holding the
+	// source's build has passed its integration tests (any Snapshot holding it for an
+	// edge stored without a gatingGroup).
 	ModeValidated NudgeMode = "validated"
 )
 
@@ -48,9 +48,12 @@ type NudgeRelationship struct {
 	// +kubebuilder:default=immediate
 	Mode NudgeMode `json:"mode,omitempty"`
 	// GatingGroup is the ComponentGroup whose Snapshot must pass for a validated
-	// nudge. Without one (as integration-service's NudgeConfig allows), any Snapshot
-	// holding the build gates it, its application's or any ComponentGroup's: the
-	// first that passes nudges it, and it is dropped only when all of them failed.
+	// nudge: required when mode is validated (ADR 67). The admission webhook refuses
+	// a validated edge without one when a create or update adds it; one stored before
+	// that rule stays (as in integration-service's NudgeConfig, any Snapshot holding
+	// the build gates it, its application's or any ComponentGroup's). A build that
+	// failed is dropped only when no Snapshot holding it passed within the grace
+	// after its first failure (the bridge's --failed-snapshot-grace, 10 minutes).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
