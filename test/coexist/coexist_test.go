@@ -53,7 +53,8 @@ const waitFor = 2 * time.Minute
 // is owed exactly two nudges whoever runs them.
 //
 //	operand-a -> bundle (immediate), operand-a -> tests (validated, gated by ComponentGroup operands)
-//	operand-b -> bundle (immediate), operand-b -> tests (validated, no gating group)
+//	operand-b -> bundle (immediate), operand-b -> tests (validated; no gating group in
+//	  integration-service's kind, gated by other-group in nudgeflow's, which requires one)
 var (
 	sources = []string{"operand-a", "operand-b"}
 	edges   = []konfluxv1alpha1.NudgeRelationship{
@@ -234,6 +235,16 @@ func runWorld(t *testing.T, cw coexistWorld) {
 		require.NoError(t, err)
 		create(shipped)
 	} else {
+		// nudgeflow's kind requires a gatingGroup on a validated edge it admits
+		// (ADR 67); the ungated operand-b -> tests stays in integration-service's
+		// kind (the shipped worlds). other-group is the group whose Snapshot of
+		// operand-b passes.
+		nc.Spec.Nudges = slices.Clone(edges)
+		for i := range nc.Spec.Nudges {
+			if e := &nc.Spec.Nudges[i]; e.EffectiveMode() == konfluxv1alpha1.ModeValidated && e.GatingGroup == "" {
+				e.GatingGroup = "other-group"
+			}
+		}
 		create(nc)
 	}
 	for name, refs := range cw.nudgesRefLater {

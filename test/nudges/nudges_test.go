@@ -367,10 +367,18 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 
 	exclusive := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue,
 		Peers: builds.Peers{BuildService: true, IntegrationService: true}, Tuning: tuning}}
-	_, err := exclusive.Reconcile(f.ctx, req)
+	res, err := exclusive.Reconcile(f.ctx, req)
+	require.NoError(t, err)
+	require.NotEmpty(t, f.runID(validatednudge.WorkflowID(f.ns, "operand", "gated")), "nobody else runs validated edges")
+	require.Positive(t, res.RequeueAfter, "integration-service's verdict is awaited")
+	require.NotContains(t, f.get(b).Annotations, konflux.AnnotationNudgeRouted, "not acknowledged before integration-service's verdict")
+	// integration-service nudged bundle (it has basic-auth credentials for it).
+	verdict := f.get(b)
+	verdict.Annotations[konflux.AnnotationISNudgeProcessed] = "bundle"
+	require.NoError(t, f.w.Kube.Update(f.ctx, verdict))
+	_, err = exclusive.Reconcile(f.ctx, req)
 	require.NoError(t, err)
 	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "integration-service runs immediate edges")
-	require.NotEmpty(t, f.runID(validatednudge.WorkflowID(f.ns, "operand", "gated")), "nobody else runs validated edges")
 	require.Equal(t, "gated", f.get(b).Annotations[konflux.AnnotationNudgeRouted], "acknowledged with what it routed")
 
 	// nudgeflow's own NudgeConfig is read by neither service: its immediate edge is
