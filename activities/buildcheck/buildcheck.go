@@ -268,8 +268,8 @@ func (a *Activities) byBuildRun(ctx context.Context, req Request, repo string) (
 	}
 	url, digest := konflux.BuildResults(&plr)
 	switch {
-	case plr.Labels[konflux.LabelComponent] != req.Component:
-		return nil, fmt.Sprintf("build PipelineRun %s is of component %q", plr.Name, plr.Labels[konflux.LabelComponent]), nil
+	case konflux.ComponentOf(plr.Labels) != req.Component:
+		return nil, fmt.Sprintf("build PipelineRun %s is of component %q", plr.Name, konflux.ComponentOf(plr.Labels)), nil
 	case !plr.Status.GetCondition(apis.ConditionSucceeded).IsTrue():
 		return nil, fmt.Sprintf("build PipelineRun %s did not succeed", plr.Name), nil
 	case digest != req.Digest:

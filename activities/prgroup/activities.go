@@ -30,11 +30,13 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=list
 
-// Build PipelineRun keys of Pipelines as Code and Konflux that name the commit built.
+// Build PipelineRun keys of Pipelines as Code and Konflux that name the commit
+// built (internal/konflux knows them; AnnotationCommitSHA is the old form, read
+// with konflux.CommitSHAKey).
 const (
-	AnnotationPaCSHA     = "pipelinesascode.tekton.dev/sha"
-	AnnotationCommitSHA  = "build.appstudio.redhat.com/commit_sha"
-	AnnotationPaCRepoURL = "pipelinesascode.tekton.dev/repo-url"
+	AnnotationPaCSHA     = konflux.AnnotationPaCSHA
+	AnnotationCommitSHA  = konflux.AnnotationCommitSHA
+	AnnotationPaCRepoURL = konflux.AnnotationPaCRepoURL
 )
 
 // Activities are the PR group activities. The forge connection (credentials read
@@ -495,20 +497,20 @@ func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]
 
 // FindPushBuild looks for the succeeded push build of a merged commit.
 func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest) (PushBuild, error) {
-	var list tektonv1.PipelineRunList
-	if err := a.Kube.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingLabels{
-		konflux.LabelComponent: req.Component, konflux.LabelPipelineType: "build"}); err != nil {
+	runs, err := konflux.ListRuns(ctx, a.Kube, map[konflux.Key]string{
+		konflux.ComponentKey: req.Component, konflux.PipelineTypeKey: konflux.PipelineTypeBuild}, client.InNamespace(req.Namespace))
+	if err != nil {
 		return PushBuild{}, fmt.Errorf("listing the builds of %s/%s: %w", req.Namespace, req.Component, err)
 	}
 	var best *PushBuild
-	for i := range list.Items {
-		plr := &list.Items[i]
+	for i := range runs {
+		plr := &runs[i]
 		if !isPush(plr) || !plr.Status.GetCondition(apis.ConditionSucceeded).IsTrue() {
 			continue
 		}
 		sha := plr.Annotations[AnnotationPaCSHA]
 		if sha == "" {
-			sha = plr.Annotations[AnnotationCommitSHA]
+			sha = konflux.CommitSHAKey.Get(plr.Annotations)
 		}
 		started := plr.CreationTimestamp.Time
 		if plr.Status.StartTime != nil {
@@ -539,11 +541,7 @@ func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest
 }
 
 func isPush(plr *tektonv1.PipelineRun) bool {
-	ev := plr.Annotations[konflux.AnnotationEventType]
-	if ev == "" {
-		ev = plr.Labels[konflux.AnnotationEventType]
-	}
-	return strings.EqualFold(ev, "push") || strings.EqualFold(ev, "incoming")
+	return konflux.IsPushEvent(plr.Labels, plr.Annotations)
 }
 
 // ---- Close / comment ----

@@ -73,8 +73,8 @@ func (a *Activities) refreshRunToken(ctx context.Context, plr *tektonv1.Pipeline
 	}
 	repoURL := secret.Annotations[AnnotationTokenRepository]
 	target := &mirrorv1alpha1.Component{}
-	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: plr.Annotations[AnnotationNudgedComponents]}, target); err != nil {
-		target.Namespace, target.Name = plr.Namespace, plr.Annotations[AnnotationNudgedComponents]
+	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: konflux.NudgedKey.Get(plr.Annotations)}, target); err != nil {
+		target.Namespace, target.Name = plr.Namespace, konflux.NudgedKey.Get(plr.Annotations)
 	}
 	if err := a.owner().Require(ctx, plr.Namespace, repoURL, componentRef(target)); err != nil {
 		return err
