@@ -39,6 +39,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
@@ -439,7 +440,8 @@ func (a *Activities) components(ctx context.Context, req LaunchRequest) (target,
 		name string
 		into *mirrorv1alpha1.Component
 	}{{req.Nudged, target}, {req.Nudging, nudging}} {
-		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: c.name}, c.into)
+		// Either Component kind (components.Get: the appstudio one while it exists).
+		err := components.Get(ctx, a.Kube, req.Namespace, c.name, c.into)
 		if apierrors.IsNotFound(err) {
 			return nil, nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("component %s/%s does not exist", req.Namespace, c.name), nonRetryableTargetMissing, err)
@@ -767,7 +769,7 @@ func EventName(o Outcome) string {
 // RecordNudgeOutcome writes the Event (idempotent by name).
 func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
 	var comp mirrorv1alpha1.Component
-	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Component}, &comp); err != nil {
+	if err := components.Get(ctx, a.Kube, o.Namespace, o.Component, &comp); err != nil {
 		if apierrors.IsNotFound(err) {
 			activity.GetLogger(ctx).Warn("nudged component is gone; outcome not recorded as an event", "component", o.Component, "reason", o.Reason)
 			return nil
@@ -783,10 +785,8 @@ func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
 		ObjectMeta: metav1.ObjectMeta{Name: EventName(o), Namespace: o.Namespace,
 			Labels:      map[string]string{LabelManagedBy: ManagedByNudgeflow},
 			Annotations: map[string]string{AnnotationWorkflowID: o.WorkflowID, AnnotationAttempt: fmt.Sprint(o.Attempt)}},
-		InvolvedObject: corev1.ObjectReference{
-			APIVersion: mirrorv1alpha1.GroupVersion.String(), Kind: "Component",
-			Namespace: o.Namespace, Name: o.Component, UID: comp.UID,
-		},
+		// The kind read (either Component kind): kubectl describe finds it by UID.
+		InvolvedObject: *components.Ref(&comp),
 		Reason: o.Reason, Message: o.Message, Type: kind,
 		Source:         corev1.EventSource{Component: "nudgeflow"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,

@@ -204,6 +204,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// annotated.
 		return ctrl.Result{}, nil
 	}
+	markNewModel(&plr, edges)
 	if !finished(&plr) {
 		if Holds(&plr) {
 			return ctrl.Result{}, nil
@@ -274,6 +275,16 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 		}
 	}
 	return routedValue(routed), nil
+}
+
+// markNewModel marks the edges of a build no peer sees (Edge.NewModelBuild).
+func markNewModel(plr *tektonv1.PipelineRun, edges []Edge) {
+	if konflux.PeersSeeBuild(plr.Labels) {
+		return
+	}
+	for i := range edges {
+		edges[i].NewModelBuild = true
+	}
 }
 
 // maxEdgesInFlight bounds one build's concurrent Temporal calls; with

@@ -153,6 +153,16 @@ func ComponentOf(labels map[string]string) string { return ComponentKey.Get(labe
 // PipelineTypeOf is a PipelineRun's Konflux pipeline type (build, test, ...).
 func PipelineTypeOf(labels map[string]string) string { return PipelineTypeKey.Get(labels) }
 
+// PeersSeeBuild reports whether Konflux's nudging services see a build PipelineRun
+// at the snapshots read: both select builds by the old keys only
+// (build-service's IsBuildPushPipelineRun: appstudio.openshift.io/component and
+// pipelines.appstudio.openshift.io/type, BS ccde63a; integration-service's
+// IsBuildPipelineRun: pipelines.appstudio.openshift.io/type, IS 2ae2878). A
+// konflux-ci.dev Component's build (new keys only) is nudged by nobody else.
+func PeersSeeBuild(labels map[string]string) bool {
+	return labels[ComponentKey.Old] != "" && labels[PipelineTypeKey.Old] == PipelineTypeBuild
+}
+
 // IsNudgeRun reports whether labels mark a nudge (Renovate) PipelineRun, whoever
 // created it.
 func IsNudgeRun(labels map[string]string) bool { return NudgeTypeKey.Get(labels) == NudgeTypeValue }
