@@ -787,7 +787,7 @@ func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
 			Annotations: map[string]string{AnnotationWorkflowID: o.WorkflowID, AnnotationAttempt: fmt.Sprint(o.Attempt)}},
 		// The kind read (either Component kind): kubectl describe finds it by UID.
 		InvolvedObject: *components.Ref(&comp),
-		Reason: o.Reason, Message: o.Message, Type: kind,
+		Reason:         o.Reason, Message: o.Message, Type: kind,
 		Source:         corev1.EventSource{Component: "nudgeflow"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
