@@ -22,7 +22,7 @@ func TestLookupReadsBothKeyForms(t *testing.T) {
 		Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{corev1.BasicAuthPasswordKey: []byte("t-new")}}
 	both := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "both", Namespace: "ns",
 		Labels: konflux.SCMHostKey.Set(konflux.CredentialsKey.Set(nil, LabelCredentialsSCM), "gitlab.com")},
-		Type:   corev1.SecretTypeBasicAuth, Data: map[string][]byte{corev1.BasicAuthPasswordKey: []byte("t-both")}}
+		Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{corev1.BasicAuthPasswordKey: []byte("t-both")}}
 	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(newForm, both, secret("old-form", "gitlab.com", "org/*", "bot", "t-old")).Build()
 	ctx := context.Background()
 	got, err := Lookup(ctx, c, "ns", "gitlab.com", "org/repo")
