@@ -13,13 +13,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
@@ -28,6 +28,7 @@ import (
 
 // Live reads (no watch): Components by name and by namespace, a component's build runs.
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=components,verbs=get
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=list
 
 // Build PipelineRun keys of Pipelines as Code and Konflux that name the commit
@@ -62,14 +63,14 @@ func invalid(format string, args ...any) error {
 // Component (where a refused write records its Event).
 func (a *Activities) repoOf(ctx context.Context, namespace, component string) (pullrequest.Repo, *corev1.ObjectReference, error) {
 	var c mirrorv1alpha1.Component
-	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, &c); err != nil {
+	if err := components.Get(ctx, a.Kube, namespace, component, &c); err != nil {
 		return pullrequest.Repo{}, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
 	}
 	git := c.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
 		return pullrequest.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
 	}
-	ref := &corev1.ObjectReference{APIVersion: mirrorv1alpha1.GroupVersion.String(), Kind: "Component", Namespace: namespace, Name: component, UID: c.UID}
+	ref := components.Ref(&c) // the kind read (either Component kind)
 	return RepoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), ref, nil
 }
 

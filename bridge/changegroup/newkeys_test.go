@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	newmodel "github.com/nudgeflow/nudgeflow/api/mirror/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -49,4 +50,16 @@ func TestInterceptorReadsNewKeysOnly(t *testing.T) {
 		require.True(t, resp.Allowed, name)
 		require.NotEmpty(t, resp.Patches, "%s: held by the group collecting a -> bundle", name)
 	}
+}
+
+// A ChangeGroup may name new-model (konflux-ci.dev) Components: they exist.
+func TestValidatorFindsNewModelComponents(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(
+		&newmodel.Component{ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: "ns"},
+			Spec: newmodel.ComponentSpec{Source: newmodel.ComponentSource{URL: "https://github.com/org/bundle"}}},
+	).Build()
+	v := &Validator{Cache: c, APIReader: c}
+	missing, err := v.missing(context.Background(), "ns", []string{"bundle", "gone"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"gone"}, missing)
 }
