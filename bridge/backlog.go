@@ -12,6 +12,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 
@@ -77,13 +78,13 @@ func ReadBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metri
 			b.OldestOverdue = max(b.OldestOverdue, now.Sub(cg.CreationTimestamp.Add(t.Duration)))
 		}
 	}
-	var runs tektonv1.PipelineRunList
-	if err := r.List(ctx, &runs, ctrlclient.MatchingLabels{builds.LabelPipelineType: builds.PipelineTypeBuild},
-		ctrlclient.MatchingFields{HeldBuildsField: "true"}, ctrlclient.UnsafeDisableDeepCopy); err != nil {
+	runs, err := konflux.ListRuns(ctx, r, map[konflux.Key]string{konflux.PipelineTypeKey: konflux.PipelineTypeBuild},
+		ctrlclient.MatchingFields{HeldBuildsField: "true"}, ctrlclient.UnsafeDisableDeepCopy)
+	if err != nil {
 		return b, fmt.Errorf("listing build PipelineRuns: %w", err)
 	}
-	for i := range runs.Items {
-		plr := &runs.Items[i]
+	for i := range runs {
+		plr := &runs[i]
 		if !builds.Holds(plr) {
 			continue
 		}

@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
-	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -35,12 +34,13 @@ import (
 // PipelineRuns of tens of KB each, a 512 MiB memory limit).
 //
 // Which PipelineRuns: the bridge reads two kinds, and only those — builds
-// (pipelines.appstudio.openshift.io/type=build: the build, PR-group and push-build
-// reconcilers, the build a nudge names) and nudges
-// (build.appstudio.redhat.com/type=nudge: the held-nudge and Renovate-run
-// reconcilers, a namespace's nudge runs). One label selector cannot OR two keys, so
-// PipelineRuns are cached by two informers, one per selector (newCache), and
-// integration tests, releases and every other run never reach the bridge. A
+// (konflux.PipelineTypeKey=build: the build, PR-group and push-build reconcilers,
+// the build a nudge names) and nudges (konflux.NudgeTypeKey=nudge: the held-nudge
+// and Renovate-run reconcilers, a namespace's nudge runs), each labelled in the
+// old (appstudio) or the new (konflux-ci.dev) form of ADR 69. One label selector
+// cannot OR two keys, so PipelineRuns are cached by four informers, one per
+// selector (runSelectors: disjoint, so no run is cached twice), and integration
+// tests, releases and every other run never reach the bridge. A
 // PipelineRun of neither kind read through the manager's client is not found: such
 // a read must go to the API reader (mgr.GetAPIReader()).
 //
@@ -55,11 +55,15 @@ import (
 // what changed. Never Update a cached PipelineRun (it would erase the spec on the
 // server) nor Status().Update it.
 
-// Label selectors of the two PipelineRun informers.
-var (
-	buildRunsSelector = labels.SelectorFromSet(labels.Set{konflux.LabelPipelineType: "build"})
-	nudgeRunsSelector = labels.SelectorFromSet(labels.Set{konflux.LabelNudgeType: konflux.NudgeTypeValue})
-)
+// runSelectors are the label selectors of the PipelineRun informers: builds and
+// nudges, each in the old form and in the new form without the old (Key.Selectors).
+// The first is the main cache's (cacheOptions), the others newCache's.
+var runSelectors = func() []labels.Selector {
+	builds := konflux.PipelineTypeKey.Selectors(konflux.PipelineTypeBuild)
+	nudges := konflux.NudgeTypeKey.Selectors(konflux.NudgeTypeValue)
+	// Old forms first: the main cache holds old-model builds, today's bulk.
+	return []labels.Selector{builds[1], builds[0], nudges[1], nudges[0]}
+}()
 
 var pipelineRunGVK = tektonv1.SchemeGroupVersion.WithKind("PipelineRun")
 
@@ -69,7 +73,7 @@ var pipelineRunGVK = tektonv1.SchemeGroupVersion.WithKind("PipelineRun")
 func cacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[ctrlclient.Object]cache.ByObject{&tektonv1.PipelineRun{}: pipelineRunsBy(buildRunsSelector)},
+		ByObject:         map[ctrlclient.Object]cache.ByObject{&tektonv1.PipelineRun{}: pipelineRunsBy(runSelectors[0])},
 		NewInformer:      newInformer,
 	}
 }
@@ -133,28 +137,38 @@ func pipelineRunsBy(selector labels.Selector) cache.ByObject {
 	return cache.ByObject{Label: selector, Transform: CompactPipelineRun}
 }
 
-// newCache is the manager's cache: the cache of opts (builds among PipelineRuns)
-// and a second one of the nudge runs, merged for PipelineRuns.
+// newCache is the manager's cache: the cache of opts (old-form builds among
+// PipelineRuns) and one more per other selector of runSelectors, merged for
+// PipelineRuns.
 func newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	main, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
-	nudgeOpts := opts
-	nudgeOpts.ByObject = map[ctrlclient.Object]cache.ByObject{&tektonv1.PipelineRun{}: pipelineRunsBy(nudgeRunsSelector)}
-	nudges, err := cache.New(cfg, nudgeOpts)
-	if err != nil {
-		return nil, fmt.Errorf("creating the cache of nudge PipelineRuns: %w", err)
+	c := &pipelineRunCache{Cache: main, scheme: opts.Scheme}
+	for _, sel := range runSelectors[1:] {
+		more := opts
+		more.ByObject = map[ctrlclient.Object]cache.ByObject{&tektonv1.PipelineRun{}: pipelineRunsBy(sel)}
+		other, err := cache.New(cfg, more)
+		if err != nil {
+			return nil, fmt.Errorf("creating the cache of PipelineRuns labelled %s: %w", sel, err)
+		}
+		c.others = append(c.others, other)
 	}
-	return &pipelineRunCache{Cache: main, nudges: nudges, scheme: opts.Scheme}, nil
+	return c, nil
 }
 
-// pipelineRunCache answers for PipelineRuns from both caches (builds first) and
-// for everything else from the main one.
+// pipelineRunCache answers for PipelineRuns from all its caches (the main one
+// first) and for everything else from the main one.
 type pipelineRunCache struct {
-	cache.Cache // everything but nudge PipelineRuns
-	nudges      cache.Cache
+	cache.Cache               // everything, and the PipelineRuns of runSelectors[0]
+	others      []cache.Cache // the PipelineRuns of runSelectors[1:]
 	scheme      *runtime.Scheme
+}
+
+// runCaches are the caches that hold PipelineRuns, the main one first.
+func (c *pipelineRunCache) runCaches() []cache.Cache {
+	return append([]cache.Cache{c.Cache}, c.others...)
 }
 
 var _ cache.Cache = &pipelineRunCache{}
@@ -176,9 +190,14 @@ func (c *pipelineRunCache) Get(ctx context.Context, key ctrlclient.ObjectKey, ob
 		if !apierrors.IsNotFound(err) || !c.pipelineRuns(obj) {
 			return err
 		}
-		return c.nudges.Get(ctx, key, obj, opts...)
+		for _, other := range c.others {
+			if err = other.Get(ctx, key, obj, opts...); !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+		return err
 	}
-	for _, from := range []cache.Cache{c.Cache, c.nudges} {
+	for _, from := range c.runCaches() {
 		runs, err := cachedRunsOf(ctx, from)
 		if err != nil {
 			return err
@@ -216,7 +235,7 @@ func cachedRunsOf(ctx context.Context, from cache.Cache) (toolscache.Indexer, er
 	return shared.GetIndexer(), nil
 }
 
-// List of PipelineRuns: both caches' (builds first), a run of both kinds once,
+// List of PipelineRuns: all caches' (the main one first), a run in two once,
 // filtered by namespace, label selector and one exact field selector (an
 // IndexField's index). Only the runs that pass are expanded. A limit would cut
 // each list, not their union: refused.
@@ -237,7 +256,7 @@ func (c *pipelineRunCache) List(ctx context.Context, list ctrlclient.ObjectList,
 	}
 	seen := map[string]bool{}
 	var items []tektonv1.PipelineRun
-	for _, from := range []cache.Cache{c.Cache, c.nudges} {
+	for _, from := range c.runCaches() {
 		runs, err := cachedRunsOf(ctx, from)
 		if err != nil {
 			return err
@@ -281,29 +300,18 @@ func listed(runs toolscache.Indexer, o *ctrlclient.ListOptions) ([]any, error) {
 }
 
 // errLimitedRunList: a limit would cut each informer's list, not their union.
-var errLimitedRunList = errors.New("listing cached PipelineRuns with a limit: the bridge caches them in two informers")
+var errLimitedRunList = errors.New("listing cached PipelineRuns with a limit: the bridge caches them in several informers")
 
 // listBoth lists PipelineRuns read some other way (metadata, unstructured) from
-// both caches' informers of that kind, a run of both kinds once.
+// all caches' informers of that kind, a run in two once.
 func (c *pipelineRunCache) listBoth(ctx context.Context, list ctrlclient.ObjectList, opts ...ctrlclient.ListOption) error {
 	if (&ctrlclient.ListOptions{}).ApplyOptions(opts).Limit > 0 {
 		return errLimitedRunList
 	}
-	more, ok := list.DeepCopyObject().(ctrlclient.ObjectList)
-	if !ok {
-		return fmt.Errorf("copying %T", list)
-	}
 	if err := c.Cache.List(ctx, list, opts...); err != nil {
 		return err
 	}
-	if err := c.nudges.List(ctx, more, opts...); err != nil {
-		return err
-	}
 	items, err := meta.ExtractList(list)
-	if err != nil {
-		return err
-	}
-	others, err := meta.ExtractList(more)
 	if err != nil {
 		return err
 	}
@@ -313,9 +321,23 @@ func (c *pipelineRunCache) listBoth(ctx context.Context, list ctrlclient.ObjectL
 			seen[m.GetNamespace()+"/"+m.GetName()] = true
 		}
 	}
-	for _, o := range others {
-		if m, err := meta.Accessor(o); err == nil && !seen[m.GetNamespace()+"/"+m.GetName()] {
-			items = append(items, o)
+	for _, other := range c.others {
+		more, ok := list.DeepCopyObject().(ctrlclient.ObjectList)
+		if !ok {
+			return fmt.Errorf("copying %T", list)
+		}
+		if err := other.List(ctx, more, opts...); err != nil {
+			return err
+		}
+		others, err := meta.ExtractList(more)
+		if err != nil {
+			return err
+		}
+		for _, o := range others {
+			if m, err := meta.Accessor(o); err == nil && !seen[m.GetNamespace()+"/"+m.GetName()] {
+				seen[m.GetNamespace()+"/"+m.GetName()] = true
+				items = append(items, o)
+			}
 		}
 	}
 	return meta.SetList(list, items)
@@ -358,24 +380,28 @@ func (c *pipelineRunCache) GetInformerForKind(ctx context.Context, gvk schema.Gr
 	return c.bothInformers(func(from cache.Cache) (cache.Informer, error) { return from.GetInformerForKind(ctx, gvk, opts...) })
 }
 
-// bothInformers are the builds' and the nudges' PipelineRun informers as one.
+// bothInformers are the PipelineRun informers of all caches as one.
 func (c *pipelineRunCache) bothInformers(get func(cache.Cache) (cache.Informer, error)) (cache.Informer, error) {
-	builds, err := get(c.Cache)
-	if err != nil {
-		return nil, err
+	var all bothInformers
+	for _, from := range c.runCaches() {
+		i, err := get(from)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, i)
 	}
-	nudges, err := get(c.nudges)
-	if err != nil {
-		return nil, err
-	}
-	return bothInformers{builds, nudges}, nil
+	return all, nil
 }
 
 func (c *pipelineRunCache) RemoveInformer(ctx context.Context, obj ctrlclient.Object) error {
 	if !c.pipelineRuns(obj) {
 		return c.Cache.RemoveInformer(ctx, obj)
 	}
-	return errors.Join(c.Cache.RemoveInformer(ctx, obj), c.nudges.RemoveInformer(ctx, obj))
+	var errs []error
+	for _, from := range c.runCaches() {
+		errs = append(errs, from.RemoveInformer(ctx, obj))
+	}
+	return errors.Join(errs...)
 }
 
 // IndexField of PipelineRuns indexes both informers' runs, each expanded for
@@ -414,39 +440,59 @@ func fieldIndexKey(namespace, value string) string {
 	return namespace + "/" + value
 }
 
-// Start runs both caches until ctx ends.
+// Start runs all caches until ctx ends.
 func (c *pipelineRunCache) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	nudges := make(chan error, 1)
-	go func() { nudges <- c.nudges.Start(ctx) }()
-	err := c.Cache.Start(ctx)
-	cancel() // the main cache ended: the nudges' ends with it
-	return errors.Join(err, <-nudges)
+	ended := make(chan error, len(c.others))
+	for _, other := range c.others {
+		go func() { ended <- other.Start(ctx) }()
+	}
+	errs := []error{c.Cache.Start(ctx)}
+	cancel() // the main cache ended: the others end with it
+	for range c.others {
+		errs = append(errs, <-ended)
+	}
+	return errors.Join(errs...)
 }
 
 func (c *pipelineRunCache) WaitForCacheSync(ctx context.Context) bool {
-	return c.Cache.WaitForCacheSync(ctx) && c.nudges.WaitForCacheSync(ctx)
+	for _, from := range c.runCaches() {
+		if !from.WaitForCacheSync(ctx) {
+			return false
+		}
+	}
+	return true
 }
 
-// bothInformers are the two PipelineRun informers as one: a handler receives the
-// events of both (a run of both kinds, twice: reconcilers are idempotent).
-type bothInformers [2]cache.Informer
+// bothInformers are the PipelineRun informers as one: a handler receives the
+// events of all (a run in two of them, twice: reconcilers are idempotent; the
+// selectors are disjoint, so only a run relabelled from one to another).
+type bothInformers []cache.Informer
 
 // bothRegistrations is a handler's registration with each informer.
-type bothRegistrations [2]toolscache.ResourceEventHandlerRegistration
+type bothRegistrations []toolscache.ResourceEventHandlerRegistration
 
-func (r bothRegistrations) HasSynced() bool { return r[0].HasSynced() && r[1].HasSynced() }
+func (r bothRegistrations) HasSynced() bool {
+	for _, reg := range r {
+		if !reg.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
 
 func (b bothInformers) register(add func(cache.Informer) (toolscache.ResourceEventHandlerRegistration, error)) (toolscache.ResourceEventHandlerRegistration, error) {
-	var regs bothRegistrations
-	var err error
-	if regs[0], err = add(b[0]); err != nil {
-		return nil, err
-	}
-	if regs[1], err = add(b[1]); err != nil {
-		_ = b[0].RemoveEventHandler(regs[0])
-		return nil, err
+	regs := make(bothRegistrations, 0, len(b))
+	for _, i := range b {
+		reg, err := add(i)
+		if err != nil {
+			for j, r := range regs {
+				_ = b[j].RemoveEventHandler(r)
+			}
+			return nil, err
+		}
+		regs = append(regs, reg)
 	}
 	return regs, nil
 }
@@ -471,10 +517,14 @@ func (b bothInformers) AddEventHandlerWithOptions(h toolscache.ResourceEventHand
 
 func (b bothInformers) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
 	regs, ok := handle.(bothRegistrations)
-	if !ok {
+	if !ok || len(regs) != len(b) {
 		return fmt.Errorf("registration %T is not of the PipelineRun informers", handle)
 	}
-	return errors.Join(b[0].RemoveEventHandler(regs[0]), b[1].RemoveEventHandler(regs[1]))
+	var errs []error
+	for i, r := range regs {
+		errs = append(errs, b[i].RemoveEventHandler(r))
+	}
+	return errors.Join(errs...)
 }
 
 func (b bothInformers) AddIndexers(indexers toolscache.Indexers) error {
@@ -482,7 +532,11 @@ func (b bothInformers) AddIndexers(indexers toolscache.Indexers) error {
 	for name, index := range indexers {
 		expanding[name] = func(obj any) ([]string, error) { return index(expandCached(obj)) }
 	}
-	return errors.Join(b[0].AddIndexers(expanding), b[1].AddIndexers(expanding))
+	var errs []error
+	for _, i := range b {
+		errs = append(errs, i.AddIndexers(expanding))
+	}
+	return errors.Join(errs...)
 }
 
 // expandingHandler hands a handler PipelineRuns, not the cachedRuns the
@@ -499,8 +553,23 @@ func (e expandingHandler) OnUpdate(oldObj, newObj any) {
 }
 func (e expandingHandler) OnDelete(obj any) { e.h.OnDelete(expandCached(obj)) }
 
-func (b bothInformers) HasSynced() bool { return b[0].HasSynced() && b[1].HasSynced() }
-func (b bothInformers) IsStopped() bool { return b[0].IsStopped() || b[1].IsStopped() }
+func (b bothInformers) HasSynced() bool {
+	for _, i := range b {
+		if !i.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (b bothInformers) IsStopped() bool {
+	for _, i := range b {
+		if i.IsStopped() {
+			return true
+		}
+	}
+	return false
+}
 
 // StripPipelineRun is the cache transform of PipelineRuns. It keeps what the
 // bridge's readers read, and nothing else (at 100,000 PipelineRuns every byte
@@ -527,7 +596,7 @@ func StripPipelineRun(in any) (any, error) {
 	if !ok {
 		return in, nil // a tombstone: client-go hands it on untransformed
 	}
-	nudge := plr.Labels[konflux.LabelNudgeType] == konflux.NudgeTypeValue
+	nudge := konflux.IsNudgeRun(plr.Labels)
 	plr.ManagedFields = nil
 	plr.GenerateName = ""
 	plr.OwnerReferences = nil
@@ -598,32 +667,35 @@ func readResults(results []tektonv1.PipelineRunResult) []tektonv1.PipelineRunRes
 // the bridge reads on a build or nudge run; every key of nudgeflow's own
 // (ownKeyPrefix) is kept as well. A reader of a new key adds it here:
 // TestStripPipelineRunKeepsWhatTheBridgeReads lists the keys each reader reads.
-var readKeysOfOthers = map[string]bool{
-	// which run: the cache's selectors, builds.BuildReconciler, prgroups
-	konflux.LabelPipelineType: true,
-	konflux.LabelNudgeType:    true,
-	konflux.LabelComponent:    true,
-	renovate.LabelManagedBy:   true, // nudgeflow's Renovate runs (isOurRenovateRun, the branch queue)
-	renovate.LabelKueueQueue:  true, // the branch queue leaves Kueue's runs alone
+var readKeysOfOthers = withForms(map[string]bool{
+	renovate.LabelManagedBy:  true, // nudgeflow's Renovate runs (isOurRenovateRun, the branch queue)
+	renovate.LabelKueueQueue: true, // the branch queue leaves Kueue's runs alone
 	// Pipelines as Code: the event (IsPushBuild), a PR build's group (prgroups)
-	konflux.AnnotationEventType: true,
-	prgroups.KeySourceBranch:    true,
-	prgroups.KeyPullRequest:     true,
-	prgroups.KeyRepoURL:         true,
-	prgroups.KeySHA:             true,
+	konflux.AnnotationEventType:    true,
+	konflux.AnnotationSourceBranch: true,
+	konflux.AnnotationPullRequest:  true,
+	konflux.AnnotationPaCRepoURL:   true,
+	konflux.AnnotationPaCSHA:       true,
+},
+	// Konflux's keys, in both forms (ADR 69). Which run: the cache's selectors,
+	// builds.BuildReconciler, prgroups.
+	konflux.PipelineTypeKey, konflux.NudgeTypeKey, konflux.ComponentKey,
 	// build-service: a build's repository and nudge files, a PR build's number and
-	// commit, a nudge run's source and targets
-	konflux.AnnotationRepo:       true,
-	konflux.AnnotationNudgeFiles: true,
-	prgroups.AnnotationPRNumber:  true,
-	prgroups.AnnotationCommitSHA: true,
-	konflux.AnnotationNudged:     true,
-	konflux.AnnotationNudging:    true,
-	konflux.AnnotationNudgingImg: true,
-	konflux.AnnotationNudgingPLR: true,
-	konflux.AnnotationNudgingSHA: true,
-	// integration-service's acknowledgement of a push build (build routing)
-	konflux.AnnotationISNudgeProcessed: true,
+	// commit, a nudge run's source and targets.
+	konflux.RepoKey, konflux.NudgeFilesKey, konflux.PRNumberKey, konflux.CommitSHAKey,
+	konflux.NudgedKey, konflux.NudgingKey, konflux.NudgingImageKey, konflux.NudgingPipelineKey, konflux.NudgingCommitKey,
+	// integration-service's acknowledgement of a push build (build routing).
+	konflux.ISNudgeProcessedKey,
+)
+
+// withForms is m with both forms of each key.
+func withForms(m map[string]bool, keys ...konflux.Key) map[string]bool {
+	for _, k := range keys {
+		for _, f := range k.Forms() {
+			m[f] = true
+		}
+	}
+	return m
 }
 
 // ownKeyPrefix: nudgeflow's own labels and annotations (held-by, workflow id,

@@ -137,6 +137,11 @@ var keysReadersRead = []string{
 	// prgroups.BuildReconciler, PushBuildReconciler
 	prgroups.KeySourceBranch, prgroups.KeyPullRequest, prgroups.KeyRepoURL, prgroups.KeySHA,
 	prgroups.AnnotationPRNumber, prgroups.AnnotationCommitSHA,
+	// the new (konflux-ci.dev) forms of Konflux's keys the readers read first (ADR 69)
+	konflux.ComponentKey.New, konflux.PipelineTypeKey.New, konflux.NudgeTypeKey.New, konflux.RepoKey.New,
+	konflux.NudgeFilesKey.New, konflux.PRNumberKey.New, konflux.CommitSHAKey.New, konflux.NudgedKey.New,
+	konflux.NudgingKey.New, konflux.NudgingImageKey.New, konflux.NudgingPipelineKey.New, konflux.NudgingCommitKey.New,
+	konflux.ISNudgeProcessedKey.New,
 }
 
 // TestStripPipelineRunKeepsEveryKeyAReaderReads: every key a reader reads survives,
@@ -262,6 +267,11 @@ func TestPipelineRunCache(t *testing.T) {
 	nudge := run("renovate-1", map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue})
 	run("app-enterprise-contract-1", map[string]string{builds.LabelPipelineType: "test"}) // an integration test
 	run("managed-1", nil)                                                                 // a release pipeline
+	// ADR 69: a new-model build and a nudge labelled with the konflux-ci.dev keys
+	// only, and a build labelled both ways (cached once).
+	run("new-model-on-push-1", map[string]string{konflux.PipelineTypeKey.New: konflux.PipelineTypeBuild, konflux.ComponentKey.New: "operand"})
+	run("renovate-new-1", map[string]string{konflux.NudgeTypeKey.New: konflux.NudgeTypeValue})
+	run("dual-on-push-1", konflux.PipelineTypeKey.Set(konflux.ComponentKey.Set(nil, "operand"), konflux.PipelineTypeBuild))
 	nudge.Spec.PipelineRef, nudge.Spec.PipelineSpec = nil, &tektonv1.PipelineSpec{Tasks: []tektonv1.PipelineTask{{Name: "renovate"}}}
 	require.NoError(t, live.Delete(ctx, nudge))
 	nudge.ResourceVersion = ""
@@ -271,13 +281,14 @@ func TestPipelineRunCache(t *testing.T) {
 	listsBoth := func() bool {
 		var list tektonv1.PipelineRunList
 		require.NoError(t, kc.List(ctx, &list, ctrlclient.InNamespace(ns)))
-		return len(list.Items) == 2
+		return len(list.Items) == 5
 	}
-	require.Eventually(t, listsBoth, 30*time.Second, 50*time.Millisecond, "the cache lists the build and the nudge")
+	require.Eventually(t, listsBoth, 30*time.Second, 50*time.Millisecond, "the cache lists the builds and the nudges, each once")
 	for len(heard) > 0 {
 		seen[<-heard] = true
 	}
-	require.True(t, seen["operand-on-push-1"] && seen["renovate-1"], "one handler hears both informers: %v", seen)
+	require.True(t, seen["operand-on-push-1"] && seen["renovate-1"] && seen["new-model-on-push-1"] && seen["renovate-new-1"] && seen["dual-on-push-1"],
+		"one handler hears all informers: %v", seen)
 
 	// The runs of neither kind are not cached: read through the cache, they are not found.
 	var other tektonv1.PipelineRun
@@ -289,6 +300,12 @@ func TestPipelineRunCache(t *testing.T) {
 	require.NoError(t, kc.List(ctx, &nudges, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{konflux.LabelNudgeType: konflux.NudgeTypeValue}))
 	require.Len(t, nudges.Items, 1)
 	require.Equal(t, "renovate-1", nudges.Items[0].Name)
+	both, err := konflux.ListRuns(ctx, kc, map[konflux.Key]string{konflux.NudgeTypeKey: konflux.NudgeTypeValue}, ctrlclient.InNamespace(ns))
+	require.NoError(t, err)
+	require.Len(t, both, 2, "ListRuns finds the nudges of either form")
+	var newBuild tektonv1.PipelineRun
+	require.NoError(t, kc.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: "new-model-on-push-1"}, &newBuild))
+	require.Equal(t, "operand", konflux.ComponentOf(newBuild.Labels), "the stripped new-model build keeps its new keys")
 
 	// A finalizer and an annotation patched from the stripped cached build.
 	var build tektonv1.PipelineRun

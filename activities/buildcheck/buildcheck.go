@@ -34,6 +34,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
@@ -148,6 +149,7 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 // records the refusal's Event; nothing else.
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=get
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=components,verbs=get
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshots,verbs=list
 // +kubebuilder:rbac:groups="",resources=events,verbs=create
 
@@ -268,8 +270,8 @@ func (a *Activities) byBuildRun(ctx context.Context, req Request, repo string) (
 	}
 	url, digest := konflux.BuildResults(&plr)
 	switch {
-	case plr.Labels[konflux.LabelComponent] != req.Component:
-		return nil, fmt.Sprintf("build PipelineRun %s is of component %q", plr.Name, plr.Labels[konflux.LabelComponent]), nil
+	case konflux.ComponentOf(plr.Labels) != req.Component:
+		return nil, fmt.Sprintf("build PipelineRun %s is of component %q", plr.Name, konflux.ComponentOf(plr.Labels)), nil
 	case !plr.Status.GetCondition(apis.ConditionSucceeded).IsTrue():
 		return nil, fmt.Sprintf("build PipelineRun %s did not succeed", plr.Name), nil
 	case digest != req.Digest:
@@ -314,7 +316,7 @@ func startedAt(plr *tektonv1.PipelineRun, t time.Time) bool {
 // pinned to a digest, naming the digest proves it.
 func (a *Activities) byComponent(ctx context.Context, req Request, repo string) (*Verdict, string, error) {
 	var c mirrorv1alpha1.Component
-	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.Component}, &c)
+	err := components.Get(ctx, a.Kube, req.Namespace, req.Component, &c)
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Sprintf("Component %s does not exist", req.Component), nil
 	}
@@ -381,13 +383,16 @@ func (a *Activities) recordRefusal(ctx context.Context, req Request, v Verdict) 
 	default:
 		ref.Kind, ref.APIVersion = KindComponent, mirrorv1alpha1.GroupVersion.String()
 		var c mirrorv1alpha1.Component
-		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: sub.Name}, &c)
+		err := components.Get(ctx, a.Kube, req.Namespace, sub.Name, &c)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("reading Component %s/%s for the %s Event: %w", req.Namespace, sub.Name, EventReason, err)
 		}
 		// kubectl describe finds Events by the object's UID; a Component that does
 		// not exist still gets one, by name.
 		ref.UID = c.UID
+		if c.APIVersion != "" {
+			ref.APIVersion = c.APIVersion // the kind read (either Component kind)
+		}
 	}
 	sum := sha256.Sum256([]byte(req.Component + "@" + req.Digest + "\n" + req.Workflow))
 	name := sub.Name

@@ -28,6 +28,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
@@ -39,6 +40,7 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups/status,verbs=update
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=components,verbs=get
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=nudgeconfigs,verbs=get
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
@@ -96,7 +98,7 @@ func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved,
 	}
 	nudged := cg.Spec.NudgedComponent
 	var target mirrorv1alpha1.Component
-	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: nudged}, &target); err != nil {
+	if err := components.Get(ctx, a.Kube, req.Namespace, nudged, &target); err != nil {
 		if apierrors.IsNotFound(err) {
 			return Resolved{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("nudged component %q does not exist in namespace %s", nudged, req.Namespace), "ComponentNotFound", nil)
@@ -150,7 +152,7 @@ func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved,
 	for _, name := range names {
 		rc := ResolvedComponent{Name: name}
 		var c mirrorv1alpha1.Component
-		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: name}, &c)
+		err := components.Get(ctx, a.Kube, req.Namespace, name, &c)
 		switch {
 		case apierrors.IsNotFound(err):
 			// Kept as a member: its build signal will carry the image.

@@ -13,13 +13,13 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
@@ -28,13 +28,16 @@ import (
 
 // Live reads (no watch): Components by name and by namespace, a component's build runs.
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=components,verbs=get
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=list
 
-// Build PipelineRun keys of Pipelines as Code and Konflux that name the commit built.
+// Build PipelineRun keys of Pipelines as Code and Konflux that name the commit
+// built (internal/konflux knows them; AnnotationCommitSHA is the old form, read
+// with konflux.CommitSHAKey).
 const (
-	AnnotationPaCSHA     = "pipelinesascode.tekton.dev/sha"
-	AnnotationCommitSHA  = "build.appstudio.redhat.com/commit_sha"
-	AnnotationPaCRepoURL = "pipelinesascode.tekton.dev/repo-url"
+	AnnotationPaCSHA     = konflux.AnnotationPaCSHA
+	AnnotationCommitSHA  = konflux.AnnotationCommitSHA
+	AnnotationPaCRepoURL = konflux.AnnotationPaCRepoURL
 )
 
 // Activities are the PR group activities. The forge connection (credentials read
@@ -60,14 +63,14 @@ func invalid(format string, args ...any) error {
 // Component (where a refused write records its Event).
 func (a *Activities) repoOf(ctx context.Context, namespace, component string) (pullrequest.Repo, *corev1.ObjectReference, error) {
 	var c mirrorv1alpha1.Component
-	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: component}, &c); err != nil {
+	if err := components.Get(ctx, a.Kube, namespace, component, &c); err != nil {
 		return pullrequest.Repo{}, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
 	}
 	git := c.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
 		return pullrequest.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
 	}
-	ref := &corev1.ObjectReference{APIVersion: mirrorv1alpha1.GroupVersion.String(), Kind: "Component", Namespace: namespace, Name: component, UID: c.UID}
+	ref := components.Ref(&c) // the kind read (either Component kind)
 	return RepoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), ref, nil
 }
 
@@ -495,20 +498,20 @@ func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]
 
 // FindPushBuild looks for the succeeded push build of a merged commit.
 func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest) (PushBuild, error) {
-	var list tektonv1.PipelineRunList
-	if err := a.Kube.List(ctx, &list, client.InNamespace(req.Namespace), client.MatchingLabels{
-		konflux.LabelComponent: req.Component, konflux.LabelPipelineType: "build"}); err != nil {
+	runs, err := konflux.ListRuns(ctx, a.Kube, map[konflux.Key]string{
+		konflux.ComponentKey: req.Component, konflux.PipelineTypeKey: konflux.PipelineTypeBuild}, client.InNamespace(req.Namespace))
+	if err != nil {
 		return PushBuild{}, fmt.Errorf("listing the builds of %s/%s: %w", req.Namespace, req.Component, err)
 	}
 	var best *PushBuild
-	for i := range list.Items {
-		plr := &list.Items[i]
+	for i := range runs {
+		plr := &runs[i]
 		if !isPush(plr) || !plr.Status.GetCondition(apis.ConditionSucceeded).IsTrue() {
 			continue
 		}
 		sha := plr.Annotations[AnnotationPaCSHA]
 		if sha == "" {
-			sha = plr.Annotations[AnnotationCommitSHA]
+			sha = konflux.CommitSHAKey.Get(plr.Annotations)
 		}
 		started := plr.CreationTimestamp.Time
 		if plr.Status.StartTime != nil {
@@ -539,11 +542,7 @@ func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest
 }
 
 func isPush(plr *tektonv1.PipelineRun) bool {
-	ev := plr.Annotations[konflux.AnnotationEventType]
-	if ev == "" {
-		ev = plr.Labels[konflux.AnnotationEventType]
-	}
-	return strings.EqualFold(ev, "push") || strings.EqualFold(ev, "incoming")
+	return konflux.IsPushEvent(plr.Labels, plr.Annotations)
 }
 
 // ---- Close / comment ----

@@ -23,8 +23,8 @@ import (
 
 // Pipelines as Code's annotations of a PipelineRun in `.tekton/`.
 const (
-	AnnotationOnCELExpression = "pipelinesascode.tekton.dev/on-cel-expression"
-	AnnotationOnEvent         = "pipelinesascode.tekton.dev/on-event"
+	AnnotationOnCELExpression = konflux.AnnotationOnCEL
+	AnnotationOnEvent         = konflux.AnnotationOnEvent
 	tektonDir                 = ".tekton/"
 )
 
@@ -86,7 +86,7 @@ func pullRequestPipeline(ctx context.Context, f forge.Forge, baseFiles []forge.F
 			if err := dec.Decode(&doc); err != nil {
 				break // the end, or not YAML PaC would read either: the other files
 			}
-			if doc.Kind != "PipelineRun" || doc.Metadata.Labels[konflux.LabelComponent] != target {
+			if doc.Kind != "PipelineRun" || konflux.ComponentOf(doc.Metadata.Labels) != target {
 				continue
 			}
 			ann := doc.Metadata.Annotations

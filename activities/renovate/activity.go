@@ -39,22 +39,26 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
 
-// Labels and annotations of nudge PipelineRuns (verbatim from Konflux), plus
-// nudgeflow's own keys the bridge uses to route a run's end to its workflow.
+// Labels and annotations of nudge PipelineRuns, plus nudgeflow's own keys the
+// bridge uses to route a run's end to its workflow. Konflux's are the old
+// (appstudio) forms of internal/konflux's Keys, kept for the tests that play an
+// old-model service: nudgeflow reads them with konflux.NudgeTypeKey and friends
+// (new form first) and writes both forms on its runs (ADR 69 phase 1).
 const (
-	LabelType                  = "build.appstudio.redhat.com/type"
-	LabelTypeNudge             = "nudge"
-	AnnotationNudgedComponents = "build.appstudio.redhat.com/nudged-components"
-	AnnotationNudgingComponent = "build.appstudio.redhat.com/nudging-component"
-	AnnotationNudgingImage     = "build.appstudio.redhat.com/nudging-image"
-	AnnotationNudgingPipeline  = "build.appstudio.redhat.com/nudging-pipeline"
-	AnnotationNudgingCommit    = "build.appstudio.redhat.com/nudging-commit"
+	LabelType                  = konflux.LabelNudgeType
+	LabelTypeNudge             = konflux.NudgeTypeValue
+	AnnotationNudgedComponents = konflux.AnnotationNudged
+	AnnotationNudgingComponent = konflux.AnnotationNudging
+	AnnotationNudgingImage     = konflux.AnnotationNudgingImg
+	AnnotationNudgingPipeline  = konflux.AnnotationNudgingPLR
+	AnnotationNudgingCommit    = konflux.AnnotationNudgingSHA
 	LabelManagedBy             = "app.kubernetes.io/managed-by"
 	// LabelKueueQueue is the queue tekton-kueue's webhook assigns a PipelineRun it
 	// pends (tekton-kueue pkg/common QueueLabel).
@@ -436,7 +440,8 @@ func (a *Activities) components(ctx context.Context, req LaunchRequest) (target,
 		name string
 		into *mirrorv1alpha1.Component
 	}{{req.Nudged, target}, {req.Nudging, nudging}} {
-		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: c.name}, c.into)
+		// Either Component kind (components.Get: the appstudio one while it exists).
+		err := components.Get(ctx, a.Kube, req.Namespace, c.name, c.into)
 		if apierrors.IsNotFound(err) {
 			return nil, nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("component %s/%s does not exist", req.Namespace, c.name), nonRetryableTargetMissing, err)
@@ -454,7 +459,7 @@ func (a *Activities) components(ctx context.Context, req LaunchRequest) (target,
 // returns which tier applied, for logs and tests.
 func ReadTier(ctx context.Context, r ctrlclient.Reader, namespace string, nudged *mirrorv1alpha1.Component) (Options, string, error) {
 	name, tier := NamespaceConfigMap, "namespace"
-	if n := nudged.Annotations[AnnotationConfigMap]; n != "" {
+	if n := konflux.NudgeRenovateConfigMapKey.Get(nudged.Annotations); n != "" {
 		name, tier = n, "component"
 	}
 	var cm corev1.ConfigMap
@@ -470,8 +475,24 @@ func ReadTier(ctx context.Context, r ctrlclient.Reader, namespace string, nudged
 
 // simpleBranch reads the nudging component's build-nudge-simple-branch annotation
 // as build-service does: exactly "true".
+// nudgeRunLabels are the labels of nudgeflow's Renovate runs.
+func nudgeRunLabels() map[string]string {
+	return konflux.NudgeTypeKey.Set(map[string]string{LabelManagedBy: ManagedByNudgeflow}, konflux.NudgeTypeValue)
+}
+
+// nudgeRunAnnotations are the annotations of nudgeflow's Renovate run for req.
+func nudgeRunAnnotations(req LaunchRequest) map[string]string {
+	a := map[string]string{AnnotationWorkflowID: req.WorkflowID, AnnotationAttempt: fmt.Sprint(req.Attempt)}
+	konflux.NudgedKey.Set(a, req.Nudged)
+	konflux.NudgingKey.Set(a, req.Nudging)
+	konflux.NudgingImageKey.Set(a, req.ImageURL)
+	konflux.NudgingPipelineKey.Set(a, req.BuildPipelineRun)
+	konflux.NudgingCommitKey.Set(a, CommitFromRepoLink(req.RepoAtSHA))
+	return a
+}
+
 func simpleBranch(nudging *mirrorv1alpha1.Component) bool {
-	return nudging.Annotations[AnnotationSimpleBranch] == "true"
+	return konflux.NudgeSimpleBranchKey.Get(nudging.Annotations) == "true"
 }
 
 func configFile(nudged string) string { return nudged + ".json" }
@@ -579,16 +600,10 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 			// nudge runs by it. No other Konflux label: pipelines.appstudio.openshift.io/type
 			// or appstudio.openshift.io/component would make build-service and
 			// integration-service take the run for a build (and nudge from it).
-			Labels: map[string]string{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow},
-			Annotations: map[string]string{
-				AnnotationNudgedComponents: req.Nudged,
-				AnnotationNudgingComponent: req.Nudging,
-				AnnotationNudgingImage:     req.ImageURL,
-				AnnotationNudgingPipeline:  req.BuildPipelineRun,
-				AnnotationNudgingCommit:    CommitFromRepoLink(req.RepoAtSHA),
-				AnnotationWorkflowID:       req.WorkflowID,
-				AnnotationAttempt:          fmt.Sprint(req.Attempt),
-			},
+			// Konflux's keys go in both forms (ADR 69 phase 1): a reader of either
+			// (Kueue's rules, a peer's interceptor, nudgeflow's own) finds them.
+			Labels:      nudgeRunLabels(),
+			Annotations: nudgeRunAnnotations(req),
 		},
 		Spec: tektonv1.PipelineRunSpec{
 			Status: tektonv1.PipelineRunSpecStatusPending,
@@ -754,7 +769,7 @@ func EventName(o Outcome) string {
 // RecordNudgeOutcome writes the Event (idempotent by name).
 func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
 	var comp mirrorv1alpha1.Component
-	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Component}, &comp); err != nil {
+	if err := components.Get(ctx, a.Kube, o.Namespace, o.Component, &comp); err != nil {
 		if apierrors.IsNotFound(err) {
 			activity.GetLogger(ctx).Warn("nudged component is gone; outcome not recorded as an event", "component", o.Component, "reason", o.Reason)
 			return nil
@@ -770,11 +785,9 @@ func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
 		ObjectMeta: metav1.ObjectMeta{Name: EventName(o), Namespace: o.Namespace,
 			Labels:      map[string]string{LabelManagedBy: ManagedByNudgeflow},
 			Annotations: map[string]string{AnnotationWorkflowID: o.WorkflowID, AnnotationAttempt: fmt.Sprint(o.Attempt)}},
-		InvolvedObject: corev1.ObjectReference{
-			APIVersion: mirrorv1alpha1.GroupVersion.String(), Kind: "Component",
-			Namespace: o.Namespace, Name: o.Component, UID: comp.UID,
-		},
-		Reason: o.Reason, Message: o.Message, Type: kind,
+		// The kind read (either Component kind): kubectl describe finds it by UID.
+		InvolvedObject: *components.Ref(&comp),
+		Reason:         o.Reason, Message: o.Message, Type: kind,
 		Source:         corev1.EventSource{Component: "nudgeflow"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}

@@ -170,14 +170,19 @@ func TestLaunchRenovateMatchesBuildService(t *testing.T) {
 	plr, cfg, raw, secret := u.created(name)
 
 	// integration-service's nudge run carries one label and five annotations
-	// (tekton/nudging/nudge_pipeline.go at 2ae2878): the same, plus nudgeflow's own
-	// keys, and no label build-service or integration-service classify runs by.
-	require.Equal(t, map[string]string{LabelType: LabelTypeNudge, LabelManagedBy: ManagedByNudgeflow}, plr.Labels)
-	require.Equal(t, "bundle", plr.Annotations[AnnotationNudgedComponents])
-	require.Equal(t, "operand", plr.Annotations[AnnotationNudgingComponent])
-	require.Equal(t, "quay.io/org/operand:rev1", plr.Annotations[AnnotationNudgingImage])
-	require.Equal(t, "operand-on-push", plr.Annotations[AnnotationNudgingPipeline])
+	// (tekton/nudging/nudge_pipeline.go at 2ae2878): the same, in both ADR 69 forms
+	// (appstudio and konflux-ci.dev), plus nudgeflow's own keys, and no label
+	// build-service or integration-service classify runs by.
+	require.Equal(t, map[string]string{LabelType: LabelTypeNudge, konflux.NudgeTypeKey.New: LabelTypeNudge,
+		LabelManagedBy: ManagedByNudgeflow}, plr.Labels)
+	for key, want := range map[konflux.Key]string{konflux.NudgedKey: "bundle", konflux.NudgingKey: "operand",
+		konflux.NudgingImageKey: "quay.io/org/operand:rev1", konflux.NudgingPipelineKey: "operand-on-push"} {
+		for _, form := range key.Forms() {
+			require.Equal(t, want, plr.Annotations[form], form)
+		}
+	}
 	require.Contains(t, plr.Annotations, AnnotationNudgingCommit)
+	require.Contains(t, plr.Annotations, konflux.NudgingCommitKey.New)
 
 	require.Equal(t, "https://github.example.com/api/v3/", cfg.Endpoint)
 	require.Equal(t, map[string]string{

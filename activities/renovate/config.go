@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
 // ConfigMap tiers and annotations (verbatim from build-service / integration-service,
@@ -14,12 +16,14 @@ const (
 	// NamespaceConfigMap is the namespace-wide tier.
 	NamespaceConfigMap = "namespace-wide-nudging-renovate-config"
 	// AnnotationConfigMap on the nudged Component names a ConfigMap that REPLACES the
-	// namespace-wide one.
-	AnnotationConfigMap = "build.appstudio.openshift.io/nudge_renovate_config_map"
-	// AnnotationNudgeFiles on the build PipelineRun lists file regexes.
-	AnnotationNudgeFiles = "build.appstudio.openshift.io/build-nudge-files"
-	// AnnotationSimpleBranch on the nudging Component drops the nudged prefix from the branch.
-	AnnotationSimpleBranch = "build.appstudio.openshift.io/build-nudge-simple-branch"
+	// namespace-wide one (old form; read with konflux.NudgeRenovateConfigMapKey).
+	AnnotationConfigMap = konflux.AnnotationNudgeRenovateConfigMap
+	// AnnotationNudgeFiles on the build PipelineRun lists file regexes (old form;
+	// read with konflux.NudgeFilesKey).
+	AnnotationNudgeFiles = konflux.AnnotationNudgeFiles
+	// AnnotationSimpleBranch on the nudging Component drops the nudged prefix from
+	// the branch (old form; read with konflux.NudgeSimpleBranchKey).
+	AnnotationSimpleBranch = konflux.AnnotationNudgeSimpleBranch
 	// DefaultNudgeFiles is build-service's DefaultNudgeFiles.
 	DefaultNudgeFiles = ".*Dockerfile.*, .*.yaml, .*Containerfile.*"
 	// NudgeLabel marks nudge PRs (MintMaker ignores PRs with it).

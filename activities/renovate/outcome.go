@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
 // Renovate exits 0 when it could not look up the nudging image: it logs why
@@ -130,20 +132,20 @@ func outcomeOf(plr *tektonv1.PipelineRun) string {
 // imageLookupMessage explains an ImageLookupFailed run.
 func imageLookupMessage(plr *tektonv1.PipelineRun) string {
 	return fmt.Sprintf("Renovate could not look up %s (%q or %q: the tag is missing or the registry answered an error) and opened no pull request; "+
-		"the PipelineRun's log says why", plr.Annotations[AnnotationNudgingImage], imageLookupFailure, digestLookupFailure)
+		"the PipelineRun's log says why", konflux.NudgingImageKey.Get(plr.Annotations), imageLookupFailure, digestLookupFailure)
 }
 
 // repositoryNotUpdatedMessage explains a RepositoryNotUpdated run.
 func repositoryNotUpdatedMessage(plr *tektonv1.PipelineRun) string {
 	return fmt.Sprintf("Renovate looked up %s but did not update the repository of %s (it aborted the repository or could not push its branch) "+
 		"and opened or updated no pull request; the PipelineRun's log names Renovate's reason above the line starting \"nudgeflow:\"",
-		plr.Annotations[AnnotationNudgingImage], plr.Annotations[AnnotationNudgedComponents])
+		konflux.NudgingImageKey.Get(plr.Annotations), konflux.NudgedKey.Get(plr.Annotations))
 }
 
 // registryAuthMessage explains a RegistryAuthFailed run to the person who reads
 // the nudged Component's Events.
 func registryAuthMessage(plr *tektonv1.PipelineRun) string {
-	image, nudging := plr.Annotations[AnnotationNudgingImage], plr.Annotations[AnnotationNudgingComponent]
+	image, nudging := konflux.NudgingImageKey.Get(plr.Annotations), konflux.NudgingKey.Get(plr.Annotations)
 	return fmt.Sprintf("Renovate could not authenticate to the registry of %s (%q) and opened no pull request: "+
 		"link a pull secret for it to ServiceAccount build-pipeline-%s in namespace %s (the registry credentials nudges use)",
 		image, registryAuthFailure, nudging, plr.Namespace)

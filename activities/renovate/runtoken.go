@@ -13,6 +13,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -38,8 +39,7 @@ const RefreshRunTokenBefore = 20 * time.Minute
 
 // componentRef is the Component a refused nudge records its Event on.
 func componentRef(c *mirrorv1alpha1.Component) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: mirrorv1alpha1.GroupVersion.String(), Kind: "Component",
-		Namespace: c.Namespace, Name: c.Name, UID: c.UID}
+	return components.Ref(c)
 }
 
 // waiting: the run has not started and nudgeflow, its branch queue or Kueue will
@@ -73,8 +73,8 @@ func (a *Activities) refreshRunToken(ctx context.Context, plr *tektonv1.Pipeline
 	}
 	repoURL := secret.Annotations[AnnotationTokenRepository]
 	target := &mirrorv1alpha1.Component{}
-	if err := a.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: plr.Annotations[AnnotationNudgedComponents]}, target); err != nil {
-		target.Namespace, target.Name = plr.Namespace, plr.Annotations[AnnotationNudgedComponents]
+	if err := components.Get(ctx, a.Kube, plr.Namespace, konflux.NudgedKey.Get(plr.Annotations), target); err != nil {
+		target.Namespace, target.Name = plr.Namespace, konflux.NudgedKey.Get(plr.Annotations)
 	}
 	if err := a.owner().Require(ctx, plr.Namespace, repoURL, componentRef(target)); err != nil {
 		return err

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
 // Superseded builds never roll a digest back. Renovate writes the digest the
@@ -41,11 +43,11 @@ type edgeRun struct {
 
 // nudgeRuns lists the nudge runs of the namespace, whoever created them.
 func nudgeRuns(ctx context.Context, c ctrlclient.Reader, ns string) ([]tektonv1.PipelineRun, error) {
-	var list tektonv1.PipelineRunList
-	if err := c.List(ctx, &list, ctrlclient.InNamespace(ns), ctrlclient.MatchingLabels{LabelType: LabelTypeNudge}); err != nil {
+	runs, err := konflux.ListRuns(ctx, c, map[konflux.Key]string{konflux.NudgeTypeKey: konflux.NudgeTypeValue}, ctrlclient.InNamespace(ns))
+	if err != nil {
 		return nil, fmt.Errorf("listing the nudge runs of %s: %w", ns, err)
 	}
-	return list.Items, nil
+	return runs, nil
 }
 
 // edgeRuns picks of runs those of nudging -> nudged, except those of build itself,
@@ -54,8 +56,8 @@ func (a *Activities) edgeRuns(ctx context.Context, runs []tektonv1.PipelineRun, 
 	var out []edgeRun
 	for i := range runs {
 		plr := &runs[i]
-		if plr.Annotations[AnnotationNudgingComponent] != nudging || plr.Annotations[AnnotationNudgingPipeline] == build ||
-			!slices.Contains(strings.Fields(plr.Annotations[AnnotationNudgedComponents]), nudged) {
+		if konflux.NudgingKey.Get(plr.Annotations) != nudging || konflux.NudgingPipelineKey.Get(plr.Annotations) == build ||
+			!slices.Contains(strings.Fields(konflux.NudgedKey.Get(plr.Annotations)), nudged) {
 			continue
 		}
 		at, err := a.builtAt(ctx, plr)
@@ -79,7 +81,7 @@ func (a *Activities) builtAt(ctx context.Context, plr *tektonv1.PipelineRun) (ti
 		}
 	}
 	var build tektonv1.PipelineRun
-	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: plr.Annotations[AnnotationNudgingPipeline]}, &build)
+	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: konflux.NudgingPipelineKey.Get(plr.Annotations)}, &build)
 	if apierrors.IsNotFound(err) {
 		return time.Time{}, nil
 	}

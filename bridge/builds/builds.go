@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,12 +52,14 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
-// Build PipelineRun keys (verbatim from Konflux / Pipelines as Code).
+// Build PipelineRun keys, for callers that write old-model builds (the tests'
+// stand-ins): internal/konflux knows Konflux's keys; read them with its Keys
+// (new form first, ADR 69).
 const (
-	LabelComponent    = "appstudio.openshift.io/component"
-	LabelPipelineType = "pipelines.appstudio.openshift.io/type"
-	PipelineTypeBuild = "build"
-	KeyEventType      = "pipelinesascode.tekton.dev/event-type"
+	LabelComponent    = konflux.LabelComponent
+	LabelPipelineType = konflux.LabelPipelineType
+	PipelineTypeBuild = konflux.PipelineTypeBuild
+	KeyEventType      = konflux.AnnotationEventType
 	AnnotationRepo    = konflux.AnnotationRepo
 	ResultImageURL    = konflux.ResultImageURL
 	ResultImageDigest = konflux.ResultImageDigest
@@ -148,18 +149,14 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // IsPushBuild: a build PipelineRun of a component from a push (or incoming, a
 // re-run of push) event. Pull-request builds never nudge.
 func IsPushBuild(plr *tektonv1.PipelineRun) bool {
-	if plr.Labels[LabelComponent] == "" || plr.Labels[LabelPipelineType] != PipelineTypeBuild {
+	if konflux.ComponentOf(plr.Labels) == "" || konflux.PipelineTypeOf(plr.Labels) != PipelineTypeBuild {
 		return false
 	}
-	ev := plr.Annotations[KeyEventType]
-	if ev == "" {
-		ev = plr.Labels[KeyEventType]
-	}
-	return strings.EqualFold(ev, "push") || strings.EqualFold(ev, "incoming")
+	return konflux.IsPushEvent(plr.Labels, plr.Annotations)
 }
 
 func isOurRenovateRun(plr *tektonv1.PipelineRun) bool {
-	return plr.Labels[renovate.LabelType] == renovate.LabelTypeNudge &&
+	return konflux.IsNudgeRun(plr.Labels) &&
 		plr.Labels[renovate.LabelManagedBy] == renovate.ManagedByNudgeflow &&
 		plr.Annotations[renovate.AnnotationWorkflowID] != ""
 }
@@ -204,7 +201,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// from backup): release it, never route it twice.
 		return ctrl.Result{}, r.acknowledge(ctx, &plr, plr.Annotations[konflux.AnnotationNudgeRouted])
 	}
-	edges, err := r.edges(ctx, plr.Namespace, plr.Labels[LabelComponent])
+	edges, err := r.edges(ctx, plr.Namespace, konflux.ComponentOf(plr.Labels))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -212,7 +209,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// The hold webhook read the edges live when it held this build; the cache
 		// may not hold that NudgeConfig (or Component) yet. "no-edges" lets the build
 		// go for good, so it is decided on a live read, never on a lagging cache.
-		if edges, err = edgesOf(ctx, r.APIReader, plr.Namespace, plr.Labels[LabelComponent], r.Options.Peers.BuildService); err != nil {
+		if edges, err = edgesOf(ctx, r.APIReader, plr.Namespace, konflux.ComponentOf(plr.Labels), r.Options.Peers.BuildService); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -221,6 +218,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		// annotated.
 		return ctrl.Result{}, nil
 	}
+	markNewModel(&plr, edges)
 	if !finished(&plr) {
 		if Holds(&plr) {
 			return ctrl.Result{}, nil
@@ -314,6 +312,16 @@ func buildEnd(plr *tektonv1.PipelineRun) time.Time {
 	return plr.CreationTimestamp.Time
 }
 
+// markNewModel marks the edges of a build no peer sees (Edge.NewModelBuild).
+func markNewModel(plr *tektonv1.PipelineRun, edges []Edge) {
+	if konflux.PeersSeeBuild(plr.Labels) {
+		return
+	}
+	for i := range edges {
+		edges[i].NewModelBuild = true
+	}
+}
+
 // maxEdgesInFlight bounds one build's concurrent Temporal calls; with
 // MaxConcurrentReconciles builds at once, the bridge has at most their product in
 // flight.
@@ -324,7 +332,7 @@ func buildFrom(plr *tektonv1.PipelineRun, imageURL, digest string) validatednudg
 	b := validatednudge.Build{
 		ImageURL: imageURL, Digest: digest, PullSpec: digestref.PullSpec(imageURL, digest),
 		BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
-		RepoAtSHA: plr.Annotations[AnnotationRepo], NudgeFiles: plr.Annotations[renovate.AnnotationNudgeFiles],
+		RepoAtSHA: konflux.RepoKey.Get(plr.Annotations), NudgeFiles: konflux.NudgeFilesKey.Get(plr.Annotations),
 		BuiltAt: plr.CreationTimestamp.Time,
 	}
 	if plr.Status.StartTime != nil {
@@ -344,7 +352,7 @@ type Renudger struct {
 
 // Renudge starts an immediate nudge of each target with the build the PipelineRun carried.
 func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, targets []string) error {
-	name := nudgePLR.Annotations["build.appstudio.redhat.com/nudging-pipeline"]
+	name := konflux.NudgingPipelineKey.Get(nudgePLR.Annotations)
 	var build tektonv1.PipelineRun
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: nudgePLR.Namespace, Name: name}, &build); err != nil {
 		return fmt.Errorf("reading build %q of cancelled nudge %s: %w", name, nudgePLR.Name, err)
@@ -354,7 +362,7 @@ func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, 
 		return fmt.Errorf("build %s of cancelled nudge %s has no IMAGE_URL/IMAGE_DIGEST", name, nudgePLR.Name)
 	}
 	b := buildFrom(&build, imageURL, digest)
-	source := nudgePLR.Annotations["build.appstudio.redhat.com/nudging-component"]
+	source := konflux.NudgingKey.Get(nudgePLR.Annotations)
 	var errs []error
 	for _, target := range targets {
 		errs = append(errs, StartNudge(ctx, r.Options, nudge.Request{

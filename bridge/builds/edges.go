@@ -142,6 +142,11 @@ type Edge struct {
 	// InBuildNudgesRef: the source component's build-nudges-ref names the target
 	// too, so build-service nudges it wherever it does not stand down.
 	InBuildNudgesRef bool
+	// NewModelBuild: the build carries only ADR 69's konflux-ci.dev keys (a
+	// konflux-ci.dev Component's build, konflux.PeersSeeBuild false), which neither
+	// build-service nor integration-service nudges from: nudgeflow runs its edges
+	// whoever is installed.
+	NewModelBuild bool
 }
 
 // EdgesFrom lists the edges of component: the NudgeConfig's when one exists (it
@@ -181,7 +186,7 @@ func sourceOf(nc *konfluxv1alpha1.NudgeConfig) EdgeSource {
 
 // RunnerOf says who nudges e beside these peers (see Peers).
 func (p Peers) RunnerOf(e Edge) Runner {
-	if e.Mode == konfluxv1alpha1.ModeValidated {
+	if e.Mode == konfluxv1alpha1.ModeValidated || e.NewModelBuild {
 		return RunnerNudgeflow
 	}
 	switch e.Source {

@@ -69,7 +69,7 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 	if Holds(plr) || Acknowledged(plr) {
 		return admission.Allowed("already held or routed")
 	}
-	component := plr.Labels[LabelComponent]
+	component := konflux.ComponentOf(plr.Labels)
 	logger := log.FromContext(ctx).WithValues("namespace", req.Namespace, "component", component)
 	edges, err := edgesOf(ctx, h.Reader, req.Namespace, component, false)
 	if err != nil {

@@ -92,7 +92,7 @@ func needsReconcile(plr *tektonv1.PipelineRun) bool {
 // names no target. (A component literally named like a reason would be read as the
 // reason: Kubernetes allows the name, nobody picks it.)
 func ISNudged(plr *tektonv1.PipelineRun) map[string]bool {
-	v := strings.TrimSpace(plr.Annotations[konflux.AnnotationISNudgeProcessed])
+	v := strings.TrimSpace(konflux.ISNudgeProcessedKey.Get(plr.Annotations))
 	switch v {
 	case "", konflux.ISNudgeNoMatchingEdges, konflux.ISNudgeNoValidTargets, konflux.ISNudgeBuildResultError,
 		konflux.ISNudgeCredentialsError, konflux.ISNudgeNoCredentials, ISNudgeTakenOver:

@@ -86,7 +86,7 @@ func (r *HeldReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if len(held) == 0 && plr.Annotations[konflux.AnnotationRenudge] == "" {
 		return ctrl.Result{}, nil
 	}
-	source := plr.Annotations[konflux.AnnotationNudging]
+	source := konflux.NudgingKey.Get(plr.Annotations)
 	built, err := r.buildOf(ctx, &plr, source)
 	if err != nil {
 		r.Recorder.Event(&plr, corev1.EventTypeWarning, "BuildNotFound", err.Error())
@@ -282,7 +282,7 @@ func (r *HeldReconciler) decideBatches(ctx context.Context, plr *tektonv1.Pipeli
 	if len(pending) == 0 {
 		return nil
 	}
-	source := plr.Annotations[konflux.AnnotationNudging]
+	source := konflux.NudgingKey.Get(plr.Annotations)
 	held := ParseHeldBy(plr.Annotations[konflux.AnnotationHeldBy])
 	renudge := strings.Fields(plr.Annotations[konflux.AnnotationRenudge])
 	for _, target := range pending {
@@ -343,7 +343,7 @@ func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.Pip
 // the nudging Component's last promoted image.
 func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun, source string) (cgwf.ComponentBuilt, error) {
 	b := cgwf.ComponentBuilt{Component: source, PipelineRun: plr.Name, BuiltAt: plr.CreationTimestamp.UTC()}
-	if name := plr.Annotations[konflux.AnnotationNudgingPLR]; name != "" {
+	if name := konflux.NudgingPipelineKey.Get(plr.Annotations); name != "" {
 		var build tektonv1.PipelineRun
 		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: name}, &build)
 		if err == nil {

@@ -188,7 +188,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decoding PipelineRun: %w", err))
 	}
 	labels, annotations := run.Metadata.Labels, run.Metadata.Annotations
-	if labels[konflux.LabelNudgeType] != konflux.NudgeTypeValue {
+	if !konflux.IsNudgeRun(labels) {
 		return admission.Allowed("not a nudge PipelineRun")
 	}
 	if konflux.HeldAtAdmission(annotations) {
@@ -220,8 +220,8 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		}
 		return admission.Allowed(reason)
 	}
-	source := annotations[konflux.AnnotationNudging]
-	targets := strings.Fields(annotations[konflux.AnnotationNudged])
+	source := konflux.NudgingKey.Get(annotations)
+	targets := strings.Fields(konflux.NudgedKey.Get(annotations))
 	if source == "" || len(targets) == 0 {
 		return allow("nudge PipelineRun without source or targets")
 	}
@@ -296,7 +296,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 // is nudged. A build that cannot be read (not cached, gone) lets the run go, as
 // every other failure of this webhook does.
 func (i *Interceptor) speculativeNudge(ctx context.Context, namespace string, annotations map[string]string) string {
-	name := annotations[konflux.AnnotationNudgingPLR]
+	name := konflux.NudgingPipelineKey.Get(annotations)
 	if i.Builds == nil || name == "" {
 		return ""
 	}

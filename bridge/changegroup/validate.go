@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 )
 
 // Validator rejects a ChangeGroup that would compete with an active one: the same
@@ -130,11 +130,11 @@ func (v *Validator) exist(ctx context.Context, cg, old *appstudiov1alpha1.Change
 func (v *Validator) missing(ctx context.Context, namespace string, names []string) ([]string, error) {
 	var out []string
 	for _, name := range names {
+		// Either Component kind (internal/components).
 		var c mirrorv1alpha1.Component
-		key := types.NamespacedName{Namespace: namespace, Name: name}
-		err := v.Cache.Get(ctx, key, &c)
+		err := components.Get(ctx, v.Cache, namespace, name, &c)
 		if apierrors.IsNotFound(err) {
-			err = v.APIReader.Get(ctx, key, &c) // created a moment ago?
+			err = components.Get(ctx, v.APIReader, namespace, name, &c) // created a moment ago?
 		}
 		if apierrors.IsNotFound(err) {
 			out = append(out, name)

@@ -25,6 +25,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	newmodel "github.com/nudgeflow/nudgeflow/api/mirror/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
@@ -74,14 +75,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Shipped {
 		obj, name = &mirrorv1beta2.NudgeConfig{}, "nudgeconfig-appstudio-stale-references"
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	createOrDelete := builder.WithPredicates(predicate.Funcs{
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesMetadata(component, handler.EnqueueRequestsFromMapFunc(toNamespaceConfig),
-			builder.WithPredicates(predicate.Funcs{
-				UpdateFunc: func(event.UpdateEvent) bool { return false },
-			})).
-		Complete(r)
+		WatchesMetadata(component, handler.EnqueueRequestsFromMapFunc(toNamespaceConfig), createOrDelete)
+	// New-model Components (konflux-ci.dev, ADR 56) name edges too, where their CRD
+	// is served: a watch of a kind the API server does not serve would stop the
+	// manager from starting. A CRD installed later is watched after a restart;
+	// until then its Components still count at every reconcile (components.Names).
+	newComponent := &metav1.PartialObjectMetadata{}
+	newComponent.SetGroupVersionKind(newmodel.GroupVersion.WithKind("Component"))
+	if _, err := mgr.GetRESTMapper().RESTMapping(newmodel.GroupVersion.WithKind("Component").GroupKind(), newmodel.GroupVersion.Version); err == nil {
+		b = b.WatchesMetadata(newComponent, handler.EnqueueRequestsFromMapFunc(toNamespaceConfig), createOrDelete)
+	}
+	return b.Complete(r)
 }
 
 func toNamespaceConfig(_ context.Context, obj client.Object) []reconcile.Request {
@@ -95,6 +105,7 @@ func toNamespaceConfig(_ context.Context, obj client.Object) []reconcile.Request
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=nudgeconfigs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
+// +kubebuilder:rbac:groups=konflux-ci.dev,resources=components,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 // Reconcile compares the referenced components with those that exist and patches status.

@@ -20,6 +20,12 @@ import (
 // NudgeConfig kind the API server serves. The webhook is only called where
 // deploy/webhooks/nudgeconfig.yaml is installed (not beside integration-service).
 func Setup(mgr ctrl.Manager, peers builds.Peers) error {
+	// A nudgeconfigs.konflux-ci.dev that is not nudgeflow's (ADR 68 moves Konflux's
+	// NudgeConfig there) is neither admitted nor read as nudgeflow's kind: the
+	// bridge stops with the migration to do rather than run on another owner's schema.
+	if err := nudgeconfigs.CheckOwnGroup(mgr.GetRESTMapper()); err != nil {
+		return err
+	}
 	if err := ctrl.NewWebhookManagedBy(mgr).
 		For(&konfluxv1alpha1.NudgeConfig{}).
 		WithValidator(&Validator{Reader: mgr.GetAPIReader()}).

@@ -17,6 +17,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
 )
@@ -292,18 +293,10 @@ func (v *Validator) gatingGroupWarnings(ctx context.Context, nc *konfluxv1alpha1
 	return warnings, nil
 }
 
-// ComponentNames lists the names of the Components of a namespace, metadata only.
+// ComponentNames lists the names of the Components of a namespace, of either kind
+// (appstudio and new-model konflux-ci.dev), metadata only.
 func ComponentNames(ctx context.Context, r client.Reader, ns string) (map[string]bool, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(mirrorv1alpha1.GroupVersion.WithKind("ComponentList"))
-	if err := r.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing Components in %s: %w", ns, err)
-	}
-	names := make(map[string]bool, len(list.Items))
-	for _, c := range list.Items {
-		names[c.Name] = true
-	}
-	return names, nil
+	return components.Names(ctx, r, ns)
 }
 
 // describeEntries renders "entry 3 (a -> b)" lists, bounded so a message about

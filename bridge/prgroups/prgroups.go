@@ -41,14 +41,16 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
-// Build PipelineRun keys of Pipelines as Code and Konflux (verbatim).
+// Build PipelineRun keys of Pipelines as Code and Konflux (internal/konflux knows
+// them; Konflux's are the old forms, which old-model stand-ins write: readers use
+// konflux.PRNumberKey and konflux.CommitSHAKey, new form first).
 const (
-	KeySourceBranch          = "pipelinesascode.tekton.dev/source-branch"
-	KeyPullRequest           = "pipelinesascode.tekton.dev/pull-request"
-	KeyRepoURL               = "pipelinesascode.tekton.dev/repo-url"
-	KeySHA                   = "pipelinesascode.tekton.dev/sha"
-	AnnotationPRNumber       = "build.appstudio.redhat.com/pull_request_number"
-	AnnotationCommitSHA      = "build.appstudio.redhat.com/commit_sha"
+	KeySourceBranch          = konflux.AnnotationSourceBranch
+	KeyPullRequest           = konflux.AnnotationPullRequest
+	KeyRepoURL               = konflux.AnnotationPaCRepoURL
+	KeySHA                   = konflux.AnnotationPaCSHA
+	AnnotationPRNumber       = konflux.AnnotationPRNumber
+	AnnotationCommitSHA      = konflux.AnnotationCommitSHA
 	EventTypePullRequest     = "pull_request"
 	EventTypeGitLabMergeReq  = "Merge Request"
 	EventTypeRetestComment   = "retest-comment" // PaC's /retest on a PR
@@ -121,7 +123,7 @@ func (r *PushBuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if done := plr.Status.CompletionTime; done != nil && time.Since(done.Time) > poll {
 		return ctrl.Result{}, nil
 	}
-	edges, _, err := edgesOf(ctx, r.Client, plr.Namespace, plr.Labels[builds.LabelComponent])
+	edges, _, err := edgesOf(ctx, r.Client, plr.Namespace, konflux.ComponentOf(plr.Labels))
 	if err != nil || len(edges) == 0 {
 		return ctrl.Result{}, err
 	}
@@ -137,7 +139,7 @@ func (r *PushBuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	for {
 		resp, err := r.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
 		if err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing the PR groups waiting for %s's push build: %w", plr.Labels[builds.LabelComponent], err)
+			return ctrl.Result{}, fmt.Errorf("listing the PR groups waiting for %s's push build: %w", konflux.ComponentOf(plr.Labels), err)
 		}
 		for _, wf := range resp.GetExecutions() {
 			ev := prgroup.OriginEvent{Action: "push-build", DeliveryID: string(plr.UID)}
@@ -168,10 +170,10 @@ func either(plr *tektonv1.PipelineRun, k string) string {
 // IsPullRequestBuild: a build PipelineRun of a component from a pull request (PaC
 // event type pull_request, GitLab's "Merge Request", or a /retest of one).
 func IsPullRequestBuild(plr *tektonv1.PipelineRun) bool {
-	if plr.Labels[builds.LabelComponent] == "" || plr.Labels[builds.LabelPipelineType] != builds.PipelineTypeBuild || builds.IsPushBuild(plr) {
+	if konflux.ComponentOf(plr.Labels) == "" || konflux.PipelineTypeOf(plr.Labels) != konflux.PipelineTypeBuild || builds.IsPushBuild(plr) {
 		return false
 	}
-	ev := either(plr, builds.KeyEventType)
+	ev := konflux.EventType(plr.Labels, plr.Annotations)
 	switch {
 	case strings.EqualFold(ev, EventTypePullRequest), strings.EqualFold(ev, EventTypeGitLabMergeReq):
 		return true
@@ -182,7 +184,7 @@ func IsPullRequestBuild(plr *tektonv1.PipelineRun) bool {
 }
 
 func prNumber(plr *tektonv1.PipelineRun) int {
-	for _, k := range []string{AnnotationPRNumber, KeyPullRequest} {
+	for _, k := range append(konflux.PRNumberKey.Forms(), KeyPullRequest) {
 		if n, err := strconv.Atoi(either(plr, k)); err == nil && n > 0 {
 			return n
 		}
@@ -206,7 +208,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if !IsPullRequestBuild(&plr) || !plr.IsDone() || !renovate.StatusOf(&plr).Succeeded {
 		return ctrl.Result{}, nil
 	}
-	component := plr.Labels[builds.LabelComponent]
+	component := konflux.ComponentOf(plr.Labels)
 	edges, comp, err := edgesOf(ctx, r.Client, plr.Namespace, component)
 	if err != nil || len(edges) == 0 {
 		return ctrl.Result{}, err
@@ -227,8 +229,10 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	b := prgroup.PRBuild{Component: component, Image: digestref.Repository(imageURL), Digest: digest, BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
 		BuiltAt: plr.CreationTimestamp.Time, CommitSHA: either(&plr, KeySHA), SourceBranch: branch,
 		Origin: prgroup.OriginRef{RepoURL: strings.TrimSuffix(repoURL, ".git"), Number: number}}
-	if b.CommitSHA == "" {
-		b.CommitSHA = either(&plr, AnnotationCommitSHA)
+	for _, k := range konflux.CommitSHAKey.Forms() {
+		if b.CommitSHA == "" {
+			b.CommitSHA = either(&plr, k)
+		}
 	}
 	if plr.Status.StartTime != nil {
 		b.BuiltAt = plr.Status.StartTime.Time

@@ -21,14 +21,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
-// Label and annotation keys of SCM credential Secrets (verbatim from build-service).
+// Label and annotation keys of SCM credential Secrets (build-service's old forms,
+// which tests write; internal/konflux knows them, and Lookup reads both forms).
 const (
-	LabelCredentials        = "appstudio.redhat.com/credentials"
+	LabelCredentials        = konflux.LabelCredentials
 	LabelCredentialsSCM     = "scm"
-	LabelSCMHost            = "appstudio.redhat.com/scm.host"
-	AnnotationSCMRepository = "appstudio.redhat.com/scm.repository"
+	LabelSCMHost            = konflux.LabelSCMHost
+	AnnotationSCMRepository = konflux.AnnotationSCMRepository
 	// DefaultUsername is what build-service uses when the Secret has none.
 	DefaultUsername = "red-hat-konflux"
 )
@@ -50,15 +53,12 @@ func (c Credential) String() string {
 
 // Lookup returns the best-matching credential for host and repository ("org/repo").
 func Lookup(ctx context.Context, r ctrlclient.Reader, namespace, host, repository string) (Credential, error) {
-	var list corev1.SecretList
 	label := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		label = h // label values cannot hold a port
 	}
-	if err := r.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingLabels{
-		LabelCredentials: LabelCredentialsSCM,
-		LabelSCMHost:     label,
-	}); err != nil {
+	list, err := secretsLabelled(ctx, r, namespace, label)
+	if err != nil {
 		return Credential{}, fmt.Errorf("listing SCM credential Secrets for %s in %s: %w", host, namespace, err)
 	}
 	best, bestScore := -1, -1
@@ -69,7 +69,7 @@ func Lookup(ctx context.Context, r ctrlclient.Reader, namespace, host, repositor
 		if s.Type != corev1.SecretTypeBasicAuth || len(s.Data[corev1.BasicAuthPasswordKey]) == 0 {
 			continue
 		}
-		if score := matchScore(s.Annotations[AnnotationSCMRepository], repository); score > bestScore {
+		if score := matchScore(konflux.SCMRepositoryKey.Get(s.Annotations), repository); score > bestScore {
 			best, bestScore = i, score
 		}
 	}
@@ -106,4 +106,27 @@ func matchScore(annotation, repository string) int {
 		}
 	}
 	return score
+}
+
+// secretsLabelled lists the namespace's SCM credential Secrets of host, labelled in
+// the new (konflux-ci.dev) or the old (appstudio) form (ADR 69), each once.
+func secretsLabelled(ctx context.Context, r ctrlclient.Reader, namespace, host string) (corev1.SecretList, error) {
+	var out corev1.SecretList
+	seen := map[string]bool{}
+	for _, sel := range []ctrlclient.MatchingLabels{
+		{konflux.CredentialsKey.New: LabelCredentialsSCM, konflux.SCMHostKey.New: host},
+		{konflux.CredentialsKey.Old: LabelCredentialsSCM, konflux.SCMHostKey.Old: host},
+	} {
+		var list corev1.SecretList
+		if err := r.List(ctx, &list, ctrlclient.InNamespace(namespace), sel); err != nil {
+			return out, err
+		}
+		for _, s := range list.Items {
+			if !seen[s.Name] {
+				seen[s.Name] = true
+				out.Items = append(out.Items, s)
+			}
+		}
+	}
+	return out, nil
 }

@@ -1,17 +1,73 @@
 // Package konflux names the labels and annotations Konflux services put on
-// PipelineRuns (build-service, integration-service, Pipelines as Code) and the
-// ones nudgeflow adds, in one place.
+// PipelineRuns, Components and Secrets (build-service, integration-service,
+// Pipelines as Code) and the ones nudgeflow adds, in one place: no other package
+// spells a Konflux key.
+//
+// Konflux is renaming its keys (ADR 69, konflux-ci/architecture PR #367 at
+// e5133f8, "Accepted"): phase 1 writes both the appstudio key and its konflux-ci.dev
+// twin, controllers read the new one first and fall back to the old one, and phase
+// 4 drops the old ones. ADR 69 has no per-key table (it says "the exact inventory
+// ... will be maintained in a tracking document separate from this ADR"); its rule
+// is that only the prefix changes, service-specific keys keep their service
+// (build.konflux-ci.dev, integration.konflux-ci.dev). So each Key below names its
+// new form either as build-service already writes it for konflux-ci.dev Components
+// (BS:internal/controller/component_build_controller_v2.go:54-65 at ccde63a) or,
+// where no Konflux service writes one yet, by that rule; docs/konflux.md lists which.
+// Readers use Key.Get (new first); nudgeflow's own runs are written with Key.Set
+// (both forms); lists and informers select either form (Key.Selectors, ListRuns).
 package konflux
 
-import "strings"
+import (
+	"strings"
+)
 
-// Konflux's keys on build and nudge PipelineRuns (reference §1, §2).
+// Key is one Konflux label or annotation key in its ADR 69 forms.
+type Key struct {
+	// New is the konflux-ci.dev form, read first.
+	New string
+	// Old is the appstudio form, read when the new one is absent or empty.
+	Old string
+}
+
+// Get is the key's value in m: the new form's when set, else the old form's.
+func (k Key) Get(m map[string]string) string {
+	v, _ := k.Lookup(m)
+	return v
+}
+
+// Lookup is Get, and whether either form is present at all.
+func (k Key) Lookup(m map[string]string) (string, bool) {
+	if v, ok := m[k.New]; ok && v != "" {
+		return v, true
+	}
+	if v, ok := m[k.Old]; ok {
+		return v, true
+	}
+	v, ok := m[k.New]
+	return v, ok
+}
+
+// Set writes value under both forms (ADR 69 phase 1: a reader of either finds it)
+// and returns m, made when nil.
+func (k Key) Set(m map[string]string, value string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k.New] = value
+	m[k.Old] = value
+	return m
+}
+
+// Forms are the key's spellings, new first.
+func (k Key) Forms() []string { return []string{k.New, k.Old} }
+
+// The old (appstudio) spellings, as Konflux's old-model services write them alone
+// today. Read them through the Keys below; they stay exported for the stand-ins in
+// tests that play an old-model service, which write them alone.
 const (
 	LabelComponent       = "appstudio.openshift.io/component"
 	LabelPipelineType    = "pipelines.appstudio.openshift.io/type"
 	LabelNudgeType       = "build.appstudio.redhat.com/type"
-	NudgeTypeValue       = "nudge"
-	AnnotationEventType  = "pipelinesascode.tekton.dev/event-type"
 	AnnotationNudged     = "build.appstudio.redhat.com/nudged-components"
 	AnnotationNudging    = "build.appstudio.redhat.com/nudging-component"
 	AnnotationNudgingImg = "build.appstudio.redhat.com/nudging-image"
@@ -19,10 +75,68 @@ const (
 	AnnotationNudgingSHA = "build.appstudio.redhat.com/nudging-commit"
 	AnnotationNudgeFiles = "build.appstudio.openshift.io/build-nudge-files"
 	AnnotationRepo       = "build.appstudio.openshift.io/repo"
+	AnnotationCommitSHA  = "build.appstudio.redhat.com/commit_sha"
+	AnnotationPRNumber   = "build.appstudio.redhat.com/pull_request_number"
+	// On a Component: one Renovate branch per nudging component, and a ConfigMap
+	// that replaces the namespace-wide Renovate configuration.
+	AnnotationNudgeSimpleBranch      = "build.appstudio.openshift.io/build-nudge-simple-branch"
+	AnnotationNudgeRenovateConfigMap = "build.appstudio.openshift.io/nudge_renovate_config_map"
+	// On SCM credential Secrets (build-service pkg/git/credentials).
+	LabelCredentials        = "appstudio.redhat.com/credentials"
+	LabelSCMHost            = "appstudio.redhat.com/scm.host"
+	AnnotationSCMRepository = "appstudio.redhat.com/scm.repository"
+)
+
+// Konflux's keys in both forms. "BS v2" marks a new form build-service writes on
+// the builds of konflux-ci.dev Components (component_build_controller_v2.go:54-65
+// at ccde63a); "rule" a new form derived by ADR 69's prefix rule that no Konflux
+// service writes yet at the snapshots read (BS ccde63a, IS 2ae2878).
+var (
+	// On build PipelineRuns (BS v2) and in .tekton/ PipelineRun definitions.
+	ComponentKey    = Key{New: "build.konflux-ci.dev/component", Old: LabelComponent}
+	PipelineTypeKey = Key{New: "pipelines.konflux-ci.dev/type", Old: LabelPipelineType}
+	RepoKey         = Key{New: "build.konflux-ci.dev/repo", Old: AnnotationRepo}
+	CommitSHAKey    = Key{New: "build.konflux-ci.dev/commit_sha", Old: AnnotationCommitSHA}
+	PRNumberKey     = Key{New: "build.konflux-ci.dev/pull_request_number", Old: AnnotationPRNumber}
+	// NudgeFilesKey on a build (rule).
+	NudgeFilesKey = Key{New: "build.konflux-ci.dev/build-nudge-files", Old: AnnotationNudgeFiles}
+	// On nudge (Renovate) PipelineRuns (rule).
+	NudgeTypeKey       = Key{New: "build.konflux-ci.dev/type", Old: LabelNudgeType}
+	NudgedKey          = Key{New: "build.konflux-ci.dev/nudged-components", Old: AnnotationNudged}
+	NudgingKey         = Key{New: "build.konflux-ci.dev/nudging-component", Old: AnnotationNudging}
+	NudgingImageKey    = Key{New: "build.konflux-ci.dev/nudging-image", Old: AnnotationNudgingImg}
+	NudgingPipelineKey = Key{New: "build.konflux-ci.dev/nudging-pipeline", Old: AnnotationNudgingPLR}
+	NudgingCommitKey   = Key{New: "build.konflux-ci.dev/nudging-commit", Old: AnnotationNudgingSHA}
+	// On Components (rule).
+	NudgeSimpleBranchKey      = Key{New: "build.konflux-ci.dev/build-nudge-simple-branch", Old: AnnotationNudgeSimpleBranch}
+	NudgeRenovateConfigMapKey = Key{New: "build.konflux-ci.dev/nudge_renovate_config_map", Old: AnnotationNudgeRenovateConfigMap}
+	// On SCM credential Secrets (rule: ADR 69's own example maps appstudio.redhat.com/
+	// to konflux-ci.dev/).
+	CredentialsKey   = Key{New: "konflux-ci.dev/credentials", Old: LabelCredentials}
+	SCMHostKey       = Key{New: "konflux-ci.dev/scm.host", Old: LabelSCMHost}
+	SCMRepositoryKey = Key{New: "konflux-ci.dev/scm.repository", Old: AnnotationSCMRepository}
+	// ISNudgeProcessedKey: integration-service's acknowledgement (below), rule.
+	ISNudgeProcessedKey = Key{New: "test.konflux-ci.dev/component-nudge-processed", Old: AnnotationISNudgeProcessed}
+)
+
+// Values and keys that ADR 69 does not rename.
+const (
+	PipelineTypeBuild = "build"
+	NudgeTypeValue    = "nudge"
+	// AnnotationVersion on a new-model build names the Component version it built
+	// (BS v2; no old form).
+	AnnotationVersion = "build.konflux-ci.dev/version"
+	// Pipelines as Code's keys are Tekton's, not Konflux's: ADR 69 leaves them.
+	AnnotationEventType = "pipelinesascode.tekton.dev/event-type"
 	// AnnotationSourceBranch is Pipelines as Code's source branch of the event that
 	// started a build: for a push, the branch pushed to, with or without
 	// GitRefBranchPrefix.
 	AnnotationSourceBranch = "pipelinesascode.tekton.dev/source-branch"
+	AnnotationPullRequest  = "pipelinesascode.tekton.dev/pull-request"
+	AnnotationPaCRepoURL   = "pipelinesascode.tekton.dev/repo-url"
+	AnnotationPaCSHA       = "pipelinesascode.tekton.dev/sha"
+	AnnotationOnCEL        = "pipelinesascode.tekton.dev/on-cel-expression"
+	AnnotationOnEvent      = "pipelinesascode.tekton.dev/on-event"
 	GitRefBranchPrefix     = "refs/heads/"
 	// MergeQueueBranchPrefix starts the temporary branches GitHub's merge queue
 	// pushes (gh-readonly-queue/<base>/pr-<n>-<sha>): a push build of one is a
@@ -33,6 +147,42 @@ const (
 	ResultImageDigest      = "IMAGE_DIGEST"
 )
 
+// ComponentOf is the component a build PipelineRun's labels name, new form first.
+func ComponentOf(labels map[string]string) string { return ComponentKey.Get(labels) }
+
+// PipelineTypeOf is a PipelineRun's Konflux pipeline type (build, test, ...).
+func PipelineTypeOf(labels map[string]string) string { return PipelineTypeKey.Get(labels) }
+
+// PeersSeeBuild reports whether Konflux's nudging services see a build PipelineRun
+// at the snapshots read: both select builds by the old keys only
+// (build-service's IsBuildPushPipelineRun: appstudio.openshift.io/component and
+// pipelines.appstudio.openshift.io/type, BS ccde63a; integration-service's
+// IsBuildPipelineRun: pipelines.appstudio.openshift.io/type, IS 2ae2878). A
+// konflux-ci.dev Component's build (new keys only) is nudged by nobody else.
+func PeersSeeBuild(labels map[string]string) bool {
+	return labels[ComponentKey.Old] != "" && labels[PipelineTypeKey.Old] == PipelineTypeBuild
+}
+
+// IsNudgeRun reports whether labels mark a nudge (Renovate) PipelineRun, whoever
+// created it.
+func IsNudgeRun(labels map[string]string) bool { return NudgeTypeKey.Get(labels) == NudgeTypeValue }
+
+// EventType is Pipelines as Code's event type of a PipelineRun: PaC writes it as
+// an annotation and a label (PAC:pkg/kubeinteraction/labels.go).
+func EventType(labels, annotations map[string]string) string {
+	if ev := annotations[AnnotationEventType]; ev != "" {
+		return ev
+	}
+	return labels[AnnotationEventType]
+}
+
+// IsPushEvent: push, or incoming (a re-run of a push), case-insensitive (GitLab
+// writes Push).
+func IsPushEvent(labels, annotations map[string]string) bool {
+	ev := EventType(labels, annotations)
+	return strings.EqualFold(ev, "push") || strings.EqualFold(ev, "incoming")
+}
+
 // integration-service's keys on build PipelineRuns (reference §6.4).
 const (
 	// AnnotationISNudgeProcessed is integration-service's acknowledgement of a push
@@ -40,6 +190,7 @@ const (
 	// nudged, or one of the ISNudge* reasons when it nudged none. It has its own key
 	// because build-service sets build.appstudio.openshift.io/component-nudge-processed
 	// on every build, nudged or not.
+	// Its old form; read it with ISNudgeProcessedKey.
 	AnnotationISNudgeProcessed = "test.appstudio.openshift.io/component-nudge-processed"
 	// The values of AnnotationISNudgeProcessed that name no target.
 	ISNudgeNoMatchingEdges  = "no-matching-edges"

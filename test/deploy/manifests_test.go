@@ -32,6 +32,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -275,7 +276,14 @@ func checkGenerated(t *testing.T, m manifests, generated []generatedObject, besi
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 			want, _, _ := unstructured.NestedSlice(g.obj.Object, "webhooks")
 			have, _, _ := unstructured.NestedSlice(got.Object, "webhooks")
-			require.Len(t, have, len(want))
+			// deploy/base appends the "-new-keys" twins (checkWebhooks compares them).
+			twins := 0
+			for _, h := range have {
+				if strings.HasSuffix(h.(map[string]any)["name"].(string), "-new-keys.nudgeflow.konflux-ci.dev") {
+					twins++
+				}
+			}
+			require.Len(t, have, len(want)+twins)
 			for i := range want {
 				w, h := want[i].(map[string]any), have[i].(map[string]any)
 				for k := range w {
@@ -467,11 +475,13 @@ func checkWebhooks(t *testing.T, v variant, bridge *appsv1.Deployment, besideIS 
 	port, ok := argValue(c.Args, "webhook-port")
 	require.True(t, ok, "the bridge's --webhook-port")
 	count := 0
+	byName := map[string]map[string]any{}
 	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
 		for _, o := range m.ofKind(kind) {
 			hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
 			for _, h := range hooks {
 				count++
+				byName[h.(map[string]any)["name"].(string)] = h.(map[string]any)
 				svc, _, _ := unstructured.NestedMap(h.(map[string]any), "clientConfig", "service")
 				require.Equal(t, v.namespace, svc["namespace"], "%s %s", kind, o.GetName())
 				checkWebhookScope(t, v, kind, h.(map[string]any))
@@ -497,7 +507,25 @@ func checkWebhooks(t *testing.T, v variant, bridge *appsv1.Deployment, besideIS 
 	if besideIS {
 		want-- // nudgeflow's NudgeConfig webhook: integration-service admits its own kind
 	}
-	require.Equal(t, want, count, "every webhook of deploy/webhooks is deployed")
+	// deploy/base adds a twin of each PipelineRun webhook for ADR 69's new label
+	// (pipelineRunWebhookScopes): the same webhook in all but its name and selector.
+	for name, twin := range byName {
+		original, ok := strings.CutSuffix(name, "-new-keys.nudgeflow.konflux-ci.dev")
+		if !ok {
+			continue
+		}
+		want++
+		orig := byName[original+".nudgeflow.konflux-ci.dev"]
+		require.NotNil(t, orig, "%s twins an existing webhook", name)
+		strip := func(h map[string]any) map[string]any {
+			c := runtime.DeepCopyJSON(h)
+			delete(c, "name")
+			delete(c, "objectSelector")
+			return c
+		}
+		require.Equal(t, strip(orig), strip(twin), "%s is %s for the new label", name, original)
+	}
+	require.Equal(t, want, count, "every webhook of deploy/webhooks is deployed, with its new-keys twin")
 }
 
 // generatedWebhooks counts the webhooks the code declares (deploy/webhooks, generated
@@ -845,11 +873,24 @@ func temporalConfigMap(t *testing.T, m manifests, c corev1.Container) *corev1.Co
 }
 
 // pipelineRunWebhookScopes: the label each PipelineRun webhook's handler acts on
-// (bridge/changegroup's interception: nudge runs; bridge/builds' routing: build runs).
-var pipelineRunWebhookScopes = map[string]map[string]string{
-	"nudge-pipelinerun.nudgeflow.konflux-ci.dev": {"build.appstudio.redhat.com/type": "nudge"},
-	"build-routing.nudgeflow.konflux-ci.dev":     {"pipelines.appstudio.openshift.io/type": "build"},
-}
+// (bridge/changegroup's interception: nudge runs; bridge/builds' routing: build
+// runs), in both of ADR 69's forms: each webhook's "-new-keys" twin takes the runs
+// labelled with the konflux-ci.dev key and not the appstudio one (konflux.Key.Selectors).
+var pipelineRunWebhookScopes = func() map[string]metav1.LabelSelector {
+	scopes := map[string]metav1.LabelSelector{}
+	for name, k := range map[string]struct {
+		key   konflux.Key
+		value string
+	}{
+		"nudge-pipelinerun": {konflux.NudgeTypeKey, konflux.NudgeTypeValue},
+		"build-routing":     {konflux.PipelineTypeKey, konflux.PipelineTypeBuild},
+	} {
+		scopes[name+".nudgeflow.konflux-ci.dev"] = metav1.LabelSelector{MatchLabels: map[string]string{k.key.Old: k.value}}
+		scopes[name+"-new-keys.nudgeflow.konflux-ci.dev"] = metav1.LabelSelector{MatchLabels: map[string]string{k.key.New: k.value},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: k.key.Old, Operator: metav1.LabelSelectorOpNotIn, Values: []string{k.value}}}}
+	}
+	return scopes
+}()
 
 // checkWebhookScope: a webhook on PipelineRuns is called only for the runs its
 // handler acts on, and never in the system namespaces or nudgeflow's own.
@@ -869,7 +910,7 @@ func checkWebhookScope(t *testing.T, v variant, kind string, hook map[string]any
 	var h admissionregistrationv1.MutatingWebhook
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(hook, &h))
 	require.NotNil(t, h.ObjectSelector, "%s is scoped by labels", name)
-	require.Equal(t, want, h.ObjectSelector.MatchLabels, "%s is called for its runs only", name)
+	require.Equal(t, want, *h.ObjectSelector, "%s is called for its runs only", name)
 	require.NotNil(t, h.NamespaceSelector, "%s skips system namespaces", name)
 	sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
 	require.NoError(t, err)

@@ -567,6 +567,19 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	create(&konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: konfluxv1alpha1.NudgeConfigName},
 		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{
 			{From: "lib", To: "app", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "gate"}}}})
+	// The deployed build-routing webhooks hold a push build of a component with an
+	// edge whichever of ADR 69's label forms it carries (a new-model build has the
+	// konflux-ci.dev ones alone, the "-new-keys" twin's selector): a dry run is
+	// admitted by the same webhooks and stores nothing.
+	for form, labels := range map[string]map[string]string{
+		"appstudio":      {konflux.ComponentKey.Old: "lib", konflux.PipelineTypeKey.Old: konflux.PipelineTypeBuild},
+		"konflux-ci.dev": {konflux.ComponentKey.New: "lib", konflux.PipelineTypeKey.New: konflux.PipelineTypeBuild},
+	} {
+		probe := pushBuild("lib-on-push-probe", "lib", strings.Repeat("3", 40))
+		probe.Namespace, probe.Labels = ns, labels
+		require.NoError(t, w.Kube.Create(ctx, probe, ctrlclient.DryRunAll), form)
+		require.Contains(t, probe.Finalizers, konflux.FinalizerBuildRouting, "a build labelled in the %s form is held by the deployed webhooks", form)
+	}
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	build := pushBuild("lib-on-push-1", "lib", strings.Repeat("1", 40))
 	create(build)

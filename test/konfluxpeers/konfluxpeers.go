@@ -397,7 +397,9 @@ type Which struct {
 func Setup(mgr ctrl.Manager, which Which) error {
 	pushBuilds := builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 		plr, ok := o.(*tektonv1.PipelineRun)
-		return ok && builds.IsPushBuild(plr)
+		// Both services select builds by the appstudio keys only, never by ADR 69's
+		// new ones (konflux.PeersSeeBuild cites their predicates).
+		return ok && builds.IsPushBuild(plr) && konflux.PeersSeeBuild(plr.Labels)
 	}))
 	add := func(name string, on bool, pred builder.Predicates, r interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
@@ -430,7 +432,7 @@ func (f reconcilerFunc) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 
 // Targets reads the targets of a nudge run.
 func Targets(plr *tektonv1.PipelineRun) []string {
-	t := strings.Fields(plr.Annotations[konflux.AnnotationNudged])
+	t := strings.Fields(konflux.NudgedKey.Get(plr.Annotations))
 	slices.Sort(t)
 	return t
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	newmodel "github.com/nudgeflow/nudgeflow/api/mirror/konflux/v1alpha1"
 	pacv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/pipelinesascode/v1alpha1"
 )
 
@@ -150,9 +151,18 @@ func (o onboarding) Patch(ctx context.Context, obj client.Object, patch client.P
 }
 
 func (o onboarding) onboard(ctx context.Context, obj client.Object, dryRun bool) error {
-	comp, ok := obj.(*mirrorv1alpha1.Component)
-	if !ok || dryRun {
+	if dryRun {
 		return nil
 	}
-	return Onboard(ctx, o.Client, comp)
+	switch comp := obj.(type) {
+	case *mirrorv1alpha1.Component:
+		return Onboard(ctx, o.Client, comp)
+	case *newmodel.Component:
+		// build-service onboards new-model Components too (status.pac-repository).
+		if comp.Spec.Source.URL == "" {
+			return nil
+		}
+		return OnboardURL(ctx, o.Client, comp.Namespace, comp.Spec.Source.URL)
+	}
+	return nil
 }

@@ -4,12 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Annotations and labels Konflux puts on Components and PipelineRuns that nudgeflow reads.
+// Annotations on Components (Konflux's renamed keys are internal/konflux's).
 const (
-	// AnnotationNudgeSimpleBranch on a Component makes Renovate use one branch per nudging component.
-	AnnotationNudgeSimpleBranch = "build.appstudio.openshift.io/build-nudge-simple-branch"
-	// AnnotationNudgeRenovateConfigMap on the nudged Component names a ConfigMap that replaces the namespace-wide one.
-	AnnotationNudgeRenovateConfigMap = "build.appstudio.openshift.io/nudge_renovate_config_map"
 	// AnnotationGitProvider on a Component overrides provider detection from the URL host.
 	AnnotationGitProvider = "git-provider"
 )
