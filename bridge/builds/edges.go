@@ -17,15 +17,18 @@ import (
 //
 //	edge                                             | build-service | integration-service | nudgeflow
 //	-------------------------------------------------|---------------|---------------------|----------
-//	shipped NudgeConfig (appstudio v1beta2), immediate | stands down   | runs it             | only without integration-service
+//	shipped NudgeConfig (appstudio v1beta2), immediate | stands down   | runs it             | only without integration-service,
+//	                                                 |               |                     | or for a target it leaves out (takeover.go)
 //	shipped NudgeConfig, validated                   | stands down   | ignores it          | runs it
-//	nudgeflow's NudgeConfig (konflux-ci.dev), validated | —          | —                   | runs it
+//	nudgeflow's NudgeConfig (konflux-ci.dev), validated | (its nudge run is cancelled at admission) | — | runs it
 //	nudgeflow's NudgeConfig, immediate, ALSO in the  | runs it       | —                   | only without build-service
 //	  source's build-nudges-ref                      |               |                     |
 //	nudgeflow's NudgeConfig, immediate, only there   | —             | —                   | runs it
 //	build-nudges-ref (no NudgeConfig)                | runs it       | —                   | only without build-service
+//	a build labelled only with ADR 69's keys         | does not see it | does not see it   | runs every edge (NewModelBuild)
 //	any edge held by a ChangeGroup or a batch        | its nudge PipelineRun is cancelled at admission; the group collects the build
 //
+// docs/konflux.md keeps this table with the test that shows each row.
 // So every build is nudged exactly once per edge, whoever is installed.
 // build-service reads only the shipped kind (it stands down where one named
 // nudge-config exists) and integration-service reads only the shipped kind.
