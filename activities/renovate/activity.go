@@ -382,6 +382,8 @@ func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, 
 			activity.GetLogger(ctx).Info("Renovate run waits for its branch", "pipelineRun", req.Name, "waitsFor", blocker,
 				"branch", plr.Annotations[AnnotationBranch])
 		}
+	} else if _, err := stopIfSupersededInKueue(ctx, a.Kube, plr, runs); err != nil {
+		return err
 	}
 	return nil
 }

@@ -113,15 +113,16 @@ func releasable(plr *tektonv1.PipelineRun) bool {
 // a failure: the run is read again and released if it is still nudgeflow's to
 // release; a run that meanwhile started, ended or was held is left as it is.
 func release(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) error {
-	return patchPending(ctx, c, plr, "starting", func(released *tektonv1.PipelineRun) {
+	return patchPending(ctx, c, plr, "starting", releasable, func(released *tektonv1.PipelineRun) {
 		released.Spec.Status = ""
 		delete(released.Annotations, AnnotationQueuedForBranch)
 	})
 }
 
-// patchPending writes change to a pending run of nudgeflow's (release, or
-// stopSuperseded), guarded by the version read, as release says.
-func patchPending(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, what string, change func(*tektonv1.PipelineRun)) error {
+// patchPending writes change to a pending run (release, or stopSuperseded),
+// guarded by the version read, as release says; after a conflict, only while the
+// run is still mine (releasable, or what stopSuperseded may stop).
+func patchPending(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, what string, mine func(*tektonv1.PipelineRun) bool, change func(*tektonv1.PipelineRun)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		changed := plr.DeepCopy()
 		change(changed)
@@ -138,7 +139,7 @@ func patchPending(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipeli
 			return fmt.Errorf("reading PipelineRun %s/%s again: %w", plr.Namespace, plr.Name, err)
 		}
 		*plr = now
-		if !releasable(plr) || plr.IsDone() {
+		if !mine(plr) || plr.IsDone() {
 			return nil
 		}
 		return err // the conflict: try again on the run as it is now

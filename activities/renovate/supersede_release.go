@@ -17,7 +17,8 @@ import (
 // exists; the branch queue then starts the older run after the newer one, and
 // its older digest lands last. So whenever nudgeflow is about to start a pending
 // run (the launch right after its own create and list, and every release of a
-// queued run: ReleaseNextOnBranch, StartIfFree), it looks again, on a list read
+// queued run: ReleaseNextOnBranch, StartIfFree; for a run Kueue will admit, the
+// launch is the last look), it looks again, on a list read
 // for that decision, for a run of the same edge for a newer build, whoever
 // created it and whatever its state; if there is one, the run is stopped before
 // it ever starts, exactly as supersedeOlder stops it (AnnotationSupersededBy,
@@ -56,11 +57,32 @@ func newerRunOf(ctx context.Context, c ctrlclient.Reader, plr *tektonv1.Pipeline
 
 // stopSuperseded stops a pending run for a newer build's run before it starts.
 func stopSuperseded(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, by string) error {
-	return patchPending(ctx, c, plr, "stopping", func(stopped *tektonv1.PipelineRun) {
+	return patchPending(ctx, c, plr, "stopping", stoppable, func(stopped *tektonv1.PipelineRun) {
 		stopped.Spec.Status = tektonv1.PipelineRunSpecStatusCancelled
 		stopped.Annotations[AnnotationSupersededBy] = by
 		delete(stopped.Annotations, AnnotationQueuedForBranch)
 	})
+}
+
+// stoppable: a pending run nudgeflow may stop before it starts, whoever lifts its
+// pending (nudgeflow, or Kueue), but not one the interceptor held for a group
+// (a group collects its build: konflux.HeldAtAdmission).
+func stoppable(plr *tektonv1.PipelineRun) bool {
+	return plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations)
+}
+
+// stopIfSupersededInKueue stops a pending run that Kueue, not nudgeflow, will
+// start (LabelKueueQueue), when a run of a newer build of its edge is among all:
+// nudgeflow has no later look at it before Kueue admits it. It reports the newer run.
+func stopIfSupersededInKueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (string, error) {
+	if plr.Labels[LabelKueueQueue] == "" || !stoppable(plr) {
+		return "", nil
+	}
+	by, err := newerRunOf(ctx, c, plr, all)
+	if err != nil || by == "" {
+		return "", err
+	}
+	return by, stopSuperseded(ctx, c, plr, by)
 }
 
 // startUnlessSuperseded releases a pending run, or stops it when a run for a
