@@ -89,6 +89,25 @@ type Activities struct {
 	// Batches opens the next batch of a batched target (nil: late builds of a
 	// released batch are nudged instead).
 	Batches *batching.Opener
+	// HeldOutcomeWait is how long a hand-back waits for the bridge to write where
+	// a held run's build went before it fails open (DefaultHeldOutcomeWait when zero).
+	HeldOutcomeWait time.Duration
+}
+
+// DefaultHeldOutcomeWait bounds the wait for a held run's fate. The bridge writes
+// it within seconds of the hold; it never writes it when it cannot tell the run's
+// build (the build run was pruned and the Component has no lastPromotedImage), and
+// then the build's own Nudge would neither nudge nor end. Past this age the
+// hand-back counts the Nudge as one that may end held, and starts the group's own
+// hand-back Nudge of the build: a build nudged twice at worst (the same digest:
+// the second run changes nothing), never one lost.
+const DefaultHeldOutcomeWait = 10 * time.Minute
+
+func (a *Activities) heldOutcomeWait() time.Duration {
+	if a.HeldOutcomeWait > 0 {
+		return a.HeldOutcomeWait
+	}
+	return DefaultHeldOutcomeWait
 }
 
 // Register adds the activity under its stable name.
@@ -103,6 +122,18 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 
 // HandBack starts an immediate Nudge of every build and records one Event. It is
 // idempotent: Nudge IDs and the Event name are deterministic.
+//
+// Build by build: one build that cannot be handed back now (the API server or
+// Temporal failed for it, the group that collects it has no workflow yet, its own
+// Nudge's held run is undecided and younger than HeldOutcomeWait) does not keep
+// the others back. Every build ends in exactly one of: handed over to the
+// ChangeGroup that collects it now; its own Nudge (started here, or already
+// running and not held, or ended without being held: that Nudge nudges it); the
+// group's hand-back Nudge of it (its own Nudge was held, may end held, or is held
+// undecided for longer than HeldOutcomeWait). The others are named in the error,
+// and the ChangeGroup workflow runs the activity again for all of them (the ones
+// done are found done: the IDs are deterministic, a group dedupes a build it got
+// twice); the Event is written once every build has gone somewhere.
 func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if req.Target == "" && len(req.Builds) > 0 {
@@ -112,37 +143,65 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 			"NoTarget", nil)
 	}
 	taskQueue := activity.GetInfo(ctx).TaskQueue
+	var failed []error
 	for _, b := range req.Builds {
-		over, err := a.handOver(ctx, req, b)
-		if err != nil {
-			return res, err
+		if err := a.handBackOne(ctx, req, b, taskQueue, &res); err != nil {
+			failed = append(failed, fmt.Errorf("%s@%s: %w", b.Component, b.Digest, err))
+			activity.GetLogger(ctx).Warn("build not handed back yet; the others go on, and this one is tried again", "changeGroup", req.ChangeGroup,
+				"component", b.Component, "digest", b.Digest, "error", err)
 		}
-		if over != "" {
-			res.HandedOver = append(res.HandedOver, fmt.Sprintf("%s@%s -> %s", b.Component, b.Digest, over))
-			activity.GetLogger(ctx).Info("build handed over to the ChangeGroup that holds it now", "changeGroup", req.ChangeGroup,
-				"to", over, "component", b.Component, "digest", b.Digest, "why", b.Why)
-			continue
-		}
-		nreq, err := a.nudgeRequest(ctx, req, b)
-		if err != nil {
-			return res, err
-		}
-		// A hand-back always ends in a real nudge: the build's own Nudge ID when it is
-		// free, else (a group held that Nudge's run) one of this group's.
-		id, err := nudge.StartHandBack(ctx, a.Temporal, taskQueue, nreq, groupKey(req), a.heldNudge)
-		if err != nil {
-			return res, fmt.Errorf("handing %s@%s back: %w", b.Component, b.Digest, err)
-		}
-		res.Nudges = append(res.Nudges, id)
-		activity.GetLogger(ctx).Info("build handed back to normal nudging", "changeGroup", req.ChangeGroup,
-			"component", b.Component, "digest", b.Digest, "why", b.Why)
+	}
+	if len(failed) > 0 {
+		return res, fmt.Errorf("%d of %d build(s) of ChangeGroup %s/%s not handed back yet (the others were), to be tried again: %w",
+			len(failed), len(req.Builds), req.Namespace, req.ChangeGroup, errors.Join(failed...))
 	}
 	return res, a.recordEvent(ctx, req, res)
 }
 
-// heldNudge is nudge.HeldProbe on the Nudge's Renovate runs.
+// handBackOne hands one build over to the group that collects it now, or back to
+// a Nudge, and adds where it went to res.
+func (a *Activities) handBackOne(ctx context.Context, req Request, b Build, taskQueue string, res *Result) error {
+	over, err := a.handOver(ctx, req, b)
+	if err != nil {
+		return err
+	}
+	if over != "" {
+		res.HandedOver = append(res.HandedOver, fmt.Sprintf("%s@%s -> %s", b.Component, b.Digest, over))
+		activity.GetLogger(ctx).Info("build handed over to the ChangeGroup that holds it now", "changeGroup", req.ChangeGroup,
+			"to", over, "component", b.Component, "digest", b.Digest, "why", b.Why)
+		return nil
+	}
+	nreq, err := a.nudgeRequest(ctx, req, b)
+	if err != nil {
+		return err
+	}
+	// A hand-back always ends in a real nudge: the build's own Nudge ID when it is
+	// free, else (a group held that Nudge's run) one of this group's.
+	id, err := nudge.StartHandBack(ctx, a.Temporal, taskQueue, nreq, groupKey(req), a.heldNudge)
+	if err != nil {
+		return fmt.Errorf("handing %s@%s back: %w", b.Component, b.Digest, err)
+	}
+	res.Nudges = append(res.Nudges, id)
+	activity.GetLogger(ctx).Info("build handed back to normal nudging", "changeGroup", req.ChangeGroup,
+		"component", b.Component, "digest", b.Digest, "why", b.Why, "nudge", id)
+	return nil
+}
+
+// heldNudge is nudge.HeldProbe on the Nudge's Renovate runs. A held run whose
+// fate is still undecided after HeldOutcomeWait fails open: the Nudge counts as
+// one that may end held, so the group starts its own hand-back Nudge of the build
+// (DefaultHeldOutcomeWait says why).
 func (a *Activities) heldNudge(ctx context.Context, namespace, workflowID string) (bool, error) {
-	return renovate.NudgeMayEndHeld(ctx, a.Kube, namespace, workflowID)
+	held, err := renovate.NudgeMayEndHeld(ctx, a.Kube, namespace, workflowID)
+	var undecided *renovate.UndecidedHeldRun
+	if errors.As(err, &undecided) {
+		if age := time.Since(undecided.Created); age >= a.heldOutcomeWait() {
+			activity.GetLogger(ctx).Warn("the held run's fate is still undecided: handing the build back with a Nudge of the group's own",
+				"pipelineRun", undecided.Name, "nudge", workflowID, "age", age.Round(time.Second).String(), "wait", a.heldOutcomeWait().String())
+			return true, nil
+		}
+	}
+	return held, err
 }
 
 // groupKey names the handing-back group in its hand-back Nudge IDs: its UID (a

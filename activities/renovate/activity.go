@@ -374,10 +374,16 @@ func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, 
 		if err != nil {
 			return err
 		}
-		if !started {
+		switch {
+		case plr.Annotations[AnnotationSupersededBy] != "":
+			activity.GetLogger(ctx).Info("stopped the Renovate run before it started: a newer build's run of the edge exists",
+				"pipelineRun", req.Name, "supersededBy", plr.Annotations[AnnotationSupersededBy])
+		case !started:
 			activity.GetLogger(ctx).Info("Renovate run waits for its branch", "pipelineRun", req.Name, "waitsFor", blocker,
 				"branch", plr.Annotations[AnnotationBranch])
 		}
+	} else if _, err := stopIfSupersededInKueue(ctx, a.Kube, plr, runs); err != nil {
+		return err
 	}
 	return nil
 }

@@ -66,15 +66,6 @@ func before(a, b *tektonv1.PipelineRun) bool {
 	return a.Name < b.Name
 }
 
-// runsOnBranch lists nudgeflow's runs of the namespace on branch.
-func runsOnBranch(ctx context.Context, c ctrlclient.Reader, ns, branch string) ([]tektonv1.PipelineRun, error) {
-	all, err := nudgeRuns(ctx, c, ns)
-	if err != nil {
-		return nil, err
-	}
-	return onBranch(all, branch), nil
-}
-
 // onBranch picks of runs nudgeflow's runs on branch.
 func onBranch(runs []tektonv1.PipelineRun, branch string) []tektonv1.PipelineRun {
 	var out []tektonv1.PipelineRun
@@ -122,24 +113,33 @@ func releasable(plr *tektonv1.PipelineRun) bool {
 // a failure: the run is read again and released if it is still nudgeflow's to
 // release; a run that meanwhile started, ended or was held is left as it is.
 func release(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		released := plr.DeepCopy()
+	return patchPending(ctx, c, plr, "starting", releasable, func(released *tektonv1.PipelineRun) {
 		released.Spec.Status = ""
 		delete(released.Annotations, AnnotationQueuedForBranch)
-		err := c.Patch(ctx, released, ctrlclient.MergeFromWithOptions(plr, ctrlclient.MergeFromWithOptimisticLock{}))
+	})
+}
+
+// patchPending writes change to a pending run (release, or stopSuperseded),
+// guarded by the version read, as release says; after a conflict, only while the
+// run is still mine (releasable, or what stopSuperseded may stop).
+func patchPending(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, what string, mine func(*tektonv1.PipelineRun) bool, change func(*tektonv1.PipelineRun)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		changed := plr.DeepCopy()
+		change(changed)
+		err := c.Patch(ctx, changed, ctrlclient.MergeFromWithOptions(plr, ctrlclient.MergeFromWithOptimisticLock{}))
 		if err == nil {
-			*plr = *released
+			*plr = *changed
 			return nil
 		}
 		if !apierrors.IsConflict(err) {
-			return fmt.Errorf("starting PipelineRun %s/%s: %w", plr.Namespace, plr.Name, err)
+			return fmt.Errorf("%s PipelineRun %s/%s: %w", what, plr.Namespace, plr.Name, err)
 		}
 		var now tektonv1.PipelineRun
 		if err := c.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &now); err != nil {
 			return fmt.Errorf("reading PipelineRun %s/%s again: %w", plr.Namespace, plr.Name, err)
 		}
 		*plr = now
-		if !releasable(plr) || plr.IsDone() {
+		if !mine(plr) || plr.IsDone() {
 			return nil
 		}
 		return err // the conflict: try again on the run as it is now
@@ -160,8 +160,16 @@ func queue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, 
 }
 
 // startOrQueue starts a pending run its branch allows among the namespace's nudge
-// runs (all, listed after the run was created), else queues it.
+// runs (all, listed after the run was created), else queues it; a run a newer
+// build's run supersedes is stopped instead (supersede_release.go), and then
+// carries AnnotationSupersededBy.
 func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (started bool, blocker string, err error) {
+	if newer, err := newerRunOf(ctx, c, plr, all); err != nil || newer != "" {
+		if err != nil {
+			return false, "", err
+		}
+		return false, "", stopSuperseded(ctx, c, plr, newer)
+	}
 	if branch := plr.Annotations[AnnotationBranch]; branch != "" {
 		if ok, by := MayStart(plr, onBranch(all, branch)); !ok {
 			return false, by, queue(ctx, c, plr, by)
@@ -171,12 +179,15 @@ func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipeli
 }
 
 // ReleaseNextOnBranch starts the oldest run waiting on branch once none runs there
-// (the bridge calls it when one of nudgeflow's runs on the branch ended).
+// (the bridge calls it when one of nudgeflow's runs on the branch ended). A
+// waiting run a newer build's run supersedes is stopped, never started, and the
+// next one is looked at (the stopped one never ran: it holds the branch for nothing).
 func ReleaseNextOnBranch(ctx context.Context, c ctrlclient.Client, ns, branch string) (string, error) {
-	onBranch, err := runsOnBranch(ctx, c, ns, branch)
+	all, err := nudgeRuns(ctx, c, ns)
 	if err != nil {
 		return "", err
 	}
+	onBranch := onBranch(all, branch)
 	var waiting []*tektonv1.PipelineRun
 	for i := range onBranch {
 		switch stateOnBranch(&onBranch[i]) {
@@ -195,11 +206,15 @@ func ReleaseNextOnBranch(ctx context.Context, c ctrlclient.Client, ns, branch st
 		if !releasable(plr) {
 			continue // held or queued by Kueue: not nudgeflow's to start
 		}
-		if err := release(ctx, c, plr); err != nil {
+		stoppedFor, err := startUnlessSuperseded(ctx, c, plr, all)
+		if err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return "", nil // changed meanwhile: its own event decides again
 			}
 			return "", err
+		}
+		if stoppedFor != "" || plr.Spec.Status != "" {
+			continue // stopped for a newer build, or changed meanwhile and left as it is
 		}
 		return plr.Name, nil
 	}
@@ -218,18 +233,19 @@ func StartIfFree(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipelin
 	if !Queued(plr) || !releasable(plr) {
 		return false, nil
 	}
-	onBranch, err := runsOnBranch(ctx, c, plr.Namespace, plr.Annotations[AnnotationBranch])
+	all, err := nudgeRuns(ctx, c, plr.Namespace)
 	if err != nil {
 		return false, err
 	}
-	if ok, _ := MayStart(plr, onBranch); !ok {
+	if ok, _ := MayStart(plr, onBranch(all, plr.Annotations[AnnotationBranch])); !ok {
 		return false, nil
 	}
-	if err := release(ctx, c, plr); err != nil {
+	stoppedFor, err := startUnlessSuperseded(ctx, c, plr, all)
+	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return false, err
 	}
-	return true, nil
+	return stoppedFor == "" && plr.Spec.Status == "", nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,5 +50,21 @@ func NudgeMayEndHeld(ctx context.Context, kube ctrlclient.Reader, namespace, wor
 	case st.Reason == ReasonHeldReturned:
 		return false, nil
 	}
-	return false, fmt.Errorf("the held Renovate run %s/%s of %s: the bridge has not yet written which ChangeGroup takes its build", namespace, latest.Name, workflowID)
+	return false, &UndecidedHeldRun{Namespace: namespace, Name: latest.Name, WorkflowID: workflowID, Created: latest.CreationTimestamp.Time}
+}
+
+// UndecidedHeldRun is NudgeMayEndHeld's error for a held run whose fate the bridge
+// has not written (konflux.AnnotationHeldOutcome). Usually that comes within
+// seconds; it never comes when the bridge cannot tell the run's build (its build
+// run was pruned and the Component has no lastPromotedImage), so a caller decides
+// by Created how long to wait (handback fails open).
+type UndecidedHeldRun struct {
+	Namespace, Name, WorkflowID string
+	// Created is the held run's creation.
+	Created time.Time
+}
+
+func (e *UndecidedHeldRun) Error() string {
+	return fmt.Sprintf("the held Renovate run %s/%s of %s (created %s): the bridge has not yet written which ChangeGroup takes its build",
+		e.Namespace, e.Name, e.WorkflowID, e.Created.UTC().Format(time.RFC3339))
 }

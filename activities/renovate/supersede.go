@@ -53,6 +53,11 @@ func nudgeRuns(ctx context.Context, c ctrlclient.Reader, ns string) ([]tektonv1.
 // edgeRuns picks of runs those of nudging -> nudged, except those of build itself,
 // with their builds' start. They point into runs, so a write to one shows there.
 func (a *Activities) edgeRuns(ctx context.Context, runs []tektonv1.PipelineRun, nudging, nudged, build string) ([]edgeRun, error) {
+	return edgeRunsOf(ctx, a.Kube, runs, nudging, nudged, build)
+}
+
+// edgeRunsOf is edgeRuns reading builds with c.
+func edgeRunsOf(ctx context.Context, c ctrlclient.Reader, runs []tektonv1.PipelineRun, nudging, nudged, build string) ([]edgeRun, error) {
 	var out []edgeRun
 	for i := range runs {
 		plr := &runs[i]
@@ -60,7 +65,7 @@ func (a *Activities) edgeRuns(ctx context.Context, runs []tektonv1.PipelineRun, 
 			!slices.Contains(strings.Fields(konflux.NudgedKey.Get(plr.Annotations)), nudged) {
 			continue
 		}
-		at, err := a.builtAt(ctx, plr)
+		at, err := runBuiltAt(ctx, c, plr)
 		if err != nil {
 			return nil, err
 		}
@@ -71,17 +76,17 @@ func (a *Activities) edgeRuns(ctx context.Context, runs []tektonv1.PipelineRun, 
 	return out, nil
 }
 
-// builtAt is when a run's build started: its annotation (nudgeflow's runs), else
+// runBuiltAt is when a run's build started: its annotation (nudgeflow's runs), else
 // the build PipelineRun's start (build-service's and integration-service's runs);
 // zero when neither is known (the build was pruned).
-func (a *Activities) builtAt(ctx context.Context, plr *tektonv1.PipelineRun) (time.Time, error) {
+func runBuiltAt(ctx context.Context, c ctrlclient.Reader, plr *tektonv1.PipelineRun) (time.Time, error) {
 	if v := plr.Annotations[AnnotationBuiltAt]; v != "" {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return t, nil
 		}
 	}
 	var build tektonv1.PipelineRun
-	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: konflux.NudgingPipelineKey.Get(plr.Annotations)}, &build)
+	err := c.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: konflux.NudgingPipelineKey.Get(plr.Annotations)}, &build)
 	if apierrors.IsNotFound(err) {
 		return time.Time{}, nil
 	}

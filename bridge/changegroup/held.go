@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
@@ -341,8 +342,19 @@ func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.Pip
 
 // buildOf finds the digest the nudge carries: the build PipelineRun's results, else
 // the nudging Component's last promoted image.
+//
+// BuiltAt is the build's start: the build run's, else the one nudgeflow's own
+// Renovate runs carry (renovate.AnnotationBuiltAt), else unknown (zero). Never the
+// nudge run's creation: a held run may be created long after its build (a
+// retried or handed-back Nudge), and that time would make an older build look
+// newer than a build the group holds, which it would then replace, and hand back
+// as newer. Unknown sorts before every known start, so a build of unknown start
+// never replaces a known one in the group (its state keeps the newer), and a
+// Nudge of it supersedes no other build's run (supersede.go compares known starts only).
+// Only another service's run comes without a start, and then its digest is the
+// Component's last promoted image: not newer than a build the group holds.
 func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun, source string) (cgwf.ComponentBuilt, error) {
-	b := cgwf.ComponentBuilt{Component: source, PipelineRun: plr.Name, BuiltAt: plr.CreationTimestamp.UTC()}
+	b := cgwf.ComponentBuilt{Component: source, PipelineRun: plr.Name, BuiltAt: carriedBuiltAt(plr)}
 	if name := konflux.NudgingPipelineKey.Get(plr.Annotations); name != "" {
 		var build tektonv1.PipelineRun
 		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: name}, &build)
@@ -389,4 +401,14 @@ func (r *HeldReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(heldOnly)).
 		Named("held-nudge").
 		Complete(r)
+}
+
+// carriedBuiltAt is the build start a nudge run carries (nudgeflow's own runs),
+// zero when it carries none.
+func carriedBuiltAt(plr *tektonv1.PipelineRun) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, plr.Annotations[renovate.AnnotationBuiltAt])
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }
