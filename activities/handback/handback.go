@@ -271,7 +271,7 @@ func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nu
 			if nb.BuildUID == "" {
 				nb.BuildUID = string(plr.UID)
 			}
-			nb.RepoAtSHA = konflux.RepoKey.Get(plr.Annotations)
+			nb.RepoAtSHA = konflux.SourceLink(plr.Annotations, "")
 			nb.NudgeFiles = konflux.NudgeFilesKey.Get(plr.Annotations)
 		case !apierrors.IsNotFound(err):
 			return nudge.Request{}, fmt.Errorf("reading build %s: %w", b.BuildPipelineRun, err)

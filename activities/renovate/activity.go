@@ -219,6 +219,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	if err != nil {
 		return LaunchResult{}, err
 	}
+	req.RepoAtSHA = a.sourceLink(ctx, req, nudging)
 	built := digestref.ParseReference(req.ImageURL)
 	cfg := GenerateConfig(ConfigInput{
 		Platform:          forge.platform,
@@ -493,7 +494,9 @@ func nudgeRunAnnotations(req LaunchRequest) map[string]string {
 	konflux.NudgingKey.Set(a, req.Nudging)
 	konflux.NudgingImageKey.Set(a, req.ImageURL)
 	konflux.NudgingPipelineKey.Set(a, req.BuildPipelineRun)
-	konflux.NudgingCommitKey.Set(a, CommitFromRepoLink(req.RepoAtSHA))
+	if sha := CommitFromRepoLink(req.RepoAtSHA); sha != "" {
+		konflux.NudgingCommitKey.Set(a, sha)
+	}
 	return a
 }
 

@@ -138,10 +138,12 @@ type ConfigInput struct {
 }
 
 // Config is the generated Renovate configuration (build-service's shape).
+// Username and GitAuthor are left out when empty: Renovate then resolves them
+// from the token (BasicAuthIdentity).
 type Config struct {
 	Platform              string            `json:"platform"`
-	Username              string            `json:"username"`
-	GitAuthor             string            `json:"gitAuthor"`
+	Username              string            `json:"username,omitempty"`
+	GitAuthor             string            `json:"gitAuthor,omitempty"`
 	Onboarding            bool              `json:"onboarding"`
 	RequireConfig         string            `json:"requireConfig"`
 	Repositories          []Repository      `json:"repositories"`
@@ -263,8 +265,8 @@ func GenerateConfig(in ConfigInput) Config {
 				CommitMessageTopic:     in.Nudging,
 				CommitMessagePrefix:    in.Options.CommitMessagePrefix,
 				CommitMessageSuffix:    in.Options.CommitMessageSuffix,
-				CommitBody:             fmt.Sprintf("Image created from '%s'\n\nSigned-off-by: %s", in.RepoAtSHA, in.GitAuthor),
-				PRHeader:               fmt.Sprintf("Image created from '%s'", in.RepoAtSHA),
+				CommitBody:             fmt.Sprintf("%s\n\nSigned-off-by: %s", createdFrom(in), signOff(in.GitAuthor)),
+				PRHeader:               createdFrom(in),
 				PRFooter:               "To execute skipped test pipelines write comment `/ok-to-test`\nThis is Konflux nudging PR, not Mintmaker.",
 				RecreateWhen:           "always",
 				RebaseWhen:             "behind-base-branch",
@@ -272,6 +274,26 @@ func GenerateConfig(in ConfigInput) Config {
 			},
 		},
 	}
+}
+
+// createdFrom is the header of the PR and the commit: build-service's "Image
+// created from '<repo>?rev=<sha>'", or, for a build whose source nudgeflow could
+// not tell, the component it is a build of, never an empty source.
+func createdFrom(in ConfigInput) string {
+	if in.RepoAtSHA == "" {
+		return fmt.Sprintf("Image created by a build of component %s", in.Nudging)
+	}
+	return fmt.Sprintf("Image created from '%s'", in.RepoAtSHA)
+}
+
+// signOff is the Signed-off-by identity of the commit body: gitAuthor, or, when
+// Renovate discovers it (BasicAuthIdentity), Renovate's template of the gitAuthor
+// it commits as (an option templates may read).
+func signOff(gitAuthor string) string {
+	if gitAuthor == "" {
+		return "{{{gitAuthor}}}"
+	}
+	return gitAuthor
 }
 
 // JSON renders the config as the file Renovate reads.

@@ -53,7 +53,45 @@ func (a *Activities) scmCredential(ctx context.Context, namespace string, f forg
 	if err != nil {
 		return scm{}, err
 	}
-	return scm{cred: cred, gitAuthor: basicAuthGitAuthor(cred.Username, f.host)}, nil
+	username, gitAuthor := BasicAuthIdentity(f.platform, f.host, cred.Username, cred.Password)
+	activity.GetLogger(ctx).Info("Renovate resolves the identity of the basic-auth SCM Secret's token itself",
+		"secret", cred.SecretName, "secretUsername", cred.Username, "platform", f.platform, "gitAuthor", gitAuthor)
+	// The Secret's user name stays in the credential (the log above names it);
+	// what Renovate is told is BasicAuthIdentity's.
+	cred.Username = username
+	return scm{cred: cred, gitAuthor: gitAuthor}, nil
+}
+
+// BasicAuthIdentity is the username and gitAuthor Renovate is given for a token
+// from a basic-auth SCM Secret whose user name is secretUser. "" leaves the
+// option to Renovate, which resolves it from the token itself.
+//
+// A basic-auth Secret's user name is free text: it need not be the login the
+// token acts as. Renovate 39 recognises its own pull requests on GitHub by their
+// author (lib/modules/platform/github/index.ts: initPlatform's renovateUsername
+// is the configured username, else the token's own login: GraphQL
+// viewer{login databaseId} for an installation token "ghs_…", GET /user for any
+// other), and build-service's `username: <Secret's user name>` made a second
+// build's run find no pull request and skip the branch ("Branch has been edited
+// but found no PR - skipping"). So username is left out: Renovate asks the forge
+// who the token is, as it must anyway to log in, and nudgeflow makes no call with
+// a tenant's token and keeps no second copy of that logic. GitLab
+// (scope=created_by_me) and Gitea/Forgejo (GET /user) ignore the option.
+//
+// gitAuthor must match the author of the commits Renovate reads back
+// (isBranchModified compares their author emails with it): a commit Renovate
+// pushes over git carries gitAuthor itself, so build-service's address is kept
+// there; but on GitHub an installation token's commits are platform-native (made
+// through the API), and GitHub records its bot as their author,
+// "<login> <<bot user id>+<login>@users.noreply.<host>>". Renovate discovers
+// exactly that address when gitAuthor is not given (initPlatform), so it is not
+// given for such a token; build-service's "123456+…" address would make Renovate
+// read its own commit as a person's edit.
+func BasicAuthIdentity(platform, host, secretUser, token string) (username, gitAuthor string) {
+	if platform == "github" && strings.HasPrefix(token, "ghs_") {
+		return "", ""
+	}
+	return "", basicAuthGitAuthor(secretUser, host)
 }
 
 // basicAuthGitAuthor is build-service's gitAuthor for a basic-auth credential.

@@ -90,6 +90,11 @@ var branchFailures = []string{
 	"Error updating branch",
 	"Platform-native commit: unknown error",
 	"Platform-native commit: unable to prepare for commit",
+	// pr-edited (lib/workers/repository/update/branch/index.ts): Renovate read the
+	// branch's last commit as another author's and found no PR of its own for it,
+	// and skips the branch: the digest reached no pull request.
+	"Branch has been edited but found no PR - skipping",
+	"Found old PR but the SHA is different",
 }
 
 // withOutcomeCheck wraps Renovate's command line: its output still goes to the

@@ -332,7 +332,7 @@ func buildFrom(plr *tektonv1.PipelineRun, imageURL, digest string) validatednudg
 	b := validatednudge.Build{
 		ImageURL: imageURL, Digest: digest, PullSpec: digestref.PullSpec(imageURL, digest),
 		BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
-		RepoAtSHA: konflux.RepoKey.Get(plr.Annotations), NudgeFiles: konflux.NudgeFilesKey.Get(plr.Annotations),
+		RepoAtSHA: konflux.SourceLink(plr.Annotations, ""), NudgeFiles: konflux.NudgeFilesKey.Get(plr.Annotations),
 		BuiltAt: plr.CreationTimestamp.Time,
 	}
 	if plr.Status.StartTime != nil {

@@ -284,3 +284,27 @@ func MergeQueueBuild(annotations map[string]string) bool {
 	branch, ok := annotations[AnnotationSourceBranch]
 	return ok && strings.HasPrefix(strings.TrimPrefix(branch, GitRefBranchPrefix), MergeQueueBranchPrefix)
 }
+
+// SourceLink is the link to the commit a build built, as build-service writes
+// build.appstudio.openshift.io/repo ("<repository>?rev=<sha>"), for the nudge's
+// texts and its nudging-commit annotation: the build's own annotation (new form
+// first), else Pipelines as Code's sha on repoURL (the Component's repository),
+// or on PaC's repo-url annotation when repoURL is "". Every build PaC starts
+// carries the sha; a build whose runner wrote neither (a hand-made PipelineRun)
+// gets "", which callers must not show as a source.
+func SourceLink(annotations map[string]string, repoURL string) string {
+	if link := RepoKey.Get(annotations); link != "" {
+		return link
+	}
+	sha := annotations[AnnotationPaCSHA]
+	if sha == "" {
+		return ""
+	}
+	if repoURL == "" {
+		repoURL = annotations[AnnotationPaCRepoURL]
+	}
+	if repoURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(repoURL, "/"), ".git") + "?rev=" + sha
+}

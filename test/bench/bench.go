@@ -333,7 +333,9 @@ func (s *stack) start(ctx context.Context) error {
 	s.stops = append(s.stops, s.bridgeTC.Close)
 
 	s.emu = githubemu.New()
-	s.emu.AddToken(forgeToken, githubemu.User{Login: "nudgeflow[bot]", Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.noreply.127.0.0.1"})
+	// The token has an installation token's prefix: its account is an App's bot
+	// user, with the id-based noreply address GitHub gives it (as the dev stack's).
+	s.emu.AddToken(forgeToken, githubemu.AppBotUser("nudgeflow", 1, s.emu.Host()))
 	s.stops = append(s.stops, s.emu.Close)
 
 	user, err := s.cp.Env.AddUser(envtest.User{Name: "bench-worker", Groups: []string{"system:masters"}}, nil)

@@ -83,8 +83,21 @@ type Options struct {
 // that only ever signs in to the loopback server `nudgeflow-dev dev --forgejo` starts.
 const ForgejoPassword = "nudgeflow-demo"
 
-// Bot is the commit identity of nudgeflow in the local world.
-var Bot = forge.Signature{Name: "nudgeflow[bot]", Email: "nudgeflow-bot@users.noreply.127.0.0.1"}
+// BotUser is nudgeflow's account on the local GitHub emulator: an App's bot user,
+// as the bot token ("ghs_…", an installation token's prefix) says it is, with
+// an id of its own and GitHub's id-based noreply address. Renovate, given that
+// token, asks the forge who it is (GraphQL viewer) and expects the commits it
+// makes through the API to carry that address; the emulator authors them so.
+var BotUser = githubemu.AppBotUser("nudgeflow", devAppID, "127.0.0.1")
+
+// devAppID is the id of the App the dev stack's bot user belongs to (none is
+// registered: the bot token is handed out as is).
+const devAppID = 1
+
+// Bot is the commit identity of nudgeflow in the local world: BotUser's, so a
+// commit nudgeflow writes and one Renovate makes through the API read as the
+// same bot's.
+var Bot = forge.Signature{Name: BotUser.Login, Email: BotUser.Email}
 
 // devPRGroupPoll is how often the demo's PR groups read their originating PRs and
 // look for push builds.
@@ -286,7 +299,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	go saveLoop(emu, emuFile, emuStop, emuDone)
-	emu.AddToken(tok.Bot, githubemu.User{Login: "nudgeflow[bot]", Name: Bot.Name, Email: Bot.Email})
+	emu.AddToken(tok.Bot, BotUser)
 	emu.AddToken(tok.Maintainer, githubemu.User{Login: "maintainer", Name: "Demo Maintainer", Email: "maintainer@example.com"})
 	seedForge(emu, reg.Host)
 

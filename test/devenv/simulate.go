@@ -87,6 +87,11 @@ func BuildAt(ctx context.Context, kube ctrlclient.Client, reg *ociregistry.Regis
 	}
 	if sha != "" {
 		plr.Annotations[keySHA], plr.Annotations[keyCommitSHA] = sha, sha
+		// Pipelines as Code's repository of the event, beside its sha (every PaC
+		// build has both): the nudge links the source from them.
+		if git := comp.Spec.Source.GitSource; git != nil {
+			plr.Annotations[keyRepoURL] = strings.TrimSuffix(git.URL, ".git")
+		}
 	}
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)

@@ -455,7 +455,32 @@ func TestWalkthrough(t *testing.T) {
 	if s := e.workflowStatus(e.group("bundle-update").Status.WorkflowID); s != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Fatalf("after the restart the workflow is %s", s)
 	}
+	e.secondBuildUpdatesTheNudgePR(sh)
 	d2.interrupt(t)
+}
+
+// secondBuildUpdatesTheNudgePR: with no group collecting it, a build of operand-c
+// is nudged at once (Renovate opens its nudge PR), and a second build lands in
+// that same PR: Renovate, told no user name of the SCM Secret's, recognises the
+// PR and the commit it made as its own (the dev stack's bot token acts as an
+// App's bot user, and its platform-native commits carry that bot's address).
+func (e *env) secondBuildUpdatesTheNudgePR(sh *shell) {
+	t := e.t
+	const c = "operand-c"
+	out := sh.run(t, step{id: "immediate-build", script: "nudgeflow-dev dev build " + c}, 5*time.Minute)
+	contains(t, out, "succeeded")
+	first := e.nudgePR(c)
+	body := e.page(fmt.Sprintf("/%s/pull/%d", bundleRepo, first.Number), "Image created from")
+	if strings.Contains(body, "Image created from &#39;&#39;") || strings.Contains(body, "Image created from ''") {
+		t.Fatalf("the nudge PR names an empty source:\n%s", body)
+	}
+	out = sh.run(t, step{id: "second-build", script: "nudgeflow-dev dev build " + c}, 5*time.Minute)
+	contains(t, out, "succeeded")
+	second := e.nudgePR(c) // the open nudge PR whose head has the second build's digest
+	if second.Number != first.Number {
+		t.Fatalf("the second build of %s opened PR #%d; want it in nudge PR #%d", c, second.Number, first.Number)
+	}
+	t.Logf("a second build of %s updated nudge PR #%d to %s", c, second.Number, devenv.DigestOf(devenv.DemoNamespace, c, e.builds(c)))
 }
 
 // renovateRun is the one Renovate PipelineRun nudgeflow launched.

@@ -203,7 +203,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, _ User) {
 	if typ == "" {
 		typ = "User"
 	}
-	out := map[string]any{"login": u.Login, "id": u.ID, "type": typ, "name": u.Name, "email": u.Email}
+	out := map[string]any{"login": u.Login, "id": userID(u), "type": typ, "name": u.Name, "email": u.Email}
 	if typ == UserTypeBot {
 		out["email"] = nil
 	}

@@ -127,6 +127,6 @@ func (s *Server) mergePull(w http.ResponseWriter, r *http.Request, u User) {
 		writeError(w, http.StatusMethodNotAllowed, "Pull Request is not mergeable")
 		return
 	}
-	sha := s.merge(rp, p, gitstore.Signature{Name: u.Name, Email: u.Email})
+	sha := s.merge(rp, p, s.CommitIdentity(u))
 	writeJSON(w, http.StatusOK, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
 }

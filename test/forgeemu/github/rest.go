@@ -26,6 +26,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v3/{$}", s.apiRoot)
 	s.labelRoutes(api)
 	api("GET /users/{login}", s.getUser)
+	api("GET /user", s.getAuthenticatedUser)
 	api("GET /repos/{owner}/{repo}", s.getRepo)
 	api("GET /repos/{owner}/{repo}/git/ref/{ref...}", s.getRef)
 	api("GET /repos/{owner}/{repo}/git/matching-refs/{ref...}", s.matchingRefs)
@@ -491,7 +492,7 @@ func (s *Server) createCommit(w http.ResponseWriter, r *http.Request, u User) {
 			return
 		}
 	}
-	author := gitstore.Signature{Name: u.Name, Email: u.Email}
+	author := s.CommitIdentity(u)
 	if in.Author != nil {
 		author = *in.Author
 	}
@@ -733,6 +734,9 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request, u User) {
 		return
 	}
 	token := bearer(r)
+	if s.graphqlViewer(w, in.Query, u) {
+		return
+	}
 	if s.graphqlRepository(w, token, in.Query, in.Variables) {
 		return
 	}
