@@ -630,7 +630,8 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 						}},
 						Volumes: volumes,
 						Results: []tektonv1.TaskResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
-							Description: "ok, registry-auth-failed when Renovate could not authenticate to the image registry, image-lookup-failed when it could not look the image up otherwise"}},
+							Description: "ok, registry-auth-failed when Renovate could not authenticate to the image registry, image-lookup-failed when it could not look the image up otherwise, " +
+								"repository-not-updated when it did not write the branch, pr-not-opened when it opened no pull request"}},
 					}},
 				}},
 				Results: []tektonv1.PipelineResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
@@ -700,6 +701,8 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 				s.Succeeded, s.Reason, s.Message = false, ReasonImageLookupFailed, imageLookupMessage(plr)
 			case OutcomeRepositoryNotUpdated:
 				s.Succeeded, s.Reason, s.Message = false, ReasonRepositoryNotUpdated, repositoryNotUpdatedMessage(plr)
+			case OutcomePRNotOpened:
+				s.Succeeded, s.Reason, s.Message = false, ReasonPRNotOpened, prNotOpenedMessage(plr)
 			}
 		}
 		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {
