@@ -47,6 +47,11 @@ type Deps struct {
 	// Ownership, when set, replaces the checker made of Kube and OperatorNamespace
 	// (tests).
 	Ownership *ownership.Checker
+	// RenovateRunsWriteNoForge says the Renovate runs are stand-ins that end by a
+	// status a test writes and push to no forge (test worlds): a run's delivery is
+	// then what its log says (renovate.Activities.RunsWriteNoForge). Never set in
+	// a deployment: there the forge decides.
+	RenovateRunsWriteNoForge bool
 }
 
 // Options tune the worker.
@@ -202,7 +207,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
 	pullrequest.New(deps.Kube, prConfig).Register(r)
 	nudges.Register(r, deps.Kube, nudges.Options{OperatorNamespace: deps.OperatorNamespace, GitHubApp: prConfig.AppSecret,
-		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens})
+		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens, RunsWriteNoForge: deps.RenovateRunsWriteNoForge})
 	// PR groups (ADR 29).
 	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
 	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, prConfig)}).Register(r)

@@ -104,6 +104,10 @@ type Activities struct {
 	// AppTokens mints and caches the GitHub App's tokens
 	// (ghforge.DefaultAppTokens when nil).
 	AppTokens *ghforge.AppTokens
+	// RunsWriteNoForge: the runs are stand-ins a test ends by writing their status,
+	// which push to no forge; CheckDelivery then answers what the run's log said
+	// (DeliveryRequest.LogSaysOK) instead of asking the forge. Test worlds only.
+	RunsWriteNoForge bool
 
 	ownership ownership.Lazy
 }
@@ -661,6 +665,10 @@ type RunStatus struct {
 	// SupersededBy names the run for a newer build of the same edge that stopped
 	// this one (supersede.go): the nudge ends there, the newer one carries it.
 	SupersededBy string `json:"supersededBy,omitempty"`
+	// ExitedZero: Renovate ended with exit code 0 (Tekton's Succeeded condition
+	// True), whatever the step read in its log: whether it delivered is the
+	// forge's to say (CheckDelivery).
+	ExitedZero bool `json:"exitedZero,omitempty"`
 }
 
 // RunStatus.Reason of a run a ChangeGroup held at admission: the group took its
@@ -693,6 +701,7 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
 		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
 		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
+		s.ExitedZero = s.Succeeded
 		if s.Succeeded {
 			switch outcomeOf(plr) {
 			case OutcomeRegistryAuthFailed:
