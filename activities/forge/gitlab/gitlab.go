@@ -335,7 +335,7 @@ func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.P
 // (forge.BranchPRLister).
 func (c *Client) BranchPRs(ctx context.Context, branch string, max int) ([]forge.PR, error) {
 	ms, resp, err := c.api.MergeRequests.ListProjectMergeRequests(c.pid, &gl.ListProjectMergeRequestsOptions{
-		ListOptions: gl.ListOptions{PerPage: int64(max), Page: 1},
+		ListOptions:  gl.ListOptions{PerPage: int64(max), Page: 1},
 		SourceBranch: new(branch), OrderBy: new("created_at"), Sort: new("desc")}, gl.WithContext(ctx))
 	if err != nil {
 		return nil, classify("listing merge requests of branch "+branch, err, resp)
