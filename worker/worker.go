@@ -47,11 +47,11 @@ type Deps struct {
 	// Ownership, when set, replaces the checker made of Kube and OperatorNamespace
 	// (tests).
 	Ownership *ownership.Checker
-	// RenovateRunsWriteNoForge says the Renovate runs are stand-ins that end by a
-	// status a test writes and push to no forge (test worlds): a run's delivery is
-	// then what its log says (renovate.Activities.RunsWriteNoForge). Never set in
-	// a deployment: there the forge decides.
-	RenovateRunsWriteNoForge bool
+	// StandInForgeHosts are forge hosts where no forge listens (test worlds whose
+	// Renovate runs there are stand-ins a test ends by writing their status): a
+	// run's delivery there is what its log says (renovate.Activities.StandInForgeHosts).
+	// Empty in a deployment: there the forge decides.
+	StandInForgeHosts []string
 }
 
 // Options tune the worker.
@@ -207,7 +207,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
 	pullrequest.New(deps.Kube, prConfig).Register(r)
 	nudges.Register(r, deps.Kube, nudges.Options{OperatorNamespace: deps.OperatorNamespace, GitHubApp: prConfig.AppSecret,
-		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens, RunsWriteNoForge: deps.RenovateRunsWriteNoForge})
+		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens, StandInForgeHosts: deps.StandInForgeHosts})
 	// PR groups (ADR 29).
 	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
 	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, prConfig)}).Register(r)

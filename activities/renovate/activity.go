@@ -104,10 +104,11 @@ type Activities struct {
 	// AppTokens mints and caches the GitHub App's tokens
 	// (ghforge.DefaultAppTokens when nil).
 	AppTokens *ghforge.AppTokens
-	// RunsWriteNoForge: the runs are stand-ins a test ends by writing their status,
-	// which push to no forge; CheckDelivery then answers what the run's log said
-	// (DeliveryRequest.LogSaysOK) instead of asking the forge. Test worlds only.
-	RunsWriteNoForge bool
+	// StandInForgeHosts are hosts where no forge listens: a test world's runs
+	// there are stand-ins a test ends by writing their status, and CheckDelivery
+	// answers what the run's log said (DeliveryRequest.LogSaysOK) instead of
+	// asking a forge. Test worlds only; empty in a deployment.
+	StandInForgeHosts []string
 
 	ownership ownership.Lazy
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -30,7 +31,7 @@ import (
 const (
 	DeliveredOnBase        = "base-branch"
 	DeliveredInPullRequest = "pull-request"
-	// DeliveredByRunLog: the runs write no forge (Activities.RunsWriteNoForge);
+	// DeliveredByRunLog: no forge listens at the host (Activities.StandInForgeHosts);
 	// the run's log said so.
 	DeliveredByRunLog = "run-log"
 	// DeliveredNotReferenced: no file Renovate edits references the image on
@@ -102,13 +103,6 @@ type DeliveryInput struct {
 // delivered (see DeliveryVerdict). It reads with the credential the run pushed
 // with, after the same ownership check as the launch.
 func (a *Activities) CheckDelivery(ctx context.Context, req DeliveryRequest) (DeliveryVerdict, error) {
-	if a.RunsWriteNoForge {
-		v := DeliveryVerdict{Delivered: req.LogSaysOK, Message: "the run's log says so (its Renovate writes no forge)"}
-		if v.Delivered {
-			v.Where = DeliveredByRunLog
-		}
-		return v, nil
-	}
 	target, nudging, err := a.components(ctx, LaunchRequest{Namespace: req.Namespace, Nudging: req.Nudging, Nudged: req.Nudged})
 	if err != nil {
 		return DeliveryVerdict{}, err
@@ -120,6 +114,13 @@ func (a *Activities) CheckDelivery(ctx context.Context, req DeliveryRequest) (De
 	info, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider], forge.ProviderOrGitHub)
 	if err != nil {
 		return DeliveryVerdict{}, err
+	}
+	if slices.Contains(a.StandInForgeHosts, info.host) {
+		v := DeliveryVerdict{Delivered: req.LogSaysOK, Message: "the run's log says so (no forge listens at " + info.host + " in this world)"}
+		if v.Delivered {
+			v.Where = DeliveredByRunLog
+		}
+		return v, nil
 	}
 	if err := a.owner().Require(ctx, req.Namespace, git.URL, componentRef(target)); err != nil {
 		if ownership.IsRefusal(err) {
