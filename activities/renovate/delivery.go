@@ -86,6 +86,22 @@ type DeliveryVerdict struct {
 	Message string `json:"message"`
 }
 
+// WithDelivery is s as the forge decides it (s ended with exit code 0):
+// delivered, the run succeeded whatever its log said; not delivered, it failed,
+// with the step's reason when its log named one (registry-auth-failed and the
+// like: what to fix) and ReasonNotDelivered otherwise.
+func (s RunStatus) WithDelivery(v DeliveryVerdict) RunStatus {
+	switch {
+	case v.Delivered:
+		s.Succeeded = true
+	case s.Succeeded:
+		s.Succeeded, s.Reason, s.Message = false, ReasonNotDelivered, "Renovate exited 0 and its log names no failure, but "+v.Message
+	default:
+		s.Message += "; " + v.Message
+	}
+	return s
+}
+
 // DeliveryInput is what ForgeDelivery looks for on one repository.
 type DeliveryInput struct {
 	// Base is the base branch ("" reads the repository's default branch); Branch

@@ -23,8 +23,9 @@ func runStep(t *testing.T, console string, records []string, rc int) (outcome st
 	dir := t.TempDir()
 	jsonLog := filepath.Join(dir, "records")
 	require.NoError(t, os.WriteFile(jsonLog, []byte(strings.Join(records, "\n")+"\n"), 0o644))
-	fake := "#!/bin/sh\ncat <<'EOF'\n" + console + "\nEOF\n" +
-		"[ -n \"$LOG_FILE\" ] && [ \"$LOG_FILE_LEVEL\" = debug ] && cp " + jsonLog + " \"$LOG_FILE\"\nexit " + string(rune('0'+rc)) + "\n"
+	// Renovate lower-cases LOG_FILE before it writes there (lib/logger/utils.ts getEnv).
+	fake := "#!/bin/sh\ncat <<'EOF'\n" + console + "\nEOF\nlc=$(printf %s \"$LOG_FILE\" | tr '[:upper:]' '[:lower:]')\n" +
+		"[ -n \"$LOG_FILE\" ] && [ \"$LOG_FILE_LEVEL\" = debug ] && mkdir -p \"$(dirname \"$lc\")\" && cp " + jsonLog + " \"$lc\"\nexit " + string(rune('0'+rc)) + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "renovate"), []byte(fake), 0o755))
 	result := filepath.Join(dir, "result")
 	plr := (&Activities{}).pipelineRun(unitRequest("run"), false, false)

@@ -111,14 +111,16 @@ var stepMessages = map[string]string{
 // to the step's log as it is (LOG_LEVEL), its JSON log to a file of the step's
 // (LOG_FILE at LOG_FILE_LEVEL=debug), which node reads for the outcome; the
 // outcome goes to the result (Tekton's $(results...) path). Renovate's exit code
-// is the step's.
+// is the step's. Renovate 39 lower-cases the values of its logger's variables,
+// LOG_FILE included (lib/logger/utils.ts getEnv), and writes where that path
+// points, so node reads the lower-cased path (mktemp's name has capitals).
 func withOutcomeCheck(renovate string) string {
 	var cases strings.Builder
 	for _, o := range []string{OutcomeRegistryAuthFailed, OutcomeImageLookupFailed, OutcomeRepositoryNotUpdated, OutcomePRNotOpened} {
 		fmt.Fprintf(&cases, `%s) echo '%s' >&2;; `, o, stepMessages[o])
 	}
 	return fmt.Sprintf(`dir=$(mktemp -d); export LOG_FILE="$dir/%s" LOG_FILE_LEVEL=debug; %s 2>&1; rc=$?; outcome=%s; `+
-		`if [ "$rc" -eq 0 ]; then outcome=$(node -e '%s' "$LOG_FILE") || outcome=%s; case "$outcome" in %sesac; fi; `+
+		`if [ "$rc" -eq 0 ]; then outcome=$(node -e '%s' "$(printf %%s "$LOG_FILE" | tr '[:upper:]' '[:lower:]')") || outcome=%s; case "$outcome" in %sesac; fi; `+
 		`printf %%s "$outcome" > $(results.%s.path); exit "$rc"`,
 		stepLogFile, renovate, OutcomeOK, outcomeProgram(), OutcomeOK, cases.String(), ResultOutcome)
 }

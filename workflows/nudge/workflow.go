@@ -413,15 +413,9 @@ func deliveryOf(ctx workflow.Context, req Request, name string, s renovate.RunSt
 	}
 	st.Delivery = &v
 	if v.Delivered {
-		s.Succeeded = true
-		return s, v.Message
+		return s.WithDelivery(v), v.Message
 	}
-	if s.Succeeded {
-		s.Succeeded, s.Reason, s.Message = false, renovate.ReasonNotDelivered, "Renovate exited 0 and its log names no failure, but "+v.Message
-	} else {
-		s.Message += "; " + v.Message
-	}
-	return s, ""
+	return s.WithDelivery(v), ""
 }
 
 // runReason is the bounded reason label of an ended run's metric: why it failed,
