@@ -11,6 +11,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	forgejoforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
@@ -89,6 +90,8 @@ func forgeClient(t *testing.T, tn *tenant, repo string) forge.Forge {
 		f, err = ghforge.New(o)
 	case "gitlab":
 		f, err = glforge.New(context.Background(), o)
+	case "forgejo":
+		f, err = forgejoforge.New(o)
 	default:
 		t.Fatalf("no client for %s", tn.forge.Platform())
 	}
