@@ -17,7 +17,6 @@ type treeForge struct {
 	branches    map[string]string            // branch → commit
 	trees       map[string]map[string]string // commit → path → content
 	prs         []forge.PR
-	lister      bool
 	blobReads   int
 }
 

@@ -90,12 +90,13 @@ const (
 
 // Values of RenovateRuns' reason label: one per way a run ends, never free text.
 const (
-	ReasonDelivered            = "delivered"
-	ReasonGone                 = "gone"
-	ReasonHeld                 = "held"
+	ReasonDelivered = "delivered"
+	// ReasonGone, ReasonHeld and ReasonCancelled are their outcome's word.
+	ReasonGone                 = RunGone
+	ReasonHeld                 = RunHeld
 	ReasonHeldReturned         = "held-returned"
 	ReasonSuperseded           = "superseded"
-	ReasonCancelled            = "cancelled"
+	ReasonCancelled            = RunCancelled
 	ReasonRegistryAuth         = "registry-auth-failed"
 	ReasonImageLookup          = "image-lookup-failed"
 	ReasonRepositoryNotUpdated = "repository-not-updated"

@@ -9,11 +9,21 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/metrics/metricstest"
 )
+
+// requireSucceeded: the nudge ended Succeeded.
+func requireSucceeded(t *testing.T, env *testsuite.TestWorkflowEnvironment) {
+	t.Helper()
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, PhaseSucceeded, res.Phase)
+}
 
 // exited0 is a run that ended with Renovate's exit code 0; reason is the step's
 // reading of its log ("" when it named no failure).
@@ -48,10 +58,7 @@ func TestARunTheForgeDoesNotShowIsRetried(t *testing.T) {
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRunFinished, exited0(2, "")) }, 8*time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	requireSucceeded(t, env)
 	require.Len(t, *launched, 2)
 	require.Equal(t, []string{ReasonRunFailed, ReasonSucceeded}, rec.reasons)
 	require.Contains(t, rec.outcomes[0].Message, renovate.ReasonNotDelivered)
@@ -77,10 +84,7 @@ func TestTheForgeOverridesAFailureInTheLog(t *testing.T) {
 	}, time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 
-	require.NoError(t, env.GetWorkflowError())
-	var res Result
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	requireSucceeded(t, env)
 	require.Len(t, *launched, 1)
 	require.Equal(t, []string{ReasonSucceeded}, rec.reasons)
 	require.Contains(t, rec.outcomes[0].Message, "on the base branch main")
@@ -122,5 +126,26 @@ func TestNotDeliveredKeepsTheStepsReason(t *testing.T) {
 	require.Contains(t, rec.outcomes[1].Message, "the forge is down")
 	for reason, n := range map[string]int{metrics.ReasonRegistryAuth: 1, metrics.ReasonDeliveryUnknown: 1, metrics.ReasonRenovateFailed: 1} {
 		require.EqualValues(t, n, m.Total(metrics.RenovateRuns, "outcome", metrics.RunFailed, "reason", reason), reason)
+	}
+}
+
+// The reason label is bounded: every status maps into metrics.RunReasons, a reason
+// nudgeflow does not know (Tekton's, free text) into renovate-failed.
+func TestRunReasonIsBounded(t *testing.T) {
+	for s, want := range map[*renovate.RunStatus]string{
+		{Done: true, Succeeded: true}: metrics.ReasonDelivered,
+		{Done: true, Gone: true}:      metrics.ReasonGone,
+		{Done: true, HeldBy: "g", Reason: renovate.ReasonHeldByChangeGroup}: metrics.ReasonHeld,
+		{Done: true, Cancelled: true, Reason: "Cancelled"}:                  metrics.ReasonCancelled,
+		{Done: true, SupersededBy: "r", Reason: "Cancelled"}:                metrics.ReasonSuperseded,
+		{Done: true, Reason: renovate.ReasonPRNotOpened}:                    metrics.ReasonPRNotOpened,
+		{Done: true, Reason: renovate.ReasonNotDelivered}:                   metrics.ReasonNotDelivered,
+		{Done: true, Reason: "PipelineRunTimeout"}:                          metrics.ReasonTimeout,
+		{Done: true, Reason: "Failed"}:                                      metrics.ReasonRenovateFailed,
+		{Done: true, Reason: "anything a webhook writes"}:                   metrics.ReasonRenovateFailed,
+	} {
+		got := runReason(*s)
+		require.Equal(t, want, got, "%+v", *s)
+		require.Contains(t, metrics.RunReasons, got)
 	}
 }

@@ -418,38 +418,33 @@ func deliveryOf(ctx workflow.Context, req Request, name string, s renovate.RunSt
 	return s.WithDelivery(v), ""
 }
 
+// runReasons are the metric's reason of each failed RunStatus.Reason nudgeflow
+// knows; any other (Tekton's reasons of a failed task) is ReasonRenovateFailed.
+var runReasons = map[string]string{
+	renovate.ReasonRegistryAuthFailed:   metrics.ReasonRegistryAuth,
+	renovate.ReasonImageLookupFailed:    metrics.ReasonImageLookup,
+	renovate.ReasonRepositoryNotUpdated: metrics.ReasonRepositoryNotUpdated,
+	renovate.ReasonPRNotOpened:          metrics.ReasonPRNotOpened,
+	renovate.ReasonNotDelivered:         metrics.ReasonNotDelivered,
+	renovate.ReasonDeliveryUnknown:      metrics.ReasonDeliveryUnknown,
+	renovate.ReasonHeldReturned:         metrics.ReasonHeldReturned,
+	"PipelineRunTimeout":                metrics.ReasonTimeout,
+	"TaskRunTimeout":                    metrics.ReasonTimeout,
+}
+
 // runReason is the bounded reason label of an ended run's metric: why it failed,
-// or "delivered".
+// or "delivered"; gone, held and cancelled runs are their outcome's word.
 func runReason(s renovate.RunStatus) string {
-	switch {
-	case s.Succeeded:
+	switch o := runOutcome(s); {
+	case o == metrics.RunSucceeded:
 		return metrics.ReasonDelivered
-	case s.Gone:
-		return metrics.ReasonGone
-	case s.HeldBy != "":
-		return metrics.ReasonHeld
+	case o != metrics.RunFailed:
+		return o
 	case s.SupersededBy != "":
 		return metrics.ReasonSuperseded
-	case s.Cancelled:
-		return metrics.ReasonCancelled
 	}
-	switch s.Reason {
-	case renovate.ReasonRegistryAuthFailed:
-		return metrics.ReasonRegistryAuth
-	case renovate.ReasonImageLookupFailed:
-		return metrics.ReasonImageLookup
-	case renovate.ReasonRepositoryNotUpdated:
-		return metrics.ReasonRepositoryNotUpdated
-	case renovate.ReasonPRNotOpened:
-		return metrics.ReasonPRNotOpened
-	case renovate.ReasonNotDelivered:
-		return metrics.ReasonNotDelivered
-	case renovate.ReasonDeliveryUnknown:
-		return metrics.ReasonDeliveryUnknown
-	case renovate.ReasonHeldReturned:
-		return metrics.ReasonHeldReturned
-	case "PipelineRunTimeout", "TaskRunTimeout":
-		return metrics.ReasonTimeout
+	if r, ok := runReasons[s.Reason]; ok {
+		return r
 	}
 	return metrics.ReasonRenovateFailed
 }

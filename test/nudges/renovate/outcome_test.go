@@ -99,12 +99,21 @@ func forgeClient(t *testing.T, tn *tenant, repo string) forge.Forge {
 	return f
 }
 
-// A case's repository: a Dockerfile that references the image at an old digest.
-func (tn *tenant) outcomeRepo(t *testing.T, repo, image, old string) {
+// outcomeCase pushes two builds of an image of its own (the one the repository
+// refers to, then the one nudged) and makes repo, whose Dockerfile references the
+// first; it returns the nudge of the second build.
+func (tn *tenant) outcomeCase(t *testing.T, repo, run string) nudge {
 	t.Helper()
+	ctx := context.Background()
+	image := tn.w.registry.Host + "/ns/operand-" + repo + "-" + tn.forge.Name() + ":v1"
+	old, err := tn.w.registry.PushImage(ctx, strings.TrimPrefix(image, tn.w.registry.Host+"/"))
+	require.NoError(t, err)
+	built, err := tn.w.registry.PushImage(ctx, strings.TrimPrefix(image, tn.w.registry.Host+"/"))
+	require.NoError(t, err)
 	builtRepo, _, _ := cutLast(image, ":")
 	tn.forge.CreateRepo(t, tn.owner, repo, "main", map[string]string{"Dockerfile": "FROM " + builtRepo + "@" + old + "\nRUN true\n"})
 	tn.forge.CreateLabel(t, tn.owner, repo, renovate.NudgeLabel)
+	return nudge{Run: run, Nudging: nudging, Nudged: nudged, Repo: tn.owner + "/" + repo, Image: image, Digest: built}
 }
 
 // The forge refuses the pull request once (a 502): Renovate 39 has pushed the
@@ -113,16 +122,9 @@ func (tn *tenant) outcomeRepo(t *testing.T, repo, image, old string) {
 // log and the forge shows the digest nowhere. Run again (the Nudge's retry), it
 // lands in a pull request.
 func prCreationRefusedCase(t *testing.T, tn *tenant, refuse refuser) {
-	ctx := context.Background()
 	f := tn.forge.Name()
-	image := tn.w.registry.Host + "/ns/operand-refused-" + f + ":v1"
-	old, err := tn.w.registry.PushImage(ctx, strings.TrimPrefix(image, tn.w.registry.Host+"/"))
-	require.NoError(t, err)
-	built, err := tn.w.registry.PushImage(ctx, strings.TrimPrefix(image, tn.w.registry.Host+"/"))
-	require.NoError(t, err)
 	repo := "pr-refused"
-	tn.outcomeRepo(t, repo, image, old)
-	n := nudge{Run: "pr-refused-1", Nudging: nudging, Nudged: nudged, Repo: tn.owner + "/" + repo, Image: image, Digest: built}
+	n := tn.outcomeCase(t, repo, "pr-refused-1")
 
 	refuse()
 	r := tn.runNudge(t, n)
@@ -156,13 +158,8 @@ func prCreationRefusedCase(t *testing.T, tn *tenant, refuse refuser) {
 func commitMessageQuotesErrorCase(t *testing.T, tn *tenant) {
 	ctx := context.Background()
 	f := tn.forge.Name()
-	image := tn.w.registry.Host + "/ns/operand-quotes-" + f + ":v1"
-	old, err := tn.w.registry.PushImage(ctx, strings.TrimPrefix(image, tn.w.registry.Host+"/"))
-	require.NoError(t, err)
-	built, err := tn.w.registry.PushImage(ctx, strings.TrimPrefix(image, tn.w.registry.Host+"/"))
-	require.NoError(t, err)
 	repo := "quotes-error"
-	tn.outcomeRepo(t, repo, image, old)
+	n := tn.outcomeCase(t, repo, "quotes-error-1")
 	// A developer's commit on main whose title quotes a line Renovate logs on failure.
 	fc := forgeClient(t, tn, repo)
 	head, ok, err := fc.BranchHead(ctx, "main")
@@ -172,7 +169,6 @@ func commitMessageQuotesErrorCase(t *testing.T, tn *tenant) {
 		New: []string{"NOTES.md"}, Message: "fix: Error updating branch", Exists: true, ExpectedHead: head.SHA})
 	require.NoError(t, err)
 
-	n := nudge{Run: "quotes-error-1", Nudging: nudging, Nudged: nudged, Repo: tn.owner + "/" + repo, Image: image, Digest: built}
 	r := tn.runNudge(t, n)
 	require.Contains(t, r.Log, "fix: Error updating branch", "Renovate logs the base branch's latest commit message; log %s", r.LogPath)
 	require.True(t, r.Status.Succeeded, "the step reads no failure: %+v; log %s", r.Status, r.LogPath)
