@@ -48,10 +48,12 @@ const (
 )
 
 // Bounds of one check: pull requests of the branch looked at, and files read per
-// commit (Renovate's fileMatch usually selects a few).
+// commit (Renovate's fileMatch usually selects a few; a ConfigMap's empty
+// fileMatch selects every file). A repository with more matching files is not
+// judged (an error: DeliveryUnknown, said in the Event) rather than read whole.
 const (
 	deliveryMaxPRs   = 10
-	deliveryMaxBlobs = 300
+	deliveryMaxBlobs = 1000
 )
 
 // DeliveryRequest asks whether a run delivered its build. No secrets.
@@ -152,10 +154,16 @@ func (a *Activities) CheckDelivery(ctx context.Context, req DeliveryRequest) (De
 	if err != nil {
 		return DeliveryVerdict{}, err
 	}
+	// The released names too, as the launch wrote them into the config: a
+	// repository that refers to the image only by one of them references it.
+	distribution, err := a.distributionRepos(ctx, LaunchRequest{Namespace: req.Namespace, Nudging: req.Nudging, DistributionRepos: req.DistributionRepos})
+	if err != nil {
+		return DeliveryVerdict{}, err
+	}
 	built := digestref.ParseReference(req.ImageURL)
 	branch := branchName(req.Nudging, req.Nudged, simpleBranch(nudging))
 	v, err := ForgeDelivery(ctx, f, DeliveryInput{Base: git.Revision, Branch: branch, Digest: req.Digest,
-		FileMatch: FileMatch(opts, req.NudgeFiles), Repos: append([]string{built.Repository}, req.DistributionRepos...)})
+		FileMatch: FileMatch(opts, req.NudgeFiles), Repos: append([]string{built.Repository}, distribution...)})
 	if err != nil {
 		return DeliveryVerdict{}, fmt.Errorf("asking %s whether run %s delivered %s: %w", info.host+"/"+info.repository, req.PipelineRun, req.Digest, err)
 	}

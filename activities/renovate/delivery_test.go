@@ -6,8 +6,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/forge"
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 
 // treeForge is a forge of commits whose trees are path → content: what
@@ -184,4 +187,49 @@ func TestBranchNameIsBranchKeys(t *testing.T) {
 		key := BranchKey("h", "o/r", "main", "operand", "bundle", simple)
 		require.Equal(t, "h/o/r@main:"+branchName("operand", "bundle", simple), key)
 	}
+}
+
+func (u *unitWorld) checkDelivery(req DeliveryRequest) (DeliveryVerdict, error) {
+	u.t.Helper()
+	v, err := u.env.ExecuteActivity(u.a.CheckDelivery, req)
+	if err != nil {
+		return DeliveryVerdict{}, err
+	}
+	var out DeliveryVerdict
+	require.NoError(u.t, v.Get(&out))
+	return out, nil
+}
+
+func deliveryRequest(nudged string, logOK bool) DeliveryRequest {
+	r := unitRequest("run")
+	return DeliveryRequest{Namespace: r.Namespace, Nudging: r.Nudging, Nudged: nudged, ImageURL: r.ImageURL, Digest: r.Digest,
+		PipelineRun: "run", LogSaysOK: logOK}
+}
+
+// On a host where no forge listens (a test world's stand-in runs), the run's log
+// decides; nothing is read or minted.
+func TestCheckDeliveryOnAStandInHost(t *testing.T) {
+	u := newUnitWorld(t, "")
+	u.a.StandInForgeHosts = []string{"github.example.com"}
+	v, err := u.checkDelivery(deliveryRequest("bundle", true))
+	require.NoError(t, err)
+	require.True(t, v.Delivered)
+	require.Equal(t, DeliveredByRunLog, v.Where)
+	v, err = u.checkDelivery(deliveryRequest("bundle", false))
+	require.NoError(t, err)
+	require.False(t, v.Delivered)
+}
+
+// The forge is asked with the run's credential only for a repository the
+// namespace owns, as at launch: a Component naming a repository the namespace does not own
+// is refused before any Secret is read.
+func TestCheckDeliveryRefusesAnUnownedRepository(t *testing.T) {
+	u := newUnitWorld(t, "")
+	require.NoError(t, u.kube.Create(context.Background(), &mirrorv1alpha1.Component{
+		ObjectMeta: metav1.ObjectMeta{Name: "stranger", Namespace: "tenant"},
+		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "stranger", Source: mirrorv1alpha1.ComponentSource{
+			GitSource: &mirrorv1alpha1.GitSource{URL: "https://github.example.com/victim/repo", Revision: "main"}}}}))
+	_, err := u.checkDelivery(deliveryRequest("stranger", true))
+	require.Error(t, err)
+	require.True(t, ownership.IsRefusal(err), "%v", err)
 }
