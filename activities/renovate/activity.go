@@ -104,11 +104,11 @@ type Activities struct {
 	// AppTokens mints and caches the GitHub App's tokens
 	// (ghforge.DefaultAppTokens when nil).
 	AppTokens *ghforge.AppTokens
-	// StandInForgeHosts are hosts where no forge listens: a test world's runs
-	// there are stand-ins a test ends by writing their status, and CheckDelivery
-	// answers what the run's log said (DeliveryRequest.LogSaysOK) instead of
-	// asking a forge. Test worlds only; empty in a deployment.
-	StandInForgeHosts []string
+	// StandInForge says which forge hosts (host:port) only stand-in runs go to: a
+	// test world's runs there end by a status a test writes and push nothing, and
+	// CheckDelivery answers what the run's log said (DeliveryRequest.LogSaysOK)
+	// instead of asking the forge. Test worlds only; nil in a deployment.
+	StandInForge func(host string) bool
 
 	ownership ownership.Lazy
 }

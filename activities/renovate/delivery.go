@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -31,7 +30,7 @@ import (
 const (
 	DeliveredOnBase        = "base-branch"
 	DeliveredInPullRequest = "pull-request"
-	// DeliveredByRunLog: no forge listens at the host (Activities.StandInForgeHosts);
+	// DeliveredByRunLog: only stand-in runs go to the host (Activities.StandInForge);
 	// the run's log said so.
 	DeliveredByRunLog = "run-log"
 	// DeliveredNotReferenced: no file Renovate edits references the image on
@@ -133,8 +132,8 @@ func (a *Activities) CheckDelivery(ctx context.Context, req DeliveryRequest) (De
 	if err != nil {
 		return DeliveryVerdict{}, err
 	}
-	if slices.Contains(a.StandInForgeHosts, info.host) {
-		v := DeliveryVerdict{Delivered: req.LogSaysOK, Message: "the run's log says so (no forge listens at " + info.host + " in this world)"}
+	if a.StandInForge != nil && a.StandInForge(info.host) {
+		v := DeliveryVerdict{Delivered: req.LogSaysOK, Message: "the run's log says so (only stand-in runs go to " + info.host + " in this world)"}
 		if v.Delivered {
 			v.Where = DeliveredByRunLog
 		}

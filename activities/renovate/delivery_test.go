@@ -210,7 +210,7 @@ func deliveryRequest(nudged string, logOK bool) DeliveryRequest {
 // decides; nothing is read or minted.
 func TestCheckDeliveryOnAStandInHost(t *testing.T) {
 	u := newUnitWorld(t, "")
-	u.a.StandInForgeHosts = []string{"github.example.com"}
+	u.a.StandInForge = func(host string) bool { return host == "github.example.com" }
 	v, err := u.checkDelivery(deliveryRequest("bundle", true))
 	require.NoError(t, err)
 	require.True(t, v.Delivered)

@@ -45,7 +45,7 @@ func startWorker(w *world.World) (func(), error) {
 		return nil, fmt.Errorf("creating the operator namespace: %w", err)
 	}
 	var wk sdkworker.Worker = nfworker.New(w.TemporalClient, nfworker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace,
-		StandInForgeHosts: world.StandInForgeHosts},
+		StandInForge: world.IsStandInForge},
 		nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker: %w", err)

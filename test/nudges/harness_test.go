@@ -109,7 +109,7 @@ func startStack(w *world.World) (func(), error) {
 		return nil, fmt.Errorf("the worker's Temporal client: %w", err)
 	}
 	wk := worker.New(wc, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace,
-		StandInForgeHosts: world.StandInForgeHosts},
+		StandInForge: world.IsStandInForge},
 		worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker: %w", err)
