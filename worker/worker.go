@@ -47,6 +47,11 @@ type Deps struct {
 	// Ownership, when set, replaces the checker made of Kube and OperatorNamespace
 	// (tests).
 	Ownership *ownership.Checker
+	// StandInForge says which forge hosts only stand-in Renovate runs go to (test
+	// worlds, whose runs there end by a status a test writes and push nothing): a
+	// run's delivery there is what its log says (renovate.Activities.StandInForge).
+	// Nil in a deployment: there the forge decides.
+	StandInForge func(host string) bool
 }
 
 // Options tune the worker.
@@ -202,7 +207,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
 	pullrequest.New(deps.Kube, prConfig).Register(r)
 	nudges.Register(r, deps.Kube, nudges.Options{OperatorNamespace: deps.OperatorNamespace, GitHubApp: prConfig.AppSecret,
-		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens})
+		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens, StandInForge: deps.StandInForge})
 	// PR groups (ADR 29).
 	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
 	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, prConfig)}).Register(r)

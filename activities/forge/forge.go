@@ -207,6 +207,13 @@ type PRFilesLister interface {
 	PRFiles(ctx context.Context, number int) ([]ChangedFile, error)
 }
 
+// BranchPRLister is optional: the pull requests whose head is branch in the
+// repository itself, open, closed and merged, newest first, at most the first
+// page of them (max), for a caller that asks whether a change reached one.
+type BranchPRLister interface {
+	BranchPRs(ctx context.Context, branch string, max int) ([]PR, error)
+}
+
 // BotCommitter is optional: a forge that records its own identity for the token's
 // user as the committer of the commits it writes through its API (GitLab: the user's
 // commit email), whatever author the client names. A commit whose author is Bot()

@@ -104,6 +104,11 @@ type Activities struct {
 	// AppTokens mints and caches the GitHub App's tokens
 	// (ghforge.DefaultAppTokens when nil).
 	AppTokens *ghforge.AppTokens
+	// StandInForge says which forge hosts (host:port) only stand-in runs go to: a
+	// test world's runs there end by a status a test writes and push nothing, and
+	// CheckDelivery answers what the run's log said (DeliveryRequest.LogSaysOK)
+	// instead of asking the forge. Test worlds only; nil in a deployment.
+	StandInForge func(host string) bool
 
 	ownership ownership.Lazy
 }
@@ -639,7 +644,8 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 						}},
 						Volumes: volumes,
 						Results: []tektonv1.TaskResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
-							Description: "ok, registry-auth-failed when Renovate could not authenticate to the image registry, image-lookup-failed when it could not look the image up otherwise"}},
+							Description: "ok, registry-auth-failed when Renovate could not authenticate to the image registry, image-lookup-failed when it could not look the image up otherwise, " +
+								"repository-not-updated when it did not write the branch, pr-not-opened when it opened no pull request"}},
 					}},
 				}},
 				Results: []tektonv1.PipelineResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
@@ -669,6 +675,10 @@ type RunStatus struct {
 	// SupersededBy names the run for a newer build of the same edge that stopped
 	// this one (supersede.go): the nudge ends there, the newer one carries it.
 	SupersededBy string `json:"supersededBy,omitempty"`
+	// ExitedZero: Renovate ended with exit code 0 (Tekton's Succeeded condition
+	// True), whatever the step read in its log: whether it delivered is the
+	// forge's to say (CheckDelivery).
+	ExitedZero bool `json:"exitedZero,omitempty"`
 }
 
 // RunStatus.Reason of a run a ChangeGroup held at admission: the group took its
@@ -701,6 +711,7 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
 		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
 		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
+		s.ExitedZero = s.Succeeded
 		if s.Succeeded {
 			switch outcomeOf(plr) {
 			case OutcomeRegistryAuthFailed:
@@ -709,6 +720,8 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 				s.Succeeded, s.Reason, s.Message = false, ReasonImageLookupFailed, imageLookupMessage(plr)
 			case OutcomeRepositoryNotUpdated:
 				s.Succeeded, s.Reason, s.Message = false, ReasonRepositoryNotUpdated, repositoryNotUpdatedMessage(plr)
+			case OutcomePRNotOpened:
+				s.Succeeded, s.Reason, s.Message = false, ReasonPRNotOpened, prNotOpenedMessage(plr)
 			}
 		}
 		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {

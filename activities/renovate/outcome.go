@@ -38,12 +38,17 @@ const (
 	// the nudged repository: it aborted the repository (repositoryAborts) or could
 	// not push the branch (branchFailures).
 	OutcomeRepositoryNotUpdated = "repository-not-updated"
+	// OutcomePRNotOpened: Renovate pushed the branch but opened no pull request
+	// (prFailures), and exited 0.
+	OutcomePRNotOpened = "pr-not-opened"
 	// ReasonRegistryAuthFailed is RunStatus.Reason of a registry-auth-failed run.
 	ReasonRegistryAuthFailed = "RegistryAuthFailed"
 	// ReasonImageLookupFailed is RunStatus.Reason of an image-lookup-failed run.
 	ReasonImageLookupFailed = "ImageLookupFailed"
 	// ReasonRepositoryNotUpdated is RunStatus.Reason of a repository-not-updated run.
 	ReasonRepositoryNotUpdated = "RepositoryNotUpdated"
+	// ReasonPRNotOpened is RunStatus.Reason of a pr-not-opened run.
+	ReasonPRNotOpened = "PullRequestNotOpened"
 	// registryAuthFailure is the line Renovate's docker datasource logs when the
 	// token service fails.
 	registryAuthFailure = "Error obtaining docker token"
@@ -97,32 +102,6 @@ var branchFailures = []string{
 	"Found old PR but the SHA is different",
 }
 
-// withOutcomeCheck wraps Renovate's command line: its output still goes to the
-// step's log, and the outcome goes to the result (Tekton's $(results...) path).
-func withOutcomeCheck(renovate string) string {
-	return fmt.Sprintf(`log=$(mktemp); %s 2>&1 | tee "$log"; rc=${PIPESTATUS[0]}; outcome=%s; `+
-		`if [ "$rc" -eq 0 ] && grep -qF%s "$log"; then outcome=%s; `+
-		`echo 'nudgeflow: Renovate could not authenticate to the image registry and opened no pull request' >&2; `+
-		`elif [ "$rc" -eq 0 ] && grep -qF%s "$log"; then outcome=%s; `+
-		`echo 'nudgeflow: Renovate could not look up the nudging image and opened no pull request' >&2; `+
-		`elif [ "$rc" -eq 0 ] && grep -F%s "$log" >&2; then outcome=%s; `+
-		`echo 'nudgeflow: Renovate did not update the repository (the line above says why) and opened or updated no pull request' >&2; fi; `+
-		`printf %%s "$outcome" > $(results.%s.path); exit "$rc"`,
-		renovate, OutcomeOK, grepPatterns(registryAuthFailures), OutcomeRegistryAuthFailed,
-		grepPatterns([]string{imageLookupFailure, digestLookupFailure}), OutcomeImageLookupFailed,
-		grepPatterns(append(append([]string{}, repositoryAborts...), branchFailures...)), OutcomeRepositoryNotUpdated, ResultOutcome)
-}
-
-// grepPatterns is the -e arguments of grep -F for patterns, each single-quoted for
-// bash (none holds a quote).
-func grepPatterns(patterns []string) string {
-	var args string
-	for _, p := range patterns {
-		args += fmt.Sprintf(" -e '%s'", p)
-	}
-	return args
-}
-
 // outcomeOf reads the run's ResultOutcome ("" when the run has none: an older run,
 // or another service's).
 func outcomeOf(plr *tektonv1.PipelineRun) string {
@@ -144,6 +123,13 @@ func imageLookupMessage(plr *tektonv1.PipelineRun) string {
 func repositoryNotUpdatedMessage(plr *tektonv1.PipelineRun) string {
 	return fmt.Sprintf("Renovate looked up %s but did not update the repository of %s (it aborted the repository or could not push its branch) "+
 		"and opened or updated no pull request; the PipelineRun's log names Renovate's reason above the line starting \"nudgeflow:\"",
+		konflux.NudgingImageKey.Get(plr.Annotations), konflux.NudgedKey.Get(plr.Annotations))
+}
+
+// prNotOpenedMessage explains a PullRequestNotOpened run.
+func prNotOpenedMessage(plr *tektonv1.PipelineRun) string {
+	return fmt.Sprintf("Renovate pushed its branch for %s to the repository of %s but opened no pull request (the forge refused it, or one exists that Renovate does not recognise as its own); "+
+		"the PipelineRun's log names Renovate's reason above the line starting \"nudgeflow:\"",
 		konflux.NudgingImageKey.Get(plr.Annotations), konflux.NudgedKey.Get(plr.Annotations))
 }
 

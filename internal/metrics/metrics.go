@@ -60,7 +60,8 @@ const (
 	// cluster did not build, nothing launched).
 	Nudges = "nudgeflow_nudges"
 	// RenovateRuns counts ended Renovate PipelineRuns by outcome (succeeded, failed, gone, held:
-	// a ChangeGroup held the run and took its build, cancelled: someone cancelled it).
+	// a ChangeGroup held the run and took its build, cancelled: someone cancelled it)
+	// and reason (Reason* below, a bounded set: why a run failed, or delivered).
 	RenovateRuns = "nudgeflow_renovate_runs"
 )
 
@@ -86,6 +87,31 @@ const (
 	RunHeld      = "held"
 	RunCancelled = "cancelled"
 )
+
+// Values of RenovateRuns' reason label: one per way a run ends, never free text.
+const (
+	ReasonDelivered = "delivered"
+	// ReasonGone, ReasonHeld and ReasonCancelled are their outcome's word.
+	ReasonGone                 = RunGone
+	ReasonHeld                 = RunHeld
+	ReasonHeldReturned         = "held-returned"
+	ReasonSuperseded           = "superseded"
+	ReasonCancelled            = RunCancelled
+	ReasonRegistryAuth         = "registry-auth-failed"
+	ReasonImageLookup          = "image-lookup-failed"
+	ReasonRepositoryNotUpdated = "repository-not-updated"
+	ReasonPRNotOpened          = "pr-not-opened"
+	ReasonNotDelivered         = "not-delivered"
+	ReasonDeliveryUnknown      = "delivery-unknown"
+	ReasonTimeout              = "timeout"
+	// ReasonRenovateFailed: Renovate exited non-zero, or its task failed otherwise.
+	ReasonRenovateFailed = "renovate-failed"
+)
+
+// RunReasons lists every value of RenovateRuns' reason label.
+var RunReasons = []string{ReasonDelivered, ReasonGone, ReasonHeld, ReasonHeldReturned, ReasonSuperseded, ReasonCancelled,
+	ReasonRegistryAuth, ReasonImageLookup, ReasonRepositoryNotUpdated, ReasonPRNotOpened, ReasonNotDelivered,
+	ReasonDeliveryUnknown, ReasonTimeout, ReasonRenovateFailed}
 
 // Declared lists every nudgeflow_* series name as Prometheus shows it: what a
 // dashboard may query besides the SDK's and controller-runtime's metrics.

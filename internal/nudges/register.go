@@ -31,6 +31,8 @@ type Options struct {
 	// own checker); AppTokens caches the App's tokens (nil: the process's).
 	Ownership *ownership.Checker
 	AppTokens *ghforge.AppTokens
+	// StandInForge: see renovate.Activities.StandInForge (test worlds).
+	StandInForge func(host string) bool
 }
 
 // Register adds the workflows (under their stable names) and the activities.
@@ -39,5 +41,6 @@ func Register(r sdkworker.Registry, kube ctrlclient.Client, o Options) {
 	r.RegisterWorkflowWithOptions(validatednudge.Workflow, workflow.RegisterOptions{Name: validatednudge.WorkflowName})
 	a := renovate.New(kube, o.OperatorNamespace)
 	a.GitHubApp, a.Transport, a.Ownership, a.AppTokens = o.GitHubApp, o.Transport, o.Ownership, o.AppTokens
+	a.StandInForge = o.StandInForge
 	r.RegisterActivity(a)
 }

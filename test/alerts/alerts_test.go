@@ -171,6 +171,13 @@ var cases = []alertCase{
 			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="held"} 0+5x80`,
 		at:     70 * time.Minute,
 		firing: []map[string]string{{"task_queue": "nudgeflow"}}},
+	{alert: "NudgeflowRenovateRunsFailing", name: "failures split by reason add up: two of three runs fail",
+		series: `
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="failed", reason="pr-not-opened"} 0+1x80
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="failed", reason="registry-auth-failed"} 0+1x80
+			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="succeeded", reason="delivered"} 0+1x80`,
+		at:     70 * time.Minute,
+		firing: []map[string]string{{"task_queue": "nudgeflow"}}},
 	{alert: "NudgeflowRenovateRunsFailing", name: "one tenant's runs fail: a tenth of all",
 		series: `
 			nudgeflow_renovate_runs_total{` + temporal + `, workflow_type="Nudge", outcome="failed"} 0+1x80

@@ -92,7 +92,7 @@ func startStack(w *world.World) (func(), error) {
 func startWorker(w *world.World) sdkworker.Worker {
 	c := w.TemporalClient
 	return nfworker.New(c, nfworker.Deps{
-		Kube: w.Kube, Temporal: c,
+		Kube: w.Kube, Temporal: c, StandInForge: world.IsStandInForge,
 		PullRequest: pullrequest.Config{Bot: bot, Transport: http.DefaultTransport},
 	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -415,6 +416,10 @@ func appOnlyForge(t *testing.T, w *world.World, ns string) string {
 			forge.KeyAppPrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})}}
 	require.NoError(t, w.Kube.Create(ctx, secret))
 	t.Cleanup(func() { _ = w.Kube.Delete(context.Background(), secret) })
+	// The world's Renovate runs are stand-ins: they push nothing to the emulator.
+	u, err := url.Parse(emu.URL())
+	require.NoError(t, err)
+	world.AddStandInForge(u.Host)
 	return emu.URL()
 }
 

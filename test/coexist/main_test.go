@@ -44,7 +44,8 @@ func startWorker(w *world.World) (func(), error) {
 	if err := w.Kube.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
 		return nil, fmt.Errorf("creating the operator namespace: %w", err)
 	}
-	var wk sdkworker.Worker = nfworker.New(w.TemporalClient, nfworker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace},
+	var wk sdkworker.Worker = nfworker.New(w.TemporalClient, nfworker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace,
+		StandInForge: world.IsStandInForge},
 		nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker: %w", err)

@@ -34,6 +34,8 @@ import (
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/activities/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
@@ -43,6 +45,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
+	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -556,11 +560,20 @@ func TestManifestsAreTheProgram(t *testing.T) {
 
 	// A validated nudge: the bridge routes the build and the Snapshot, the worker
 	// launches the Renovate PipelineRun with its ConfigMap and token Secret.
+	// The nudged repository is on a GitHub emulator: after the run, the worker asks
+	// it whether the build's digest was delivered (renovate.CheckDelivery).
+	gh := githubemu.New()
+	t.Cleanup(gh.Close)
+	gh.AddToken(forgeToken, landingforge.GitHubBot)
+	gh.CreateRepo("org", "app", "main", map[string]string{"Dockerfile": "FROM quay.io/org/lib@sha256:" + strings.Repeat("0", 64) + "\n"})
+	appURL := gh.URL() + "/org/app"
 	component("lib", "")
-	component("app", "https://github.com/org/app")
+	app := newComponent("app", appURL)
+	app.Annotations = map[string]string{mirrorv1alpha1.AnnotationGitProvider: "github"}
+	create(app)
 	create(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "scm-github", Labels: map[string]string{
-			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "127.0.0.1"}},
 		Type: corev1.SecretTypeBasicAuth,
 		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte(forgeToken)},
 	})
@@ -615,6 +628,9 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	require.True(t, slices.ContainsFunc(run.Spec.PipelineSpec.Tasks[0].TaskSpec.Volumes, func(v corev1.Volume) bool {
 		return v.ConfigMap != nil && v.ConfigMap.Name == ca.Name
 	}), "the run mounts it")
+	// The run is a stand-in: it writes what Renovate writes (the nudge branch with
+	// the digest, its pull request), then ends as Tekton would.
+	standInRenovate(t, appURL, digest)
 	require.NoError(t, world.SetStatus(ctx, w.Kube, &run, func() {
 		run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
 	}))
@@ -713,6 +729,26 @@ func checkDashboard(t *testing.T, scraped string) {
 		}
 		require.Contains(t, queried, n, "the dashboard shows %s", n)
 	}
+}
+
+// standInRenovate writes to repoURL what Renovate's nudge of lib@digest into app
+// writes: the Dockerfile's digest on the nudge branch, and its pull request.
+func standInRenovate(t *testing.T, repoURL, digest string) {
+	t.Helper()
+	ctx := context.Background()
+	repo, err := forge.ParseRepoURL(repoURL)
+	require.NoError(t, err)
+	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: forgeToken, Bot: forge.Signature{Name: landingforge.GitHubBot.Name, Email: landingforge.GitHubBot.Email}})
+	require.NoError(t, err)
+	head, ok, err := f.BranchHead(ctx, "main")
+	require.NoError(t, err)
+	require.True(t, ok)
+	branch := renovate.BranchPrefix + "app-component-update-lib"
+	_, err = f.Push(ctx, forge.Push{Branch: branch, Parent: head, Base: "main", Files: map[string][]byte{"Dockerfile": []byte("FROM quay.io/org/lib@" + digest + "\n")},
+		Message: "Update lib"})
+	require.NoError(t, err)
+	_, err = f.CreatePR(ctx, forge.NewPR{Title: "Update lib", Head: branch, Base: "main", Body: "nudge"})
+	require.NoError(t, err)
 }
 
 func newComponent(name, gitURL string, nudges ...string) *mirrorv1alpha1.Component {

@@ -108,7 +108,8 @@ func startStack(w *world.World) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("the worker's Temporal client: %w", err)
 	}
-	wk := worker.New(wc, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace},
+	wk := worker.New(wc, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace,
+		StandInForge: world.IsStandInForge},
 		worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker: %w", err)

@@ -60,7 +60,7 @@ func startStack(w *world.World) (func(), error) {
 		return nil, err
 	}
 	wk := nfworker.New(w.TemporalClient, nfworker.Deps{
-		Kube: w.Kube, Temporal: w.TemporalClient,
+		Kube: w.Kube, Temporal: w.TemporalClient, StandInForge: world.IsStandInForge,
 		PullRequest: pullrequest.Config{Bot: bot, Transport: http.DefaultTransport},
 	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {

@@ -132,7 +132,7 @@ func startStack(w *world.World) (func(), error) {
 		return nil, err
 	}
 	wk := nfworker.New(w.TemporalClient, nfworker.Deps{
-		Kube: workerKube, Temporal: w.TemporalClient, OperatorNamespace: systemNamespace,
+		Kube: workerKube, Temporal: w.TemporalClient, OperatorNamespace: systemNamespace, StandInForge: world.IsStandInForge,
 		PullRequest: pullrequest.Config{Transport: http.DefaultTransport},
 	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {

@@ -1,7 +1,10 @@
 package nudge
 
 import (
+	"encoding/json"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -15,4 +18,37 @@ func TestReplayStoredHistories(t *testing.T) {
 	replaytest.ReplayAll(t, func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	})
+}
+
+// A Nudge that a worker without the forge's delivery check ran to its end while
+// the bridge already sent ExitedZero (the bridge upgraded first) replays on this
+// code without asking the forge: the check is guarded by versionDeliveryFromForge,
+// and such a history has no marker. The stored verify-builds history, its
+// run-end signals rewritten as the newer bridge sends them, proves it.
+func TestReplayOlderShapeWithNewerSignals(t *testing.T) {
+	const file = "testdata/TestRenovateFailsTwiceThenSucceeds@verify-builds.json.gz"
+	h, err := replaytest.Load(file)
+	require.NoError(t, err)
+	rewritten := 0
+	for _, e := range h.GetEvents() {
+		a := e.GetWorkflowExecutionSignaledEventAttributes()
+		if a == nil || a.GetSignalName() != SignalRunFinished {
+			continue
+		}
+		for _, p := range a.GetInput().GetPayloads() {
+			var s map[string]any
+			require.NoError(t, json.Unmarshal(p.GetData(), &s))
+			if s["succeeded"] == true {
+				s["exitedZero"] = true
+				b, err := json.Marshal(s)
+				require.NoError(t, err)
+				p.Data = b
+				rewritten++
+			}
+		}
+	}
+	require.Equal(t, 1, rewritten, "the history's successful run end")
+	require.NoError(t, replaytest.Replay(h, replaytest.WorkflowID(file), func(r worker.WorkflowReplayer) {
+		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	}))
 }

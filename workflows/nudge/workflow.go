@@ -80,8 +80,15 @@ const versionCancelledRunEnds = "cancelled-run-ends"
 // digest. A refused build is launched nowhere; the verdict is in the state.
 const versionVerifyBuilds = "verify-builds"
 
+// versionDeliveryFromForge guards asking the forge, after a Renovate run that
+// exited 0, whether the build was delivered (renovate.CheckDelivery: the digest on
+// the base branch, in an open or merged pull request of the nudge branch, or
+// nothing to change). Before it, the step's reading of Renovate's log decided,
+// and Renovate exits 0 after a pull request it failed to open.
+const versionDeliveryFromForge = "delivery-from-forge"
+
 // HistoryShape names the command sequence of this version, for stored histories.
-const HistoryShape = versionVerifyBuilds
+const HistoryShape = versionDeliveryFromForge
 
 // Defaults for Request's tuning fields.
 const (
@@ -146,6 +153,9 @@ type State struct {
 	LastReason   string   `json:"lastReason,omitempty"`
 	// Verdict is what the cluster said of the build (versionVerifyBuilds).
 	Verdict *buildcheck.Verdict `json:"verdict,omitempty"`
+	// Delivery is what the forge said of the last run that exited 0
+	// (versionDeliveryFromForge).
+	Delivery *renovate.DeliveryVerdict `json:"delivery,omitempty"`
 }
 
 // Result is the nudge's outcome.
@@ -288,7 +298,11 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		if err != nil {
 			return result(PhaseFailed, err.Error()), err
 		}
-		metrics.Count(workflow.GetMetricsHandler(ctx), metrics.RenovateRuns, 1, "outcome", runOutcome(status))
+		delivered := ""
+		if askForge(status) && workflow.GetVersion(ctx, versionDeliveryFromForge, workflow.DefaultVersion, 1) == 1 {
+			status, delivered = deliveryOf(ctx, req, name, status, st, withSummary)
+		}
+		metrics.Count(workflow.GetMetricsHandler(ctx), metrics.RenovateRuns, 1, "outcome", runOutcome(status), "reason", runReason(status))
 		if status.HeldBy != "" && workflow.GetVersion(ctx, versionHeldRunEnds, workflow.DefaultVersion, 1) == 1 {
 			msg := fmt.Sprintf("Renovate run %s was held by ChangeGroup %s, which collects %s@%s for %s into its pull request",
 				name, status.HeldBy, req.Nudging, req.Digest, req.Nudged)
@@ -312,6 +326,9 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		}
 		if status.Succeeded {
 			msg := fmt.Sprintf("Renovate run %s nudged %s to %s@%s (attempt %d)", name, req.Nudged, req.Nudging, req.Digest, attempt)
+			if delivered != "" {
+				msg += ": " + delivered
+			}
 			record(attempt, ReasonSucceeded, msg, name, false)
 			return result(PhaseSucceeded, msg), nil
 		}
@@ -368,6 +385,68 @@ func waitRun(ctx workflow.Context, req Request, name string, finished map[string
 			return s, nil
 		}
 	}
+}
+
+// askForge: the run ended with Renovate's exit code 0 and nobody stopped it, so
+// whether it delivered is the forge's to say.
+func askForge(s renovate.RunStatus) bool {
+	return s.Done && s.ExitedZero && !s.Gone && !s.Cancelled && s.HeldBy == "" && s.SupersededBy == ""
+}
+
+// deliveryOf asks the forge whether the run delivered the build and returns the
+// run's status as the forge decides it, and, when delivered, where (for the
+// Event). Delivered, the run succeeded whatever its log said; not delivered, it
+// failed, with the step's reason when its log named one (registry-auth-failed and
+// the like: what to fix) and NotDelivered otherwise. A forge that cannot be asked
+// fails the run (DeliveryUnknown): it is tried again, and a new run of the same
+// build changes nothing that landed.
+func deliveryOf(ctx workflow.Context, req Request, name string, s renovate.RunStatus, st *State,
+	withSummary func(string) workflow.Context) (renovate.RunStatus, string) {
+	var a *renovate.Activities
+	var v renovate.DeliveryVerdict
+	ask := renovate.DeliveryRequest{Namespace: req.Namespace, Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL,
+		Digest: req.Digest, NudgeFiles: req.NudgeFiles, DistributionRepos: req.DistributionRepos, PipelineRun: name, LogSaysOK: s.Succeeded}
+	if err := workflow.ExecuteActivity(withSummary("ask the forge whether run "+name+" delivered "+req.Digest), a.CheckDelivery, ask).Get(ctx, &v); err != nil {
+		s.Succeeded, s.Reason = false, renovate.ReasonDeliveryUnknown
+		s.Message = fmt.Sprintf("Renovate exited 0, but the forge could not be asked whether %s reached %s: %s", req.Digest, req.Nudged, causeOf(err))
+		return s, ""
+	}
+	st.Delivery = &v
+	if v.Delivered {
+		return s.WithDelivery(v), v.Message
+	}
+	return s.WithDelivery(v), ""
+}
+
+// runReasons are the metric's reason of each failed RunStatus.Reason nudgeflow
+// knows; any other (Tekton's reasons of a failed task) is ReasonRenovateFailed.
+var runReasons = map[string]string{
+	renovate.ReasonRegistryAuthFailed:   metrics.ReasonRegistryAuth,
+	renovate.ReasonImageLookupFailed:    metrics.ReasonImageLookup,
+	renovate.ReasonRepositoryNotUpdated: metrics.ReasonRepositoryNotUpdated,
+	renovate.ReasonPRNotOpened:          metrics.ReasonPRNotOpened,
+	renovate.ReasonNotDelivered:         metrics.ReasonNotDelivered,
+	renovate.ReasonDeliveryUnknown:      metrics.ReasonDeliveryUnknown,
+	renovate.ReasonHeldReturned:         metrics.ReasonHeldReturned,
+	"PipelineRunTimeout":                metrics.ReasonTimeout,
+	"TaskRunTimeout":                    metrics.ReasonTimeout,
+}
+
+// runReason is the bounded reason label of an ended run's metric: why it failed,
+// or "delivered"; gone, held and cancelled runs are their outcome's word.
+func runReason(s renovate.RunStatus) string {
+	switch o := runOutcome(s); {
+	case o == metrics.RunSucceeded:
+		return metrics.ReasonDelivered
+	case o != metrics.RunFailed:
+		return o
+	case s.SupersededBy != "":
+		return metrics.ReasonSuperseded
+	}
+	if r, ok := runReasons[s.Reason]; ok {
+		return r
+	}
+	return metrics.ReasonRenovateFailed
 }
 
 // runOutcome is the outcome label of an ended run.

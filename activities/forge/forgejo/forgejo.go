@@ -560,6 +560,32 @@ func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.P
 	return toPR(best), true, nil
 }
 
+// BranchPRs lists the PRs of branch in every state, newest first
+// (forge.BranchPRLister). The list has no head filter: it pages through the
+// newest PRs, up to 10 pages.
+func (c *Client) BranchPRs(ctx context.Context, branch string, max int) ([]forge.PR, error) {
+	var out []forge.PR
+	for page := 1; page <= 10 && len(out) < max; page++ {
+		ps, resp, err := c.with(ctx).ListRepoPullRequests(c.repo.Owner, c.repo.Name, gitea.ListPullRequestsOptions{
+			State: gitea.StateAll, Sort: "newest", ListOptions: gitea.ListOptions{Page: page, PageSize: 50}})
+		if err != nil {
+			return nil, classify("listing PRs of branch "+branch, err, resp)
+		}
+		for _, p := range ps {
+			if p.Head == nil || p.Head.Ref != branch || (p.Head.RepoID != 0 && p.Base != nil && p.Head.RepoID != p.Base.RepoID) {
+				continue
+			}
+			if len(out) < max {
+				out = append(out, toPR(p))
+			}
+		}
+		if len(ps) == 0 || resp == nil || resp.NextPage == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
 // CreatePR opens the PR; a draft gets the WIP: title prefix.
 func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
 	title := in.Title

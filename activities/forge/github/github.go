@@ -394,6 +394,20 @@ func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.P
 	return toPR(ps[0]), true, nil
 }
 
+// BranchPRs lists the PRs of branch in every state, newest first (forge.BranchPRLister).
+func (c *Client) BranchPRs(ctx context.Context, branch string, max int) ([]forge.PR, error) {
+	ps, resp, err := c.rest.PullRequests.List(ctx, c.repo.Owner, c.repo.Name, &gh.PullRequestListOptions{
+		State: "all", Head: c.repo.Owner + ":" + branch, Sort: "created", Direction: "desc", ListOptions: gh.ListOptions{PerPage: max}})
+	if err != nil {
+		return nil, classify("listing PRs of branch "+branch, err, resp, nil)
+	}
+	out := make([]forge.PR, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, toPR(p))
+	}
+	return out, nil
+}
+
 func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
 	p, resp, err := c.rest.PullRequests.Create(ctx, c.repo.Owner, c.repo.Name, gh.CreatePullRequest{
 		Title: new(in.Title), Head: in.Head, Base: in.Base, Body: new(in.Body), Draft: new(in.Draft)})

@@ -331,6 +331,22 @@ func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.P
 	return toPR(ms[0]), true, nil
 }
 
+// BranchPRs lists the merge requests of branch in every state, newest first
+// (forge.BranchPRLister).
+func (c *Client) BranchPRs(ctx context.Context, branch string, max int) ([]forge.PR, error) {
+	ms, resp, err := c.api.MergeRequests.ListProjectMergeRequests(c.pid, &gl.ListProjectMergeRequestsOptions{
+		ListOptions:  gl.ListOptions{PerPage: int64(max), Page: 1},
+		SourceBranch: new(branch), OrderBy: new("created_at"), Sort: new("desc")}, gl.WithContext(ctx))
+	if err != nil {
+		return nil, classify("listing merge requests of branch "+branch, err, resp)
+	}
+	out := make([]forge.PR, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, toPR(m))
+	}
+	return out, nil
+}
+
 // CreatePR opens a merge request; a draft gets the "Draft:" title prefix.
 func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
 	title := in.Title

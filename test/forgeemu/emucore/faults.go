@@ -14,6 +14,9 @@ type Failure struct {
 	RetryAfter int
 	// Scope limits a queued failure to request paths containing it ("": any).
 	Scope string
+	// WritesOnly limits it to write requests (a refused create, while the reads of
+	// the same path go through).
+	WritesOnly bool
 }
 
 // Faults are the failures a test arms on an emulator's API, and the count of its
@@ -33,6 +36,16 @@ func (f *Faults) FailNext(scope string, n, status, retryAfter int) {
 	defer f.mu.Unlock()
 	for range n {
 		f.queue = append(f.queue, Failure{Status: status, RetryAfter: retryAfter, Scope: scope})
+	}
+}
+
+// FailNextWrite queues n failures with status for the next write requests whose
+// path contains scope ("": any write), one request each; reads pass.
+func (f *Faults) FailNextWrite(scope string, n, status int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for range n {
+		f.queue = append(f.queue, Failure{Status: status, Scope: scope, WritesOnly: true})
 	}
 }
 
@@ -59,6 +72,9 @@ func (f *Faults) Admit(write bool, path string) (Failure, bool) {
 		}
 	}
 	for i, fl := range f.queue {
+		if fl.WritesOnly && !write {
+			continue
+		}
 		if fl.Scope == "" || strings.Contains(path, fl.Scope) {
 			f.queue = append(f.queue[:i], f.queue[i+1:]...)
 			return fl, true

@@ -102,3 +102,24 @@ func TestCounter(t *testing.T) {
 		t.Fatalf("count %d", c.Value())
 	}
 }
+
+// FailNextWrite fails only writes of its scope: the reads of the same path pass
+// (a client lists pull requests before it opens one) and keep the failure armed.
+func TestFailNextWriteSparesReads(t *testing.T) {
+	var f Faults
+	var none OneShot
+	h := faultyServer(t, &f, &none)
+	f.FailNextWrite("/pulls", 1, http.StatusBadGateway)
+	if code, _ := status(t, http.MethodGet, h.URL()+"/repos/a/x/pulls"); code != http.StatusOK {
+		t.Fatalf("a read of the scope: %d", code)
+	}
+	if code, _ := status(t, http.MethodPost, h.URL()+"/repos/a/x/issues"); code != http.StatusOK {
+		t.Fatalf("a write outside the scope: %d", code)
+	}
+	if code, _ := status(t, http.MethodPost, h.URL()+"/repos/a/x/pulls"); code != http.StatusBadGateway {
+		t.Fatalf("the write of the scope: %d", code)
+	}
+	if code, _ := status(t, http.MethodPost, h.URL()+"/repos/a/x/pulls"); code != http.StatusOK {
+		t.Fatalf("once: %d", code)
+	}
+}

@@ -193,6 +193,10 @@ func (s *Server) FailNextFor(owner string, n, status, retryAfter int) {
 	s.faults.FailNext(scope, n, status, retryAfter)
 }
 
+// FailNextWrite makes the next n write requests whose path contains scope fail
+// with status (a refused pull request: scope "/pulls"); reads pass.
+func (s *Server) FailNextWrite(scope string, n, status int) { s.faults.FailNextWrite(scope, n, status) }
+
 // BlobReads counts blob contents read through the API so far.
 func (s *Server) BlobReads() int { return s.blobReads.Value() }
 

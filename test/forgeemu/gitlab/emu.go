@@ -272,7 +272,12 @@ func (s *Server) FailNextFor(group string, n, status, retryAfter int) {
 	s.faults.FailNext(scope, n, status, retryAfter)
 }
 
+// FailNextWrite makes the next n write requests whose (escaped) path contains
+// scope fail with status (a refused merge request: scope "/merge_requests"); reads pass.
+func (s *Server) FailNextWrite(scope string, n, status int) { s.faults.FailNextWrite(scope, n, status) }
+
 // FailWrite lets `after` more write requests through, then fails the next write.
+
 func (s *Server) FailWrite(after, status int) { s.faults.FailWrite(after, status) }
 
 // BeforeNextCommit runs fn (once) when the next Commits API request arrives,

@@ -116,8 +116,10 @@ func nudgePRCases(t *testing.T, tn *tenant) {
 		require.True(t, ok, path)
 		require.Equal(t, content, got, "%s is outside fileMatch", path)
 	}
-	t.Logf("renovate-e2e forge=%s case=immediate files_bumped=%d pr=#%d branch=%s title=%q labels=%v run=%q",
-		forge, filesBumped, pr.Number, pr.HeadRef, pr.Title, pr.Labels, r.Cost)
+	outcome, _, _ := outcomeOf(t, tn, repo, r, n)
+	require.Equal(t, "ok", outcome, "the forge shows the digest in the PR")
+	t.Logf("renovate-e2e forge=%s case=immediate outcome=%s files_bumped=%d pr=#%d branch=%s title=%q labels=%v run=%q",
+		forge, outcome, filesBumped, pr.Number, pr.HeadRef, pr.Title, pr.Labels, r.Cost)
 
 	// b. A second build of the same component: the same PR now has its digest.
 	second, err := tn.w.registry.PushImage(ctx, strings.TrimPrefix(image, tn.w.registry.Host+"/"))
@@ -134,7 +136,9 @@ func nudgePRCases(t *testing.T, tn *tenant) {
 		got, _ := tn.forge.FileAt(t, tn.owner, repo, nudgeBranch, path)
 		require.Equal(t, strings.ReplaceAll(content, old, second), got, "%s has the second build's digest", path)
 	}
-	t.Logf("renovate-e2e forge=%s case=second-build prs=%d pr=#%d digest=%s run=%q", forge, len(prs), prs[0].Number, short(second), r.Cost)
+	outcome, _, _ = outcomeOf(t, tn, repo, r, n)
+	require.Equal(t, "ok", outcome, "the forge shows the second digest in the PR")
+	t.Logf("renovate-e2e forge=%s case=second-build outcome=%s prs=%d pr=#%d digest=%s run=%q", forge, outcome, len(prs), prs[0].Number, short(second), r.Cost)
 	headAfterSecond := prs[0].HeadSHA
 
 	// b. The first build's run, launched again and finishing after the second
@@ -196,8 +200,10 @@ func privateImageCase(t *testing.T, tn *tenant) {
 	require.Contains(t, r.Status.Message, "ServiceAccount build-pipeline-"+nudging+" in namespace "+tn.namespace,
 		"the Warning Event nudgeflow records says where the pull secret goes")
 	require.Contains(t, r.Log, "nudgeflow: Renovate could not authenticate to the image registry", "the run's log says why, where a person reads it")
-	t.Logf("renovate-e2e forge=%s case=private-image-without-credentials succeeded=%t reason=%s prs=0 run=%q",
-		forge, r.Status.Succeeded, r.Status.Reason, r.Cost)
+	outcome, _, _ := outcomeOf(t, tn, repo, r, n)
+	require.Equal(t, "failed", outcome)
+	t.Logf("renovate-e2e forge=%s case=private-image-without-credentials outcome=%s succeeded=%t reason=%s prs=0 run=%q",
+		forge, outcome, r.Status.Succeeded, r.Status.Reason, r.Cost)
 
 	n.Run = "private-pull-secret"
 	n.HostRules = []renovate.HostRule{{MatchHost: reg.Host, Username: tn.w.privateUser, Password: tn.w.privatePassword}}
@@ -209,7 +215,9 @@ func privateImageCase(t *testing.T, tn *tenant) {
 	got, ok := tn.forge.FileAt(t, tn.owner, repo, prs[0].HeadRef, "Dockerfile")
 	require.True(t, ok)
 	require.Equal(t, strings.ReplaceAll(dockerfile, old, newer), got)
-	t.Logf("renovate-e2e forge=%s case=private-image-with-pull-secret succeeded=%t prs=%d run=%q", forge, r.Status.Succeeded, len(prs), r.Cost)
+	outcome, _, _ = outcomeOf(t, tn, repo, r, n)
+	require.Equal(t, "ok", outcome)
+	t.Logf("renovate-e2e forge=%s case=private-image-with-pull-secret outcome=%s succeeded=%t prs=%d run=%q", forge, outcome, r.Status.Succeeded, len(prs), r.Cost)
 }
 
 // cancelCase is case d: a person cancels a running nudge run (spec.status
