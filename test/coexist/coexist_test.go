@@ -483,9 +483,11 @@ func succeededBuild(t *testing.T, w *world.World, ns, name, component string, n 
 			builds.AnnotationRepo: fmt.Sprintf("https://github.com/org/%s?rev=%040x", component, n)},
 	}, Spec: tektonv1.PipelineRunSpec{PipelineRef: &tektonv1.PipelineRef{Name: "docker-build"}}}
 	require.NoError(t, w.Kube.Create(ctx, plr))
-	// Now, not a fixed date: integration-service's verdict is awaited for a time
-	// after the build's end (--integration-service-deadline).
-	start := time.Now().UTC()
+	// About now, not a fixed date: integration-service's verdict is awaited for a
+	// time after the build's end (--integration-service-deadline). A round's builds
+	// start a minute after the previous round's: Kubernetes stores times to the
+	// second, and a validated edge nudges only a build newer than the last.
+	start := time.Now().UTC().Add(time.Duration(n-buildsPerSource) * time.Minute)
 	require.NoError(t, world.SetStatus(ctx, w.Kube, plr, func() {
 		konflux.SucceededBuild{ImageURL: fmt.Sprintf("quay.io/org/%s:rev%d", component, n), Digest: digest,
 			Started: start, Completed: start}.WriteStatus(plr)
