@@ -85,6 +85,9 @@ type Runner struct {
 	// step: a test's stand-in for what happens in the world while a run waits for
 	// its pod (an image push arriving late). An error fails the run.
 	BeforeRun func(ctx context.Context, plr *tektonv1.PipelineRun) error
+	// Select, when set, says which of the watched runs this runner runs (a test
+	// beside another service's nudge runs runs only nudgeflow's).
+	Select func(plr *tektonv1.PipelineRun) bool
 
 	mu      sync.Mutex
 	running map[types.NamespacedName]context.CancelFunc
@@ -133,7 +136,7 @@ func (r *Runner) watchOnce(ctx context.Context) error {
 				return nil // the server closed the watch; watch again
 			}
 			plr, isRun := ev.Object.(*tektonv1.PipelineRun)
-			if !isRun || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+			if !isRun || (ev.Type != watch.Added && ev.Type != watch.Modified) || (r.Select != nil && !r.Select(plr)) {
 				continue
 			}
 			r.observe(ctx, plr)
