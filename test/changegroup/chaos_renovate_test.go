@@ -81,7 +81,13 @@ var allChaosFaults = []chaosFault{faultPRRefused, faultPR502, faultTagNotPushed,
 //     run reads as ok and the build is lost (item 1, helper "outcome").
 //   - label-lookup-401, commit-message-quotes-error: the step greps the whole
 //     debug log and reads a delivered run as failed (item 2, helper "outcome").
-var failingOnMain = map[chaosFault]bool{faultPRRefused: true, faultPR502: true, faultLabel401: true, faultCommitQuotesFailure: true}
+//   - pruned-build-held-nudge: a group that ends without the build hands it back,
+//     and the hand-back's Nudge refuses it (BuildNotVerified: "build PipelineRun
+//     ... does not exist (any more)", the Component's last promoted image is
+//     older): the build the group had verified is lost (items 5 and 6 touch this
+//     path, helper "handback"; seen with seed 1).
+var failingOnMain = map[chaosFault]bool{faultPRRefused: true, faultPR502: true, faultLabel401: true, faultCommitQuotesFailure: true,
+	faultPrunedHeldBuild: true}
 
 // enabledChaosFaults are the kinds this run injects.
 func enabledChaosFaults() map[chaosFault]bool {
