@@ -35,16 +35,21 @@ type chaosBuild struct {
 
 // TestChangeGroupChaos drives groups through a seeded random mix of everything that
 // happens to them — builds, rebuilds and late older builds, drops, spec edits,
-// release-now and rebase, human commits, merges, closes, deletes, worker restarts,
-// forge 5xx and 429, a GraphQL secondary rate limit at release, groups applied with
-// an override already set — then ends every group and checks the rule of issue 9:
-// every build of every member is in a merged PR or was nudged normally (or
-// superseded by a newer build of the same component that was), no group is left
-// active, and the held-nudge reconciler did not loop. Nudged normally means a
-// Renovate PipelineRun of the build exists and was not held (issue 21: a Nudge
-// workflow alone proves nothing, its launch may have been refused); the bundle is
-// nudgeable (its forge is named), so a hand-back's Nudge really launches one.
-// NUDGEFLOW_CHAOS_SEEDS=N runs seeds 1..N.
+// release-now and rebase, human commits, merges, closes, deletes, worker replicas
+// SIGKILLed, forge 5xx and 429, a GraphQL secondary rate limit at release, groups
+// applied with an override already set, Renovate faults (chaos_renovate_test.go) —
+// then ends every group and checks the rule of issues 9 and 32: every build of
+// every member is delivered — its digest is on the base branch, in an open or
+// merged PR of its nudge branch, in a merged group PR, or it was nudged by
+// build-service's own run (not intercepted) — or superseded by a newer build of the
+// same component that was; no push takes a digest backwards; no group is left
+// active, and the held-nudge reconciler did not loop. nudgeflow's Renovate runs are
+// run by the scripted Renovate (chaos_renovate_test.go) with nudgeflow's own step,
+// so the forge, not the run's existence, says what was delivered (issue 21: a
+// Nudge workflow alone proves nothing). The bundle is nudgeable (its forge is
+// named), so a hand-back's Nudge really launches one.
+// NUDGEFLOW_CHAOS_SEEDS=N runs seeds 1..N; NUDGEFLOW_CHAOS_FAULTS picks the fault
+// kinds (enabledChaosFaults).
 func TestChangeGroupChaos(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	if one, err := strconv.Atoi(os.Getenv("NUDGEFLOW_CHAOS_SEED")); err == nil {
