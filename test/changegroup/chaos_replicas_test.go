@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,38 +19,49 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
-// workerReplicas are the chaos world's workers: two `nudgeflow worker` OS
-// processes on the package's task queue (the in-process worker is stopped
-// meanwhile), one of which a seed SIGKILLs at random points and restarts. An
-// activity the killed process had started is retried by Temporal once its
-// StartToClose timeout passes (killedActivityDelay); the other replica takes every
-// other task meanwhile.
-type workerReplicas struct {
+// chaosReplicas are the chaos world's replicas, as OS processes a seed SIGKILLs at
+// random points and restarts:
+//   - two `nudgeflow worker` processes on the package's task queue (the in-process
+//     worker is stopped meanwhile). An activity a killed process had started is
+//     retried by Temporal once its StartToClose timeout passes (killedActivityDelay);
+//     the other replica takes every other task meanwhile.
+//   - two `nudgeflow bridge` processes with leader election on (a Lease in a
+//     namespace of their own): the leader reconciles, the other waits for the
+//     Lease. The package's in-process bridge keeps running beside them: the API
+//     server's admission webhooks and the forge webhook receiver are its (one
+//     webhook address, as the world configured it), and its reconcilers run too,
+//     as a second active bridge would during a rollout: the bridge is stateless and
+//     idempotent (DESIGN.md rule 2), which the kills mid-reconcile exercise.
+type chaosReplicas struct {
 	mu    sync.Mutex
-	procs []*workerProcess
+	procs map[string][]*workerProcess
 	kills int
 }
 
-func startWorkerReplicas(t *testing.T) *workerReplicas {
+func startChaosReplicas(t *testing.T) *chaosReplicas {
 	w := world.Get(t)
 	shared.worker.Stop()
 	bin := buildBinary(t)
-	r := &workerReplicas{}
+	r := &chaosReplicas{procs: map[string][]*workerProcess{}}
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+w.Temporal.Address, "TEMPORAL_NAMESPACE="+w.Temporal.Namespace)
+	leases := w.Namespace(t)
+	_, _, certDir := w.WebhookServer()
 	for i := range 2 {
-		logs, err := os.Create(filepath.Join(w.LogDir, fmt.Sprintf("chaos-worker-%d.log", i)))
-		require.NoError(t, err)
-		p := &workerProcess{t: t, bin: bin, logs: logs,
-			args: []string{"worker", "--kubeconfig", w.Kubeconfig(t), "--task-queue", taskQueue, "--bot-name", bot.Name, "--bot-email", bot.Email},
-			env:  append(os.Environ(), "TEMPORAL_ADDRESS="+w.Temporal.Address, "TEMPORAL_NAMESPACE="+w.Temporal.Namespace),
-		}
-		p.start()
-		r.procs = append(r.procs, p)
+		r.add(t, w, "worker", i, &workerProcess{t: t, bin: bin, env: env,
+			args: []string{"worker", "--kubeconfig", w.Kubeconfig(t), "--task-queue", taskQueue, "--bot-name", bot.Name, "--bot-email", bot.Email}})
+		r.add(t, w, "bridge", i, &workerProcess{t: t, bin: bin, env: env,
+			args: []string{"bridge", "--kubeconfig", w.Kubeconfig(t), "--task-queue", taskQueue,
+				"--leader-elect", "--leader-election-namespace", leases,
+				"--webhook-port", fmt.Sprint(freePort(t)), "--webhook-cert-dir", certDir, "--health-probe-bind-address", "0",
+				"--changegroup-debounce", settings.Debounce.String(), "--changegroup-poll-interval", settings.PollInterval.String()}})
 	}
 	t.Cleanup(func() {
-		for _, p := range r.procs {
-			p.t = t
-			p.kill()
-			_ = p.logs.Close()
+		for _, ps := range r.procs {
+			for _, p := range ps {
+				p.t = t
+				p.kill()
+				_ = p.logs.Close()
+			}
 		}
 		shared.worker = startWorker(w)
 		require.NoError(t, shared.worker.Start())
@@ -57,21 +69,36 @@ func startWorkerReplicas(t *testing.T) *workerReplicas {
 	return r
 }
 
-// killOne SIGKILLs a replica the seed picks, in whatever it is doing, and starts
-// it again.
-func (r *workerReplicas) killOne(t *testing.T, rng *rand.Rand) {
+func (r *chaosReplicas) add(t *testing.T, w *world.World, kind string, i int, p *workerProcess) {
+	logs, err := os.Create(filepath.Join(w.LogDir, fmt.Sprintf("chaos-%s-%d.log", kind, i)))
+	require.NoError(t, err)
+	p.logs = logs
+	p.start()
+	r.procs[kind] = append(r.procs[kind], p)
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// killOne SIGKILLs a replica of kind ("worker" or "bridge") the seed picks, in
+// whatever it is doing, and starts it again.
+func (r *chaosReplicas) killOne(t *testing.T, rng *rand.Rand, kind string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := rng.IntN(len(r.procs))
-	p := r.procs[i]
+	i := rng.IntN(len(r.procs[kind]))
+	p := r.procs[kind][i]
 	p.t = t
-	t.Logf("SIGKILL worker replica %d (pid %d)", i, p.cmd.Process.Pid)
+	t.Logf("SIGKILL %s replica %d (pid %d)", kind, i, p.cmd.Process.Pid)
 	p.kill()
 	r.kills++
 	p.start()
 }
 
-func (r *workerReplicas) killed() int {
+func (r *chaosReplicas) killed() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.kills

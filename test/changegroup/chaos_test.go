@@ -61,7 +61,7 @@ func TestChangeGroupChaos(t *testing.T) {
 		}
 	}
 	faults := enabledChaosFaults()
-	replicas := startWorkerReplicas(t)
+	replicas := startChaosReplicas(t)
 	total, delivered := 0, 0
 	var lost, misread []string
 	injected := map[chaosFault]int{}
@@ -101,14 +101,15 @@ type chaosResult struct {
 	injected                  map[chaosFault]int
 }
 
-func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *workerReplicas) chaosResult {
+func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *chaosReplicas) chaosResult {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	members := []string{"c0", "c1", "c2", "c3"}
 	s := newScenario(t, members...)
 	s.nudgeable()
 	sr := startScriptedRenovate(t, s)
-	// The replica kill every seed makes, at a step it picks (op 86-90 kill more).
-	killAt := rng.IntN(20)
+	// The replica kills every seed makes, a worker and a bridge at steps it picks
+	// (op 86-90 kill more).
+	killWorkerAt, killBridgeAt := rng.IntN(20), rng.IntN(20)
 	t.Cleanup(shared.emu.ClearGraphQLFaults)
 	ctx := context.Background()
 	var builds []chaosBuild
@@ -240,13 +241,16 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *w
 		case op < 86:
 			_ = s.w.Kube.Delete(ctx, s.group(active))
 		case op < 91:
-			replicas.killOne(t, rng)
+			replicas.killOne(t, rng, []string{"worker", "bridge"}[rng.IntN(2)])
 		default:
 			status := []int{502, 429}[rng.IntN(2)]
 			shared.emu.FailNextFor(s.ns, 1+rng.IntN(3), status, 1)
 		}
-		if step == killAt {
-			replicas.killOne(t, rng)
+		if step == killWorkerAt {
+			replicas.killOne(t, rng, "worker")
+		}
+		if step == killBridgeAt {
+			replicas.killOne(t, rng, "bridge")
 		}
 	}
 
