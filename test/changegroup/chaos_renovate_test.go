@@ -81,13 +81,16 @@ var allChaosFaults = []chaosFault{faultPRRefused, faultPR502, faultTagNotPushed,
 //     run reads as ok and the build is lost (item 1, helper "outcome").
 //   - label-lookup-401, commit-message-quotes-error: the step greps the whole
 //     debug log and reads a delivered run as failed (item 2, helper "outcome").
+//   - builds-race: the newer build's run delivers, then the older build's Nudge
+//     launches and its run writes the older digest over it (rolled_back; item 4,
+//     helper "handback"; seen with seed 3).
 //   - pruned-build-held-nudge: a group that ends without the build hands it back,
 //     and the hand-back's Nudge refuses it (BuildNotVerified: "build PipelineRun
 //     ... does not exist (any more)", the Component's last promoted image is
 //     older): the build the group had verified is lost (items 5 and 6 touch this
 //     path, helper "handback"; seen with seed 1).
 var failingOnMain = map[chaosFault]bool{faultPRRefused: true, faultPR502: true, faultLabel401: true, faultCommitQuotesFailure: true,
-	faultPrunedHeldBuild: true}
+	faultBuildsRace: true, faultPrunedHeldBuild: true}
 
 // enabledChaosFaults are the kinds this run injects.
 func enabledChaosFaults() map[chaosFault]bool {
@@ -148,7 +151,9 @@ type scriptedRenovate struct {
 // startScriptedRenovate runs the scenario's namespace's nudgeflow Renovate runs
 // until the test ends.
 func startScriptedRenovate(t *testing.T, s *scenario) *scriptedRenovate {
-	dir := t.TempDir()
+	// Under the world's log folder, kept when a test fails: each run's log
+	// (runs/<ns>/<run>.log) and what the script did (scripted/trace.log).
+	dir := filepath.Join(s.w.LogDir, "scripted-renovate", s.ns)
 	tools := filepath.Join(dir, "bin")
 	require.NoError(t, os.MkdirAll(tools, 0o755))
 	// The fake renovate: the run is named by the path plrunner gives its config
@@ -247,12 +252,26 @@ func (sr *scriptedRenovate) scriptedRun(ctx context.Context, plr *tektonv1.Pipel
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
+	sr.trace("%s build %s workflow %s: exit %d, last line %q", plr.Name, konflux.NudgingPipelineKey.Get(plr.Annotations),
+		plr.Annotations[renovate.AnnotationWorkflowID], rc, records[len(records)-1].msg)
 	for ext, body := range map[string]string{".console": console, ".json": jsonLog, ".rc": fmt.Sprint(rc)} {
 		if err := os.WriteFile(out+ext, []byte(body), 0o600); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// trace appends a line to scripted/trace.log.
+func (sr *scriptedRenovate) trace(format string, args ...any) {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	f, err := os.OpenFile(filepath.Join(sr.dir, "scripted", "trace.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, time.Now().Format("15:04:05.000 ")+format+"\n", args...)
 }
 
 // renovateLogs renders what Renovate logs: the console log tenants read (LOG_LEVEL
@@ -287,6 +306,9 @@ func (sr *scriptedRenovate) renovate(ctx context.Context, plr *tektonv1.Pipeline
 		base = cfg.Repositories[0].BaseBranches[0]
 	}
 	fault := sr.takeFault(plr, build)
+	if fault != "" {
+		sr.trace("%s meets %s", plr.Name, fault)
+	}
 	logs := []logRecord{{"INFO", "Repository started"}}
 	if fault == faultCommitQuotesFailure {
 		// A person's commit on the base branch titled with a failure line.

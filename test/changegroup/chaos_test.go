@@ -155,8 +155,10 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 		} else {
 			// nudgeflow nudges it (it took the edge over): the Nudge's own Renovate
 			// run is held by the active group, which burns the Nudge's ID (issue 21, F1).
-			// A failed run is retried after seconds, not the default minutes.
-			req := nudge.Request{Namespace: s.ns, Nudging: c, Nudged: "bundle", Mode: "immediate", Tuning: nudge.Tuning{RetryBackoff: 2 * time.Second},
+			// A failed run is retried after seconds, not the default minutes, and
+			// a run's end the bridge's signal missed (a bridge killed) is polled
+			// for after seconds too.
+			req := nudge.Request{Namespace: s.ns, Nudging: c, Nudged: "bundle", Mode: "immediate", Tuning: nudge.Tuning{RetryBackoff: 2 * time.Second, PollInterval: 10 * time.Second},
 				Build: nudge.Build{ImageURL: imageOf(c) + ":on-push", Digest: d, PullSpec: imageOf(c) + "@" + d,
 					BuildPipelineRun: b.Name, BuildUID: string(b.UID), BuiltAt: b.Status.StartTime.Time}}
 			sr.ownNudge(nudge.WorkflowID(s.ns, string(b.UID), "bundle"))
