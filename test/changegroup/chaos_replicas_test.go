@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,8 @@ import (
 type chaosReplicas struct {
 	mu    sync.Mutex
 	procs map[string][]*workerProcess
+	// since is where each process's log stood when it last started.
+	since map[*workerProcess]int64
 	kills int
 }
 
@@ -42,7 +45,7 @@ func startChaosReplicas(t *testing.T) *chaosReplicas {
 	w := world.Get(t)
 	shared.worker.Stop()
 	bin := buildBinary(t)
-	r := &chaosReplicas{procs: map[string][]*workerProcess{}}
+	r := &chaosReplicas{procs: map[string][]*workerProcess{}, since: map[*workerProcess]int64{}}
 	env := append(os.Environ(), "TEMPORAL_ADDRESS="+w.Temporal.Address, "TEMPORAL_NAMESPACE="+w.Temporal.Namespace)
 	leases := w.Namespace(t)
 	_, _, certDir := w.WebhookServer()
@@ -73,8 +76,27 @@ func (r *chaosReplicas) add(t *testing.T, w *world.World, kind string, i int, p 
 	logs, err := os.Create(filepath.Join(w.LogDir, fmt.Sprintf("chaos-%s-%d.log", kind, i)))
 	require.NoError(t, err)
 	p.logs = logs
-	p.start()
+	r.start(p)
 	r.procs[kind] = append(r.procs[kind], p)
+}
+
+func (r *chaosReplicas) start(p *workerProcess) {
+	if st, err := p.logs.Stat(); err == nil {
+		r.since[p] = st.Size()
+	}
+	p.start()
+}
+
+// leader is the bridge replica that holds the Lease: the one whose log says it
+// acquired it since it last started (-1 when none does yet).
+func (r *chaosReplicas) leader() int {
+	for i, p := range r.procs["bridge"] {
+		b, err := os.ReadFile(p.logs.Name())
+		if err == nil && int64(len(b)) > r.since[p] && strings.Contains(string(b[r.since[p]:]), "successfully acquired lease") {
+			return i
+		}
+	}
+	return -1
 }
 
 func freePort(t *testing.T) int {
@@ -84,18 +106,23 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// killOne SIGKILLs a replica of kind ("worker" or "bridge") the seed picks, in
-// whatever it is doing, and starts it again.
+// killOne SIGKILLs a replica of kind ("worker" or "bridge"), in whatever it is
+// doing, and starts it again: a worker the seed picks; the bridge that leads (a
+// standby's death changes nothing), else one the seed picks. The other bridge
+// takes the Lease once it expires (--leader-elect-lease-duration).
 func (r *chaosReplicas) killOne(t *testing.T, rng *rand.Rand, kind string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := rng.IntN(len(r.procs[kind]))
+	if l := r.leader(); kind == "bridge" && l >= 0 {
+		i = l
+	}
 	p := r.procs[kind][i]
 	p.t = t
 	t.Logf("SIGKILL %s replica %d (pid %d)", kind, i, p.cmd.Process.Pid)
 	p.kill()
 	r.kills++
-	p.start()
+	r.start(p)
 }
 
 func (r *chaosReplicas) killed() int {

@@ -140,11 +140,18 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 		active = name
 	}
 	newGroup := func() { newGroupWith(false) }
-	// by says who nudges a build: 0 random, 1 build-service, 2 nudgeflow.
+	// by says who nudges a build: 0 random, 1 build-service, 2 nudgeflow, 3 the
+	// test alone (a Nudge it starts with short retries and no PaC event type on
+	// the build, so the bridge starts none with the default tuning under the same ID).
 	buildBy := func(c string, at time.Time, by int, fault chaosFault) chaosBuild {
 		counter[c]++
 		d := digestOf(c, counter[c]+100*int(seed))
-		b := s.buildRun(c, d, at)
+		var b *tektonv1.PipelineRun
+		if by == 3 {
+			b = s.buildRunWith(c, d, at, map[string]string{})
+		} else {
+			b = s.buildRun(c, d, at)
+		}
 		sr.push(b.Name, c, d, b.Status.StartTime.Time)
 		cb := chaosBuild{component: c, digest: d, uid: string(b.UID), build: b.Name, builtAt: b.Status.StartTime.Time}
 		if by == 0 {
@@ -329,7 +336,7 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 		if faults[k] && runnerFault(k) {
 			c := members[rng.IntN(len(members))]
 			t.Logf("seed %d: %s on a build of %s", seed, k, c)
-			buildBy(c, time.Now(), 2, k)
+			buildBy(c, time.Now(), 3, k)
 		}
 	}
 	if faults[faultBuildsRace] {
@@ -337,8 +344,8 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 		// starts first, the older's right after it.
 		c := members[rng.IntN(len(members))]
 		now := time.Now()
-		newer := buildBy(c, now, 2, "")
-		older := buildBy(c, now.Add(-10*time.Second), 2, "")
+		newer := buildBy(c, now, 3, "")
+		older := buildBy(c, now.Add(-10*time.Second), 3, "")
 		t.Logf("seed %d: builds %s (older) and %s race to %s", seed, older.build, newer.build, nudgeBranch("bundle", c))
 		sr.count(faultBuildsRace)
 	}
