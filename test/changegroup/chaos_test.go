@@ -336,7 +336,14 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 		if faults[k] && runnerFault(k) {
 			c := members[rng.IntN(len(members))]
 			t.Logf("seed %d: %s on a build of %s", seed, k, c)
-			buildBy(c, time.Now(), 3, k)
+			fb := buildBy(c, time.Now(), 3, k)
+			// One at a time: a later build of the same component would supersede
+			// this one before its run met the fault.
+			id := nudge.WorkflowID(s.ns, fb.uid, "bundle")
+			_, _ = world.Poll(2*time.Minute, func() (bool, error) {
+				d, err := s.w.TemporalClient.DescribeWorkflowExecution(ctx, id, "")
+				return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+			})
 		}
 	}
 	if faults[faultBuildsRace] {
