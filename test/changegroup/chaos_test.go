@@ -35,16 +35,21 @@ type chaosBuild struct {
 
 // TestChangeGroupChaos drives groups through a seeded random mix of everything that
 // happens to them — builds, rebuilds and late older builds, drops, spec edits,
-// release-now and rebase, human commits, merges, closes, deletes, worker restarts,
-// forge 5xx and 429, a GraphQL secondary rate limit at release, groups applied with
-// an override already set — then ends every group and checks the rule of issue 9:
-// every build of every member is in a merged PR or was nudged normally (or
-// superseded by a newer build of the same component that was), no group is left
-// active, and the held-nudge reconciler did not loop. Nudged normally means a
-// Renovate PipelineRun of the build exists and was not held (issue 21: a Nudge
-// workflow alone proves nothing, its launch may have been refused); the bundle is
-// nudgeable (its forge is named), so a hand-back's Nudge really launches one.
-// NUDGEFLOW_CHAOS_SEEDS=N runs seeds 1..N.
+// release-now and rebase, human commits, merges, closes, deletes, worker replicas
+// SIGKILLed, forge 5xx and 429, a GraphQL secondary rate limit at release, groups
+// applied with an override already set, Renovate faults (chaos_renovate_test.go) —
+// then ends every group and checks the rule of issues 9 and 32: every build of
+// every member is delivered — its digest is on the base branch, in an open or
+// merged PR of its nudge branch, in a merged group PR, or it was nudged by
+// build-service's own run (not intercepted) — or superseded by a newer build of the
+// same component that was; no push takes a digest backwards; no group is left
+// active, and the held-nudge reconciler did not loop. nudgeflow's Renovate runs are
+// run by the scripted Renovate (chaos_renovate_test.go) with nudgeflow's own step,
+// so the forge, not the run's existence, says what was delivered (issue 21: a
+// Nudge workflow alone proves nothing). The bundle is nudgeable (its forge is
+// named), so a hand-back's Nudge really launches one.
+// NUDGEFLOW_CHAOS_SEEDS=N runs seeds 1..N; NUDGEFLOW_CHAOS_FAULTS picks the fault
+// kinds (enabledChaosFaults).
 func TestChangeGroupChaos(t *testing.T) {
 	seeds := []uint64{1, 2, 3}
 	if one, err := strconv.Atoi(os.Getenv("NUDGEFLOW_CHAOS_SEED")); err == nil {
@@ -55,26 +60,56 @@ func TestChangeGroupChaos(t *testing.T) {
 			seeds = append(seeds, uint64(i))
 		}
 	}
+	faults := enabledChaosFaults()
+	replicas := startChaosReplicas(t)
 	total, delivered := 0, 0
-	var lost []string
+	var lost, misread []string
+	injected := map[chaosFault]int{}
+	rolledBack := 0
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
-			b, d, l := runChaos(t, seed)
-			total, delivered = total+b, delivered+d
-			lost = append(lost, l...)
+			r := runChaos(t, seed, faults, replicas)
+			total, delivered = total+r.builds, delivered+r.builds-len(r.lost)
+			lost, misread = append(lost, r.lost...), append(misread, r.misread...)
+			rolledBack += len(r.rolledBack)
+			for k, n := range r.injected {
+				injected[k] += n
+			}
 		})
 	}
-	fmt.Printf("changegroup-chaos seeds=%d builds=%d delivered=%d lost=%d\n", len(seeds), total, delivered, len(lost))
-	fmt.Printf("changegroup-chaos races: human_pushes_injected=%d forged_events=%d overwritten_human_commits=%d forged_endings=%d\n",
-		chaosRaceTotals.injected, chaosRaceTotals.forged, chaosRaceTotals.overwritten, chaosRaceTotals.forgedEndings)
+	var kinds []string
+	f := 0
+	for _, k := range allChaosFaults {
+		if injected[k] > 0 {
+			kinds = append(kinds, fmt.Sprintf("%s:%d", k, injected[k]))
+		}
+		f += injected[k]
+	}
+	fmt.Printf("changegroup-chaos seeds=%d builds=%d delivered=%d lost=%d overwritten_human_commits=%d forged_endings=%d renovate_faults=%d replica_kills=%d rolled_back=%d\n",
+		len(seeds), total, delivered, len(lost), chaosRaceTotals.overwritten, chaosRaceTotals.forgedEndings, f, replicas.killed(), rolledBack)
+	fmt.Printf("changegroup-chaos races: human_pushes_injected=%d forged_events=%d misread_runs=%d fault_kinds=%s\n",
+		chaosRaceTotals.injected, chaosRaceTotals.forged, len(misread), strings.Join(kinds, ","))
 	require.Empty(t, lost, "builds lost")
+	require.Empty(t, misread, "runs that delivered read as failed")
+	require.Zero(t, rolledBack, "digests rolled back")
 }
 
-func runChaos(t *testing.T, seed uint64) (int, int, []string) {
+// chaosResult is what one seed counted.
+type chaosResult struct {
+	builds                    int
+	lost, misread, rolledBack []string
+	injected                  map[chaosFault]int
+}
+
+func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *chaosReplicas) chaosResult {
 	rng := rand.New(rand.NewPCG(seed, 9))
 	members := []string{"c0", "c1", "c2", "c3"}
 	s := newScenario(t, members...)
 	s.nudgeable()
+	sr := startScriptedRenovate(t, s)
+	// The replica kills every seed makes, a worker and a bridge at steps it picks
+	// (op 86-90 kill more).
+	killWorkerAt, killBridgeAt := rng.IntN(20), rng.IntN(20)
 	t.Cleanup(shared.emu.ClearGraphQLFaults)
 	ctx := context.Background()
 	var builds []chaosBuild
@@ -105,30 +140,54 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 		active = name
 	}
 	newGroup := func() { newGroupWith(false) }
-	build := func(c string, older bool) {
+	// by says who nudges a build: 0 random, 1 build-service, 2 nudgeflow, 3 the
+	// test alone (a Nudge it starts with short retries and no PaC event type on
+	// the build, so the bridge starts none with the default tuning under the same ID).
+	buildBy := func(c string, at time.Time, by int, fault chaosFault) chaosBuild {
 		counter[c]++
-		at := time.Now()
-		if older {
-			at = at.Add(-time.Hour) // a build that started long ago finishes late
-		}
 		d := digestOf(c, counter[c]+100*int(seed))
-		b := s.buildRun(c, d, at)
+		var b *tektonv1.PipelineRun
+		if by == 3 {
+			b = s.buildRunWith(c, d, at, map[string]string{})
+		} else {
+			b = s.buildRun(c, d, at)
+		}
+		sr.push(b.Name, c, d, b.Status.StartTime.Time)
 		cb := chaosBuild{component: c, digest: d, uid: string(b.UID), build: b.Name, builtAt: b.Status.StartTime.Time}
-		if rng.IntN(2) == 0 {
+		if by == 0 {
+			by = 1 + rng.IntN(2)
+		}
+		if by == 1 {
 			cb.nudgePLR = s.nudge(c, []string{"bundle"}, b.Name).Name // build-service nudges it
 		} else {
 			// nudgeflow nudges it (it took the edge over): the Nudge's own Renovate
 			// run is held by the active group, which burns the Nudge's ID (issue 21, F1).
-			req := nudge.Request{Namespace: s.ns, Nudging: c, Nudged: "bundle", Mode: "immediate",
+			// A failed run is retried after seconds, not the default minutes, and
+			// a run's end the bridge's signal missed (a bridge killed) is polled
+			// for after seconds too.
+			req := nudge.Request{Namespace: s.ns, Nudging: c, Nudged: "bundle", Mode: "immediate", Tuning: nudge.Tuning{RetryBackoff: 2 * time.Second, PollInterval: 10 * time.Second},
 				Build: nudge.Build{ImageURL: imageOf(c) + ":on-push", Digest: d, PullSpec: imageOf(c) + "@" + d,
 					BuildPipelineRun: b.Name, BuildUID: string(b.UID), BuiltAt: b.Status.StartTime.Time}}
+			sr.ownNudge(nudge.WorkflowID(s.ns, string(b.UID), "bundle"))
+			if fault != "" {
+				sr.plan(b.Name, fault)
+			}
 			require.NoError(t, nudge.Start(ctx, s.w.TemporalClient, taskQueue, req))
 		}
 		builds = append(builds, cb)
+		return cb
 	}
+	build := func(c string, older bool) {
+		at := time.Now()
+		if older {
+			at = at.Add(-time.Hour) // a build that started long ago finishes late
+		}
+		buildBy(c, at, 0, "")
+	}
+	// openPR is the open pull request of a group (not a nudge branch's).
 	openPR := func() (githubemu.PR, bool) {
 		for _, pr := range shared.emu.PRs(s.ns, "bundle") {
-			if pr.State == "open" {
+			if pr.State == "open" && !strings.HasPrefix(pr.Head, renovate.BranchPrefix) {
 				return pr, true
 			}
 		}
@@ -191,14 +250,28 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 		case op < 86:
 			_ = s.w.Kube.Delete(ctx, s.group(active))
 		case op < 91:
-			restartWorker(t, s.w)
+			replicas.killOne(t, rng, []string{"worker", "bridge"}[rng.IntN(2)])
 		default:
 			status := []int{502, 429}[rng.IntN(2)]
 			shared.emu.FailNextFor(s.ns, 1+rng.IntN(3), status, 1)
 		}
+		if step == killWorkerAt {
+			replicas.killOne(t, rng, "worker")
+		}
+		if step == killBridgeAt {
+			replicas.killOne(t, rng, "bridge")
+		}
 	}
 
 	race := injectChaosRaces(t, s, active, func() string { newGroupWith(true); return active }, func(c string) { build(c, false) })
+	if faults[faultPrunedHeldBuild] {
+		// The race group collects: a build it holds loses its build PipelineRun
+		// (pruned) before the group ends (merged below, or cancelled).
+		b := buildBy(s.components[2], time.Now(), 1, "")
+		if pruneHeldBuild(t, s, race.group, b) {
+			sr.count(faultPrunedHeldBuild)
+		}
+	}
 	before := reconcileTrouble(t)
 	limited := false
 	// End every group still collecting: merge its PR if it has one, else cancel it.
@@ -257,6 +330,33 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 		})
 	}
 
+	// No group collects now: every run is nudgeflow's own and reaches the
+	// scripted Renovate, which injects each enabled fault into one build's run.
+	for _, k := range allChaosFaults {
+		if faults[k] && runnerFault(k) {
+			c := members[rng.IntN(len(members))]
+			t.Logf("seed %d: %s on a build of %s", seed, k, c)
+			fb := buildBy(c, time.Now(), 3, k)
+			// One at a time: a later build of the same component would supersede
+			// this one before its run met the fault.
+			id := nudge.WorkflowID(s.ns, fb.uid, "bundle")
+			_, _ = world.Poll(2*time.Minute, func() (bool, error) {
+				d, err := s.w.TemporalClient.DescribeWorkflowExecution(ctx, id, "")
+				return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+			})
+		}
+	}
+	if faults[faultBuildsRace] {
+		// Two builds of one component race to its nudge branch: the newer's Nudge
+		// starts first, the older's right after it.
+		c := members[rng.IntN(len(members))]
+		now := time.Now()
+		newer := buildBy(c, now, 3, "")
+		older := buildBy(c, now.Add(-10*time.Second), 3, "")
+		t.Logf("seed %d: builds %s (older) and %s race to %s", seed, older.build, newer.build, nudgeBranch("bundle", c))
+		sr.count(faultBuildsRace)
+	}
+
 	// Hand-backs are asynchronous: wait, with a deadline, for every build to arrive.
 	var lost []string
 	_, _ = world.Poll(2*time.Minute, func() (bool, error) {
@@ -279,7 +379,16 @@ func runChaos(t *testing.T, seed uint64) (int, int, []string) {
 	// The bound: a Temporal or API blip may fail a reconcile once or twice while
 	// groups end; a loop (the 1 Hz requeue this replaced) would add dozens.
 	require.LessOrEqual(t, reconcileTrouble(t)-before, 5.0, "seed %d: the held-nudge reconciler looped", seed)
-	return len(builds), len(builds) - len(lost), lost
+	misread := sr.misread()
+	for _, m := range misread {
+		t.Errorf("seed %d: %s", seed, m)
+	}
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	for _, r := range sr.rolledBack {
+		t.Errorf("seed %d: rolled back: %s", seed, r)
+	}
+	return chaosResult{builds: len(builds), lost: lost, misread: misread, rolledBack: sr.rolledBack, injected: sr.injected}
 }
 
 // chaosLost lists the builds no path delivered.
@@ -294,23 +403,12 @@ func chaosLost(s *scenario, builds []chaosBuild) []string {
 			merged[c+"@"+d] = true
 		}
 	}
-	var renovateRuns tektonv1.PipelineRunList
-	if err := s.w.Kube.List(ctx, &renovateRuns, ctrlclient.InNamespace(s.ns),
-		ctrlclient.MatchingLabels{renovate.LabelManagedBy: renovate.ManagedByNudgeflow}); err != nil {
-		return []string{fmt.Sprintf("listing Renovate runs: %v", err)}
-	}
-	nudged := map[string]bool{} // build PipelineRun -> a Renovate run of it that was not held
-	for _, r := range renovateRuns.Items {
-		if r.Spec.Status != tektonv1.PipelineRunSpecStatusCancelled && r.Annotations[konflux.AnnotationHeldBy] == "" {
-			nudged[r.Annotations[renovate.AnnotationNudgingPipeline]] = true
-		}
-	}
 	direct := func(b chaosBuild) bool {
 		if merged[b.component+"@"+b.digest] {
 			return true
 		}
-		if nudged[b.build] {
-			return true // nudgeflow's Nudge launched Renovate for it
+		if deliveredOnForge(s, b.component, b.digest) {
+			return true // nudgeflow's Renovate run delivered it (the forge says so)
 		}
 		var plr tektonv1.PipelineRun
 		if b.nudgePLR == "" {
@@ -359,15 +457,6 @@ func (s *scenario) csvDigestsAt(sha string) map[string]string {
 		}
 	}
 	return out
-}
-
-// restartWorker stops the package's worker and starts a fresh one, as a crash and
-// a restart would (activities in flight are retried after their timeouts).
-func restartWorker(t *testing.T, w *world.World) {
-	t.Helper()
-	shared.worker.Stop()
-	shared.worker = startWorker(w)
-	require.NoError(t, shared.worker.Start())
 }
 
 // explainChaos logs what each build's nudge PipelineRun says and what each group's

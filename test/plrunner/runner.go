@@ -53,6 +53,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/apis"
@@ -85,6 +86,9 @@ type Runner struct {
 	// step: a test's stand-in for what happens in the world while a run waits for
 	// its pod (an image push arriving late). An error fails the run.
 	BeforeRun func(ctx context.Context, plr *tektonv1.PipelineRun) error
+	// Select, when set, says which of the watched runs this runner runs (a test
+	// beside another service's nudge runs runs only nudgeflow's).
+	Select func(plr *tektonv1.PipelineRun) bool
 
 	mu      sync.Mutex
 	running map[types.NamespacedName]context.CancelFunc
@@ -133,7 +137,7 @@ func (r *Runner) watchOnce(ctx context.Context) error {
 				return nil // the server closed the watch; watch again
 			}
 			plr, isRun := ev.Object.(*tektonv1.PipelineRun)
-			if !isRun || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+			if !isRun || (ev.Type != watch.Added && ev.Type != watch.Modified) || (r.Select != nil && !r.Select(plr)) {
 				continue
 			}
 			r.observe(ctx, plr)
@@ -188,8 +192,15 @@ func (r *Runner) observe(ctx context.Context, plr *tektonv1.PipelineRun) {
 	}()
 }
 
+// statusRetry retries a status write that met a conflict: other controllers (the
+// bridge's branch queue, a ChangeGroup's hold, supersession) annotate a run while
+// it runs, several at once when bridges run side by side, and a run's end that is
+// never written leaves its Nudge waiting for good. retry.DefaultRetry gives up
+// after about 50 ms; this keeps trying for about 15 s.
+var statusRetry = wait.Backoff{Steps: 30, Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Cap: time.Second}
+
 func (r *Runner) writeStatus(ctx context.Context, key types.NamespacedName, mutate func(*tektonv1.PipelineRunStatus)) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(statusRetry, func() error {
 		var cur tektonv1.PipelineRun
 		if err := r.Client.Get(ctx, key, &cur); err != nil {
 			return err
@@ -243,11 +254,24 @@ func (r *Runner) execute(ctx context.Context, plr *tektonv1.PipelineRun) {
 	done := metav1.Now()
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	_ = r.writeStatus(bg, key, func(s *tektonv1.PipelineRunStatus) {
+	if err := r.writeStatus(bg, key, func(s *tektonv1.PipelineRunStatus) {
 		s.CompletionTime = &done
 		s.Results = pipelineResults(plr, results)
 		s.SetCondition(cond)
-	})
+	}); err != nil {
+		// Said in the run's log: a run whose end is not written looks running forever.
+		r.noteInLog(plr, "writing the run's end failed: "+err.Error())
+	}
+}
+
+// noteInLog appends a runner's line to the run's log.
+func (r *Runner) noteInLog(plr *tektonv1.PipelineRun, note string) {
+	f, err := os.OpenFile(r.LogPath(plr.Namespace, plr.Name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "--- runner: %s\n", note)
 }
 
 func (r *Runner) beforeRun(ctx context.Context, plr *tektonv1.PipelineRun) error {
