@@ -51,6 +51,7 @@ const (
 	SourceBuildRun       = "build-pipelinerun"
 	SourceComponentImage = "component-image"
 	SourceSnapshot       = "snapshot"
+	SourceChangeGroup    = "changegroup"
 )
 
 // Subject is the object a refusal's Event is recorded on: the nudged Component of
@@ -89,6 +90,11 @@ type Request struct {
 	BuildPipelineRun string    `json:"buildPipelineRun,omitempty"`
 	BuildUID         string    `json:"buildUID,omitempty"`
 	BuiltAt          time.Time `json:"builtAt,omitempty"`
+	// HandedBackBy names the ChangeGroup that handed the build back, when it did:
+	// the group verified the build when it collected it, and its CR's status
+	// (which only nudgeflow writes) still names the digest after the pruner
+	// deleted the build run.
+	HandedBackBy string `json:"handedBackBy,omitempty"`
 	// Workflow names the workflow that asks (in the Event's message).
 	Workflow string `json:"workflow"`
 	// Subject gets the Event when the build is refused.
@@ -151,6 +157,7 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=components,verbs=get
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=snapshots,verbs=list
+// +kubebuilder:rbac:groups=appstudio.redhat.com,resources=changegroups,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create
 
 // VerifyBuild answers whether the cluster built req's digest for req's component
@@ -215,6 +222,13 @@ func (a *Activities) verify(ctx context.Context, req Request) (Verdict, error) {
 		return deref(v), err
 	}
 	misses = append(misses, miss)
+	if req.HandedBackBy != "" {
+		v, miss, err = a.byChangeGroup(ctx, req, repo)
+		if err != nil || v != nil {
+			return deref(v), err
+		}
+		misses = append(misses, miss)
+	}
 	return refused("no build of %s in %s produced %s: %s", req.Component, req.Namespace, req.Digest, strings.Join(misses, "; ")), nil
 }
 
@@ -333,6 +347,28 @@ func (a *Activities) byComponent(ctx context.Context, req Request, repo string) 
 		image = "none"
 	}
 	return nil, fmt.Sprintf("Component %s's last promoted image is %s", c.Name, image), nil
+}
+
+// byChangeGroup finds a handed-back build in the status of the ChangeGroup that
+// handed it back: the group collected only builds it had verified, and tenants
+// cannot write its status. This is what keeps a build whose run was pruned while
+// a group held it (and whose Component moved on, and of which no Snapshot is
+// left) deliverable when the group ends without it.
+func (a *Activities) byChangeGroup(ctx context.Context, req Request, repo string) (*Verdict, string, error) {
+	var cg appstudiov1alpha1.ChangeGroup
+	err := a.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: req.Namespace, Name: req.HandedBackBy}, &cg)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Sprintf("ChangeGroup %s does not exist", req.HandedBackBy), nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading ChangeGroup %s/%s: %w", req.Namespace, req.HandedBackBy, err)
+	}
+	for _, c := range cg.Status.Components {
+		if c.Name == req.Component && c.NewBuild == req.Digest && (c.NewBuildPullSpec == "" || sameRepository(repo, c.NewBuildPullSpec)) {
+			return &Verdict{Verified: true, Source: SourceChangeGroup, Evidence: "ChangeGroup " + cg.Name}, "", nil
+		}
+	}
+	return nil, fmt.Sprintf("ChangeGroup %s collected no such build of %s", cg.Name, req.Component), nil
 }
 
 // bySnapshot pages through the namespace's Snapshots for one naming the component

@@ -18,6 +18,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -171,4 +172,32 @@ func TestActivityNameIsTheMethodName(t *testing.T) {
 	var a *Activities
 	name := runtime.FuncForPC(reflect.ValueOf(a.VerifyBuild).Pointer()).Name()
 	require.True(t, strings.HasSuffix(strings.TrimSuffix(name, "-fm"), "."+ActivityName), name)
+}
+
+// A build a ChangeGroup collected and hands back after the pruner deleted its run
+// (the Component moved on, no Snapshot holds it) is proven by the group's status,
+// which only nudgeflow writes; a group that collected another digest, or a
+// hand-back that names no group, proves nothing.
+func TestHandedBackBuildIsProvenByItsGroup(t *testing.T) {
+	comp := &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "op", Namespace: ns},
+		Spec:   mirrorv1alpha1.ComponentSpec{ContainerImage: "quay.io/org/op"},
+		Status: mirrorv1alpha1.ComponentStatus{LastPromotedImage: "quay.io/org/op@" + digest("b")}}
+	group := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: ns},
+		Status: appstudiov1alpha1.ChangeGroupStatus{Components: []appstudiov1alpha1.ComponentStatus{
+			{Name: "op", NewBuild: digest("a"), NewBuildPullSpec: "quay.io/org/op@" + digest("a")}}}}
+	verify, _ := verifier(t, comp, group)
+
+	handedBack := request("op", digest("a"), "op-on-push-pruned")
+	handedBack.HandedBackBy = "g"
+	v := verify(handedBack)
+	require.True(t, v.Verified, v.Reason)
+	require.Equal(t, SourceChangeGroup, v.Source)
+
+	require.False(t, verify(request("op", digest("a"), "op-on-push-pruned")).Verified, "no group named: nothing proves it")
+	other := request("op", digest("d"), "op-on-push-pruned")
+	other.HandedBackBy = "g"
+	require.False(t, verify(other).Verified, "the group collected another digest")
+	gone := handedBack
+	gone.HandedBackBy = "no-such-group"
+	require.Contains(t, verify(gone).Reason, "ChangeGroup no-such-group does not exist")
 }

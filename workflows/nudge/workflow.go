@@ -358,7 +358,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 func VerifyRequest(req Request, workflowID string) buildcheck.Request {
 	return buildcheck.Request{Namespace: req.Namespace, Component: req.Nudging, Digest: req.Digest, PullSpec: req.PullSpec,
 		ImageURL: req.ImageURL, BuildPipelineRun: req.BuildPipelineRun, BuildUID: req.BuildUID, BuiltAt: req.BuiltAt,
-		Workflow: workflowID, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: req.Nudged}}
+		HandedBackBy: req.HandedBackBy, Workflow: workflowID, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: req.Nudged}}
 }
 
 // waitRun waits for the bridge's signal; every PollInterval without one it asks
