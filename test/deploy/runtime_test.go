@@ -75,6 +75,9 @@ func serviceAccountToken(t *testing.T, namespace, name string) string {
 	return tr.Status.Token
 }
 
+// scraperNamespace holds the Prometheus stand-in.
+const scraperNamespace = "prometheus-stand-in"
+
 var (
 	scraperOnce sync.Once
 	scraperTok  string
@@ -87,16 +90,19 @@ func scraperToken(t *testing.T) string {
 	t.Helper()
 	scraperOnce.Do(func() {
 		ctx, kube := context.Background(), world.Get(t).Kube
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: systemNamespace, Name: "prometheus-stand-in"}}
+		// Prometheus runs in a monitoring namespace of its own, never in
+		// nudgeflow's (which a re-namespaced install does not even create).
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scraperNamespace}}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: scraperNamespace, Name: "prometheus-stand-in"}}
 		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-stand-in-metrics-reader"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "nudgeflow-metrics-reader"},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: systemNamespace, Name: sa.Name}}}
-		for _, obj := range []ctrlclient.Object{sa, binding} {
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: scraperNamespace, Name: sa.Name}}}
+		for _, obj := range []ctrlclient.Object{ns, sa, binding} {
 			if err := kube.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 				require.NoError(t, err)
 			}
 		}
-		scraperTok = serviceAccountToken(t, systemNamespace, sa.Name)
+		scraperTok = serviceAccountToken(t, scraperNamespace, sa.Name)
 	})
 	require.NotEmpty(t, scraperTok)
 	return scraperTok
