@@ -202,11 +202,7 @@ func runWorld(t *testing.T, cw coexistWorld) {
 	stop := startServices(t, w, ns, cw)
 	defer stop()
 
-	create := func(obj ctrlclient.Object) {
-		t.Helper()
-		obj.SetNamespace(ns)
-		require.NoError(t, w.Kube.Create(ctx, obj))
-	}
+	create := creator(t, w, ns)
 	repoBase := "https://github.com/" + ns + "/"
 	if cw.appOnly {
 		repoBase = appOnlyForge(t, w, ns) + "/" + ns + "/"
@@ -226,12 +222,7 @@ func runWorld(t *testing.T, cw coexistWorld) {
 	}
 	imageCredentials(t, w, ns)
 	if !cw.appOnly {
-		create(&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "scm-github", Labels: map[string]string{
-				credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
-			Type: corev1.SecretTypeBasicAuth,
-			Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte("token")},
-		})
+		create(scmCredentials())
 	}
 	nc := &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: nudgeconfigs.Name, Namespace: ns}, Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: edges}}
 	if cw.shipped {
@@ -257,20 +248,7 @@ func runWorld(t *testing.T, cw coexistWorld) {
 		c.Spec.BuildNudgesRef = refs
 		require.NoError(t, w.Kube.Update(ctx, &c), "a build-nudges-ref added after the NudgeConfig is not refused")
 	}
-	// The bridge says who nudges each edge.
-	world.Eventually(t, waitFor, "the NudgedBy Event", func() (bool, error) {
-		var list corev1.EventList
-		if err := w.Kube.List(ctx, &list, ctrlclient.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if e.Reason == nudgeconfig.ReasonNudgedBy && e.InvolvedObject.Kind != "PipelineRun" {
-				t.Logf("NudgedBy: %s", e.Message)
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	waitNudgedBy(t, w, ns)
 
 	var all, speculative []*tektonv1.PipelineRun
 	for n := 1; n <= buildsPerSource; n++ {
@@ -624,4 +602,43 @@ func runnerOf(r *tektonv1.PipelineRun) builds.Runner {
 		return builds.RunnerIntegrationService
 	}
 	return builds.RunnerNudgeflow
+}
+
+// creator creates objects in ns.
+func creator(t *testing.T, w *world.World, ns string) func(ctrlclient.Object) {
+	return func(obj ctrlclient.Object) {
+		t.Helper()
+		obj.SetNamespace(ns)
+		require.NoError(t, w.Kube.Create(context.Background(), obj))
+	}
+}
+
+// scmCredentials is the tenant's basic-auth token for github.com, as Konflux's UI
+// writes it.
+func scmCredentials() *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "scm-github", Labels: map[string]string{
+			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte("token")},
+	}
+}
+
+// waitNudgedBy waits until the bridge has read the NudgeConfig and said who nudges
+// its edges (a NudgedBy Event on a Component), so builds come after it.
+func waitNudgedBy(t *testing.T, w *world.World, ns string) {
+	t.Helper()
+	world.Eventually(t, waitFor, "the NudgedBy Event", func() (bool, error) {
+		var list corev1.EventList
+		if err := w.Kube.List(context.Background(), &list, ctrlclient.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Reason == nudgeconfig.ReasonNudgedBy && e.InvolvedObject.Kind != "PipelineRun" {
+				t.Logf("NudgedBy: %s", e.Message)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }

@@ -18,8 +18,6 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
-	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
-	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/test/konfluxpeers"
@@ -53,11 +51,7 @@ func TestISLeak(t *testing.T) {
 	stop := startServices(t, w, ns, cw)
 	defer stop()
 
-	create := func(obj ctrlclient.Object) {
-		t.Helper()
-		obj.SetNamespace(ns)
-		require.NoError(t, w.Kube.Create(ctx, obj))
-	}
+	create := creator(t, w, ns)
 	// operand-c is a member of the group that never builds: the group collects
 	// and never goes on to open its pull request (this world has no forge).
 	for _, name := range []string{"operand-a", "operand-b", "operand-c", "bundle", "tests"} {
@@ -69,12 +63,7 @@ func TestISLeak(t *testing.T) {
 		create(c)
 	}
 	imageCredentials(t, w, ns)
-	scm := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "scm-github", Labels: map[string]string{
-			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
-		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte("token")},
-	}
+	scm := scmCredentials()
 	create(scm)
 	// Shaped as integration-service's, referenced by no run: not the bridge's to delete.
 	decoy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "renovate-pipeline-" + strings.Repeat("e", 12)},
@@ -84,18 +73,7 @@ func TestISLeak(t *testing.T) {
 	shipped, err := nudgeconfigs.ToShipped(nc)
 	require.NoError(t, err)
 	create(shipped)
-	world.Eventually(t, waitFor, "the NudgedBy Event", func() (bool, error) {
-		var list corev1.EventList
-		if err := w.Kube.List(ctx, &list, ctrlclient.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range list.Items {
-			if e.Reason == nudgeconfig.ReasonNudgedBy {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	waitNudgedBy(t, w, ns)
 	const group = "hold-a"
 	create(&appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: group},
 		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle",

@@ -3,13 +3,11 @@ package coexist_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,7 +15,6 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	newmodel "github.com/nudgeflow/nudgeflow/api/mirror/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/test/konfluxpeers"
@@ -56,11 +53,7 @@ func TestNewModelKeys(t *testing.T) {
 	stop := startServices(t, w, ns, cw)
 	defer stop()
 
-	create := func(obj ctrlclient.Object) {
-		t.Helper()
-		obj.SetNamespace(ns)
-		require.NoError(t, w.Kube.Create(ctx, obj))
-	}
+	create := creator(t, w, ns)
 	repo := func(name string) string { return "https://github.com/" + ns + "/" + name }
 	for _, name := range []string{"operand-a", "operand-b", "bundle", "tests"} {
 		create(&newmodel.Component{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: newmodel.ComponentSpec{
@@ -71,25 +64,12 @@ func TestNewModelKeys(t *testing.T) {
 	create(&mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: "tests"},
 		Spec: mirrorv1alpha1.ComponentSpec{ComponentName: "tests", Application: "app", ContainerImage: "quay.io/org/tests",
 			Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: repo("tests"), Revision: "main"}}}})
-	create(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "scm-github", Labels: map[string]string{
-			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: "github.com"}},
-		Type: corev1.SecretTypeBasicAuth,
-		Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte("konflux-bot"), corev1.BasicAuthPasswordKey: []byte("token")},
-	})
+	create(scmCredentials())
 	shipped, err := nudgeconfigs.ToShipped(&konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: nudgeconfigs.Name, Namespace: ns},
 		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: edges}})
 	require.NoError(t, err)
 	create(shipped)
-	// The bridge has read the NudgeConfig (and says who runs its edges for
-	// old-model builds) before the first build.
-	world.Eventually(t, waitFor, "the NudgedBy Event", func() (bool, error) {
-		var list corev1.EventList
-		if err := w.Kube.List(ctx, &list, ctrlclient.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(list.Items, func(e corev1.Event) bool { return e.Reason == "NudgedBy" }), nil
-	})
+	waitNudgedBy(t, w, ns)
 
 	var all []*tektonv1.PipelineRun
 	for n := 1; n <= buildsPerSource; n++ {
