@@ -103,6 +103,8 @@ func prepared(t *testing.T, v variant) {
 			"--from-file=tls.crt=" + filepath.Join(certDir, "tls.crt"), "--from-file=tls.key=" + filepath.Join(certDir, "tls.key"), "--from-file=ca.crt=" + caFile},
 		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-receiver-cert",
 			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
+		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-worker-metrics-cert",
+			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
 	} {
 		out, err := kubectl(t, nil, args...)
 		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
@@ -452,7 +454,7 @@ func (p *pod) waitMetrics(svc *corev1.Service, timeout time.Duration) {
 		if p.exited() {
 			return true, fmt.Errorf("%s exited", p.name)
 		}
-		code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
+		code, body, err := scrape(p.t, p.metricsURL(svc), scraperToken(p.t))
 		if err != nil {
 			return false, err
 		}
@@ -468,7 +470,7 @@ func (p *pod) waitMetrics(svc *corev1.Service, timeout time.Duration) {
 
 func (p *pod) metrics(svc *corev1.Service) string {
 	p.t.Helper()
-	code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
+	code, body, err := scrape(p.t, p.metricsURL(svc), scraperToken(p.t))
 	require.NoError(p.t, err)
 	require.Equal(p.t, http.StatusOK, code, body)
 	return body
@@ -650,10 +652,10 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	bridgeMetrics = c.bridge.metrics(bridgeSvc)
 	for _, p := range []*pod{c.bridge, c.worker} {
 		svc := map[*pod]*corev1.Service{c.bridge: bridgeSvc, c.worker: workerSvc}[p]
-		code, body, err := scrape(p.metricsURL(svc), "")
+		code, body, err := scrape(p.t, p.metricsURL(svc), "")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, code, "%s refuses an anonymous scrape: %s", p.name, body)
-		code, body, err = scrape(p.metricsURL(svc), serviceAccountToken(t, systemNamespace, "nudgeflow-worker"))
+		code, body, err = scrape(t, p.metricsURL(svc), serviceAccountToken(t, systemNamespace, "nudgeflow-worker"))
 		require.NoError(t, err)
 		require.Equal(t, http.StatusForbidden, code, "%s refuses a ServiceAccount not bound to nudgeflow-metrics-reader: %s", p.name, body)
 	}
@@ -834,7 +836,7 @@ func (c *cluster) postToReceiver(t *testing.T, body string, headers map[string]s
 // credential for: its NetworkPolicy admits the monitoring namespaces only).
 func (p *pod) receiverMetrics(svc *corev1.Service) string {
 	p.t.Helper()
-	code, body, err := scrape(p.metricsURL(svc), "")
+	code, body, err := scrape(p.t, p.metricsURL(svc), "")
 	require.NoError(p.t, err)
 	require.Equal(p.t, http.StatusOK, code, body)
 	return body
