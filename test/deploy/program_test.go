@@ -67,8 +67,9 @@ var (
 // prepared is what an operator does before the pods can start (deploy/README.md):
 // the manifests of v applied, the forge webhook Secret and the Temporal client
 // certificate's Secret created, and the webhook's and the receiver's serving
-// certificates issued into their Secrets — by service-ca or cert-manager on a
-// cluster; here from the certificate envtest serves the webhooks with, so the API
+// certificates and the worker's metrics certificate issued into their Secrets — by
+// service-ca or cert-manager on a cluster; here from the certificate envtest
+// serves the webhooks with (the scrapes verify it), so the API
 // server trusts the bridge started from the manifests, and the receiver the
 // bridge. A variant
 // in another namespace than the shipped one is installed for this test only: the
