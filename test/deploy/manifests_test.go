@@ -63,6 +63,8 @@ var variantSpecs = []variantSpec{
 	{name: "cert-manager", overlay: "cert-manager", dir: "overlays/cert-manager"},
 	{name: "cert-manager+temporal-mtls+monitoring", overlay: "cert-manager", dir: "overlays/cert-manager",
 		components: []string{"components/temporal-mtls", "monitoring"}, features: []string{"mtls", "monitoring"}},
+	{name: "cert-manager+monitoring+kube-prometheus", overlay: "cert-manager", dir: "overlays/cert-manager",
+		components: []string{"monitoring", "components/kube-prometheus"}, features: []string{"monitoring", kubePrometheus}},
 	{name: "cert-manager+forge-receiver-ingress", overlay: "cert-manager", dir: "overlays/cert-manager",
 		components: []string{"components/forge-receiver-ingress"}, features: []string{"ingress"}},
 	{name: "openshift+temporal-cloud", overlay: "openshift", dir: "overlays/openshift",
@@ -165,7 +167,7 @@ func TestEveryVariantIsConsistent(t *testing.T) {
 				checkReceiverCertificate(t, v, receiver, bridge)
 				checkForgeReceiverExposure(t, v)
 				if slices.Contains(v.features, "monitoring") {
-					checkMonitoring(t, v.objs)
+					checkMonitoring(t, v)
 				}
 				pods := map[string]corev1.PodSpec{bridge.Name: bridge.Spec.Template.Spec, worker.Name: worker.Spec.Template.Spec}
 				if slices.Contains(v.features, "cloud") {
@@ -338,9 +340,14 @@ func checkNamespaces(t *testing.T, v variant) {
 		}
 		require.Equal(t, v.namespace, o.GetNamespace(), "%s %s lives in %s", o.GetKind(), o.GetName(), v.namespace)
 	}
-	// Every role binding's ServiceAccount subject is one of nudgeflow's, in its namespace.
+	// Every role binding's ServiceAccount subject is one of nudgeflow's, in its
+	// namespace; but the one that lets kube-prometheus's Prometheus discover the
+	// targets (checkDiscoveryRole).
 	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {
 		for _, o := range v.objs.ofKind(kind) {
+			if kind == "RoleBinding" && o.GetName() == discoveryBinding {
+				continue
+			}
 			b := get[rbacv1.RoleBinding](t, v.objs, kind, o.GetName())
 			for _, s := range b.Subjects {
 				require.Equal(t, "ServiceAccount", s.Kind)
@@ -586,17 +593,7 @@ func webhookCertSecret(t *testing.T, bridge *appsv1.Deployment) string {
 	c := bridge.Spec.Template.Spec.Containers[0]
 	dir, ok := argValue(c.Args, "webhook-cert-dir")
 	require.True(t, ok)
-	for _, vm := range c.VolumeMounts {
-		if vm.MountPath == dir {
-			for _, v := range bridge.Spec.Template.Spec.Volumes {
-				if v.Name == vm.Name && v.Secret != nil {
-					return v.Secret.SecretName
-				}
-			}
-		}
-	}
-	t.Fatalf("no Secret is mounted at --webhook-cert-dir %s", dir)
-	return ""
+	return secretMountedAt(t, bridge, dir)
 }
 
 func checkCertificate(t *testing.T, v variant, bridge *appsv1.Deployment) {
@@ -616,10 +613,9 @@ func checkCertificate(t *testing.T, v variant, bridge *appsv1.Deployment) {
 		for _, name := range dns {
 			require.True(t, strings.HasPrefix(name, svc.Name+"."+v.namespace+".svc"), "DNS name %s is the webhook Service's in %s", name, v.namespace)
 		}
-		issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
-		require.NotNil(t, v.objs.find("Issuer", issuer))
+		ca := checkCAChain(t, v, cert)
 		for _, h := range hooks {
-			require.Equal(t, v.namespace+"/"+cert.GetName(), h.GetAnnotations()["cert-manager.io/inject-ca-from"], "%s %s gets the Certificate's CA", h.GetKind(), h.GetName())
+			require.Equal(t, v.namespace+"/"+ca.GetName(), h.GetAnnotations()["cert-manager.io/inject-ca-from"], "%s %s gets the CA, not a leaf", h.GetKind(), h.GetName())
 		}
 	default:
 		require.Empty(t, svc.Annotations, "the base leaves the certificate to an overlay")
@@ -640,28 +636,30 @@ func certificateOf(t *testing.T, m manifests, secret string) (*unstructured.Unst
 	return nil, nil
 }
 
-func checkMonitoring(t *testing.T, m manifests) {
-	monitors := m.ofKind("ServiceMonitor")
-	require.Len(t, monitors, 1)
-	sel, _, _ := unstructured.NestedStringMap(monitors[0].Object, "spec", "selector", "matchLabels")
-	endpoints, _, _ := unstructured.NestedSlice(monitors[0].Object, "spec", "endpoints")
-	require.Len(t, endpoints, 1)
-	port := endpoints[0].(map[string]any)["port"]
+func checkMonitoring(t *testing.T, v variant) {
+	m := v.objs
 	var scraped []string
-	for _, o := range m.ofKind("Service") {
-		s := m.service(t, o.GetName())
-		if labels.SelectorFromSet(sel).Matches(labels.Set(s.Labels)) {
-			require.True(t, slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == port }), "Service %s has port %s", s.Name, port)
-			scraped = append(scraped, s.Name)
+	for _, mon := range m.ofKind("ServiceMonitor") {
+		sel, _, _ := unstructured.NestedStringMap(mon.Object, "spec", "selector", "matchLabels")
+		endpoints, _, _ := unstructured.NestedSlice(mon.Object, "spec", "endpoints")
+		require.Len(t, endpoints, 1)
+		port := endpoints[0].(map[string]any)["port"]
+		var selected []string
+		for _, o := range m.ofKind("Service") {
+			s := m.service(t, o.GetName())
+			if labels.SelectorFromSet(sel).Matches(labels.Set(s.Labels)) {
+				require.True(t, slices.ContainsFunc(s.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == port }), "Service %s has port %s", s.Name, port)
+				selected = append(selected, s.Name)
+			}
 		}
+		require.Len(t, selected, 1, "ServiceMonitor %s scrapes one process's Service", mon.GetName())
+		scraped = append(scraped, selected...)
 	}
 	require.ElementsMatch(t, []string{"nudgeflow-bridge-metrics", "nudgeflow-worker-metrics", "nudgeflow-receiver-metrics"}, scraped)
 	// The metrics Services reach /metrics: each process's --metrics-bind-address,
-	// served over HTTPS to a bearer token, as the ServiceMonitor scrapes it.
-	for _, e := range get[monitoringv1ServiceMonitor](t, m, "ServiceMonitor", "nudgeflow").Spec.Endpoints {
-		require.Equal(t, "https", e.Scheme)
-		require.Equal(t, "/var/run/secrets/kubernetes.io/serviceaccount/token", e.BearerTokenFile, "Prometheus presents its ServiceAccount's token")
-	}
+	// served over HTTPS with a certificate the ServiceMonitor trusts, to the token
+	// of a ServiceAccount bound to nudgeflow-metrics-reader.
+	checkScrapeTrust(t, v)
 	for svc, flag := range map[string]string{"nudgeflow-bridge-metrics": "metrics-bind-address", "nudgeflow-worker-metrics": "metrics-bind-address",
 		"nudgeflow-receiver-metrics": "metrics-bind-address"} {
 		s := m.service(t, svc)
@@ -678,16 +676,6 @@ func checkMonitoring(t *testing.T, m manifests) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(raw), dash.Data["nudgeflow.json"])
 	require.Equal(t, "1", dash.Labels["grafana_dashboard"])
-}
-
-// monitoringv1ServiceMonitor is what the test reads of a ServiceMonitor.
-type monitoringv1ServiceMonitor struct {
-	Spec struct {
-		Endpoints []struct {
-			Scheme          string `json:"scheme"`
-			BearerTokenFile string `json:"bearerTokenFile"`
-		} `json:"endpoints"`
-	} `json:"spec"`
 }
 
 var (
@@ -1200,7 +1188,7 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 				for kind, line := range map[string]string{
 					"Job":            "job.batch/nudgeflow-temporal-setup",
 					"Certificate":    "certificate.cert-manager.io/nudgeflow-bridge-webhook",
-					"ServiceMonitor": "servicemonitor.monitoring.coreos.com/nudgeflow",
+					"ServiceMonitor": "servicemonitor.monitoring.coreos.com/nudgeflow-bridge",
 					"Route":          "route.route.openshift.io/nudgeflow-receiver",
 					"Ingress":        "ingress.networking.k8s.io/nudgeflow-receiver",
 				} {

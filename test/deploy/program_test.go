@@ -67,8 +67,9 @@ var (
 // prepared is what an operator does before the pods can start (deploy/README.md):
 // the manifests of v applied, the forge webhook Secret and the Temporal client
 // certificate's Secret created, and the webhook's and the receiver's serving
-// certificates issued into their Secrets — by service-ca or cert-manager on a
-// cluster; here from the certificate envtest serves the webhooks with, so the API
+// certificates and the worker's metrics certificate issued into their Secrets — by
+// service-ca or cert-manager on a cluster; here from the certificate envtest
+// serves the webhooks with (the scrapes verify it), so the API
 // server trusts the bridge started from the manifests, and the receiver the
 // bridge. A variant
 // in another namespace than the shipped one is installed for this test only: the
@@ -102,6 +103,8 @@ func prepared(t *testing.T, v variant) {
 		{"-n", v.namespace, "create", "secret", "generic", "nudgeflow-bridge-webhook-cert",
 			"--from-file=tls.crt=" + filepath.Join(certDir, "tls.crt"), "--from-file=tls.key=" + filepath.Join(certDir, "tls.key"), "--from-file=ca.crt=" + caFile},
 		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-receiver-cert",
+			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
+		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-worker-metrics-cert",
 			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
 	} {
 		out, err := kubectl(t, nil, args...)
@@ -452,7 +455,7 @@ func (p *pod) waitMetrics(svc *corev1.Service, timeout time.Duration) {
 		if p.exited() {
 			return true, fmt.Errorf("%s exited", p.name)
 		}
-		code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
+		code, body, err := scrape(p.t, p.metricsURL(svc), scraperToken(p.t))
 		if err != nil {
 			return false, err
 		}
@@ -468,7 +471,7 @@ func (p *pod) waitMetrics(svc *corev1.Service, timeout time.Duration) {
 
 func (p *pod) metrics(svc *corev1.Service) string {
 	p.t.Helper()
-	code, body, err := scrape(p.metricsURL(svc), scraperToken(p.t))
+	code, body, err := scrape(p.t, p.metricsURL(svc), scraperToken(p.t))
 	require.NoError(p.t, err)
 	require.Equal(p.t, http.StatusOK, code, body)
 	return body
@@ -650,10 +653,10 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	bridgeMetrics = c.bridge.metrics(bridgeSvc)
 	for _, p := range []*pod{c.bridge, c.worker} {
 		svc := map[*pod]*corev1.Service{c.bridge: bridgeSvc, c.worker: workerSvc}[p]
-		code, body, err := scrape(p.metricsURL(svc), "")
+		code, body, err := scrape(p.t, p.metricsURL(svc), "")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusUnauthorized, code, "%s refuses an anonymous scrape: %s", p.name, body)
-		code, body, err = scrape(p.metricsURL(svc), serviceAccountToken(t, systemNamespace, "nudgeflow-worker"))
+		code, body, err = scrape(t, p.metricsURL(svc), serviceAccountToken(t, systemNamespace, "nudgeflow-worker"))
 		require.NoError(t, err)
 		require.Equal(t, http.StatusForbidden, code, "%s refuses a ServiceAccount not bound to nudgeflow-metrics-reader: %s", p.name, body)
 	}
@@ -834,7 +837,7 @@ func (c *cluster) postToReceiver(t *testing.T, body string, headers map[string]s
 // credential for: its NetworkPolicy admits the monitoring namespaces only).
 func (p *pod) receiverMetrics(svc *corev1.Service) string {
 	p.t.Helper()
-	code, body, err := scrape(p.metricsURL(svc), "")
+	code, body, err := scrape(p.t, p.metricsURL(svc), "")
 	require.NoError(p.t, err)
 	require.Equal(p.t, http.StatusOK, code, body)
 	return body

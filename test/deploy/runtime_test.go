@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,13 +39,25 @@ func (p *pod) metricsURL(svc *corev1.Service) string {
 	return "https://" + strings.TrimPrefix(p.url(svc.Spec.Ports[0].TargetPort, "/metrics"), "http://")
 }
 
-// The processes serve a self-signed certificate (no --metrics-cert-dir), as the
-// ServiceMonitor's insecureSkipVerify expects.
-var scrapeClient = &http.Client{Timeout: 10 * time.Second,
-	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+var (
+	scrapeClientOnce sync.Once
+	scrapeHTTP       *http.Client
+)
 
-// scrape GETs url with a bearer token ("" for none).
-func scrape(url, token string) (int, string, error) { return getWith(scrapeClient, url, token) }
+// scrape GETs url with a bearer token ("" for none), trusting only the CA of the
+// serving certificates prepared puts into the Secrets the processes mount, as the
+// ServiceMonitors trust only their overlay's CA: a process that served a
+// self-signed certificate instead (its --metrics-cert-dir not the mounted Secret)
+// fails the handshake.
+func scrape(t *testing.T, url, token string) (int, string, error) {
+	scrapeClientOnce.Do(func() {
+		pool := x509.NewCertPool()
+		require.True(t, pool.AppendCertsFromPEM(world.Get(t).ControlPlane.Env.WebhookInstallOptions.LocalServingCAData))
+		scrapeHTTP = &http.Client{Timeout: 10 * time.Second,
+			Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	})
+	return getWith(scrapeHTTP, url, token)
+}
 
 // getWith answers a GET through c, with a bearer token unless it is "", with its
 // status and body.
