@@ -22,7 +22,7 @@ func newDebugCommand() *cobra.Command {
 		Use:   "debug",
 		Short: "Answer an operator's questions (unrouted builds, overdue groups, one build) reading PipelineRuns as metadata only",
 	}
-	cmd.AddCommand(newDebugUnroutedCommand(), newDebugOverdueCommand(), newDebugBuildCommand())
+	cmd.AddCommand(newDebugUnroutedCommand(), newDebugOverdueCommand(), newDebugBuildCommand(), newDebugUnheldNudgesCommand())
 	return cmd
 }
 
@@ -202,6 +202,49 @@ another run on their branch, pended by Kueue). PipelineRuns are read as metadata
 			return err
 		}
 		return out.print(cmd.OutOrStdout(), rep, func(w io.Writer) { printBuildReport(w, rep, peers) })
+	}
+	return cmd
+}
+
+func newDebugUnheldNudgesCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "unheld-nudges",
+		Short: "Other services' nudge PipelineRuns nudgeflow's interception did not hold, and the open groups they went around",
+		Long: `Lists build-service's and integration-service's nudge PipelineRuns that nudgeflow neither
+held nor cancelled (the interception webhook fails open), oldest first, and per target the
+open ChangeGroup that collects the edge now: that target got a pull request outside its
+group's. Nudge PipelineRuns are read as metadata only, paged.`,
+		Args: cobra.NoArgs,
+	}
+	kf := addKubeFlags(cmd, true)
+	out := addDebugOutputFlags(cmd)
+	since := cmd.Flags().String("since", "", "only runs created at or after this time (RFC 3339); required")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		t, err := time.Parse(time.RFC3339, *since)
+		if err != nil {
+			return fmt.Errorf("--since %q: want RFC 3339 (the time the webhook failed open from): %w", *since, err)
+		}
+		c, ns, err := kf.resolve()
+		if err != nil {
+			return err
+		}
+		rep, err := diagnose.UnheldNudges(cmd.Context(), c, ns, t, out.chunk)
+		if err != nil {
+			return err
+		}
+		return out.print(cmd.OutOrStdout(), rep, func(w io.Writer) {
+			fmt.Fprintf(w, "nudge PipelineRuns read (metadata): %d; not held by nudgeflow since %s: %d\n", rep.Scanned, *since, len(rep.Unheld))
+			if len(rep.Unheld) == 0 {
+				return
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "\nCREATED\tRUN\tFROM\tTARGETS\tOUTSIDE GROUP")
+			for _, n := range rep.Unheld {
+				fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\n", n.Created.UTC().Format(time.RFC3339), n.Namespace, n.Name, dash(n.From),
+					strings.Join(n.Targets, ","), dash(strings.Join(n.OutsideGroups, ",")))
+			}
+			_ = tw.Flush()
+		})
 	}
 	return cmd
 }

@@ -2,11 +2,8 @@ package diagnose
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
-
-	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
@@ -46,32 +43,18 @@ type OverdueReport struct {
 // nudgeflow_changegroup_oldest_overdue_seconds measures them. ChangeGroups are
 // read in full (their status says phase and times), a page of chunk at a time.
 func OverdueGroups(ctx context.Context, r Reader, namespace string, chunk int64, now time.Time) (OverdueReport, error) {
-	if chunk <= 0 {
-		chunk = DefaultChunkSize
-	}
 	var rep OverdueReport
-	cont := ""
-	for {
-		var list appstudiov1alpha1.ChangeGroupList
-		opts := []ctrlclient.ListOption{ctrlclient.Limit(chunk), ctrlclient.Continue(cont)}
-		if namespace != "" {
-			opts = append(opts, ctrlclient.InNamespace(namespace))
-		}
-		if err := r.List(ctx, &list, opts...); err != nil {
-			return rep, fmt.Errorf("listing ChangeGroups: %w", err)
-		}
-		for i := range list.Items {
-			rep.Scanned++
-			if g, open, overdue := overdueOf(&list.Items[i], now); open {
-				rep.Open++
-				if overdue {
-					rep.Overdue = append(rep.Overdue, g)
-				}
+	err := eachGroup(ctx, r, namespace, chunk, func(cg *appstudiov1alpha1.ChangeGroup) {
+		rep.Scanned++
+		if g, open, overdue := overdueOf(cg, now); open {
+			rep.Open++
+			if overdue {
+				rep.Overdue = append(rep.Overdue, g)
 			}
 		}
-		if cont = list.Continue; cont == "" {
-			break
-		}
+	})
+	if err != nil {
+		return rep, err
 	}
 	sort.SliceStable(rep.Overdue, func(i, j int) bool {
 		a, b := rep.Overdue[i], rep.Overdue[j]

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -59,6 +60,31 @@ func eachRunMeta(ctx context.Context, r Reader, namespace string, chunk int64, s
 		}
 	}
 	return nil
+}
+
+// eachGroup calls fn with every ChangeGroup in namespace ("" for all), read in
+// full (their status holds phase and members), one page of chunk at a time.
+func eachGroup(ctx context.Context, r Reader, namespace string, chunk int64, fn func(*appstudiov1alpha1.ChangeGroup)) error {
+	if chunk <= 0 {
+		chunk = DefaultChunkSize
+	}
+	cont := ""
+	for {
+		var list appstudiov1alpha1.ChangeGroupList
+		opts := []ctrlclient.ListOption{ctrlclient.Limit(chunk), ctrlclient.Continue(cont)}
+		if namespace != "" {
+			opts = append(opts, ctrlclient.InNamespace(namespace))
+		}
+		if err := r.List(ctx, &list, opts...); err != nil {
+			return fmt.Errorf("listing ChangeGroups: %w", err)
+		}
+		for i := range list.Items {
+			fn(&list.Items[i])
+		}
+		if cont = list.Continue; cont == "" {
+			return nil
+		}
+	}
 }
 
 // buildSelectors select the build PipelineRuns in either form of Konflux's pipeline

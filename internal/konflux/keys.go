@@ -137,10 +137,6 @@ const (
 	AnnotationPaCSHA       = "pipelinesascode.tekton.dev/sha"
 	AnnotationOnCEL        = "pipelinesascode.tekton.dev/on-cel-expression"
 	AnnotationOnEvent      = "pipelinesascode.tekton.dev/on-event"
-	// LabelPaCState is Pipelines as Code's state of a run it started (queued,
-	// started, completed), a label and an annotation: the only hint of a run's end
-	// in its metadata.
-	LabelPaCState = "pipelinesascode.tekton.dev/state"
 	GitRefBranchPrefix     = "refs/heads/"
 	// MergeQueueBranchPrefix starts the temporary branches GitHub's merge queue
 	// pushes (gh-readonly-queue/<base>/pr-<n>-<sha>): a push build of one is a
@@ -150,6 +146,11 @@ const (
 	ResultImageURL         = "IMAGE_URL"
 	ResultImageDigest      = "IMAGE_DIGEST"
 )
+
+// LabelPaCState is Pipelines as Code's state of a run it started (queued,
+// started, completed), a label and an annotation: the only hint of a run's end
+// in its metadata.
+const LabelPaCState = "pipelinesascode.tekton.dev/state"
 
 // ComponentOf is the component a build PipelineRun's labels name, new form first.
 func ComponentOf(labels map[string]string) string { return ComponentKey.Get(labels) }

@@ -368,3 +368,37 @@ func getUID(t *testing.T, w *world.World, plr *tektonv1.PipelineRun) string {
 	require.NoError(t, w.Kube.Get(context.Background(), ctrlclient.ObjectKeyFromObject(plr), &got))
 	return string(got.UID)
 }
+
+// TestDebugUnheldNudges: of the nudge runs since a time, those nudgeflow neither
+// held nor launched are listed, with the open group each went around.
+func TestDebugUnheldNudges(t *testing.T) {
+	w := world.Get(t)
+	rec := newRecorder(t, w)
+	cfg := rec.kubeconfig(t)
+	ns := w.Namespace(t)
+	create(t, w, &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bundle-group"},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle",
+			NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "api"}}}})
+	// The webhook was away: build-service's run for bundle and lib went through.
+	create(t, w, nudgeRun(ns, "api-nudge-1", "bundle,lib", "api-build-1"))
+	// Held at admission (the webhook was there), and nudgeflow's own run: not listed.
+	heldRun := nudgeRun(ns, "api-nudge-2", "bundle", "api-build-2")
+	heldRun.Annotations[konflux.AnnotationHeldBy] = "bundle=bundle-group"
+	ours := nudgeRun(ns, "renovate-lib", "lib", "api-build-2")
+	ours.Labels[renovate.LabelManagedBy] = renovate.ManagedByNudgeflow
+	create(t, w, heldRun, ours)
+	rec.take()
+
+	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	var rep diagnose.UnheldNudgesReport
+	require.NoError(t, json.Unmarshal([]byte(nudgeflow(t, "debug", "unheld-nudges", "--kubeconfig", cfg, "-n", ns, "--since", since, "-o", "json")), &rep))
+	require.Equal(t, 3, rep.Scanned)
+	require.Len(t, rep.Unheld, 1)
+	require.Equal(t, "api-nudge-1", rep.Unheld[0].Name)
+	require.Equal(t, []string{"bundle", "lib"}, rep.Unheld[0].Targets)
+	require.Equal(t, []string{"bundle=bundle-group"}, rep.Unheld[0].OutsideGroups)
+	assertMetadataOnly(t, rec.take())
+
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	require.Contains(t, nudgeflow(t, "debug", "unheld-nudges", "--kubeconfig", cfg, "-n", ns, "--since", later), "not held by nudgeflow since "+later+": 0")
+}
