@@ -5,14 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
@@ -38,13 +42,18 @@ const (
 func nudgeflow(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	root := cli.NewRoot()
-	root.SetArgs(args)
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	err := root.ExecuteContext(context.Background())
+	err := execute(&out, &errOut, args...)
 	require.NoError(t, err, "nudgeflow %s\n%s%s", strings.Join(args, " "), out.String(), errOut.String())
 	return out.String()
+}
+
+// execute runs the CLI in this process.
+func execute(out, errOut *bytes.Buffer, args ...string) error {
+	root := cli.NewRoot()
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errOut)
+	return root.ExecuteContext(context.Background())
 }
 
 // build is a push build PipelineRun of component in the old (appstudio) keys, or
@@ -401,4 +410,57 @@ func TestDebugUnheldNudges(t *testing.T) {
 
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	require.Contains(t, nudgeflow(t, "debug", "unheld-nudges", "--kubeconfig", cfg, "-n", ns, "--since", later), "not held by nudgeflow since "+later+": 0")
+}
+
+// TestDebugAsReadOnlyOperator runs every debug command as a user granted only
+// get and list on PipelineRuns, ChangeGroups, NudgeConfigs and Components, the
+// permissions RUNBOOK.md names: nothing more is needed.
+func TestDebugAsReadOnlyOperator(t *testing.T) {
+	w := world.Get(t)
+	ns := w.Namespace(t)
+	user := "debug-operator-" + ns
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"tekton.dev"}, Resources: []string{"pipelineruns"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"appstudio.redhat.com"}, Resources: []string{"changegroups", "components", "nudgeconfigs"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"konflux-ci.dev"}, Resources: []string{"nudgeconfigs"}, Verbs: []string{"get", "list"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}}
+	u, err := w.ControlPlane.Env.AddUser(envtest.User{Name: user}, nil)
+	require.NoError(t, err)
+	raw, err := u.KubeConfig()
+	require.NoError(t, err)
+	cfg := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(cfg, raw, 0o600))
+	// Unbound, the user reads nothing: the role below is what lets it.
+	_, err = run(cfg, "debug", "unrouted", "-n", ns)
+	require.ErrorContains(t, err, "forbidden")
+	create(t, w, role, binding)
+
+	create(t, w, &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: konfluxv1alpha1.NudgeConfigName},
+		Spec: konfluxv1alpha1.NudgeConfigSpec{Nudges: []konfluxv1alpha1.NudgeRelationship{{From: "api", To: "bundle"}}}})
+	create(t, w, held(build(ns, "api-build", "api", false)), nudgeRun(ns, "api-nudge", "bundle", "api-build"))
+	// The role takes effect when the authorizer's cache has it.
+	world.Eventually(t, 10*time.Second, "the operator's role to apply", func() (bool, error) {
+		out, err := run(cfg, "debug", "unrouted", "-n", ns, "-o", "json")
+		return err == nil && strings.Contains(out, "api-build"), err
+	})
+	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	for _, args := range [][]string{
+		{"debug", "unrouted", "-A", "--include-unheld"},
+		{"debug", "overdue", "-A"},
+		{"debug", "build", ns + "/api-build", "--nudging-peers", "auto"},
+		{"debug", "unheld-nudges", "-A", "--since", since},
+	} {
+		_, err := run(cfg, args...)
+		require.NoError(t, err, "nudgeflow %s as a read-only operator", strings.Join(args, " "))
+	}
+}
+
+// run runs the CLI in this process with a kubeconfig and returns its output and error.
+func run(kubeconfig string, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := execute(&out, &out, append(args, "--kubeconfig", kubeconfig)...)
+	return out.String(), err
 }
