@@ -79,7 +79,16 @@ type GroupRef struct {
 	Name  string `json:"name"`
 	Phase string `json:"phase"`
 	Ready string `json:"ready,omitempty"`
-	// HasBuild: the group's status lists this build for the edge's source.
+	// SourceState is the edge source's state in the group (Waiting: no build of
+	// it yet); SourceBuild the digest the group holds of it, and SourceRun the
+	// nudge PipelineRun that carried it (empty when the bridge delivered the build
+	// itself).
+	SourceState string `json:"sourceState,omitempty"`
+	SourceBuild string `json:"sourceBuild,omitempty"`
+	SourceRun   string `json:"sourceRun,omitempty"`
+	// HasBuild: the run the status names is this build or one of its nudge runs.
+	// False says nothing when SourceRun is empty: metadata carries no digest to
+	// compare SourceBuild with (the build's IMAGE_DIGEST result does).
 	HasBuild bool `json:"hasBuild"`
 	// Waiting are the members with no new build yet.
 	Waiting []string `json:"waiting,omitempty"`
@@ -157,6 +166,7 @@ func ExplainBuild(ctx context.Context, r Reader, namespace, name string, peers b
 		at = m.DeletionTimestamp.Time
 	}
 	routed := routedTargets(rep)
+	var awaitingIS []string
 	for _, e := range edges {
 		er := EdgeReport{Edge: nudge.Edge(e.From, e.To), Target: e.To, Mode: string(e.Mode), Source: string(e.Source),
 			GatingGroup: e.GatingGroup, Runner: string(peers.RunnerOf(e))}
@@ -170,10 +180,24 @@ func ExplainBuild(ctx context.Context, r Reader, namespace, name string, peers b
 			return nil, fmt.Errorf("reading the ChangeGroups of %s: %w", e.To, err)
 		}
 		if cg != nil {
-			er.Group = groupRef(cg, e.From, name)
+			er.Group = groupRef(cg, e.From, name, runs)
 		}
 		explainEdge(&er, e, rep, plr, decided, verdict, isNudged, routed, runs)
+		if er.Group == nil && er.Runner == string(builds.RunnerIntegrationService) && !decided && !rep.RoutedSet {
+			awaitingIS = append(awaitingIS, er.Edge)
+		}
 		rep.Edges = append(rep.Edges, er)
+	}
+	if len(awaitingIS) > 0 && rep.Held {
+		// An ended build's other edges are routed at once; the build is acknowledged
+		// and released only when the verdict is in (builds.BuildReconciler.route).
+		rep.Summary = "held, not acknowledged yet: once the build ended, the bridge routes its edges and releases it when integration-service's verdict is in (edges " +
+			strings.Join(awaitingIS, ", ") + ")" + pacHint(rep.PaCState)
+		for i := range rep.Edges {
+			if er := &rep.Edges[i]; er.Group == nil && !slices.Contains(awaitingIS, er.Edge) && er.State == stateNotRouted {
+				er.WaitingFor = "the build's end: the bridge routes this edge then, without waiting for integration-service"
+			}
+		}
 	}
 	return rep, nil
 }
@@ -217,14 +241,28 @@ func routedTargets(rep *BuildReport) map[string]bool {
 	return out
 }
 
-func groupRef(cg *appstudiov1alpha1.ChangeGroup, source, build string) *GroupRef {
+func groupRef(cg *appstudiov1alpha1.ChangeGroup, source, build string, runs []NudgeRun) *GroupRef {
 	g := &GroupRef{Name: cg.Name, Phase: string(cg.Status.Phase), Ready: cg.Status.Ready, PR: cg.Status.PullRequestURL, Waiting: waitingMembers(cg)}
 	for _, c := range cg.Status.Components {
-		if c.Name == source && c.BuildPipelineRun == build {
-			g.HasBuild = true
+		if c.Name != source {
+			continue
 		}
+		g.SourceState, g.SourceBuild, g.SourceRun = string(c.State), c.NewBuild, c.BuildPipelineRun
+		g.HasBuild = c.BuildPipelineRun != "" && (c.BuildPipelineRun == build ||
+			slices.ContainsFunc(runs, func(r NudgeRun) bool { return r.Name == c.BuildPipelineRun }))
 	}
 	return g
+}
+
+// which says which build of source the group holds.
+func (g *GroupRef) which(source string) string {
+	switch {
+	case g.HasBuild:
+		return "this build"
+	case g.SourceRun != "":
+		return "a build of " + source + " carried by " + g.SourceRun + " (" + orDash(g.SourceBuild) + "), not this one"
+	}
+	return "a build of " + source + " (" + orDash(g.SourceBuild) + "; this build's if that is its IMAGE_DIGEST)"
 }
 
 // explainEdge fills State and WaitingFor from what the cluster shows, in the order
@@ -233,19 +271,23 @@ func groupRef(cg *appstudiov1alpha1.ChangeGroup, source, build string) *GroupRef
 func explainEdge(er *EdgeReport, e builds.Edge, rep *BuildReport, plr *tektonv1.PipelineRun, decided bool, verdict string,
 	isNudged, routed map[string]bool, runs []NudgeRun) {
 	if g := er.Group; g != nil {
+		hasSource := g.SourceState != "" && g.SourceState != string(appstudiov1alpha1.ComponentWaiting)
 		switch {
-		case g.HasBuild && g.Phase == string(appstudiov1alpha1.PhaseReady):
-			er.State = "collected by ChangeGroup " + g.Name + ", which released CI"
+		case (g.HasBuild || (hasSource && rep.RoutedSet)) && g.Phase == string(appstudiov1alpha1.PhaseReady):
+			er.State = "ChangeGroup " + g.Name + " holds " + g.which(e.From) + " and released CI"
 			er.WaitingFor = "the group's pull request to merge (" + orDash(g.PR) + ")"
-		case g.HasBuild:
-			er.State = "collected by ChangeGroup " + g.Name + " (" + orDash(g.Phase) + ", ready " + orDash(g.Ready) + ")"
+		case g.HasBuild || (hasSource && rep.RoutedSet):
+			er.State = "ChangeGroup " + g.Name + " (" + orDash(g.Phase) + ", ready " + orDash(g.Ready) + ") holds " + g.which(e.From)
 			er.WaitingFor = "the group's other members: " + orNone(g.Waiting)
 		case !rep.RoutedSet:
 			er.State = "held by ChangeGroup " + g.Name + " (" + orDash(g.Phase) + ")"
+			if hasSource {
+				er.State += ", which holds " + g.which(e.From)
+			}
 			er.WaitingFor = "the build's end: the bridge then delivers it to the group"
 		default:
-			er.State = "routed while ChangeGroup " + g.Name + " holds the edge, but the group lists another build of " + e.From
-			er.WaitingFor = "nothing from this build (the group took a newer build, or handed this one back)"
+			er.State = "routed while ChangeGroup " + g.Name + " holds the edge; its status lists no build of " + e.From + " yet"
+			er.WaitingFor = "the group's workflow to take the build: nudgeflow changegroup status " + g.Name + " -n " + rep.Namespace
 		}
 		addHeldRuns(er, runs)
 		return
@@ -270,7 +312,7 @@ func explainEdge(er *EdgeReport, e builds.Edge, rep *BuildReport, plr *tektonv1.
 		return
 	}
 	if !rep.RoutedSet {
-		er.State = "not routed yet"
+		er.State = stateNotRouted
 		if rep.Held {
 			er.WaitingFor = "the build's end: the bridge routes it then" + pacHint(rep.PaCState)
 		} else {
@@ -313,6 +355,9 @@ func explainEdge(er *EdgeReport, e builds.Edge, rep *BuildReport, plr *tektonv1.
 		er.WaitingFor = "its Renovate run: none exists yet (the workflow's retry backoff, or the worker): see the workflow"
 	}
 }
+
+// stateNotRouted is an edge's state while the build carries no acknowledgement.
+const stateNotRouted = "not routed yet"
 
 // addHeldRuns names the runs of the edge's target a group held at admission.
 func addHeldRuns(er *EdgeReport, runs []NudgeRun) {

@@ -307,7 +307,8 @@ func TestDebugBuild(t *testing.T) {
 	require.NoError(t, world.SetStatus(context.Background(), w.Kube, cg, func() {
 		cg.Status.Phase, cg.Status.Ready = appstudiov1alpha1.PhaseWaiting, "1/2"
 		cg.Status.Components = []appstudiov1alpha1.ComponentStatus{
-			{Name: "api", State: appstudiov1alpha1.ComponentReady, BuildPipelineRun: "api-build"},
+			// The build came to the group in build-service's nudge run, held at admission.
+			{Name: "api", State: appstudiov1alpha1.ComponentReady, BuildPipelineRun: "api-nudge-bundle", NewBuild: "sha256:aaa"},
 			{Name: "web", State: appstudiov1alpha1.ComponentWaiting},
 		}
 	}))
@@ -345,6 +346,7 @@ func TestDebugBuild(t *testing.T) {
 	require.Equal(t, "release-1", bundle.Group.Name)
 	require.True(t, bundle.Group.HasBuild)
 	require.Equal(t, "the group's other members: web", bundle.WaitingFor)
+	require.Contains(t, bundle.State, "holds this build")
 	require.Contains(t, bundle.State, "nudge run api-nudge-bundle held at admission (bundle=release-1)")
 	lib := edges["lib"]
 	require.Equal(t, "validated-nudge/"+ns+"/api/lib", lib.WorkflowID)
@@ -355,11 +357,16 @@ func TestDebugBuild(t *testing.T) {
 	require.Contains(t, svc.WaitingFor, "Renovate run renovate-svc-1 on the same branch")
 	require.Len(t, rep.NudgeRuns, 2, "the other build's run is not this build's")
 	assertMetadataOnly(t, rec.take())
+	text := nudgeflow(t, "debug", "build", ns+"/api-build", "--kubeconfig", cfg, "--nudging-peers", "none")
+	t.Logf("nudgeflow debug build %s/api-build:\n%s", ns, text)
+	require.Contains(t, text, "edge api->bundle (immediate, from NudgeConfig, run by nudgeflow)\n  state:       ChangeGroup release-1 (Waiting, ready 1/2) holds this build")
+	require.Contains(t, text, "  waiting for: the group's other members: web\n")
 
-	text := nudgeflow(t, "debug", "build", "web-build", "-n", shipped, "--kubeconfig", cfg, "--nudging-peers", "integration-service")
-	require.Contains(t, text, "held, not routed yet: the bridge routes it when Tekton ends it (Pipelines as Code says completed)")
+	text = nudgeflow(t, "debug", "build", "web-build", "-n", shipped, "--kubeconfig", cfg, "--nudging-peers", "integration-service")
+	require.Contains(t, text, "held, not acknowledged yet: once the build ended, the bridge routes its edges and releases it when integration-service's verdict is in (edges web->app) (Pipelines as Code says completed)")
 	require.Contains(t, text, "edge web->app (immediate, from NudgeConfig.appstudio.redhat.com, run by integration-service)")
 	require.Contains(t, text, "waiting for: integration-service's verdict")
+	t.Logf("nudgeflow debug build %s/web-build:\n%s", shipped, text)
 	assertMetadataOnly(t, rec.take())
 }
 
