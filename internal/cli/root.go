@@ -21,6 +21,6 @@ func NewRoot() *cobra.Command {
 	}
 	root.AddCommand(newMigrateCommand(), newGraphCommand())
 	root.AddCommand(newChangeGroupCommand(), newWorkerCommand(), newBridgeCommand(), newReceiverCommand())
-	root.AddCommand(newTemporalCommand())
+	root.AddCommand(newTemporalCommand(), newDebugCommand())
 	return root
 }

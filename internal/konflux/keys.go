@@ -147,6 +147,11 @@ const (
 	ResultImageDigest      = "IMAGE_DIGEST"
 )
 
+// LabelPaCState is Pipelines as Code's state of a run it started (queued,
+// started, completed), a label and an annotation: the only hint of a run's end
+// in its metadata.
+const LabelPaCState = "pipelinesascode.tekton.dev/state"
+
 // ComponentOf is the component a build PipelineRun's labels name, new form first.
 func ComponentOf(labels map[string]string) string { return ComponentKey.Get(labels) }
 
