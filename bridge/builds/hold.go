@@ -58,6 +58,7 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
 	if err := json.Unmarshal(req.Object.Raw, &head); err != nil {
+		log.FromContext(ctx).Error(err, "decoding the build; admitting it unheld", "namespace", req.Namespace, "name", req.Name)
 		return failOpen(metrics.FailOpenUndecodable, "not a PipelineRun nudgeflow can read; not held")
 	}
 	plr := &tektonv1.PipelineRun{ObjectMeta: head.Metadata}
@@ -82,10 +83,12 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
+		logger.Error(err, "decoding the build; admitting it unheld")
 		return failOpen(metrics.FailOpenUndecodable, "not a PipelineRun nudgeflow can read; not held")
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta == nil {
+		logger.Error(nil, "the build has no metadata object; admitting it unheld")
 		return failOpen(metrics.FailOpenUndecodable, "no metadata; not held")
 	}
 	finalizers, _ := meta["finalizers"].([]any)
