@@ -15,7 +15,9 @@ import (
 // finalizer stays until someone deletes it. metrics.ChangeGroupWorkflowClosed counts
 // them (bridge.ReadBacklog, which counts only groups its cache shows not final, so
 // a mark made from a stale copy of a group that has just ended counts for
-// nothing); the Reconciler forgets a group once its CR is final or gone. Process-global: the backlog gauges are measured for one bridge per process.
+// nothing); the Reconciler forgets a group when it next reconciles it final or
+// deleted (status writes do not reconcile: a leftover mark is a UID, and counts
+// for nothing). Process-global: the backlog gauges are measured for one bridge per process.
 var closedWorkflows sync.Map // types.UID -> struct{}
 
 // markClosed records that the workflow of the group uid has closed; it reports
