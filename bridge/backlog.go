@@ -12,12 +12,14 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 
 // MeasureBacklog makes the manager's metrics endpoint report the backlog gauges
-// (metrics.ChangeGroupOldestWaiting, ChangeGroupOldestOverdue, BuildOldestUnrouted),
+// (metrics.ChangeGroupOldestWaiting, ChangeGroupOldestOverdue, BuildOldestUnrouted,
+// ChangeGroupWorkflowClosed),
 // measured from the manager's informer cache on each scrape: no API call. One bridge
 // per process: the last one called measures.
 func MeasureBacklog(mgr ctrl.Manager) error {
@@ -72,6 +74,9 @@ func ReadBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metri
 			phase = string(appstudiov1alpha1.PhaseInitialized)
 		}
 		b.OldestWaiting[phase] = max(b.OldestWaiting[phase], now.Sub(cg.CreationTimestamp.Time))
+		if changegroup.WorkflowClosed(cg.UID) {
+			b.WorkflowClosed++
+		}
 		// The timeout ends a group still collecting; once CI is released (Ready) the
 		// group follows its pull request to merge or close, however long that takes.
 		if t := cg.Spec.Timeout; t != nil && t.Duration > 0 && cg.Status.Phase != appstudiov1alpha1.PhaseReady {

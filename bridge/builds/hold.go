@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 
 // HoldPath serves the mutating webhook that holds push builds at creation;
@@ -57,7 +58,8 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
 	if err := json.Unmarshal(req.Object.Raw, &head); err != nil {
-		return admission.Allowed("not a PipelineRun nudgeflow can read; not held")
+		log.FromContext(ctx).Error(err, "decoding the build; admitting it unheld", "namespace", req.Namespace, "name", req.Name)
+		return failOpen(metrics.FailOpenUndecodable, "not a PipelineRun nudgeflow can read; not held")
 	}
 	plr := &tektonv1.PipelineRun{ObjectMeta: head.Metadata}
 	if !IsPushBuild(plr) {
@@ -74,32 +76,43 @@ func (h *Holder) Handle(ctx context.Context, req admission.Request) admission.Re
 	edges, err := edgesOf(ctx, h.Reader, req.Namespace, component, false)
 	if err != nil {
 		logger.Error(err, "cannot tell whether the build nudges; admitting it unheld (the reconciler holds it when it sees it)")
-		return admission.Allowed("nudge edges could not be read")
+		return failOpen(metrics.FailOpenEdgesUnread, "nudge edges could not be read")
 	}
 	if len(edges) == 0 {
 		return admission.Allowed("the component nudges nothing")
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(req.Object.Raw, &obj); err != nil {
-		return admission.Allowed("not a PipelineRun nudgeflow can read; not held")
+		logger.Error(err, "decoding the build; admitting it unheld")
+		return failOpen(metrics.FailOpenUndecodable, "not a PipelineRun nudgeflow can read; not held")
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta == nil {
-		return admission.Allowed("no metadata; not held")
+		logger.Error(nil, "the build has no metadata object; admitting it unheld")
+		return failOpen(metrics.FailOpenUndecodable, "no metadata; not held")
 	}
 	finalizers, _ := meta["finalizers"].([]any)
 	meta["finalizers"] = append(finalizers, konflux.FinalizerBuildRouting)
 	mutated, err := json.Marshal(obj)
 	if err != nil {
 		logger.Error(err, "encoding the held build; admitting it unheld")
-		return admission.Allowed("encoding failed")
+		return failOpen(metrics.FailOpenPatchFailed, "encoding failed")
 	}
 	resp := admission.PatchResponseFromRaw(req.Object.Raw, mutated)
 	if !resp.Allowed {
 		// PatchResponseFromRaw answers a diff failure with a denial: admit instead.
 		logger.Error(nil, "computing the admission patch failed; admitting the build unheld", "reason", resp.Result.Message)
-		return admission.Allowed("patch failed; not held")
+		return failOpen(metrics.FailOpenPatchFailed, "patch failed; not held")
 	}
 	logger.V(1).Info("build held until routed", "finalizer", konflux.FinalizerBuildRouting)
 	return resp
+}
+
+// failOpen admits the build unheld because of the hook's own error, and counts it
+// (metrics.AdmissionFailOpen): the API server records this as an ordinary "allowed",
+// so without the count a hook that cannot read its edges would go unnoticed until
+// pruned builds were missed.
+func failOpen(reason, message string) admission.Response {
+	metrics.CountFailOpen(metrics.WebhookBuildRouting, reason)
+	return admission.Allowed(message)
 }

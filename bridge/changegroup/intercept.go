@@ -20,6 +20,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 )
 
@@ -242,6 +243,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 	if err != nil {
 		// Failing open keeps today's behaviour; the error is logged for operators.
 		log.FromContext(ctx).Error(err, "cannot tell whether the nudge is held; letting it run", "namespace", req.Namespace, "source", source)
+		metrics.CountFailOpen(metrics.WebhookNudgePipelineRun, metrics.FailOpenChangeGroupsUnread)
 		return allow("ChangeGroups could not be read")
 	}
 	var gated []string
@@ -249,6 +251,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		isGated, err := i.Gates.GatedTargets(ctx, req.Namespace, source, free)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "cannot tell whether the nudge's targets are gated on tests; letting them run", "namespace", req.Namespace, "source", source)
+			metrics.CountFailOpen(metrics.WebhookNudgePipelineRun, metrics.FailOpenGatingUnread)
 		}
 		var rest []string
 		for _, t := range free {
@@ -309,6 +312,7 @@ func (i *Interceptor) speculativeNudge(ctx context.Context, namespace string, an
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			log.FromContext(ctx).Error(err, "cannot read the nudging build; not checking it for a merge-queue branch", "namespace", namespace, "build", name)
+			metrics.CountFailOpen(metrics.WebhookNudgePipelineRun, metrics.FailOpenBuildUnread)
 		}
 		return ""
 	}
@@ -372,6 +376,7 @@ func (i *Interceptor) classify(ctx context.Context, ns, source string, targets [
 			// The groups' holds stand; only batching is skipped for this nudge
 			// (its targets run unbatched, as when nudgeflow is down).
 			log.FromContext(ctx).Error(err, "cannot tell whether the nudge's targets are batched; not holding it for a batch", "namespace", ns, "source", source)
+			metrics.CountFailOpen(metrics.WebhookNudgePipelineRun, metrics.FailOpenBatchingUnread)
 		}
 	}
 	for _, t := range rest {

@@ -55,6 +55,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 
+	if !cg.DeletionTimestamp.IsZero() || cg.Status.Phase.IsFinal() {
+		forgetClosed(cg.UID)
+	}
 	if !cg.DeletionTimestamp.IsZero() {
 		if !controllerutil.ContainsFinalizer(&cg, konflux.FinalizerChangeGroup) {
 			return ctrl.Result{}, nil
@@ -95,7 +98,13 @@ func (r *Reconciler) signalWithStart(ctx context.Context, cg *appstudiov1alpha1.
 	spec.AutoRelease = AutoReleaseOf(cg)
 	err := r.Starter.SignalWithStart(ctx, cg, cgwf.SignalSpecChanged, spec)
 	if errors.Is(err, ErrEnded) {
-		return nil // a spec edit after the end changes nothing
+		// A spec edit after the end changes nothing. The CR is not final, so the
+		// workflow closed without writing its end: counted
+		// (metrics.ChangeGroupWorkflowClosed) and said on the group, for the
+		// operator (RUNBOOK.md#nudgeflowchangegroupworkflowclosed).
+		r.Recorder.Event(cg, corev1.EventTypeWarning, "WorkflowClosed",
+			fmt.Sprintf("workflow %s has closed but this ChangeGroup's status is %q: nothing will end it; see the nudgeflow runbook (NudgeflowChangeGroupWorkflowClosed)", id, cg.Status.Phase))
+		return nil
 	}
 	return err
 }

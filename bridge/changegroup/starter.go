@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
@@ -64,6 +65,12 @@ func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.Cha
 	}
 	_, err := s.Temporal.SignalWithStartWorkflow(ctx, id, signal, arg, opts, cgwf.WorkflowName, in)
 	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
+		// Callers pass groups whose CR is not final: the workflow closed without
+		// writing a final status, and nothing ever will (closedWorkflows).
+		if markClosed(cg.UID) {
+			log.FromContext(ctx).Info("the ChangeGroup's workflow has closed but its status is not final; it holds nothing and will not move again",
+				"namespace", cg.Namespace, "name", cg.Name, "phase", cg.Status.Phase, "workflowID", id)
+		}
 		return ErrEnded
 	}
 	if err != nil {

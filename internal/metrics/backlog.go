@@ -35,6 +35,13 @@ const (
 	// nudgeflow has not routed yet: its nudges have not started and Tekton's pruner
 	// cannot delete it.
 	BuildOldestUnrouted = "nudgeflow_build_oldest_unrouted_seconds"
+	// ChangeGroupWorkflowClosed counts the ChangeGroups whose status is not final
+	// (no status, Initialized, Waiting, Ready) although the bridge found their
+	// workflow closed (a signal-with-start refused: the ID is never reused). Such a
+	// group stays in its phase for good: nothing writes its status any more, and
+	// its CR keeps intercepting nudges that the bridge then hands back one by one.
+	// Only the leader reconciles and delivers, so only it counts (others report 0).
+	ChangeGroupWorkflowClosed = "nudgeflow_changegroup_workflow_closed"
 )
 
 // ChangeGroupWaitingPhases are the phases ChangeGroupOldestWaiting always reports.
@@ -48,6 +55,8 @@ type Backlog struct {
 	OldestOverdue time.Duration
 	// OldestUnrouted is the longest time a finished build has stayed held.
 	OldestUnrouted time.Duration
+	// WorkflowClosed counts the groups not final whose workflow is closed.
+	WorkflowClosed int
 }
 
 // BacklogReader measures the backlog now.
@@ -60,6 +69,8 @@ var (
 		"Seconds the most overdue ChangeGroup still collecting (Initialized, Waiting) has been past its spec.timeout (0: none).", nil, nil)
 	oldestUnroutedDesc = prometheus.NewDesc(BuildOldestUnrouted,
 		"Seconds since the oldest finished build PipelineRun still held under the build-routing finalizer finished (0: none).", nil, nil)
+	workflowClosedDesc = prometheus.NewDesc(ChangeGroupWorkflowClosed,
+		"ChangeGroups whose status is not final although the bridge found their workflow closed (counted by the leader).", nil, nil)
 	backlogReader atomic.Pointer[BacklogReader]
 )
 
@@ -75,6 +86,7 @@ func (backlogCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestWaitingDesc
 	ch <- oldestOverdueDesc
 	ch <- oldestUnroutedDesc
+	ch <- workflowClosedDesc
 }
 
 func (backlogCollector) Collect(ch chan<- prometheus.Metric) {
@@ -87,4 +99,5 @@ func (backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(oldestOverdueDesc, prometheus.GaugeValue, b.OldestOverdue.Seconds())
 	ch <- prometheus.MustNewConstMetric(oldestUnroutedDesc, prometheus.GaugeValue, b.OldestUnrouted.Seconds())
+	ch <- prometheus.MustNewConstMetric(workflowClosedDesc, prometheus.GaugeValue, float64(b.WorkflowClosed))
 }

@@ -122,6 +122,7 @@ func Declared() []string {
 		ChangeGroups, ForgeRequests,
 		ChangeGroupOldestWaiting, ChangeGroupOldestOverdue, BuildOldestUnrouted,
 		ForgeWebhookDuration + "_bucket", ForgeWebhookDuration + "_sum", ForgeWebhookDuration + "_count",
+		AdmissionFailOpen, ChangeGroupWorkflowClosed,
 	}
 }
 

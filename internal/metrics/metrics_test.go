@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
+	"github.com/nudgeflow/nudgeflow/internal/metrics/metricstest"
 )
 
 // gathered is the registry's exposition of the named families.
@@ -127,4 +128,28 @@ func TestForgeWebhookEventLabelIsBounded(t *testing.T) {
 		counts[m[1]] = m[2]
 	}
 	require.Equal(t, map[string]string{"other": "50", "Merge Request Hook": "1", "pull_request": "1", "unknown": "1"}, counts, out)
+}
+
+// Every webhook and reason is exported at 0 before anything fails, so the first
+// fail-open of a process is an increase, not a series born at 1; a reason or a
+// webhook outside the declared set counts as "other", never as a new series.
+func TestFailOpenCounterStartsAtZeroAndStaysBounded(t *testing.T) {
+	for webhook, reasons := range metrics.FailOpenReasons {
+		for _, reason := range reasons {
+			require.GreaterOrEqual(t, metricstest.FailOpens(t, webhook, reason), 0.0, "%s/%s exported", webhook, reason)
+		}
+	}
+	edges := metricstest.FailOpens(t, metrics.WebhookBuildRouting, metrics.FailOpenEdgesUnread)
+	other := metricstest.FailOpens(t, metrics.WebhookBuildRouting, metrics.FailOpenOther)
+	nudgeOther := metricstest.FailOpens(t, metrics.WebhookNudgePipelineRun, metrics.FailOpenOther)
+	metrics.CountFailOpen(metrics.WebhookBuildRouting, metrics.FailOpenEdgesUnread)
+	metrics.CountFailOpen(metrics.WebhookBuildRouting, "made-up")
+	metrics.CountFailOpen(metrics.WebhookBuildRouting, metrics.FailOpenChangeGroupsUnread) // the other webhook's reason
+	metrics.CountFailOpen("made-up-webhook", metrics.FailOpenEdgesUnread)
+	require.Equal(t, edges+1, metricstest.FailOpens(t, metrics.WebhookBuildRouting, metrics.FailOpenEdgesUnread))
+	require.Equal(t, other+2, metricstest.FailOpens(t, metrics.WebhookBuildRouting, metrics.FailOpenOther))
+	require.Equal(t, nudgeOther+1, metricstest.FailOpens(t, metrics.WebhookNudgePipelineRun, metrics.FailOpenOther))
+	require.Equal(t, -1.0, metricstest.FailOpens(t, metrics.WebhookBuildRouting, "made-up"))
+	require.Equal(t, -1.0, metricstest.FailOpens(t, "made-up-webhook", metrics.FailOpenEdgesUnread))
+	require.Equal(t, -1.0, metricstest.FailOpens(t, metrics.WebhookBuildRouting, metrics.FailOpenChangeGroupsUnread))
 }

@@ -113,7 +113,7 @@ var cases = []alertCase{
 	{alert: "NudgeflowWebhookCallErrors", name: "ChangeGroup writes refused: the API server cannot reach the bridge",
 		series: `
 			apiserver_admission_webhook_rejection_count{` + apiserver + `, name="vchangegroup.nudgeflow.konflux-ci.dev", type="validating", operation="CREATE", error_type="calling_webhook_error", rejection_code="0"} 0+2x30`,
-		at:     20 * time.Minute,
+		at:     30 * time.Minute,
 		firing: []map[string]string{{"name": "vchangegroup.nudgeflow.konflux-ci.dev"}}},
 	{alert: "NudgeflowWebhookCallErrors", name: "the webhook denies invalid NudgeConfigs (its job)",
 		series: `

@@ -675,6 +675,12 @@ func TestManifestsAreTheProgram(t *testing.T) {
 	t.Run("dashboard queries only metrics that exist", func(t *testing.T) {
 		checkDashboard(t, bridgeMetrics+workerMetrics)
 	})
+	t.Run("alerts query only metrics that exist", func(t *testing.T) {
+		checkAlertMetrics(t, bridgeMetrics+workerMetrics)
+	})
+	// Exported at 0 from the start, so the first one is an increase an alert sees.
+	require.Regexp(t, `nudgeflow_admission_fail_open_total\{reason="edges-unread",webhook="build-routing"\} \d`, bridgeMetrics)
+	require.Regexp(t, `leader_election_master_status\{name="nudgeflow-bridge"\} 1`, bridgeMetrics, "the one bridge leads")
 
 	// Secrets stay out of logs and workflow histories; every line is JSON, for a
 	// log collector (--log-format's default for both processes).
