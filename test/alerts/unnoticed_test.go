@@ -11,9 +11,6 @@ import (
 // with the others in TestEveryAlertFiresOnItsSymptomAndOnlyThen.
 func init() { cases = append(cases, unnoticedCases...) }
 
-// receiverJob is the forge receiver's metrics Service as a ServiceMonitor scrapes it.
-const receiverJob = `job="nudgeflow-receiver-metrics", namespace="nudgeflow-system", instance="10.0.0.9:8443"`
-
 var unnoticedCases = []alertCase{
 	{alert: "NudgeflowWebhookCallErrors", name: "a refused ChangeGroup write every 20 minutes for an hour (rate > 0 for 10m never fired on it)",
 		series: `
