@@ -17,7 +17,8 @@ import (
 // exists; the branch queue then starts the older run after the newer one, and
 // its older digest lands last. So whenever nudgeflow is about to start a pending
 // run (the launch right after its own create and list, and every release of a
-// queued run: ReleaseNextOnBranch, StartIfFree; for a run Kueue will admit, the
+// queued run: ReleaseNextOnBranch, StartIfFree, which stop every superseded run
+// queued on the branch, not only the next; for a run Kueue will admit, the
 // launch is the last look), it looks again, on a list read
 // for that decision, for a run of the same edge for a newer build, whoever
 // created it and whatever its state; if there is one, the run is stopped before
@@ -83,18 +84,4 @@ func stopIfSupersededInKueue(ctx context.Context, c ctrlclient.Client, plr *tekt
 		return "", err
 	}
 	return by, stopSuperseded(ctx, c, plr, by)
-}
-
-// startUnlessSuperseded releases a pending run, or stops it when a run for a
-// newer build of its edge is among all (listed for this decision). It returns the
-// newer run's name when it stopped it.
-func startUnlessSuperseded(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (string, error) {
-	by, err := newerRunOf(ctx, c, plr, all)
-	if err != nil {
-		return "", err
-	}
-	if by != "" {
-		return by, stopSuperseded(ctx, c, plr, by)
-	}
-	return "", release(ctx, c, plr)
 }
