@@ -32,11 +32,16 @@ const (
 // BranchKey is the branch a run pushes: Renovate names a group's branch
 // branchPrefix + additionalBranchPrefix + the group's slug ("component-update-<nudging>").
 func BranchKey(host, repository, baseBranch, nudging, nudged string, simpleBranch bool) string {
+	return fmt.Sprintf("%s/%s@%s:%s", host, repository, baseBranch, BranchName(nudging, nudged, simpleBranch))
+}
+
+// BranchName is the branch Renovate pushes for nudging -> nudged.
+func BranchName(nudging, nudged string, simpleBranch bool) string {
 	additional := nudged + "-"
 	if simpleBranch {
 		additional = ""
 	}
-	return fmt.Sprintf("%s/%s@%s:%s%scomponent-update-%s", host, repository, baseBranch, BranchPrefix, additional, nudging)
+	return BranchPrefix + additional + "component-update-" + nudging
 }
 
 // branchState is what a run is to its branch.
