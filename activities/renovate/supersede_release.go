@@ -28,9 +28,9 @@ import (
 // What is left: a newer run created between that list and the release sees the
 // released older run and stops it (supersedeOlder), and waits for the branch
 // until it ended (one run per branch), so the newer digest is written after the
-// older one. Only a push the older run's pod makes while Tekton is stopping it
-// can still race; Renovate itself is not told the build's start (its commits
-// carry none that a step could compare with the branch's).
+// older one. A run that starts anyway (nothing on the cluster showed the newer
+// one: pruned, another nudgeflow's) is refused by its step, which compares its
+// build's start with the trailer of the nudge branch's head (branchcheck.go).
 
 // newerRunOf names a run among all (the namespace's nudge runs) for a build of
 // plr's edge that started after plr's, or "" when none is, or plr's build start

@@ -15,9 +15,11 @@ import (
 
 // TestRenovateStepRefusesAnOlderBuild: the step itself refuses to write an older
 // build's digest over a newer one (activities/renovate/branchcheck.go), on every
-// forge landingforge starts. Each build has its own tag, as Konflux's builds do,
-// so Renovate would write the older build's digest if it ran: the last run, the
-// same older build without the check, shows that it would.
+// forge landingforge starts. Each build has its own tag, as Konflux's builds do
+// (the source commit, no version Renovate would order: a semver-like tag would make
+// it propose the newest tag instead), so Renovate would write the older build's
+// digest if it ran: the last run, the same older build without the check, shows
+// that it would.
 func TestRenovateStepRefusesAnOlderBuild(t *testing.T) {
 	w := sharedWorld(t)
 	for _, name := range landingforge.Names() {
@@ -33,11 +35,11 @@ func olderBuildStepRefusesCase(t *testing.T, tn *tenant) {
 	forge := tn.forge.Name()
 	repoName := "ns/step-refuses-" + forge
 	built := tn.w.registry.Host + "/" + repoName
-	base, err := tn.w.registry.PushImage(ctx, repoName+":v0")
+	base, err := tn.w.registry.PushImage(ctx, repoName+":on-push-base")
 	require.NoError(t, err)
-	older, err := tn.w.registry.PushImage(ctx, repoName+":v1")
+	older, err := tn.w.registry.PushImage(ctx, repoName+":on-push-older")
 	require.NoError(t, err)
-	newer, err := tn.w.registry.PushImage(ctx, repoName+":v2")
+	newer, err := tn.w.registry.PushImage(ctx, repoName+":on-push-newer")
 	require.NoError(t, err)
 	repo := "step-refuses"
 	dockerfile := func(digest string) string { return "FROM " + built + "@" + digest + "\n" }
@@ -48,7 +50,7 @@ func olderBuildStepRefusesCase(t *testing.T, tn *tenant) {
 
 	// The newer build's run lands first: its commit carries its build's start.
 	n := nudge{Run: "step-newer", Nudging: nudging, Nudged: nudged, Repo: tn.owner + "/" + repo,
-		Image: built + ":v2", Digest: newer, BuiltAt: newerStart}
+		Image: built + ":on-push-newer", Digest: newer, BuiltAt: newerStart}
 	r := tn.runNudge(t, n)
 	requireSucceeded(t, r)
 	prs := tn.forge.PRs(t, tn.owner, repo)
@@ -60,7 +62,7 @@ func olderBuildStepRefusesCase(t *testing.T, tn *tenant) {
 	// The older build's run starts after it (nothing on the cluster stopped it):
 	// its step reads the branch's head, finds the newer build, and writes nothing.
 	n = nudge{Run: "step-older", Nudging: nudging, Nudged: nudged, Repo: tn.owner + "/" + repo,
-		Image: built + ":v1", Digest: older, BuiltAt: olderStart}
+		Image: built + ":on-push-older", Digest: older, BuiltAt: olderStart}
 	r = tn.runNudge(t, n)
 	require.True(t, r.Status.Done, "%+v", r.Status)
 	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome,
