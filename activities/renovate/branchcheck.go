@@ -17,8 +17,9 @@ import (
 // build it carries: the commit body ends with the trailers TrailerBuiltAt (the
 // build's start, builtAtStamp) and TrailerRun (the run that wrote it). Before
 // Renovate runs, the step fetches the nudge branch's head (git, one commit deep,
-// the forge token given by GIT_ASKPASS from the step's environment: never on a
-// command line, in a file or in the log) and reads its trailers; when they name a
+// the forge token given by a credential helper that reads it from the step's
+// environment: never on a command line, in a file or in the log) and reads its
+// trailers; when they name a
 // build that started after this run's, the step writes OutcomeSuperseded (with the
 // run the trailer names) and exits 0 without running Renovate. StatusOf reads that
 // as superseded: the Nudge ends Superseded, not failed, and is not retried.
@@ -128,16 +129,18 @@ func withBranchCheck(plr *tektonv1.PipelineRun, builtAt time.Time, c BranchCheck
 // branchCheckScript is the step's look at the nudge branch before Renovate runs
 // (bash; dir is the step's temporary directory). It sets superseded to the
 // outcome's value when the branch's head carries a newer build, and says so in
-// the log. The token is read by the askpass program from the step's
-// environment when git asks: it is in no argument and no file. git's own
-// messages are dropped: a failed fetch (no branch yet, no access) is no finding.
+// the log. The token is read by the credential helper (a shell function git
+// runs, which expands the variable) from the step's environment when git asks:
+// it is in no argument and no file, and no program is written (a /tmp mounted
+// noexec would stop one). git's own messages are dropped: a failed fetch (no
+// branch yet, no access) is no finding.
 func branchCheckScript() string {
 	stamp := `^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z$`
 	name := `^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`
 	return `superseded=""; ` +
 		`if [ -n "${` + envBuiltAt + `:-}" ] && [ -n "${` + envGitURL + `:-}" ] && [ -n "${` + envBranch + `:-}" ]; then ` +
-		`printf '%s\n' '#!/bin/sh' 'case "$1" in Username*) printf "%s" "$` + envGitUser + `";; *) printf "%s" "$` + secretEnvPrefix + tokenKey + `";; esac' > "$dir/askpass"; chmod 700 "$dir/askpass"; ` +
-		`if git init -q "$dir/head" >/dev/null 2>&1 && GIT_ASKPASS="$dir/askpass" GIT_TERMINAL_PROMPT=0 git -C "$dir/head" -c credential.helper= ` +
+		`if git init -q "$dir/head" >/dev/null 2>&1 && GIT_TERMINAL_PROMPT=0 git -C "$dir/head" -c credential.helper= ` +
+		`-c 'credential.helper=!f() { echo "username=$` + envGitUser + `"; echo "password=$` + secretEnvPrefix + tokenKey + `"; }; f' ` +
 		`fetch -q --no-tags --depth=1 "$` + envGitURL + `" "refs/heads/$` + envBranch + `" >/dev/null 2>&1; then ` +
 		`tip=$(git -C "$dir/head" rev-parse --short=12 FETCH_HEAD); ` +
 		`run=$(git -C "$dir/head" log -1 --format='%(trailers:key=` + TrailerRun + `,valueonly)' FETCH_HEAD | head -n1); ` +
@@ -146,7 +149,7 @@ func branchCheckScript() string {
 		`if [[ "$at" =~ $stamp_re ]] && [[ "${at//[^0-9]/}" > "${` + envBuiltAt + `//[^0-9]/}" ]]; then ` +
 		`superseded="` + OutcomeSuperseded + `:$run"; ` +
 		`echo "nudgeflow: branch $` + envBranch + ` holds commit $tip of a build started $at (run ${run:-unnamed}), newer than this run's build (started $` + envBuiltAt + `): not writing the older digest over it" >&2; ` +
-		`break; fi; done; fi; rm -f "$dir/askpass"; fi; `
+		`break; fi; done; fi; fi; `
 }
 
 // supersededOnBranch reads OutcomeSuperseded's value: whether the step refused,

@@ -2,7 +2,6 @@ package nudges
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -33,30 +32,7 @@ import (
 // run that launch had created (nudgeflow's labels and annotations, the newer
 // build's start, pending), and lets the real bridge and worker do the rest.
 func TestOlderQueuedRunNeverStartsOverANewerBuild(t *testing.T) {
-	f := newFixture(t)
-	f.component("operand", "", map[string]string{renovate.AnnotationSimpleBranch: "true"})
-	f.component("bundle-a", f.repoURL("github.com", "bundles"), nil)
-	f.component("bundle-b", f.repoURL("github.com", "bundles"), nil)
-	f.credentials("github.com")
-	f.nudgeConfig(immediate("operand", "bundle-a"), immediate("operand", "bundle-b"))
-	older := f.build("operand", 1, nil)
-
-	var running, waiting tektonv1.PipelineRun
-	world.Eventually(t, waitFor, "one run on the branch, the other queued behind it", func() (bool, error) {
-		runs := f.renovateRuns()
-		if len(runs) != 2 {
-			return false, fmt.Errorf("%d runs", len(runs))
-		}
-		for _, r := range runs {
-			switch {
-			case renovate.Queued(&r):
-				waiting = r
-			case r.Spec.Status == "":
-				running = r
-			}
-		}
-		return running.Name != "" && waiting.Name != "", nil
-	})
+	f, older, running, waiting := simpleBranchTargetsOfOneBuild(t)
 	target := konflux.NudgedKey.Get(waiting.Annotations)
 	statuses := f.watchSpecStatus(waiting)
 
