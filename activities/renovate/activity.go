@@ -242,6 +242,8 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		SimpleBranch:      simpleBranch(nudging),
 		FileMatch:         FileMatch(opts, req.NudgeFiles),
 		Options:           opts,
+		BuiltAt:           req.BuiltAt,
+		Run:               req.Name,
 	})
 	cfgJSON, err := cfg.JSON()
 	if err != nil {
@@ -267,6 +269,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 
 	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
 	plr.Annotations[AnnotationBranch] = BranchKey(forge.host, forge.repository, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
+	withBranchCheck(plr, req.BuiltAt, branchCheckOf(forge, req.Nudging, req.Nudged, simpleBranch(nudging)))
 	created := true
 	if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &tektonv1.PipelineRun{}); apierrors.IsNotFound(err) {
 		// Only a run not created yet is refused: a retried activity keeps its run.
@@ -645,7 +648,8 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 						Volumes: volumes,
 						Results: []tektonv1.TaskResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
 							Description: "ok, registry-auth-failed when Renovate could not authenticate to the image registry, image-lookup-failed when it could not look the image up otherwise, " +
-								"repository-not-updated when it did not write the branch, pr-not-opened when it opened no pull request"}},
+								"repository-not-updated when it did not write the branch, pr-not-opened when it opened no pull request, " +
+								"superseded:<run> when the nudge branch carried a newer build and Renovate did not run"}},
 					}},
 				}},
 				Results: []tektonv1.PipelineResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
@@ -722,6 +726,12 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 				s.Succeeded, s.Reason, s.Message = false, ReasonRepositoryNotUpdated, repositoryNotUpdatedMessage(plr)
 			case OutcomePRNotOpened:
 				s.Succeeded, s.Reason, s.Message = false, ReasonPRNotOpened, prNotOpenedMessage(plr)
+			default:
+				if ok, by := supersededOnBranch(outcomeOf(plr)); ok {
+					// The step found a newer build on the nudge branch and wrote nothing.
+					s.Succeeded, s.Reason, s.SupersededBy = false, ReasonSupersededOnBranch, by
+					s.Message = "the nudge branch already carries a newer build's digest (run " + by + "): the step did not run Renovate"
+				}
 			}
 		}
 		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {

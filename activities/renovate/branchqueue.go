@@ -32,11 +32,16 @@ const (
 // BranchKey is the branch a run pushes: Renovate names a group's branch
 // branchPrefix + additionalBranchPrefix + the group's slug ("component-update-<nudging>").
 func BranchKey(host, repository, baseBranch, nudging, nudged string, simpleBranch bool) string {
+	return fmt.Sprintf("%s/%s@%s:%s", host, repository, baseBranch, BranchName(nudging, nudged, simpleBranch))
+}
+
+// BranchName is the branch Renovate pushes for nudging -> nudged.
+func BranchName(nudging, nudged string, simpleBranch bool) string {
 	additional := nudged + "-"
 	if simpleBranch {
 		additional = ""
 	}
-	return fmt.Sprintf("%s/%s@%s:%s%scomponent-update-%s", host, repository, baseBranch, BranchPrefix, additional, nudging)
+	return BranchPrefix + additional + "component-update-" + nudging
 }
 
 // branchState is what a run is to its branch.
@@ -179,26 +184,27 @@ func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipeli
 }
 
 // ReleaseNextOnBranch starts the oldest run waiting on branch once none runs there
-// (the bridge calls it when one of nudgeflow's runs on the branch ended). A
-// waiting run a newer build's run supersedes is stopped, never started, and the
-// next one is looked at (the stopped one never ran: it holds the branch for nothing).
+// (the bridge calls it when one of nudgeflow's runs on the branch ended). Every
+// queued run a newer build's run supersedes is stopped first, never started
+// (stopSupersededOnBranch), wherever it stands in the queue; then the oldest
+// waiting run that is left starts.
 func ReleaseNextOnBranch(ctx context.Context, c ctrlclient.Client, ns, branch string) (string, error) {
 	all, err := nudgeRuns(ctx, c, ns)
 	if err != nil {
 		return "", err
 	}
-	onBranch := onBranch(all, branch)
-	var waiting []*tektonv1.PipelineRun
-	for i := range onBranch {
-		switch stateOnBranch(&onBranch[i]) {
-		case branchRunning:
-			return "", nil
-		case branchWaiting:
-			waiting = append(waiting, &onBranch[i])
-		}
+	waiting, busy := waitingOn(all, branch)
+	if busy {
+		return "", nil
 	}
-	sort.Slice(waiting, func(i, j int) bool { return before(waiting[i], waiting[j]) })
+	stopped, err := stopSupersededOnBranch(ctx, c, waiting, all)
+	if err != nil {
+		return "", err
+	}
 	for _, plr := range waiting {
+		if stopped[plr.Name] {
+			continue // it never ran: it holds the branch for nothing
+		}
 		if plr.Annotations[AnnotationQueuedForBranch] == "" {
 			// Its launch has not decided yet, and will see the branch free.
 			return "", nil
@@ -206,19 +212,71 @@ func ReleaseNextOnBranch(ctx context.Context, c ctrlclient.Client, ns, branch st
 		if !releasable(plr) {
 			continue // held or queued by Kueue: not nudgeflow's to start
 		}
-		stoppedFor, err := startUnlessSuperseded(ctx, c, plr, all)
-		if err != nil {
+		if err := release(ctx, c, plr); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return "", nil // changed meanwhile: its own event decides again
 			}
 			return "", err
 		}
-		if stoppedFor != "" || plr.Spec.Status != "" {
-			continue // stopped for a newer build, or changed meanwhile and left as it is
+		if plr.Spec.Status != "" {
+			continue // changed meanwhile and left as it is
 		}
 		return plr.Name, nil
 	}
 	return "", nil
+}
+
+// waitingOn is nudgeflow's runs waiting on branch among all, oldest first (they
+// point into all), and whether one runs there.
+func waitingOn(all []tektonv1.PipelineRun, branch string) (waiting []*tektonv1.PipelineRun, busy bool) {
+	for i := range all {
+		plr := &all[i]
+		if plr.Labels[LabelManagedBy] != ManagedByNudgeflow || plr.Annotations[AnnotationBranch] != branch {
+			continue
+		}
+		switch stateOnBranch(plr) {
+		case branchRunning:
+			busy = true
+		case branchWaiting:
+			waiting = append(waiting, plr)
+		}
+	}
+	sort.Slice(waiting, func(i, j int) bool { return before(waiting[i], waiting[j]) })
+	return waiting, false
+}
+
+// stopSupersededOnBranch stops every queued run among waiting that a run of a
+// newer build of its edge supersedes (newerRunOf on all, listed for this
+// decision), and names those it stopped. Every one, not only those ahead of the
+// next to start: the queue is ordered by creation to the second, then by name, so
+// a newer build's run created in the same second as an older queued one may stand
+// ahead of it, still undecided by its launch (which, having listed the edge's
+// runs before the older one existed, will not stop it either). Looking only up to
+// that run left the older one queued, and released later, over the newer digest.
+// A run changed meanwhile (conflict, gone) is left to its own event.
+//
+// A stopped run counts as running on its branch until Tekton ended it
+// (stateOnBranch), and its end releases the next (ReleaseNextOnBranch).
+func stopSupersededOnBranch(ctx context.Context, c ctrlclient.Client, waiting []*tektonv1.PipelineRun, all []tektonv1.PipelineRun) (map[string]bool, error) {
+	stopped := map[string]bool{}
+	for _, plr := range waiting {
+		if !Queued(plr) || !releasable(plr) {
+			continue // undecided, held, or Kueue's: its launch, the group or the launch's look decides
+		}
+		by, err := newerRunOf(ctx, c, plr, all)
+		if err != nil {
+			return nil, err
+		}
+		if by == "" {
+			continue
+		}
+		// Stopped, or changed meanwhile and left as it is: not to be started now.
+		stopped[plr.Name] = true
+		if err := stopSuperseded(ctx, c, plr, by); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return stopped, nil
 }
 
 // Queued reports whether a run waits for its branch.
@@ -237,15 +295,25 @@ func StartIfFree(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipelin
 	if err != nil {
 		return false, err
 	}
+	// The queued runs of the branch a newer build supersedes are stopped first,
+	// this one's too: one queued behind a run that waits for a superseded run
+	// would otherwise wait for a run that is never released.
+	waiting, _ := waitingOn(all, plr.Annotations[AnnotationBranch])
+	stopped, err := stopSupersededOnBranch(ctx, c, waiting, all)
+	if err != nil {
+		return false, err
+	}
+	if stopped[plr.Name] {
+		return false, nil
+	}
 	if ok, _ := MayStart(plr, onBranch(all, plr.Annotations[AnnotationBranch])); !ok {
 		return false, nil
 	}
-	stoppedFor, err := startUnlessSuperseded(ctx, c, plr, all)
-	if err != nil {
+	if err := release(ctx, c, plr); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return false, err
 	}
-	return stoppedFor == "" && plr.Spec.Status == "", nil
+	return plr.Spec.Status == "", nil
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
@@ -135,6 +136,11 @@ type ConfigInput struct {
 	SimpleBranch bool
 	FileMatch    []string
 	Options      Options
+	// BuiltAt is the build's start and Run the run's name: the commit's trailers
+	// (TrailerBuiltAt, TrailerRun) that a later run's step compares with its own
+	// build (branchcheck.go). Zero BuiltAt writes none.
+	BuiltAt time.Time
+	Run     string
 }
 
 // Config is the generated Renovate configuration (build-service's shape).
@@ -265,7 +271,7 @@ func GenerateConfig(in ConfigInput) Config {
 				CommitMessageTopic:     in.Nudging,
 				CommitMessagePrefix:    in.Options.CommitMessagePrefix,
 				CommitMessageSuffix:    in.Options.CommitMessageSuffix,
-				CommitBody:             fmt.Sprintf("%s\n\nSigned-off-by: %s", createdFrom(in), signOff(in.GitAuthor)),
+				CommitBody:             fmt.Sprintf("%s\n\nSigned-off-by: %s%s", createdFrom(in), signOff(in.GitAuthor), commitTrailers(in)),
 				PRHeader:               createdFrom(in),
 				PRFooter:               "To execute skipped test pipelines write comment `/ok-to-test`\nThis is Konflux nudging PR, not Mintmaker.",
 				RecreateWhen:           "always",

@@ -18,8 +18,12 @@ type RunObjects struct {
 // PipelineRunFor is the PipelineRun a's LaunchRenovate creates for req, and the
 // objects it reads. A function, not a method: every exported method of
 // Activities is registered as an activity, and this is none.
-func PipelineRunFor(a *Activities, req LaunchRequest, withHostRules, withCA bool) (*tektonv1.PipelineRun, RunObjects) {
-	return a.pipelineRun(req, withHostRules, withCA), RunObjects{
+// check is where the step looks for a newer build before Renovate writes, as
+// LaunchRenovate derives it from the nudged Component (zero: no look).
+func PipelineRunFor(a *Activities, req LaunchRequest, withHostRules, withCA bool, check BranchCheck) (*tektonv1.PipelineRun, RunObjects) {
+	plr := a.pipelineRun(req, withHostRules, withCA)
+	withBranchCheck(plr, req.BuiltAt, check)
+	return plr, RunObjects{
 		ConfigMap: req.Name, ConfigKey: configFile(req.Nudged),
 		Secret: req.Name, TokenKey: tokenKey, HostRulesKey: hostRulesKey,
 		CAConfigMap: CAConfigMapName(req.Name),

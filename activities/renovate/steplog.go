@@ -114,13 +114,17 @@ var stepMessages = map[string]string{
 // is the step's. Renovate 39 lower-cases the values of its logger's variables,
 // LOG_FILE included (lib/logger/utils.ts getEnv), and writes where that path
 // points, so node reads the lower-cased path (mktemp's name has capitals).
+// Before Renovate, the step looks at the nudge branch (branchcheck.go): when its
+// head carries a newer build, Renovate does not run and the outcome says so.
 func withOutcomeCheck(renovate string) string {
 	var cases strings.Builder
 	for _, o := range []string{OutcomeRegistryAuthFailed, OutcomeImageLookupFailed, OutcomeRepositoryNotUpdated, OutcomePRNotOpened} {
 		fmt.Fprintf(&cases, `%s) echo '%s' >&2;; `, o, stepMessages[o])
 	}
-	return fmt.Sprintf(`dir=$(mktemp -d); export LOG_FILE="$dir/%s" LOG_FILE_LEVEL=debug; %s 2>&1; rc=$?; outcome=%s; `+
+	return fmt.Sprintf(`dir=$(mktemp -d); %s`+
+		`if [ -n "$superseded" ]; then printf %%s "$superseded" > $(results.%s.path); exit 0; fi; `+
+		`export LOG_FILE="$dir/%s" LOG_FILE_LEVEL=debug; %s 2>&1; rc=$?; outcome=%s; `+
 		`if [ "$rc" -eq 0 ]; then outcome=$(node -e '%s' "$(printf %%s "$LOG_FILE" | tr '[:upper:]' '[:lower:]')") || outcome=%s; case "$outcome" in %sesac; fi; `+
 		`printf %%s "$outcome" > $(results.%s.path); exit "$rc"`,
-		stepLogFile, renovate, OutcomeOK, outcomeProgram(), OutcomeOK, cases.String(), ResultOutcome)
+		branchCheckScript(), ResultOutcome, stepLogFile, renovate, OutcomeOK, outcomeProgram(), OutcomeOK, cases.String(), ResultOutcome)
 }

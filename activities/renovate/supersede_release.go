@@ -17,7 +17,8 @@ import (
 // exists; the branch queue then starts the older run after the newer one, and
 // its older digest lands last. So whenever nudgeflow is about to start a pending
 // run (the launch right after its own create and list, and every release of a
-// queued run: ReleaseNextOnBranch, StartIfFree; for a run Kueue will admit, the
+// queued run: ReleaseNextOnBranch, StartIfFree, which stop every superseded run
+// queued on the branch, not only the next; for a run Kueue will admit, the
 // launch is the last look), it looks again, on a list read
 // for that decision, for a run of the same edge for a newer build, whoever
 // created it and whatever its state; if there is one, the run is stopped before
@@ -27,9 +28,9 @@ import (
 // What is left: a newer run created between that list and the release sees the
 // released older run and stops it (supersedeOlder), and waits for the branch
 // until it ended (one run per branch), so the newer digest is written after the
-// older one. Only a push the older run's pod makes while Tekton is stopping it
-// can still race; Renovate itself is not told the build's start (its commits
-// carry none that a step could compare with the branch's).
+// older one. A run that starts anyway (nothing on the cluster showed the newer
+// one: pruned, another nudgeflow's) is refused by its step, which compares its
+// build's start with the trailer of the nudge branch's head (branchcheck.go).
 
 // newerRunOf names a run among all (the namespace's nudge runs) for a build of
 // plr's edge that started after plr's, or "" when none is, or plr's build start
@@ -83,18 +84,4 @@ func stopIfSupersededInKueue(ctx context.Context, c ctrlclient.Client, plr *tekt
 		return "", err
 	}
 	return by, stopSuperseded(ctx, c, plr, by)
-}
-
-// startUnlessSuperseded releases a pending run, or stops it when a run for a
-// newer build of its edge is among all (listed for this decision). It returns the
-// newer run's name when it stopped it.
-func startUnlessSuperseded(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (string, error) {
-	by, err := newerRunOf(ctx, c, plr, all)
-	if err != nil {
-		return "", err
-	}
-	if by != "" {
-		return by, stopSuperseded(ctx, c, plr, by)
-	}
-	return "", release(ctx, c, plr)
 }

@@ -161,3 +161,46 @@ func TestStartIfFreeStopsASupersededRun(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, started)
 }
+
+// The queue orders runs by creation, to the second, then by name; a newer build's
+// run created in the same second as an older queued one may stand ahead of it,
+// still undecided by its launch (no queue mark yet), and that launch listed the
+// edge's runs before the older run existed, so it stops nothing. When the branch
+// frees, the older queued run behind it is stopped all the same, never left
+// queued to be released later over the newer digest. (The fake API server stamps
+// no creationTimestamp: every run here was created "in the same second".)
+func TestReleaseStopsASupersededRunBehindAnUndecidedLaunch(t *testing.T) {
+	u := newUnitWorld(t, "")
+	ctx := context.Background()
+	u.edgeRunAt("run-for-0", 0, "", "")
+	u.edgeRunAt("run-b-older", 1, tektonv1.PipelineRunSpecStatusPending, "run-for-0")
+	u.edgeRunAt("run-a-newer", 2, tektonv1.PipelineRunSpecStatusPending, "") // its launch has not decided yet
+
+	u.end("run-for-0", true)
+	next, err := ReleaseNextOnBranch(ctx, u.kube, "tenant", raceBranch)
+	require.NoError(t, err)
+	require.Empty(t, next, "the undecided launch starts its own run")
+	require.Equal(t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusPending), u.run("run-a-newer").Spec.Status)
+	u.requireStoppedFor("run-b-older", "run-a-newer")
+}
+
+// A queued run's event stops the superseded runs queued on its branch, not only
+// itself: a newer build's run queued behind an older queued one (ordered by name
+// within a second) would otherwise wait for a run that is never released.
+func TestStartIfFreeStopsASupersededRunAheadOfIt(t *testing.T) {
+	u := newUnitWorld(t, "")
+	u.edgeRunAt("run-for-0", 0, "", "")
+	u.end("run-for-0", true)
+	u.edgeRunAt("run-a-older", 1, tektonv1.PipelineRunSpecStatusPending, "run-for-0")
+	u.edgeRunAt("run-b-newer", 2, tektonv1.PipelineRunSpecStatusPending, "run-for-0")
+
+	started, err := StartIfFree(context.Background(), u.kube, u.run("run-b-newer"))
+	require.NoError(t, err)
+	require.False(t, started, "the stopped run holds the branch until Tekton ended it")
+	require.Equal(t, tektonv1.PipelineRunSpecStatusCancelled, string(u.run("run-a-older").Spec.Status))
+	u.requireStoppedFor("run-a-older", "run-b-newer") // ends it
+
+	next, err := ReleaseNextOnBranch(context.Background(), u.kube, "tenant", raceBranch)
+	require.NoError(t, err)
+	require.Equal(t, "run-b-newer", next, "its end releases the newer build's run")
+}

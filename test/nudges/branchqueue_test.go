@@ -17,15 +17,37 @@ import (
 // after the other in one PipelineRun; nudgeflow starts the second run when the
 // first ended (the bridge releases it), and both nudges succeed.
 func TestSimpleBranchTargetsTakeTurns(t *testing.T) {
-	f := newFixture(t)
+	f, b, running, waiting := simpleBranchTargetsOfOneBuild(t)
+	require.Equal(t, "github.com/"+f.ns+"/bundles@main:konflux/component-updates/component-update-operand", running.Annotations[renovate.AnnotationBranch])
+	require.Equal(t, running.Annotations[renovate.AnnotationBranch], waiting.Annotations[renovate.AnnotationBranch])
+	require.Equal(t, running.Name, waiting.Annotations[renovate.AnnotationQueuedForBranch])
+
+	f.finish(running, true)
+	world.Eventually(t, waitFor, "the waiting run starts once the first ended", func() (bool, error) {
+		got := f.get(&waiting)
+		waiting = *got
+		return got.Spec.Status == "" && !renovate.Queued(got), nil
+	})
+	f.finish(waiting, true)
+	for _, target := range []string{"bundle-a", "bundle-b"} {
+		res := f.nudgeResult(nudge.WorkflowID(f.ns, string(b.UID), target))
+		require.Equal(t, nudge.PhaseSucceeded, res.Phase, res.Reason)
+	}
+	require.Len(t, f.renovateRuns(), 2)
+}
+
+// simpleBranchTargetsOfOneBuild makes two targets in one repository of a nudging
+// component with one branch (build-nudge-simple-branch), and its first build; it
+// waits for one run on the branch and the other queued behind it.
+func simpleBranchTargetsOfOneBuild(t *testing.T) (f *fixture, b *tektonv1.PipelineRun, running, waiting tektonv1.PipelineRun) {
+	t.Helper()
+	f = newFixture(t)
 	f.component("operand", "", map[string]string{renovate.AnnotationSimpleBranch: "true"})
 	f.component("bundle-a", f.repoURL("github.com", "bundles"), nil)
 	f.component("bundle-b", f.repoURL("github.com", "bundles"), nil)
 	f.credentials("github.com")
 	f.nudgeConfig(immediate("operand", "bundle-a"), immediate("operand", "bundle-b"))
-	b := f.build("operand", 1, nil)
-
-	var running, waiting tektonv1.PipelineRun
+	b = f.build("operand", 1, nil)
 	world.Eventually(t, waitFor, "two runs, one started and one waiting for the branch", func() (bool, error) {
 		runs := f.renovateRuns()
 		if len(runs) != 2 {
@@ -47,20 +69,5 @@ func TestSimpleBranchTargetsTakeTurns(t *testing.T) {
 		}
 		return true, nil
 	})
-	require.Equal(t, "github.com/"+f.ns+"/bundles@main:konflux/component-updates/component-update-operand", running.Annotations[renovate.AnnotationBranch])
-	require.Equal(t, running.Annotations[renovate.AnnotationBranch], waiting.Annotations[renovate.AnnotationBranch])
-	require.Equal(t, running.Name, waiting.Annotations[renovate.AnnotationQueuedForBranch])
-
-	f.finish(running, true)
-	world.Eventually(t, waitFor, "the waiting run starts once the first ended", func() (bool, error) {
-		got := f.get(&waiting)
-		waiting = *got
-		return got.Spec.Status == "" && !renovate.Queued(got), nil
-	})
-	f.finish(waiting, true)
-	for _, target := range []string{"bundle-a", "bundle-b"} {
-		res := f.nudgeResult(nudge.WorkflowID(f.ns, string(b.UID), target))
-		require.Equal(t, nudge.PhaseSucceeded, res.Phase, res.Reason)
-	}
-	require.Len(t, f.renovateRuns(), 2)
+	return f, b, running, waiting
 }

@@ -7,9 +7,14 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	corev1 "k8s.io/api/core/v1"
+	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
@@ -295,6 +300,31 @@ func TestSupersededRunEndsTheNudge(t *testing.T) {
 	require.Equal(t, []string{ReasonSuperseded}, rec.reasons)
 	require.False(t, rec.outcomes[0].Warning)
 	require.Contains(t, rec.outcomes[0].Message, "renovate-nudge-newer-1")
+}
+
+// The run's step found a newer build on the nudge branch and ran no Renovate
+// (outcome superseded:<run>, exit 0): StatusOf reads that run as superseded, so
+// the nudge ends Superseded, no forge is asked whether it delivered, and it is
+// not launched again.
+func TestRunItsStepFoundSupersededEndsTheNudge(t *testing.T) {
+	env, _, rec, launched := setup(t)
+	var started []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		started = append(started, info.ActivityType.Name)
+	})
+	plr, _ := renovate.PipelineRunFor(&renovate.Activities{}, renovate.LaunchRequest{Name: renovate.RunName(testID, 1), Namespace: "tenant"},
+		false, false, renovate.BranchCheck{})
+	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+	plr.Status.Results = []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome,
+		Value: *tektonv1.NewStructuredValues(renovate.OutcomeSuperseded + ":renovate-nudge-newer-1")}}
+	res := endFirstRun(t, env, renovate.StatusOf(plr))
+	require.Equal(t, PhaseSuperseded, res.Phase, res.Reason)
+	require.Len(t, *launched, 1, "no second run")
+	require.Equal(t, []string{ReasonSuperseded}, rec.reasons)
+	require.False(t, rec.outcomes[0].Warning)
+	require.Contains(t, rec.outcomes[0].Message, "renovate-nudge-newer-1")
+	require.NotContains(t, started, "CheckDelivery", "no forge is asked")
+	require.Contains(t, started, "LaunchRenovate", "the listener sees the activities")
 }
 
 // Every launch carries the build's start, which orders an edge's runs.

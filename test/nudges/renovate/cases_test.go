@@ -29,6 +29,7 @@ func TestRenovateNudgeContract(t *testing.T) {
 			t.Run("immediate-then-later-builds", func(t *testing.T) { t.Parallel(); nudgePRCases(t, tn) })
 			t.Run("private-image", func(t *testing.T) { t.Parallel(); privateImageCase(t, tn) })
 			t.Run("cancel", func(t *testing.T) { t.Parallel(); cancelCase(t, tn) })
+			t.Run("older-build-step-refuses", func(t *testing.T) { t.Parallel(); olderBuildStepRefusesCase(t, tn) })
 		})
 	}
 }

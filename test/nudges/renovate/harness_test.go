@@ -175,6 +175,10 @@ type nudge struct {
 	// image (the tenant's pull secret); nil runs without, as nudgeflow does
 	// when it finds none.
 	HostRules []renovate.HostRule
+	// BuiltAt is the build's start: the run's commit carries it, and its step
+	// compares it with the nudge branch's head (zero: neither, as for a build
+	// whose start is unknown).
+	BuiltAt time.Time
 }
 
 // ran is how a run ended.
@@ -211,14 +215,17 @@ func (tn *tenant) launch(t *testing.T, n nudge) (done func()) {
 	require.True(t, ok, "image %q has a tag", n.Image)
 	req := renovate.LaunchRequest{Namespace: tn.namespace, Name: n.Run, WorkflowID: "nudge-" + n.Run, Attempt: 1,
 		Nudging: n.Nudging, Nudged: n.Nudged, ImageURL: n.Image, Digest: n.Digest, BuildPipelineRun: n.Nudging + "-build",
-		RepoAtSHA: repoAtSHA(n.Nudging)}
-	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, n.HostRules != nil, true)
+		RepoAtSHA: repoAtSHA(n.Nudging), BuiltAt: n.BuiltAt}
+	owner, name, ok := strings.Cut(n.Repo, "/")
+	require.True(t, ok, "repo %q is owner/name", n.Repo)
+	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, n.HostRules != nil, true, renovate.BranchCheck{
+		GitURL: tn.forge.RepoURL(owner, name) + ".git", Platform: tn.forge.Platform(), Branch: nudgeBranchOf(n)})
 	cfg, err := renovate.GenerateConfig(renovate.ConfigInput{
 		Platform: tn.forge.Platform(), Endpoint: tn.forge.Endpoint(),
 		Username: tn.forge.Username(), GitAuthor: tn.forge.GitAuthor(),
 		Repository: n.Repo, BaseBranch: "main", Nudging: n.Nudging, Nudged: n.Nudged,
 		BuiltRepo: builtRepo, BuiltTag: tag, DistributionRepos: n.DistributionRepos, RepoAtSHA: req.RepoAtSHA,
-		FileMatch: renovate.FileMatch(renovate.Options{}, ""),
+		FileMatch: renovate.FileMatch(renovate.Options{}, ""), BuiltAt: n.BuiltAt, Run: n.Run,
 	}).JSON()
 	require.NoError(t, err)
 	secret := map[string]string{objs.TokenKey: tn.forge.Token()}

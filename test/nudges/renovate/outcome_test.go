@@ -52,11 +52,16 @@ func TestRenovateOutcomeContract(t *testing.T) {
 // with a 502.
 type refuser func()
 
-// outcomeOf decides a run as the Nudge workflow does: a run that exited 0 is
-// what the forge shows; "ok" when delivered, else "failed".
+// outcomeOf decides a run as the Nudge workflow does: a run a newer build
+// superseded is "superseded"; a run that exited 0 is what the forge shows; "ok"
+// when delivered, else "failed".
 func outcomeOf(t *testing.T, tn *tenant, repo string, r ran, n nudge) (string, renovate.RunStatus, renovate.DeliveryVerdict) {
 	t.Helper()
 	st := r.Status
+	if st.SupersededBy != "" && !st.Succeeded {
+		// The workflow asks no forge then: the Nudge ends Superseded, not retried.
+		return "superseded", st, renovate.DeliveryVerdict{}
+	}
 	if !st.ExitedZero {
 		return "failed", st, renovate.DeliveryVerdict{}
 	}
