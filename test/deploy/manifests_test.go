@@ -287,7 +287,9 @@ func checkGenerated(t *testing.T, m manifests, generated []generatedObject, besi
 			for i := range want {
 				w, h := want[i].(map[string]any), have[i].(map[string]any)
 				for k := range w {
-					if k != "clientConfig" {
+					// deploy/base widens the handwritten NudgeConfig webhook's
+					// namespaceSelector to every webhook's (checkSkipsSystemNamespaces).
+					if k != "clientConfig" && k != "namespaceSelector" {
 						require.Equal(t, w[k], h[k], "%s %s webhook %d field %s is deployed as generated", g.obj.GetKind(), name, i, k)
 					}
 				}
@@ -903,6 +905,7 @@ func checkWebhookScope(t *testing.T, v variant, kind string, hook map[string]any
 		onPipelineRuns = onPipelineRuns || slices.Contains(resources, "pipelineruns")
 	}
 	if !onPipelineRuns {
+		checkFailClosedWebhook(t, v, name, hook)
 		return
 	}
 	want, ok := pipelineRunWebhookScopes[name]
@@ -911,13 +914,46 @@ func checkWebhookScope(t *testing.T, v variant, kind string, hook map[string]any
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(hook, &h))
 	require.NotNil(t, h.ObjectSelector, "%s is scoped by labels", name)
 	require.Equal(t, want, *h.ObjectSelector, "%s is called for its runs only", name)
-	require.NotNil(t, h.NamespaceSelector, "%s skips system namespaces", name)
-	sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+	checkSkipsSystemNamespaces(t, v, name, h.NamespaceSelector)
+}
+
+// checkSkipsSystemNamespaces: a webhook is never called in the platform's
+// namespaces nor in nudgeflow's own, and is called in a tenant's.
+func checkSkipsSystemNamespaces(t *testing.T, v variant, name string, nsSel *metav1.LabelSelector) {
+	t.Helper()
+	require.NotNil(t, nsSel, "%s skips system namespaces", name)
+	sel, err := metav1.LabelSelectorAsSelector(nsSel)
 	require.NoError(t, err)
 	for _, ns := range []string{"kube-system", "kube-public", "kube-node-lease", "openshift", v.namespace} {
 		require.False(t, sel.Matches(labels.Set{corev1.LabelMetadataName: ns}), "%s is not called in %s", name, ns)
 	}
 	require.True(t, sel.Matches(labels.Set{corev1.LabelMetadataName: "tenant-a"}), "%s is called in tenant namespaces", name)
+}
+
+// endOfLifeConditions are the matchConditions of every webhook that fails closed
+// (deploy/webhooks/kustomization.yaml): called for a CREATE or a spec change of an
+// object not being deleted, never for the writes that end its life (a finalizer
+// removed), which must pass while the bridge is away (TestTenantNamespaceDeletionWithTheBridgeAway).
+var endOfLifeConditions = []admissionregistrationv1.MatchCondition{
+	{Name: "not-being-deleted", Expression: "!has(object.metadata.deletionTimestamp)"},
+	{Name: "create-or-spec-change", Expression: "request.operation != 'UPDATE' || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec"},
+}
+
+// checkFailClosedWebhook: a webhook that refuses while the bridge is away
+// (failurePolicy Fail) is called only when it must be: outside system namespaces,
+// and never for the end of an object's life.
+func checkFailClosedWebhook(t *testing.T, v variant, name string, hook map[string]any) {
+	t.Helper()
+	var h admissionregistrationv1.ValidatingWebhook
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(hook, &h))
+	if ptr.Deref(h.FailurePolicy, admissionregistrationv1.Fail) != admissionregistrationv1.Fail {
+		return
+	}
+	checkSkipsSystemNamespaces(t, v, name, h.NamespaceSelector)
+	require.Equal(t, endOfLifeConditions, h.MatchConditions, "%s is not called for a finalizer's removal", name)
+	for _, r := range h.Rules {
+		require.NotContains(t, r.Operations, admissionregistrationv1.Delete, "%s is not called for a delete", name)
+	}
 }
 
 var digestRef = regexp.MustCompile(`^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$`)
