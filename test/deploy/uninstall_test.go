@@ -287,7 +287,9 @@ func TestUninstallReleasesEverythingHeld(t *testing.T) {
 	for _, p := range []*pod{c.bridge, c.worker, c.receiver} {
 		p.stop() // what the kubelet does when the Deployments scale to zero
 	}
-	t.Cleanup(func() { require.NoError(t, install(t, findVariant(t, variants(t), "cert-manager")), "restoring the Deployments' replicas") })
+	t.Cleanup(func() {
+		require.NoError(t, install(t, findVariant(t, variants(t), "cert-manager")), "restoring the Deployments' replicas")
+	})
 	for _, name := range []string{"nudgeflow-bridge", "nudgeflow-worker"} {
 		d := c.m.deployment(t, name)
 		require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(d), d))
