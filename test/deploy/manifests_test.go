@@ -1172,7 +1172,10 @@ func applied(t *testing.T) {
 // namespace's variant rebinds them there until the shipped one is installed again.
 func install(t *testing.T, v variant) error {
 	objs := v.objs.without("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Job")
-	out, err := kubectl(t, objs.yaml(t), "apply", "--server-side", "--force-conflicts", "--field-manager", "deploy-test", "-f", "-")
+	// kubectl's own field manager, as an operator's `kubectl apply --server-side`
+	// (TestInstallUpgradeUninstallAsDocumented) uses: that apply then finds its own
+	// fields on the cluster-wide objects every install shares.
+	out, err := kubectl(t, objs.yaml(t), "apply", "--server-side", "--force-conflicts", "-f", "-")
 	if err != nil {
 		return fmt.Errorf("kubectl apply: %v: %s", err, out)
 	}

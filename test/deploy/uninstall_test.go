@@ -55,8 +55,8 @@ func readmeBlocks(t *testing.T) map[string]string {
 // runBlock runs a block of deploy/README.md with bash, as an operator would paste
 // it: the cluster administrator's kubeconfig, kubectl on PATH, in dir. prelude goes
 // before it (a kubectl function adding --dry-run=server, for the blocks that would
-// remove what the package's other tests share).
-func runBlock(t *testing.T, id, dir, prelude string) string {
+// remove what the package's other tests share); env are more variables (NAME=value).
+func runBlock(t *testing.T, id, dir, prelude string, env ...string) string {
 	t.Helper()
 	block, ok := readmeBlocks(t)[id]
 	require.True(t, ok, "deploy/README.md has the block <!-- deploy-test: %s -->", id)
@@ -65,6 +65,7 @@ func runBlock(t *testing.T, id, dir, prelude string) string {
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", prelude+"\n"+block)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+admin(t), "PATH="+filepath.Dir(tool(t, "kubectl"))+":"+os.Getenv("PATH"))
+	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "deploy/README.md block %s:\n%s\n---\n%s", id, block, out)
 	return string(out)
