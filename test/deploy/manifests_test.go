@@ -1191,7 +1191,7 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 		for _, v := range set {
 			t.Run(v.name, func(t *testing.T) {
 				if v.namespace != systemNamespace {
-					out, err := kubectl(t, v.objs.ofKind("Namespace").yaml(t), "apply", "--server-side", "--field-manager", "deploy-test", "-f", "-")
+					out, err := kubectl(t, v.objs.ofKind("Namespace").yaml(t), "apply", "--server-side", "-f", "-")
 					require.NoError(t, err, "creating namespace %s: %s", v.namespace, out)
 				}
 				// The test world registered webhook configurations of its own (envtest's,
@@ -1206,7 +1206,7 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 						applyObjs = append(applyObjs, o)
 					}
 				}
-				out, err := kubectl(t, applyObjs.yaml(t), "apply", "--server-side", "--dry-run=server", "--field-manager", "deploy-test", "--force-conflicts", "-f", "-")
+				out, err := kubectl(t, applyObjs.yaml(t), "apply", "--server-side", "--dry-run=server", "--force-conflicts", "-f", "-")
 				require.NoError(t, err, "kubectl apply --server-side --dry-run=server:\n%s", out)
 				if len(replaceObjs) > 0 {
 					more, err := kubectl(t, replaceObjs.yaml(t), "replace", "--dry-run=server", "-f", "-")
@@ -1294,7 +1294,7 @@ func TestKubectlKustomizeBuildsTheSame(t *testing.T) {
 			// As kubectl applies it (the webhook configurations and the Job aside, as in
 			// install: envtest registered its own webhooks under the same names).
 			out, err := kubectl(t, objs.without("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Job").yaml(t),
-				"apply", "--server-side", "--dry-run=server", "--field-manager", "deploy-test", "--force-conflicts", "-f", "-")
+				"apply", "--server-side", "--dry-run=server", "--force-conflicts", "-f", "-")
 			require.NoError(t, err, "kubectl's own build applies:\n%s", out)
 			require.Contains(t, out, "validatingadmissionpolicy.admissionregistration.k8s.io/nudgeflow-worker-writes")
 		}
