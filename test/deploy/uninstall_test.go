@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -216,6 +217,16 @@ func requireHeldByNudgeflow(t *testing.T, h heldTenant, left []*unstructured.Uns
 	}
 }
 
+// workflowStatus is the status of a workflow's latest run.
+func workflowStatus(t *testing.T, id string) (enumspb.WorkflowExecutionStatus, error) {
+	t.Helper()
+	desc, err := world.Get(t).TemporalClient.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		return 0, err
+	}
+	return desc.WorkflowExecutionInfo.Status, nil
+}
+
 // Issue 33 item 2: a tenant namespace deleted while the bridge is away. What
 // nudgeflow holds (an active group, a held build) keeps it Terminating, as it
 // should: the bridge cancels the group's workflow and routes the build before it
@@ -248,12 +259,25 @@ func TestTenantNamespaceDeletionWithTheBridgeAway(t *testing.T) {
 	bridge := startPod(t, c.m, deploymentPod(c.m.deployment(t, "nudgeflow-bridge")), podOptions{temporalAddress: w.Temporal.Address, webhookPort: webhookPort})
 	bridge.waitReady(startupTimeout)
 	deleter.waitGone(t, returns.ns, "the returning bridge releases the group and the build, and the namespace goes")
+	world.Eventually(t, scenarioWaitTimeout, "the returning bridge ended the deleted group's workflow", func() (bool, error) {
+		status, err := workflowStatus(t, returns.group.Status.WorkflowID)
+		return status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, err
+	})
 
 	// The bridge is away for good: deploy/README.md's release block, as written.
 	bridge.stop()
 	requireHeldByNudgeflow(t, byHand, deleter.deleteNamespace(t, byHand.ns))
 	runBlock(t, "release-held", t.TempDir(), "")
 	deleter.waitGone(t, byHand.ns, "the release block lets the namespace go without the bridge")
+	status, err := workflowStatus(t, byHand.group.Status.WorkflowID)
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, status, "nobody ended the group's workflow")
+	runBlock(t, "terminate-workflows", t.TempDir(), "", "NS="+byHand.ns, "TEMPORAL_ADDRESS="+w.Temporal.Address,
+		"PATH="+filepath.Dir(os.Getenv("TEMPORAL_CLI"))+":"+filepath.Dir(tool(t, "kubectl"))+":"+os.Getenv("PATH"))
+	world.Eventually(t, scenarioWaitTimeout, "the block terminates the deleted namespace's workflows", func() (bool, error) {
+		status, err := workflowStatus(t, byHand.group.Status.WorkflowID)
+		return status == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, err
+	})
 }
 
 // deploy/README.md's uninstall, its blocks run as written in order: the bridge and
