@@ -289,7 +289,9 @@ func checkGenerated(t *testing.T, m manifests, generated []generatedObject, besi
 			for i := range want {
 				w, h := want[i].(map[string]any), have[i].(map[string]any)
 				for k := range w {
-					if k != "clientConfig" {
+					// deploy/base widens the handwritten NudgeConfig webhook's
+					// namespaceSelector to every webhook's (checkSkipsSystemNamespaces).
+					if k != "clientConfig" && k != "namespaceSelector" {
 						require.Equal(t, w[k], h[k], "%s %s webhook %d field %s is deployed as generated", g.obj.GetKind(), name, i, k)
 					}
 				}
@@ -891,6 +893,7 @@ func checkWebhookScope(t *testing.T, v variant, kind string, hook map[string]any
 		onPipelineRuns = onPipelineRuns || slices.Contains(resources, "pipelineruns")
 	}
 	if !onPipelineRuns {
+		checkFailClosedWebhook(t, v, name, hook)
 		return
 	}
 	want, ok := pipelineRunWebhookScopes[name]
@@ -899,13 +902,46 @@ func checkWebhookScope(t *testing.T, v variant, kind string, hook map[string]any
 	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(hook, &h))
 	require.NotNil(t, h.ObjectSelector, "%s is scoped by labels", name)
 	require.Equal(t, want, *h.ObjectSelector, "%s is called for its runs only", name)
-	require.NotNil(t, h.NamespaceSelector, "%s skips system namespaces", name)
-	sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+	checkSkipsSystemNamespaces(t, v, name, h.NamespaceSelector)
+}
+
+// checkSkipsSystemNamespaces: a webhook is never called in the platform's
+// namespaces nor in nudgeflow's own, and is called in a tenant's.
+func checkSkipsSystemNamespaces(t *testing.T, v variant, name string, nsSel *metav1.LabelSelector) {
+	t.Helper()
+	require.NotNil(t, nsSel, "%s skips system namespaces", name)
+	sel, err := metav1.LabelSelectorAsSelector(nsSel)
 	require.NoError(t, err)
 	for _, ns := range []string{"kube-system", "kube-public", "kube-node-lease", "openshift", v.namespace} {
 		require.False(t, sel.Matches(labels.Set{corev1.LabelMetadataName: ns}), "%s is not called in %s", name, ns)
 	}
 	require.True(t, sel.Matches(labels.Set{corev1.LabelMetadataName: "tenant-a"}), "%s is called in tenant namespaces", name)
+}
+
+// endOfLifeConditions are the matchConditions of every webhook that fails closed
+// (deploy/webhooks/kustomization.yaml): called for a CREATE or a spec change of an
+// object not being deleted, never for the writes that end its life (a finalizer
+// removed), which must pass while the bridge is away (TestTenantNamespaceDeletionWithTheBridgeAway).
+var endOfLifeConditions = []admissionregistrationv1.MatchCondition{
+	{Name: "not-being-deleted", Expression: "!has(object.metadata.deletionTimestamp)"},
+	{Name: "create-or-spec-change", Expression: "request.operation != 'UPDATE' || !has(oldObject.spec) || !has(object.spec) || object.spec != oldObject.spec"},
+}
+
+// checkFailClosedWebhook: a webhook that refuses while the bridge is away
+// (failurePolicy Fail) is called only when it must be: outside system namespaces,
+// and never for the end of an object's life.
+func checkFailClosedWebhook(t *testing.T, v variant, name string, hook map[string]any) {
+	t.Helper()
+	var h admissionregistrationv1.ValidatingWebhook
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(hook, &h))
+	if ptr.Deref(h.FailurePolicy, admissionregistrationv1.Fail) != admissionregistrationv1.Fail {
+		return
+	}
+	checkSkipsSystemNamespaces(t, v, name, h.NamespaceSelector)
+	require.Equal(t, endOfLifeConditions, h.MatchConditions, "%s is not called for a finalizer's removal", name)
+	for _, r := range h.Rules {
+		require.NotContains(t, r.Operations, admissionregistrationv1.Delete, "%s is not called for a delete", name)
+	}
 }
 
 var digestRef = regexp.MustCompile(`^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[0-9a-f]{64}$`)
@@ -1124,7 +1160,10 @@ func applied(t *testing.T) {
 // namespace's variant rebinds them there until the shipped one is installed again.
 func install(t *testing.T, v variant) error {
 	objs := v.objs.without("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Job")
-	out, err := kubectl(t, objs.yaml(t), "apply", "--server-side", "--force-conflicts", "--field-manager", "deploy-test", "-f", "-")
+	// kubectl's own field manager, as an operator's `kubectl apply --server-side`
+	// (TestInstallUpgradeUninstallAsDocumented) uses: that apply then finds its own
+	// fields on the cluster-wide objects every install shares.
+	out, err := kubectl(t, objs.yaml(t), "apply", "--server-side", "--force-conflicts", "-f", "-")
 	if err != nil {
 		return fmt.Errorf("kubectl apply: %v: %s", err, out)
 	}
@@ -1140,7 +1179,7 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 		for _, v := range set {
 			t.Run(v.name, func(t *testing.T) {
 				if v.namespace != systemNamespace {
-					out, err := kubectl(t, v.objs.ofKind("Namespace").yaml(t), "apply", "--server-side", "--field-manager", "deploy-test", "-f", "-")
+					out, err := kubectl(t, v.objs.ofKind("Namespace").yaml(t), "apply", "--server-side", "-f", "-")
 					require.NoError(t, err, "creating namespace %s: %s", v.namespace, out)
 				}
 				// The test world registered webhook configurations of its own (envtest's,
@@ -1155,7 +1194,7 @@ func TestServerAcceptsEveryVariant(t *testing.T) {
 						applyObjs = append(applyObjs, o)
 					}
 				}
-				out, err := kubectl(t, applyObjs.yaml(t), "apply", "--server-side", "--dry-run=server", "--field-manager", "deploy-test", "--force-conflicts", "-f", "-")
+				out, err := kubectl(t, applyObjs.yaml(t), "apply", "--server-side", "--dry-run=server", "--force-conflicts", "-f", "-")
 				require.NoError(t, err, "kubectl apply --server-side --dry-run=server:\n%s", out)
 				if len(replaceObjs) > 0 {
 					more, err := kubectl(t, replaceObjs.yaml(t), "replace", "--dry-run=server", "-f", "-")
@@ -1243,7 +1282,7 @@ func TestKubectlKustomizeBuildsTheSame(t *testing.T) {
 			// As kubectl applies it (the webhook configurations and the Job aside, as in
 			// install: envtest registered its own webhooks under the same names).
 			out, err := kubectl(t, objs.without("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Job").yaml(t),
-				"apply", "--server-side", "--dry-run=server", "--field-manager", "deploy-test", "--force-conflicts", "-f", "-")
+				"apply", "--server-side", "--dry-run=server", "--force-conflicts", "-f", "-")
 			require.NoError(t, err, "kubectl's own build applies:\n%s", out)
 			require.Contains(t, out, "validatingadmissionpolicy.admissionregistration.k8s.io/nudgeflow-worker-writes")
 		}

@@ -91,6 +91,16 @@ func prepared(t *testing.T, v variant) {
 		return
 	}
 	temporalTLSSecret(t, v.namespace)
+	out, err := kubectl(t, nil, "-n", v.namespace, "create", "secret", "generic", "nudgeflow-forge-webhook", "--from-literal=secret="+forgeWebhookSecret)
+	require.NoError(t, err, out)
+	issueServingCerts(t, v.namespace)
+	preparedSecrets[v.namespace] = true
+}
+
+// issueServingCerts does what cert-manager (or service-ca) does for namespace ns:
+// the webhook's and the receiver's serving certificates in their Secrets.
+func issueServingCerts(t *testing.T, ns string) {
+	t.Helper()
 	w := world.Get(t)
 	_, _, certDir := w.WebhookServer()
 	// cert-manager writes ca.crt beside the key: the receiver trusts the bridge by
@@ -99,10 +109,9 @@ func prepared(t *testing.T, v variant) {
 	caFile := filepath.Join(t.TempDir(), "ca.crt")
 	require.NoError(t, os.WriteFile(caFile, w.ControlPlane.Env.WebhookInstallOptions.LocalServingCAData, 0o600))
 	for _, args := range [][]string{
-		{"-n", v.namespace, "create", "secret", "generic", "nudgeflow-forge-webhook", "--from-literal=secret=" + forgeWebhookSecret},
-		{"-n", v.namespace, "create", "secret", "generic", "nudgeflow-bridge-webhook-cert",
+		{"-n", ns, "create", "secret", "generic", "nudgeflow-bridge-webhook-cert",
 			"--from-file=tls.crt=" + filepath.Join(certDir, "tls.crt"), "--from-file=tls.key=" + filepath.Join(certDir, "tls.key"), "--from-file=ca.crt=" + caFile},
-		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-receiver-cert",
+		{"-n", ns, "create", "secret", "tls", "nudgeflow-receiver-cert",
 			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
 		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-worker-metrics-cert",
 			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
@@ -110,7 +119,6 @@ func prepared(t *testing.T, v variant) {
 		out, err := kubectl(t, nil, args...)
 		require.NoError(t, err, "kubectl %s: %s", strings.Join(args, " "), out)
 	}
-	preparedSecrets[v.namespace] = true
 }
 
 // workload is a pod template of the manifests (a Deployment's, a Job's) and where
