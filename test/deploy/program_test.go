@@ -98,7 +98,8 @@ func prepared(t *testing.T, v variant) {
 }
 
 // issueServingCerts does what cert-manager (or service-ca) does for namespace ns:
-// the webhook's and the receiver's serving certificates in their Secrets.
+// the webhook's and the receiver's serving certificates and the worker's metrics
+// certificate in their Secrets.
 func issueServingCerts(t *testing.T, ns string) {
 	t.Helper()
 	w := world.Get(t)
@@ -113,7 +114,7 @@ func issueServingCerts(t *testing.T, ns string) {
 			"--from-file=tls.crt=" + filepath.Join(certDir, "tls.crt"), "--from-file=tls.key=" + filepath.Join(certDir, "tls.key"), "--from-file=ca.crt=" + caFile},
 		{"-n", ns, "create", "secret", "tls", "nudgeflow-receiver-cert",
 			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
-		{"-n", v.namespace, "create", "secret", "tls", "nudgeflow-worker-metrics-cert",
+		{"-n", ns, "create", "secret", "tls", "nudgeflow-worker-metrics-cert",
 			"--cert=" + filepath.Join(certDir, "tls.crt"), "--key=" + filepath.Join(certDir, "tls.key")},
 	} {
 		out, err := kubectl(t, nil, args...)
