@@ -83,15 +83,11 @@ func (w *cacheWarmer) Start(ctx context.Context) error {
 	started := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
+	// All informers list at once; WaitForCacheSync then waits for every one.
 	for _, obj := range w.kinds {
-		// BlockUntilSynced (the default): the cache has started, so this returns
-		// once the informer's first list is in.
-		if _, err := w.cache.GetInformer(ctx, obj); err != nil {
+		if _, err := w.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			if meta.IsNoMatchError(err) {
 				continue
-			}
-			if ctx.Err() != nil {
-				return fmt.Errorf("the admission webhooks' caches did not sync within %s (--cache-sync-timeout): %T: %w", w.timeout, obj, err)
 			}
 			return fmt.Errorf("starting the informer of %T for the admission webhooks: %w", obj, err)
 		}
