@@ -2,8 +2,9 @@ package deploy_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -48,7 +49,7 @@ const (
 // from deploy/base (maxSurge 1, maxUnavailable 0, minReadySeconds, the preStop
 // sleep), while nudge and build PipelineRuns are created all along. The test world
 // has no endpoints controller nor kube-proxy: a front on the webhooks' address
-// forwards each connection to a replica whose readiness probe answers 200 and that
+// forwards each call to a replica whose readiness probe answers 200 and that
 // is not terminating, as a Service does. Every bridge is the shipped Deployment's
 // program, its informers' lists slowed down. No create is let through un-held (a
 // nudge a ChangeGroup or a validated edge holds runs cancelled; a build of a
@@ -146,7 +147,7 @@ func TestBridgeRolloutKeepsTheHooksUp(t *testing.T) {
 	require.Positive(t, nudges)
 	require.Positive(t, buildRuns)
 	require.Zero(t, failOpen, "every nudge created during the rollout was held, every build held at creation: %s", strings.Join(s.failedOpen(), "; "))
-	require.Zero(t, front.unrouted.Load(), "the front always had a ready replica to send to")
+	require.Zero(t, front.unrouted.Load(), "the front always had a ready replica to send to, which answered")
 }
 
 // nudgeRun is build-service's nudge PipelineRun of source's build into target.
@@ -324,48 +325,66 @@ func (s *stream) waitRouted(t *testing.T, timeout time.Duration) time.Duration {
 }
 
 // readyFront is what a Service and its EndpointSlice do for the webhooks' address:
-// each new connection goes to a replica whose readiness probe answers 200 and that
-// is not terminating (a kubelet probes them here every half second; the
-// manifests' period is 10 s). A connection already open stays with its replica
-// until either side closes it, as a proxy's connection tracking keeps it.
+// calls go to a replica whose readiness probe answers 200 and that is not
+// terminating (a kubelet probes them here every half second; the manifests' period
+// is 10 s). It picks a replica per call, round robin, where a Service picks one per
+// connection: harsher, as a replica takes its share of the calls as soon as it is
+// ready. It serves the webhooks' certificate and calls the replicas over TLS.
 type readyFront struct {
 	t        *testing.T
-	listener net.Listener
+	srv      *http.Server
 	mu       sync.Mutex
 	backends []*backend
 	next     int
-	conns    map[net.Conn]bool
-	// unrouted counts connections no ready replica could take (the API server's
-	// call then fails, and a hook with failurePolicy Ignore fails open).
+	// unrouted counts calls no ready replica took, or whose replica failed to
+	// answer (the API server's call then fails, and a hook with failurePolicy
+	// Ignore fails open).
 	unrouted atomic.Int64
 	done     chan struct{}
 }
 
 type backend struct {
 	p                  *pod
-	addr, readyURL     string
+	proxy              *httputil.ReverseProxy
+	readyURL           string
 	ready, terminating bool
 }
 
 func startReadyFront(t *testing.T, addr string) *readyFront {
+	w := world.Get(t)
+	_, _, certDir := w.WebhookServer()
+	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
+	require.NoError(t, err)
 	l, err := net.Listen("tcp", addr)
 	require.NoError(t, err, "the front listens where the API server calls the webhooks")
-	f := &readyFront{t: t, listener: l, conns: map[net.Conn]bool{}, done: make(chan struct{})}
-	go f.serve()
+	f := &readyFront{t: t, done: make(chan struct{})}
+	f.srv = &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
+	go func() { _ = f.srv.ServeTLS(l, "", "") }()
 	go f.probe()
 	t.Cleanup(f.close)
 	return f
 }
 
+// add puts p, serving its webhooks on addr, behind the front.
 func (f *readyFront) add(p *pod, addr string) {
 	f.t.Helper()
+	pool := x509.NewCertPool()
+	require.True(f.t, pool.AppendCertsFromPEM(world.Get(f.t).ControlPlane.Env.WebhookInstallOptions.LocalServingCAData))
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "https", Host: addr})
+	proxy.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	proxy.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, err error) {
+		f.unrouted.Add(1)
+		http.Error(w, fmt.Sprintf("%s: %v", p.name, err), http.StatusBadGateway)
+	}
+	probe := p.container.ReadinessProbe.HTTPGet
+	b := &backend{p: p, proxy: proxy, readyURL: p.url(probe.Port, probe.Path)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	probe := p.container.ReadinessProbe.HTTPGet
-	f.backends = append(f.backends, &backend{p: p, addr: addr, readyURL: p.url(probe.Port, probe.Path)})
+	f.backends = append(f.backends, b)
 }
 
-// waitRouting waits until the front sends new connections to p.
+// waitRouting waits until the front sends calls to p.
 func (f *readyFront) waitRouting(t *testing.T, p *pod) {
 	t.Helper()
 	world.Eventually(t, time.Minute, "the front sends to "+p.name, func() (bool, error) {
@@ -380,7 +399,7 @@ func (f *readyFront) waitRouting(t *testing.T, p *pod) {
 	})
 }
 
-// terminate takes p out of the endpoints: no new connection goes to it.
+// terminate takes p out of the endpoints: no new call goes to it.
 func (f *readyFront) terminate(p *pod) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -417,64 +436,32 @@ func (f *readyFront) probe() {
 }
 
 // pick is the next ready, not terminating replica, round robin.
-func (f *readyFront) pick() (string, bool) {
+func (f *readyFront) pick() *backend {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for range f.backends {
 		b := f.backends[f.next%len(f.backends)]
 		f.next++
 		if b.ready && !b.terminating {
-			return b.addr, true
+			return b
 		}
 	}
-	return "", false
+	return nil
 }
 
-func (f *readyFront) serve() {
-	for {
-		in, err := f.listener.Accept()
-		if err != nil {
-			return
-		}
-		addr, ok := f.pick()
-		if !ok {
-			f.unrouted.Add(1)
-			in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", addr)
-		if err != nil {
-			f.unrouted.Add(1)
-			in.Close()
-			continue
-		}
-		f.mu.Lock()
-		f.conns[in], f.conns[out] = true, true
-		f.mu.Unlock()
-		go f.pipe(in, out)
-		go f.pipe(out, in)
+func (f *readyFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b := f.pick()
+	if b == nil {
+		f.unrouted.Add(1)
+		http.Error(w, "no ready bridge", http.StatusServiceUnavailable)
+		return
 	}
-}
-
-// pipe copies one way; when either side ends, both connections close.
-func (f *readyFront) pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	f.mu.Lock()
-	delete(f.conns, dst)
-	delete(f.conns, src)
-	f.mu.Unlock()
+	b.proxy.ServeHTTP(w, r)
 }
 
 func (f *readyFront) close() {
 	close(f.done)
-	f.listener.Close()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for c := range f.conns {
-		c.Close()
-	}
+	_ = f.srv.Close()
 }
 
 // slowLists stands between the bridges and the API server and answers the first
