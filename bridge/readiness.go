@@ -78,10 +78,10 @@ func (*cacheWarmer) NeedLeaderElection() bool { return false }
 // Start creates the informers of w.kinds (a kind the cluster does not serve is
 // skipped: the hooks read it as absent) and waits for them and w.more to sync,
 // at most w.timeout; past it the manager stops and the process exits.
-func (w *cacheWarmer) Start(ctx context.Context) error {
+func (w *cacheWarmer) Start(stop context.Context) error {
 	log := ctrl.Log.WithName("bridge").WithName("readiness")
 	started := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	ctx, cancel := context.WithTimeout(stop, w.timeout)
 	defer cancel()
 	// All informers list at once; WaitForCacheSync then waits for every one.
 	for _, obj := range w.kinds {
@@ -93,12 +93,18 @@ func (w *cacheWarmer) Start(ctx context.Context) error {
 		}
 	}
 	if !w.cache.WaitForCacheSync(ctx) {
+		if stop.Err() != nil {
+			return nil // stopping before the caches synced
+		}
 		return fmt.Errorf("the bridge's caches did not sync within %s (--cache-sync-timeout)", w.timeout)
 	}
 	for _, synced := range w.more {
 		for !synced() {
 			select {
 			case <-ctx.Done():
+				if stop.Err() != nil {
+					return nil
+				}
 				return fmt.Errorf("the receiver API's cache did not sync within %s (--cache-sync-timeout)", w.timeout)
 			case <-time.After(100 * time.Millisecond):
 			}

@@ -79,6 +79,11 @@ func TestCachesNotSyncedInTimeStopTheReplica(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "--cache-sync-timeout")
 	require.ErrorIs(t, w.check(nil), errCachesNotSynced)
+
+	// Stopping (SIGTERM) before the caches synced is no error.
+	stop, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, (&cacheWarmer{cache: c, timeout: time.Minute}).Start(stop))
 }
 
 // Every kind the hooks read is one the manager's scheme knows.
