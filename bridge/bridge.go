@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/nudgeflow/nudgeflow/bridge/batching"
@@ -84,6 +85,9 @@ const ReceiverServiceAccount = "nudgeflow-receiver"
 type Bridge struct {
 	// PREvents delivers forge pull request events to ChangeGroup workflows.
 	PREvents *changegroup.PREventRouter
+	// CachesSynced is the replica's readiness: nil once the informer caches the
+	// admission webhooks read (and the receiver API's) have synced (readiness.go).
+	CachesSynced healthz.Checker
 }
 
 // ManagerOptions configures the manager.
@@ -115,6 +119,9 @@ type ManagerOptions struct {
 	// at once (controller-runtime's work queue), and the workflows order builds by
 	// when they were built, not by when their signal arrives.
 	MaxConcurrentReconciles int
+	// CacheSyncTimeout bounds the informers' first lists, for the controllers and
+	// for readiness (DefaultCacheSyncTimeout when zero).
+	CacheSyncTimeout time.Duration
 	// SkipControllerNameValidation lets one process build a second manager (tests and
 	// `nudgeflow-dev bench` restart the bridge in-process); controller names must be
 	// unique per process otherwise.
@@ -149,13 +156,6 @@ const (
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// cacheSyncTimeout bounds how long a controller waits for its informers' first
-// list. controller-runtime's default, 2 minutes, is shorter than the first list of
-// 75,000 builds and nudges among 100,000 PipelineRuns: in the bridge-scale measure
-// (API server reading from etcd) the bridge exited after 2 minutes, still listing,
-// and a pod would restart and list again forever.
-const cacheSyncTimeout = 10 * time.Minute
-
 // NewManager builds the manager with nudgeflow's scheme and webhook server.
 func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if opts.MetricsAddr == "" {
@@ -164,7 +164,8 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if opts.MaxConcurrentReconciles <= 0 {
 		opts.MaxConcurrentReconciles = DefaultMaxConcurrentReconciles
 	}
-	ctrlOpts := config.Controller{MaxConcurrentReconciles: opts.MaxConcurrentReconciles, CacheSyncTimeout: cacheSyncTimeout}
+	ctrlOpts := config.Controller{MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		CacheSyncTimeout: orDefault(opts.CacheSyncTimeout, DefaultCacheSyncTimeout)}
 	if opts.SkipControllerNameValidation {
 		ctrlOpts.SkipNameValidation = ptr.To(true)
 	}
@@ -245,31 +246,39 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 		return nil, err
 	}
 	router.Also = append(router.Also, prs)
+	var more []func() bool
 	if deps.Receiver != nil {
-		if err := SetupReceiverAPI(mgr, *deps.Receiver, router); err != nil {
+		secrets, err := SetupReceiverAPI(mgr, *deps.Receiver, router)
+		if err != nil {
 			return nil, err
 		}
+		more = append(more, secrets.HasSynced)
 	}
-	return &Bridge{PREvents: router}, nil
+	warmer, err := addCacheWarmer(mgr, more...)
+	if err != nil {
+		return nil, err
+	}
+	return &Bridge{PREvents: router, CachesSynced: warmer.check}, nil
 }
 
 // SetupReceiverAPI serves the receiver's API on the admission webhook server (the
 // receiver reaches the bridge through the webhook Service, over its TLS), feeding
-// sink. Setup calls it for Deps.Receiver.
-func SetupReceiverAPI(mgr ctrl.Manager, o ReceiverAPI, sink forgehook.Sink) error {
+// sink. Setup calls it for Deps.Receiver; the source it returns tells when its
+// cache synced.
+func SetupReceiverAPI(mgr ctrl.Manager, o ReceiverAPI, sink forgehook.Sink) (*receiverapi.InformerSource, error) {
 	if o.Identity == "" {
-		return fmt.Errorf("the receiver API needs the receiver's identity")
+		return nil, fmt.Errorf("the receiver API needs the receiver's identity")
 	}
 	secrets, err := receiverapi.NewInformerSource(mgr, o.SecretsNamespace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	auth, err := receiverapi.NewTokenAuthenticator(mgr.GetConfig(), mgr.GetHTTPClient())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	(&receiverapi.Server{Secrets: secrets, Sink: sink, Auth: auth, Identity: o.Identity}).Register(mgr.GetWebhookServer())
-	return nil
+	return secrets, nil
 }
 
 // ResolvePeers reads a --nudging-peers value, detecting the peers for "auto".

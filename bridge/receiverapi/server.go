@@ -231,6 +231,10 @@ func NewInformerSource(mgr ctrl.Manager, namespace string) (*InformerSource, err
 	return src, nil
 }
 
+// HasSynced reports whether the bound webhook secrets' informer has synced (the
+// bridge's readiness waits for it).
+func (s *InformerSource) HasSynced() bool { return s.synced() }
+
 // everyReplica runs the cache on every replica, not the leader only: the receiver
 // calls whichever replica the webhook Service picks. (A cache with per-object
 // options is not one the manager recognises as such, and would wait for the

@@ -42,6 +42,7 @@ func newBridgeCommand() *cobra.Command {
 	fs.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", bridge.DefaultRenewDeadline, "how long the leader keeps trying to renew its Lease before it gives up leading (and exits; must be less than the lease duration)")
 	fs.DurationVar(&opts.RetryPeriod, "leader-elect-retry-period", bridge.DefaultRetryPeriod, "how often the replicas try to acquire or renew the Lease")
 	opts.Metrics.AddFlags(fs)
+	fs.DurationVar(&opts.CacheSyncTimeout, "cache-sync-timeout", bridge.DefaultCacheSyncTimeout, "how long the informers' first lists may take (548 s at 100,000 PipelineRuns, docs/performance.md); the replica is not ready until the caches its admission webhooks read have synced, and exits when they have not by then")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&peers, "nudging-peers", builds.PeersAuto, "the Konflux services that nudge beside nudgeflow, whose edges nudgeflow leaves to them: auto (detected from the CRDs the cluster serves), none, or a comma-separated list of build-service and integration-service")
 	fs.DurationVar(&isDeadline, "integration-service-deadline", builds.DefaultISDecisionDeadline, "how long after a build ended nudgeflow waits for integration-service's verdict on it before nudging the targets of integration-service's immediate edges itself (it nudges those integration-service leaves out, e.g. repositories with only the GitHub App, as soon as the verdict is in)")
@@ -103,7 +104,8 @@ func newBridgeCommand() *cobra.Command {
 			}
 			deps.Receiver = &bridge.ReceiverAPI{SecretsNamespace: secretsNamespace, Identity: receiverIdentity}
 		}
-		if _, err := bridge.Setup(mgr, deps); err != nil {
+		b, err := bridge.Setup(mgr, deps)
+		if err != nil {
 			return err
 		}
 		if opts.HealthAddr != "" {
@@ -111,6 +113,11 @@ func newBridgeCommand() *cobra.Command {
 				return err
 			}
 			if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+				return err
+			}
+			// Ready only once the hooks answer from synced caches: before that they
+			// would fail open (bridge/readiness.go).
+			if err := mgr.AddReadyzCheck("caches", b.CachesSynced); err != nil {
 				return err
 			}
 		}

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -48,8 +51,26 @@ func newWorkerCommand() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("loading kubeconfig: %w", err)
 		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		// The probes answer from the start: alive while the ReleasePlanAdmission
+		// cache lists (a large cluster's first list must not fail liveness and
+		// restart the pod), not ready until it has synced and the worker polls.
+		var started atomic.Pointer[nfworker.Runner]
+		ready := func(ctx context.Context) error {
+			r := started.Load()
+			if r == nil {
+				return errors.New("the ReleasePlanAdmission cache has not synced yet")
+			}
+			return r.Ready(ctx)
+		}
+		stopOps, err := ops.serve(ctx, ready, cfg)
+		if err != nil {
+			return err
+		}
+		defer stopOps()
 		// ReleasePlanAdmissions are read cluster-wide on every sync and launch: cached.
-		if kube, err = nfkube.WithReleaseCache(cmd.Context(), cfg, kube); err != nil {
+		if kube, err = nfkube.WithReleaseCache(ctx, cfg, kube); err != nil {
 			return err
 		}
 		tf.metrics = metrics.TemporalHandler()
@@ -58,8 +79,6 @@ func newWorkerCommand() *cobra.Command {
 			return err
 		}
 		defer c.Close()
-		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
 		runner := &nfworker.Runner{Client: c, New: func() sdkworker.Worker {
 			return nfworker.New(c, nfworker.Deps{
 				Kube: kube, Temporal: c,
@@ -67,11 +86,7 @@ func newWorkerCommand() *cobra.Command {
 				OperatorNamespace: operatorNamespace,
 			}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning})
 		}}
-		stopOps, err := ops.serve(ctx, runner.Ready, cfg)
-		if err != nil {
-			return err
-		}
-		defer stopOps()
+		started.Store(runner)
 		slog.Info("worker starting", append([]any{"temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue,
 			"operatorNamespace", operatorNamespace,
 			"stickyCacheSize", tuning.StickyCacheSize, "maxConcurrentActivities", tuning.MaxConcurrentActivities,

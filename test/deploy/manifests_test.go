@@ -330,7 +330,7 @@ func checkNoShortNameOf(t *testing.T, m manifests, dir string) {
 	}
 }
 
-var clusterScoped = []string{"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding",
+var clusterScoped = []string{"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
 	"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 func checkNamespaces(t *testing.T, v variant) {

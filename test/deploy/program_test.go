@@ -181,6 +181,9 @@ type podOptions struct {
 	// settings: the attempt of a pod that must not connect in plaintext.
 	withoutTLSFront bool
 	webhookPort     int
+	// kubeconfig, when set, rewrites the pod's kubeconfig (a front between it and
+	// the API server).
+	kubeconfig func(path string) string
 }
 
 // volumeItems are the keys of a Secret or ConfigMap a volume projects: all of
@@ -281,6 +284,9 @@ func startPod(t *testing.T, m manifests, d workload, o podOptions) *pod {
 	}
 	if ptr.Deref(spec.AutomountServiceAccountToken, true) {
 		env["KUBECONFIG"] = asServiceAccount(t, d.namespace, spec.ServiceAccountName)
+		if o.kubeconfig != nil {
+			env["KUBECONFIG"] = o.kubeconfig(env["KUBECONFIG"])
+		}
 	}
 
 	// Args.

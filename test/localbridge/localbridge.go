@@ -217,7 +217,7 @@ func (r *Running) serveForgeHook(ctx context.Context, opts Options, fh ForgeHook
 	if err != nil {
 		return err
 	}
-	if err := bridge.SetupReceiverAPI(r.Manager, bridge.ReceiverAPI{SecretsNamespace: SystemNamespace,
+	if _, err := bridge.SetupReceiverAPI(r.Manager, bridge.ReceiverAPI{SecretsNamespace: SystemNamespace,
 		Identity: bridge.ReceiverIdentity(SystemNamespace)}, r.Bridge.PREvents); err != nil {
 		return err
 	}
