@@ -394,7 +394,9 @@ func TestAlertSelectorsMatchWhatNudgeflowDeploys(t *testing.T) {
 		"name":       webhooks,
 		"deployment": {"nudgeflow-bridge", "nudgeflow-worker"},
 		// The job label a ServiceMonitor gives is the Service's name
-		// (deploy/monitoring/servicemonitors.yaml selects these two).
+		// (deploy/monitoring/servicemonitors.yaml); a job regex must match the
+		// bridge's and the worker's. The receiver's series are nudgeflow's own
+		// names, selected without a job.
 		"job": {"nudgeflow-bridge-metrics", "nudgeflow-worker-metrics"},
 	}
 	for _, r := range shippedRules(t) {
