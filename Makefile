@@ -83,7 +83,7 @@ test: check-generated lint
 e2e:
 	cd test && $(test-env) go test $(GO_TEST_FLAGS) -v -run 'E2E' ./changegroup/ 2>&1 | grep -E '^(=== RUN|--- |\s+\S+_test.go|changegroup-e2e|ok|FAIL|PASS)'
 
-# Issue 11's measures at a tenant's scale (docs/performance.md); BENCH_FLAGS=--quick
+# nudgeflow's measures at a tenant's scale (docs/performance.md); BENCH_FLAGS=--quick
 # for a smoke run.
 bench: build-dev
 	$(test-env) ./bin/nudgeflow-dev bench $(BENCH_FLAGS)
