@@ -1,3 +1,5 @@
+// Package batching_test runs two bridge replicas opening the automatic ChangeGroup of
+// one target at once on a real API server.
 package batching_test
 
 import (

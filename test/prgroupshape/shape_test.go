@@ -1,3 +1,5 @@
+// Package prgroupshape_test runs PRGroup workflow scenarios on a real Temporal dev
+// server and records their histories for replay.
 package prgroupshape_test
 
 import (

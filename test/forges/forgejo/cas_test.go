@@ -1,3 +1,4 @@
+// Package forgejo_test runs the Forgejo forge client against a real Gitea server.
 package forgejo_test
 
 import (

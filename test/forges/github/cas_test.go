@@ -1,3 +1,4 @@
+// Package github_test runs the GitHub forge client against the GitHub emulator.
 package github_test
 
 import (

@@ -1,3 +1,4 @@
+// Package gitlab_test runs the GitLab forge client against the GitLab emulator.
 package gitlab_test
 
 import (

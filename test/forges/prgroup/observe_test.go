@@ -1,3 +1,4 @@
+// Package prgroup_test runs the PR group activities against the forges.
 package prgroup_test
 
 import (
