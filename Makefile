@@ -36,10 +36,11 @@ generate:
 	$$cg rbac:roleName=nudgeflow-worker paths=./activities/... paths=./worker/... output:rbac:artifacts:config=deploy/rbac/worker
 	@$$($(TOOLS) path crd-ref-docs) --log-level=WARN --config=docs/reference/crd-ref-docs.yaml --source-path=./api \
 		--renderer=markdown --output-path=docs/reference/api.md
+	@cd test && go run ./cmd/docgen -root .. -page docs/development.md
 
 # Regenerates and fails when anything generated was out of date, so a stale CRD,
-# deepcopy or API reference can never pass CI.
-GENERATED = api deploy/crds deploy/webhooks deploy/rbac test/crds docs/reference
+# deepcopy, API reference or package list (docs/development.md) can never pass CI.
+GENERATED = api deploy/crds deploy/webhooks deploy/rbac test/crds docs/reference docs/development.md
 check-generated:
 	@before=$$(find $(GENERATED) -type f -print0 | sort -z | xargs -0 sha256sum); \
 	$(MAKE) --no-print-directory generate; \
@@ -83,7 +84,7 @@ test: check-generated lint
 e2e:
 	cd test && $(test-env) go test $(GO_TEST_FLAGS) -v -run 'E2E' ./changegroup/ 2>&1 | grep -E '^(=== RUN|--- |\s+\S+_test.go|changegroup-e2e|ok|FAIL|PASS)'
 
-# Issue 11's measures at a tenant's scale (docs/performance.md); BENCH_FLAGS=--quick
+# nudgeflow's measures at a tenant's scale (docs/performance.md); BENCH_FLAGS=--quick
 # for a smoke run.
 bench: build-dev
 	$(test-env) ./bin/nudgeflow-dev bench $(BENCH_FLAGS)

@@ -22,7 +22,7 @@ import (
 	newmodel "github.com/nudgeflow/nudgeflow/api/mirror/konflux/v1alpha1"
 )
 
-// Readiness (issue 33): a bridge replica is Ready only once the informer caches its
+// Readiness: a bridge replica is Ready only once the informer caches its
 // admission webhooks read have synced. The webhook server starts before the caches
 // (controller-runtime serves conversion webhooks first), and the hooks read
 // ChangeGroups, Components, NudgeConfigs and builds from the cache: a hook answered

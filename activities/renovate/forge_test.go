@@ -75,7 +75,7 @@ func TestParseForgeOfAHandedBackBuild(t *testing.T) {
 
 // A nudge of a GitLab-hosted component: platform gitlab, the host's /api/v4/
 // endpoint (self-hosted too, port kept), and gitLabIgnoreApprovals carried from the
-// ConfigMap into the generated config (issue 12: verified, not rewritten).
+// ConfigMap into the generated config (verified, not rewritten).
 func TestGitLabNudgeConfig(t *testing.T) {
 	f, err := parseForge("https://gitlab.example.org:8443/group/sub/bundle.git", "", forge.ProviderOf)
 	require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
-// Nothing lost to pruning (issue 10). Tekton's pruner deletes finished PipelineRuns;
+// Nothing lost to pruning. Tekton's pruner deletes finished PipelineRuns;
 // a build it deletes before the bridge saw it succeed (bridge down, slow, restarting)
 // would never be nudged. So, as build-service and integration-service do, the bridge
 // holds the push builds of components with nudge edges with a finalizer

@@ -13,7 +13,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
-// Taking over from integration-service (issue 31, item 1).
+// Taking over from integration-service the nudges it cannot deliver.
 //
 // integration-service (IS) runs the immediate edges of its own NudgeConfig, but it
 // nudges only targets it has credentials for: its GitHub App path is a stub that

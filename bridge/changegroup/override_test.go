@@ -29,11 +29,11 @@ func (u updateAnswer) UpdateWorkflow(context.Context, client.UpdateWorkflowOptio
 	return nil, u.err
 }
 
-// F6 (bridge side): the override annotation is cleared only when the workflow
-// refused the request itself (or is gone); an update that failed otherwise (a
+// The bridge's side of an override at creation: the annotation is cleared only
+// when the workflow refused the request itself (or is gone); an update that failed otherwise (a
 // validator panic, as the one that read the state before it existed) was not
 // applied: the annotation stays, to be applied by the next reconcile.
-func TestF6BridgeKeepsAnOverrideThatWasNotApplied(t *testing.T) {
+func TestBridgeKeepsAnOverrideThatWasNotApplied(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		err     error

@@ -23,7 +23,7 @@ import (
 // reaches every group that names it. No signal says merged or closed, whatever
 // the event said: a group started before the forge-says-end change would end
 // Completed on it, so every group reads its PR instead.
-func TestF8BoundEventReachesOnlyItsNamespace(t *testing.T) {
+func TestBoundEventReachesOnlyItsNamespace(t *testing.T) {
 	const prURL = "https://github.com/org/bundle/pull/7"
 	group := func(ns string) *appstudiov1alpha1.ChangeGroup {
 		cg := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g", UID: types.UID("uid-" + ns)}}

@@ -25,12 +25,12 @@ func signGitHub(secret, body string) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// TestF8BoundSecretRefusesTheSharedSecret: a repository bound to a tenant's own
+// TestBoundSecretRefusesTheSharedSecret: a repository bound to a tenant's own
 // webhook secret takes events signed with that secret only; a "merged" event
 // signed with the shared secret (which every tenant's forge hooks use) is refused,
 // and a verified one is scoped to the tenant's namespace. Repositories bound to
 // nothing keep working with the shared secret.
-func TestF8BoundSecretRefusesTheSharedSecret(t *testing.T) {
+func TestBoundSecretRefusesTheSharedSecret(t *testing.T) {
 	var got []forgehook.Event
 	sink := sinkFunc(func(e forgehook.Event) { got = append(got, e) })
 	h := &forgehook.Handler{Secret: forgehook.StaticSecret([]byte("shared")), Sink: sink,

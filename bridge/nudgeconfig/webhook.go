@@ -193,7 +193,7 @@ func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfi
 }
 
 // validatedAlsoInNudgesRef refuses a validated edge whose source Component still
-// names the target in build-nudges-ref (issue 31 item 2). build-service ignores
+// names the target in build-nudges-ref. build-service ignores
 // this kind of NudgeConfig and nudges every build-nudges-ref target at build time,
 // ungated; nudgeflow would nudge the same target again after the tests: two pull
 // requests, the first one past the gate. Refused rather than held: the refusal

@@ -14,7 +14,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/diagnose"
 )
 
-// newDebugCommand answers the runbook's questions at any scale (issue 33 item 8):
+// newDebugCommand answers the runbook's questions at any scale:
 // PipelineRuns are read as metadata only, filtered by label on the server and
 // paged, never listed in full (internal/diagnose).
 func newDebugCommand() *cobra.Command {

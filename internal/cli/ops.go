@@ -16,7 +16,7 @@ import (
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
 )
 
-// What running on a cluster adds to the worker and the bridge (issue 13): probes,
+// What running on a cluster adds to the worker and the bridge: probes,
 // metrics, the Temporal readiness check, the leader election namespace. Kept
 // apart from worker.go and bridge.go, which only call in here.
 

@@ -1,5 +1,5 @@
 // Package diagnose answers an operator's questions about nudgeflow's backlog from
-// the API server without reading builds in full (issue 33 item 8): the oldest
+// the API server without reading builds in full: the oldest
 // build nudgeflow has not routed, the most overdue ChangeGroup, and why one build
 // waits. At 100,000 PipelineRuns a full list is gigabytes (every run's spec and
 // status); these answers read PipelineRuns as metadata only

@@ -1,3 +1,5 @@
+// Package batching_test runs two bridge replicas opening the automatic ChangeGroup of
+// one target at once on a real API server.
 package batching_test
 
 import (
@@ -33,11 +35,11 @@ func (b *barrierReader) List(ctx context.Context, list ctrlclient.ObjectList, op
 	return err
 }
 
-// TestF10TwoReplicasOpenOneBatch: two bridge replicas (two Openers, each with its
+// TestTwoReplicasOpenOneBatch: two bridge replicas (two Openers, each with its
 // own client and locks, no shared memory) open the automatic group of one target
 // at the same moment on a real API server. One batch is opened and both builds go
 // to it: the admission of automatic groups does not rest on one process's memory.
-func TestF10TwoReplicasOpenOneBatch(t *testing.T) {
+func TestTwoReplicasOpenOneBatch(t *testing.T) {
 	cp, err := localenv.StartControlPlane(localenv.ControlPlaneOptions{})
 	if err != nil {
 		t.Fatalf("a real API server is needed (KUBEBUILDER_ASSETS=$(hack/tools.sh assets)): %v", err)

@@ -101,8 +101,8 @@ type Options struct {
 	ProfileDir string
 }
 
-// Defaults are the sizes of issue 11 (1,000 groups, 1,000 builds, 10,000 open
-// groups) and issue 22 (100,000 PipelineRuns).
+// Defaults are a large tenant's sizes (1,000 groups, 1,000 builds, 10,000 open
+// groups) and a Konflux cluster's (100,000 PipelineRuns).
 func Defaults() Options {
 	return Options{Groups: 1000, GroupsPerBundle: 10, Samples: 500, Builds: 1000, Edges: 4, WorkerGroups: 10000, PipelineRuns: 100000}
 }

@@ -43,7 +43,7 @@ func TestBenchQuickPrintsEveryMeasure(t *testing.T) {
 	lines := map[string]map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
 		f := strings.Fields(line)
-		// Issue 22's line names its measure first: "bridge-scale plrs=...".
+		// The bridge-scale line names its measure first: "bridge-scale plrs=...".
 		if len(f) > 0 && f[0] == "bridge-scale" {
 			f = append([]string{"bench"}, f...)
 		}

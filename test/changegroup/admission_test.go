@@ -11,7 +11,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 )
 
-// Issue 9, item 6: a group naming components that do not exist is rejected at
+// A group naming components that do not exist is rejected at
 // admission with their names, instead of waiting for builds that never come.
 func TestAdmissionRejectsUnknownComponents(t *testing.T) {
 	s := newScenario(t, "operand-a", "operand-b")

@@ -28,7 +28,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
-// Batched nudging (ADR 67 Phase 2, issue 15) against the real servers: the
+// Batched nudging (ADR 67 Phase 2) against the real servers: the
 // NudgeConfig's spec.batching makes the bundle a batched target, and nudgeflow
 // opens, fills and releases automatic ChangeGroups without anyone creating one.
 

@@ -25,7 +25,7 @@ import (
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
-// Issue 21 in the chaos test: per seed, a person pushes to a group's PR branch
+// Races in the chaos test: per seed, a person pushes to a group's PR branch
 // between nudgeflow's read and its branch move (the emulator runs the push right
 // before the move), and a forged "merged" event, validly signed with the shared
 // webhook secret, arrives for that group's open PR. After every group ended the

@@ -76,7 +76,7 @@ var allChaosFaults = []chaosFault{faultPRRefused, faultPR502, faultTagNotPushed,
 
 // failingOnMain are the kinds a known gap of main gets wrong, off unless
 // NUDGEFLOW_CHAOS_FAULTS turns them on ("all", or a comma-separated list of
-// kinds). None today: issue 32's items made each kind pass (pr-refused-once and
+// kinds). None today: each kind passes (pr-refused-once and
 // pr-502: delivery decided by the forge; label-lookup-401 and
 // commit-message-quotes-error: the step reads Renovate's JSON log; builds-race:
 // supersession checked again at release; pruned-build-held-nudge: a handed-back

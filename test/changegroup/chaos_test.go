@@ -45,8 +45,8 @@ type chaosBuild struct {
 // same component that was; no push takes a digest backwards; no group is left
 // active, and the held-nudge reconciler did not loop. nudgeflow's Renovate runs are
 // run by the scripted Renovate (chaos_renovate_test.go) with nudgeflow's own step,
-// so the forge, not the run's existence, says what was delivered (issue 21: a
-// Nudge workflow alone proves nothing). The bundle is nudgeable (its forge is
+// so the forge, not the run's existence, says what was delivered (a Nudge
+// workflow alone proves nothing). The bundle is nudgeable (its forge is
 // named), so a hand-back's Nudge really launches one.
 // NUDGEFLOW_CHAOS_SEEDS=N runs seeds 1..N; NUDGEFLOW_CHAOS_FAULTS picks the fault
 // kinds (enabledChaosFaults).
@@ -161,7 +161,7 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 			cb.nudgePLR = s.nudge(c, []string{"bundle"}, b.Name).Name // build-service nudges it
 		} else {
 			// nudgeflow nudges it (it took the edge over): the Nudge's own Renovate
-			// run is held by the active group, which burns the Nudge's ID (issue 21, F1).
+			// run is held by the active group, which burns the Nudge's ID.
 			// A failed run is retried after seconds, not the default minutes, and
 			// a run's end the bridge's signal missed (a bridge killed) is polled
 			// for after seconds too.
@@ -292,7 +292,7 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 		if pr, ok := openPR(); ok && strings.Contains(pr.Head, "/"+name+"-") {
 			if pr.Draft && !limited {
 				// The release meets GitHub's secondary rate limit (403, no Retry-After):
-				// it waits and releases, the group does not fail (issue 21, F7).
+				// it waits and releases, the group does not fail.
 				limited = true
 				t.Logf("seed %d end: releasing group %s through a GraphQL secondary rate limit", seed, name)
 				shared.emu.FailGraphQL(1, githubemu.GraphQLSecondaryLimit)

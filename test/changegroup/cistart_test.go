@@ -59,7 +59,7 @@ func (s *scenario) nudgeflowCIComments(n int) []string {
 	return out
 }
 
-// TestUntrustedBotAwaitsOkToTest is issue 20 §5 end to end: Pipelines as Code
+// TestUntrustedBotAwaitsOkToTest, end to end: Pipelines as Code
 // trusts only a maintainer on the bundle's repository, so the release — the one
 // push without the skip marker, draft lifted — starts no pipeline: PaC answers
 // nudgeflow's PR with its "Pending approval, waiting for an /ok-to-test" status.

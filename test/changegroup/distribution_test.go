@@ -16,7 +16,7 @@ import (
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
-// Issue 10: a bundle references its operands where they are released. Two operands
+// A bundle references its operands where they are released. Two operands
 // are referenced by a distribution repository from a ReleasePlanAdmission (one of
 // them through the registry.redhat.io name of a quay.io/redhat-prod repository, the
 // other with a tag that must be kept), one by the repository it was built in, and one

@@ -19,7 +19,7 @@ import (
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
-// TestForgedBuildSignalIsRefused is issue 30's attack on Temporal, as an attacker
+// TestForgedBuildSignalIsRefused is the forged-build attack on Temporal, as an attacker
 // runs it: with the Temporal CLI, whoever reaches the frontend signals a running
 // ChangeGroup `component-built` with digests the cluster never built for it (one
 // nobody built, one naming a real build run, another tenant's real build). The

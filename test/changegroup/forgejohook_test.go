@@ -71,9 +71,9 @@ func TestForgejoWebhookReachesTheGroup(t *testing.T) {
 				code, msg := personAtPublicHost(t, fj, http.MethodPatch, prPath, `{"state":"closed"}`)
 				require.Equal(t, http.StatusCreated, code, msg)
 			}
-			// The event is a hint (issue 21, F8): it reaches the group while the forge
+			// The event is a hint: it reaches the group while the forge
 			// is unreadable, and the group ends only once it reads the PR itself. The
-			// signal says neither merged nor closed (issue 30: a group started before
+			// signal says neither merged nor closed (a group started before
 			// the forge-says-end change would end on it), only the action.
 			cg := s.group("g")
 			id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))

@@ -34,7 +34,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
-// Issue 20 §3. Konflux queues nudge PipelineRuns with tekton-kueue, whose mutating
+// Konflux queues nudge PipelineRuns with tekton-kueue, whose mutating
 // webhook sets spec.status PipelineRunPending on every PipelineRun it admits; it is
 // called after nudgeflow's interceptor (the API server calls mutating webhook
 // configurations in the order of their names, k8s.io/apiserver

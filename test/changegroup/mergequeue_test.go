@@ -14,7 +14,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
-// Issue 31 item 3: build-service nudges from every push build, merge-queue ones
+// build-service nudges from every push build, merge-queue ones
 // too. Its nudge run of a merge-queue build (both spellings of the branch) is
 // cancelled at admission: the group holding the edge does not get the speculative
 // image and the target nobody holds is not renudged. The push build of the merged

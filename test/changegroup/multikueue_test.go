@@ -20,7 +20,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
-// Issue 31 §7. tekton-kueue with multiKueueOverride writes spec.managedBy
+// tekton-kueue with multiKueueOverride writes spec.managedBy
 // kueue.x-k8s.io/multikueue on every PipelineRun, after nudgeflow's interceptor.
 // A run nudgeflow holds, and nudgeflow's own Renovate run, are stored without it
 // (they stay where the held-nudge reconciler and the worker reach them, and where

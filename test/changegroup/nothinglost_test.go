@@ -22,7 +22,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
-// Issue 9 against the real servers: a build a group held is in its merged PR or
+// Nothing lost, against the real servers: a build a group held is in its merged PR or
 // nudged normally; a group whose workflow ended holds nothing.
 
 // heldBuild builds component (its n-th digest) and returns the build PipelineRun;

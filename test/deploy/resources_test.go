@@ -24,7 +24,7 @@ const bridgeMeasuredMiB = 240
 // not a system-* one (k8s.io/kubernetes pkg/apis/scheduling).
 const highestUserDefinablePriority = int32(1_000_000_000)
 
-// The bridge's rollout and resources in every variant (issue 33): a surge-only
+// The bridge's rollout and resources in every variant: a surge-only
 // rollout with minReadySeconds and a preStop sleep that fits its grace period; a
 // memory request at least what it was measured to use, GOMEMLIMIT below the limit
 // with room for what the Go runtime cannot see; a priority above ordinary pods,

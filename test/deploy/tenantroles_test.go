@@ -48,7 +48,7 @@ func bindUser(t *testing.T, ns, role, user string) {
 	}))
 }
 
-// Item 7 of issue 30 on the real API server, with the shipped manifests applied and
+// Tenants' roles for nudgeflow's kinds on the real API server, with the shipped manifests applied and
 // the bridge started from them answering admission: a namespace admin (a
 // RoleBinding to the bootstrap admin ClusterRole, which the shipped nudgeflow-view
 // and nudgeflow-edit aggregate into) creates, reads and deletes ChangeGroups and

@@ -227,7 +227,7 @@ func workflowStatus(t *testing.T, id string) (enumspb.WorkflowExecutionStatus, e
 	return desc.WorkflowExecutionInfo.Status, nil
 }
 
-// Issue 33 item 2: a tenant namespace deleted while the bridge is away. What
+// A tenant namespace deleted while the bridge is away. What
 // nudgeflow holds (an active group, a held build) keeps it Terminating, as it
 // should: the bridge cancels the group's workflow and routes the build before it
 // lets them go. But the bridge's fail-closed webhooks must not stand in the way of

@@ -19,7 +19,7 @@ const (
 	argoHook     = "argocd.argoproj.io/hook"
 )
 
-// Issue 33 item 7: under Argo CD every variant upgrades in the order
+// Under Argo CD every variant upgrades in the order
 // deploy/UPGRADING.md gives. Argo CD applies a sync's resources wave by wave and
 // waits for a wave to be healthy (a hook Job: completed) before the next: the
 // namespace and the CRDs come first, then everything else but the workloads, then

@@ -197,7 +197,7 @@ func waitForWorkerPolicy(t *testing.T, c ctrlclient.Client, ns string) {
 	})
 }
 
-// Item 2 of issue 30, as an attacker holding the worker's ServiceAccount would try
+// The worker's writes are bound by the policy, as an attacker holding the worker's ServiceAccount would try
 // it on the real API server: the shipped ClusterRole still lets the worker create
 // Secrets and ConfigMaps in any namespace (a run's config, CA bundle and token go
 // beside the run), and the policy nudgeflow-worker-writes refuses every write that

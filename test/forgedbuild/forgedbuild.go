@@ -1,4 +1,4 @@
-// Package forgedbuild is issue 30's attack on Temporal run as an attacker runs it:
+// Package forgedbuild is the forged-build attack on Temporal run as an attacker runs it:
 // whoever reaches the Temporal frontend signals a workflow with a digest nobody
 // built, with the Temporal CLI. nudgeflow's second line (activities/buildcheck)
 // must refuse it: never in the group's pull request, a Warning Event with reason

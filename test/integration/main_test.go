@@ -1,3 +1,5 @@
+// Package integration runs the ChangeGroup workflow, the bridge and the worker through
+// the real kube-apiserver and Temporal dev server.
 package integration
 
 import (

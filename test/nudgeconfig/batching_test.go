@@ -22,7 +22,7 @@ func minutes(n int) *metav1.Duration {
 	return &metav1.Duration{Duration: time.Duration(n) * time.Minute}
 }
 
-// TestBatchingAdmission: spec.batching (issue 15) is optional and backward
+// TestBatchingAdmission: spec.batching is optional and backward
 // compatible; CEL rejects what one entry shows wrong, the webhook what needs the
 // graph, each with a message that says how to fix it.
 func TestBatchingAdmission(t *testing.T) {

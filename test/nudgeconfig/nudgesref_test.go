@@ -28,7 +28,7 @@ func refusedBecauseNudgesRef(i, from, to string) string {
 		`" from Component ` + from + `'s build-nudges-ref first (or make this edge immediate)`
 }
 
-// Issue 31 item 2: a validated edge whose source Component still names the target
+// A validated edge whose source Component still names the target
 // in build-nudges-ref would be nudged twice, once ungated by build-service. Admission
 // refuses the edges a request adds (created, new pair, or immediate turned
 // validated) with the edit that fixes it; an edge stored before (here: the ref was

@@ -1,3 +1,6 @@
+// Package nudges runs immediate and validated nudges end to end against the real
+// servers: routing, Renovate PipelineRuns, pruning, parity with build-service and
+// integration-service.
 package nudges
 
 import (

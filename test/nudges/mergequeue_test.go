@@ -20,7 +20,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
-// Issue 31 item 3: a merge-queue build (gh-readonly-queue/..., both spellings of
+// A merge-queue build (gh-readonly-queue/..., both spellings of
 // Pipelines as Code's source-branch) is a speculative image. Of a component with a
 // validated edge, a ChangeGroup member edge and an immediate edge, it reaches no
 // workflow: not held at creation, released unrouted when held anyway (an older

@@ -433,7 +433,7 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	require.Len(t, g.renovateRuns(), 1)
 }
 
-// Issue 32 item 3: a failed Snapshot is not the last word on a build. Build 1's
+// A failed Snapshot is not the last word on a build. Build 1's
 // first Snapshot fails; no other passes within the grace (the harness's
 // failedSnapshotGrace), so it counts as failed; then a later Snapshot of the gating
 // group holding it (integration-service's next one, through the group's Global

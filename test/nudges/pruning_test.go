@@ -19,7 +19,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
-// Issue 10: nothing lost to pruning, and parity with integration-service.
+// Nothing lost to pruning, and parity with integration-service.
 
 // immediateEdge sets up operand -> targets as immediate NudgeConfig edges, every
 // target with a repository and forge credentials.

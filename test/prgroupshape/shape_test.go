@@ -1,3 +1,5 @@
+// Package prgroupshape_test runs PRGroup workflow scenarios on a real Temporal dev
+// server and records their histories for replay.
 package prgroupshape_test
 
 import (
@@ -27,13 +29,13 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
-// TestF4NotFoundShapeOnTheTemporalServer runs F4's scenario (an originating PR
+// TestNotFoundShapeOnTheTemporalServer runs the origin-not-found scenario (an originating PR
 // seen open, then answered "not found" three times, then closed) on a real
 // Temporal dev server with stub activities: the target PR is closed only at the
 // fifth read and the history carries the origin-not-found-after-seen-is-unreadable
 // marker. With NUDGEFLOW_RECORD_HISTORIES set it stores that history beside the
 // older shapes (never over one), and TestReplayStoredHistories replays it.
-func TestF4NotFoundShapeOnTheTemporalServer(t *testing.T) {
+func TestNotFoundShapeOnTheTemporalServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	srv, err := localenv.StartTemporal(ctx, localenv.TemporalOptions{})

@@ -1,3 +1,5 @@
+// Package worker_test runs the worker's Runner against a real Temporal dev server: it
+// waits for Temporal and drains on stop.
 package worker_test
 
 import (

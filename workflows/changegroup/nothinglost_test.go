@@ -14,7 +14,7 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
-// Issue 9: a build the group held is in its merged PR or handed back to normal
+// Nothing lost: a build the group held is in its merged PR or handed back to normal
 // nudging; these tests prove each path that used to lose one.
 
 func TestDropHandsBackAndLaterBuildsToo(t *testing.T) {

@@ -524,10 +524,10 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	require.True(t, next.State.Seen["a@sha256:a1"], "the dedupe set is carried")
 }
 
-// TestF8ForgedMergedEventEndsNothing: a "merged" webhook (validly signed under the
+// TestForgedMergedEventEndsNothing: a "merged" webhook (validly signed under the
 // shared secret by another tenant, say) while the PR is open on the forge ends
 // nothing and marks nothing delivered; the group ends when the forge says so.
-func TestF8ForgedMergedEventEndsNothing(t *testing.T) {
+func TestForgedMergedEventEndsNothing(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)

@@ -149,9 +149,9 @@ func TestNoteKindsAndBound(t *testing.T) {
 	require.Equal(t, 1, strings.Count(strings.Join(s.Notes, "\n"), "The draft was lifted."))
 }
 
-// F11: a close override and a PR build that arrive while the last step before
+// A close override and a PR build that arrive while the last step before
 // continue-as-new runs are carried into the next run, which closes the target PR.
-func TestF11CloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
+func TestCloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
 	f := &fakeForge{origin: func(int) acts.OriginObservation { return acts.OriginObservation{Found: true, Open: true} }}
 	var env *testsuite.TestWorkflowEnvironment
 	second := PRBuild{Component: "c", Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("c", 64),
@@ -196,11 +196,11 @@ func TestF11CloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
 	require.Empty(t, f2.syncs, "nothing is pushed after the close was asked for")
 }
 
-// F4: an originating PR the forge answered before and now answers "not found" for
+// An originating PR the forge answered before and now answers "not found" for
 // (a wrong forge, a token that lost access, a renamed repository) is unreadable,
 // not closed: the target PR is neither closed nor changed on that answer; a note
 // says so and the next poll reads it again.
-func TestF4OriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
+func TestOriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
 	f := &fakeForge{sync: openDraft}
 	f.origin = func(call int) acts.OriginObservation {
 		switch {

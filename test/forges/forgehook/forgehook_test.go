@@ -1,3 +1,5 @@
+// Package forgehook_test sends the forge emulators' and a real Gitea's webhooks
+// through the bridge's webhook verifier and reader.
 package forgehook_test
 
 import (

@@ -1,3 +1,4 @@
+// Package forgejo_test runs the Forgejo forge client against a real Gitea server.
 package forgejo_test
 
 import (
@@ -46,11 +47,11 @@ func (b *beforeBranchMove) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// TestF9PersonsCommitBetweenReadAndWriteIsNeverOverwrittenOnGitea runs against the
+// TestPersonsCommitBetweenReadAndWriteIsNeverOverwrittenOnGitea runs against the
 // real Gitea server (GITEA): the person's push lands between Push's read and its
 // write; the write is Gitea's branch update with old_commit_id, a compare-and-swap,
 // so it is refused (ErrHeadMoved) and the person's commit stays the head.
-func TestF9PersonsCommitBetweenReadAndWriteIsNeverOverwrittenOnGitea(t *testing.T) {
+func TestPersonsCommitBetweenReadAndWriteIsNeverOverwrittenOnGitea(t *testing.T) {
 	if _, err := localenv.Gitea(); err != nil {
 		t.Fatalf("the real Gitea server is needed (GITEA=$(hack/tools.sh path gitea)): %v", err)
 	}

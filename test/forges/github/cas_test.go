@@ -1,3 +1,4 @@
+// Package github_test runs the GitHub forge client against the GitHub emulator.
 package github_test
 
 import (
@@ -10,12 +11,12 @@ import (
 	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
-// TestF9PersonsCommitBetweenReadAndWriteIsNeverOverwritten: a person pushes to the
+// TestPersonsCommitBetweenReadAndWriteIsNeverOverwritten: a person pushes to the
 // PR branch after nudgeflow's last read and before its branch update (the
 // emulator runs the push right before the request that moves the branch); the
 // update is a compare-and-swap on the head nudgeflow read, so it is refused
 // (ErrHeadMoved) and the person's commit stays the head.
-func TestF9PersonsCommitBetweenReadAndWriteIsNeverOverwritten(t *testing.T) {
+func TestPersonsCommitBetweenReadAndWriteIsNeverOverwritten(t *testing.T) {
 	ctx := context.Background()
 	srv := emu.New()
 	t.Cleanup(srv.Close)

@@ -1,3 +1,4 @@
+// Package gitlab_test runs the GitLab forge client against the GitLab emulator.
 package gitlab_test
 
 import (
@@ -10,14 +11,14 @@ import (
 	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
-// TestF9GitLabPushWindowIsOneRequest pins what GitLab allows (issue 21, F9): its
+// TestGitLabPushWindowIsOneRequest pins what GitLab allows: its
 // API has no compare-and-swap on a branch head (the Commits API's force takes no
 // expected head), so Push reads the head right before its one write. A person's
 // push that lands before that read is never overwritten (ErrHeadMoved); one that
 // lands inside the window, between the read and the Commits request, is — the
 // emulator, like GitLab, has nothing to refuse it with. When GitLab gains a
 // compare-and-swap, this test fails and the client and README change with it.
-func TestF9GitLabPushWindowIsOneRequest(t *testing.T) {
+func TestGitLabPushWindowIsOneRequest(t *testing.T) {
 	e, c := setup(t, map[string]string{"a.yaml": "image: x@sha256:1\n"})
 	ctx := context.Background()
 	base, _, err := c.BranchHead(ctx, "main")

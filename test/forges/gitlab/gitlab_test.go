@@ -170,13 +170,13 @@ func TestErrorsAreClassifiedWithoutTheToken(t *testing.T) {
 	require.False(t, strings.Contains(fmt.Sprintf("%+v", err), token))
 }
 
-// F2: GitLab records the token's user, with its commit email, as the committer of
+// GitLab records the token's user, with its commit email, as the committer of
 // every commit the Commits API writes; author_email changes the author only. The
 // bot's own commits are recognised as the bot's — with --bot-email, and without
 // it for a token user whose commit email is not its primary email — while a
 // person's commit (a git push, or the API with the bot's author and their own
 // token) is not.
-func TestF2GitLabOwnCommitsAreTheBots(t *testing.T) {
+func TestGitLabOwnCommitsAreTheBots(t *testing.T) {
 	e := emu.New()
 	t.Cleanup(e.Close)
 	tokenUser := emu.User{Username: "project_1_bot", Name: "nudgeflow", Email: "primary@example.com", CommitEmail: "1-nudgeflow@users.noreply.example.com"}
@@ -229,10 +229,10 @@ func TestF2GitLabOwnCommitsAreTheBots(t *testing.T) {
 	}
 }
 
-// F3: a merged merge request names the commit its merge put on the target branch:
+// A merged merge request names the commit its merge put on the target branch:
 // merge_commit_sha for a merge commit, squash_commit_sha for a squash merge in a
 // fast-forward project (merge_commit_sha is null there).
-func TestF3GitLabMergedMRNamesItsMergeCommit(t *testing.T) {
+func TestGitLabMergedMRNamesItsMergeCommit(t *testing.T) {
 	e, c := setup(t, map[string]string{"a.yaml": "v1\n"})
 	ctx := context.Background()
 	base, _, _ := c.BranchHead(ctx, "main")

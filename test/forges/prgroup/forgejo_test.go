@@ -38,11 +38,11 @@ spec:
 
 func digest(c string) string { return "sha256:" + strings.Repeat(c, 64) }
 
-// F5: on Forgejo/Gitea a PR group's target on a non-default revision gets its
+// On Forgejo/Gitea a PR group's target on a non-default revision gets its
 // commits on that branch (not the default branch's head), the monorepo synthetic
 // commit stays under the digest commit, and a second sync with nothing new writes
 // nothing (no force-push, no CI run) — on the real Gitea server.
-func TestF5ForgejoPRGroupOnNonDefaultBase(t *testing.T) {
+func TestForgejoPRGroupOnNonDefaultBase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	srv, err := localenv.StartForgejo(ctx, t.TempDir())

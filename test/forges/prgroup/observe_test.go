@@ -1,3 +1,4 @@
+// Package prgroup_test runs the PR group activities against the forges.
 package prgroup_test
 
 import (
@@ -22,10 +23,10 @@ import (
 
 const glToken = "glpat-origin-reader-token-0000000000000"
 
-// F4: an originating PR on a self-hosted GitLab whose host does not say "gitlab"
+// An originating PR on a self-hosted GitLab whose host does not say "gitlab"
 // is read from GitLab, as the component's git-provider annotation says (the rest of
 // nudgeflow reads it too), not from GitHub, where it would not be found.
-func TestF4OriginOnSelfHostedForgeReadByGitProviderAnnotation(t *testing.T) {
+func TestOriginOnSelfHostedForgeReadByGitProviderAnnotation(t *testing.T) {
 	e := glemu.New()
 	t.Cleanup(e.Close)
 	e.AddToken(glToken, glemu.User{Username: "project_7_bot", Name: "nudgeflow", Email: "nudgeflow@example.com"})

@@ -12,7 +12,7 @@ import (
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
 )
 
-// Issue 9, item 10: forge errors end in a defined state.
+// Forge errors end in a defined state.
 
 // A repository whose plan has no draft PRs gets a normal PR that is still held: the
 // skip marker in the commits and the description keeps CI from running until the
@@ -81,7 +81,7 @@ func TestUnauthorizedIsRetriedWithTheReason(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// Issue 9, item 9: a person's commit that lands while nudgeflow is updating the
+// A person's commit that lands while nudgeflow is updating the
 // branch (after its read, before its ref update) is never overwritten.
 func TestCommitDuringASyncIsNeverOverwritten(t *testing.T) {
 	f := setup(t)
@@ -132,7 +132,7 @@ func TestRebaseDiscardsOnlyWhatItWasAskedFor(t *testing.T) {
 	}
 }
 
-// Issue 9, item 11: a bundle repository with 2,000 YAML files syncs reading each
+// A bundle repository with 2,000 YAML files syncs reading each
 // blob at most once; a later sync of the same tree reads none.
 func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
 	f := setup(t)
@@ -164,7 +164,7 @@ func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
 	t.Logf("2,001 files: first sync read %d blobs, the re-sync 0", first)
 }
 
-// Issue 9, item 7: a PR retargeted to another base branch is never written to or
+// A PR retargeted to another base branch is never written to or
 // released: the sync stops with a non-retryable error naming both branches.
 func TestRetargetedPRIsNeverAdopted(t *testing.T) {
 	f := setup(t)

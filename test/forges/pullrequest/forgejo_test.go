@@ -230,7 +230,7 @@ func TestForgejoHoldThenRelease(t *testing.T) {
 
 	// Release: four writes (one PATCH: title without WIP: and the description without
 	// the marker; the final commit moved onto the existing branch by compare-and-swap,
-	// issue 21 F9: the commit into the scratch branch, the branch update with
+	// the commit into the scratch branch, the branch update with
 	// old_commit_id, the scratch branch's deletion), exactly one CI build; a retry
 	// writes nothing and adds none.
 	rel := r3
@@ -489,9 +489,9 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 	}
 }
 
-// F3: a merged PR names the commit its merge put on the base branch (the API's
+// A merged PR names the commit its merge put on the base branch (the API's
 // merge_commit_sha), so a PR group finds the push build of that very commit.
-func TestF3ForgejoMergedPRNamesItsMergeCommit(t *testing.T) {
+func TestForgejoMergedPRNamesItsMergeCommit(t *testing.T) {
 	f := setupForgejo(t)
 	req := f.request(pr.ModeHold, "operator")
 	o := f.sync(req)

@@ -1,3 +1,5 @@
+// Package pullrequest_test runs the ChangeGroup's pull request activities against the
+// GitHub and GitLab emulators and a real Gitea server.
 package pullrequest_test
 
 import (

@@ -1,3 +1,5 @@
+// Package renovate_test checks the forge credentials the Renovate launch hands a run:
+// one repository's token, only for a repository the namespace owns.
 package renovate_test
 
 import (

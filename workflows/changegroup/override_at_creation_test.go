@@ -11,8 +11,6 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
-// Issue 21, "Nothing lost, third pass": F6.
-
 // overrideDuringResolve sends an update while the group resolves its components at
 // creation (the state is not initialized yet), as the bridge does for a ChangeGroup
 // applied with an override annotation already set.
@@ -28,9 +26,9 @@ func overrideDuringResolve(t *testing.T, h *harness, name string, args ...any) *
 	return &errs
 }
 
-// F6: an override present when the group is created is applied, not rejected by a
+// An override present when the group is created is applied, not rejected by a
 // validator that read the state before it existed.
-func TestF6OverrideAtCreationIsApplied(t *testing.T) {
+func TestOverrideAtCreationIsApplied(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		f := newFakeWorld("a", "b")
 		h := newHarness(t, f)

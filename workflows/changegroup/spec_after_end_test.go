@@ -9,12 +9,10 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
-// Issue 21, "Nothing lost, third pass": F12.
-
-// F12: a spec edit that arrives after the group ended (its final status still being
+// A spec edit that arrives after the group ended (its final status still being
 // written) must not hand back a build the merged PR delivered: that would nudge a
 // digest already merged a second time.
-func TestF12SpecEditAfterEndHandsBackNothingDelivered(t *testing.T) {
+func TestSpecEditAfterEndHandsBackNothingDelivered(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	// The final status write fails twice: the workflow is still ending (backing off)
 	// when the spec edit arrives.

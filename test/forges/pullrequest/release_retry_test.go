@@ -8,12 +8,12 @@ import (
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
-// Issue 21, F7: a rate limit or a transient GraphQL error at release is retried,
+// A rate limit or a transient GraphQL error at release is retried,
 // never a failed group (which would hand every build back: N nudges, not one PR).
 // GitHub documents a secondary rate limit as 403 or 429 with a message saying so,
 // Retry-After optional (then wait at least a minute); GraphQL errors carry a type
 // (RATE_LIMITED, NOT_FOUND, ...), and an untyped "Something went wrong" is its side.
-func TestF7RateLimitAtReleaseIsRetried(t *testing.T) {
+func TestRateLimitAtReleaseIsRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		fault    githubemu.GraphQLFault

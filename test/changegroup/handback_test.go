@@ -20,7 +20,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
-// Issue 21, "Nothing lost, third pass", against the real servers.
+// The hand-back of a build whose own Nudge the group held or races, and an
+// override set at creation, against the real servers: nothing lost.
 
 // nudgeable says the bundle's forge, as a Component on a self-hosted forge does:
 // Renovate tells the forge by host, and 127.0.0.1 names none. Without it every
@@ -33,10 +34,10 @@ func (s *scenario) nudgeable() {
 	require.NoError(s.t, s.w.Kube.Update(context.Background(), &bundle))
 }
 
-// F1: the build's own Nudge ended HeldByChangeGroup (its Renovate run was held by
+// The build's own Nudge ended HeldByChangeGroup (its Renovate run was held by
 // the group), which burns its workflow ID; when the group is cancelled, the
 // hand-back must still launch a Renovate run for the build, one that is not held.
-func TestF1HandBackAfterHeldNudge(t *testing.T) {
+func TestHandBackAfterHeldNudge(t *testing.T) {
 	s := newScenario(t, "operand-a", "operand-b")
 	s.nudgeable()
 	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
@@ -50,7 +51,7 @@ func TestF1HandBackAfterHeldNudge(t *testing.T) {
 	require.Equal(t, nudge.PhaseHeldByChangeGroup, res.Phase, res.Reason)
 	s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
 
-	s.annotate("g", "cancel=F1")
+	s.annotate("g", "cancel=hand back")
 	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
 	var handedBack tektonv1.PipelineRun
 	world.Eventually(t, 60*time.Second, "the handed-back build has a Renovate run that is not held", func() (bool, error) {
@@ -68,12 +69,12 @@ func TestF1HandBackAfterHeldNudge(t *testing.T) {
 	require.Len(t, s.renovateRuns(), 2, "the held run and the hand-back's run, nothing more")
 }
 
-// F6 end to end: a ChangeGroup applied with an override already set (GitOps) has
+// End to end: a ChangeGroup applied with an override already set (GitOps) has
 // it applied: a cancel at creation cancels the group, and the annotation is cleared
 // only then. Here the update usually reaches the workflow after it resolved its
 // components; the update racing the resolution is proven by the workflow package's
-// TestF6OverrideAtCreationIsApplied, which sends it during the resolve activity.
-func TestF6OverrideAtCreationIsAppliedEndToEnd(t *testing.T) {
+// TestOverrideAtCreationIsApplied, which sends it during the resolve activity.
+func TestOverrideAtCreationIsAppliedEndToEnd(t *testing.T) {
 	s := newScenario(t, three...)
 	cg := &appstudiov1alpha1.ChangeGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "g", Namespace: s.ns, Annotations: map[string]string{konflux.AnnotationAction: "cancel=applied from Git"}},
@@ -92,14 +93,14 @@ func TestF6OverrideAtCreationIsAppliedEndToEnd(t *testing.T) {
 	})
 }
 
-// F1, the race: the group takes the build and ends (here: is cancelled) before the
+// The race: the group takes the build and ends (here: is cancelled) before the
 // build's own Nudge has closed. That Nudge is still running when the hand-back
 // starts, so its ID is not free yet, and it is bound to end HeldByChangeGroup
 // (the bridge delivered its run's build to the group): the hand-back must not take
 // the running Nudge for the build's nudge. Here the own Nudge stays running for
 // good (its task queue has no worker), as a slow or restarting worker leaves it for
 // a while; its held run is written as nudgeflow's launch writes it.
-func TestF1HandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
+func TestHandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
 	s, build, id := groupWithRunningOwnNudge(t)
 	ctx := context.Background()
 	held := &tektonv1.PipelineRun{
@@ -126,7 +127,7 @@ func TestF1HandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
 		return plr.Annotations[konflux.AnnotationHeldOutcome] == konflux.HeldOutcomeDeliveredPrefix+"g", nil
 	})
 
-	s.annotate("g", "cancel=F1 race")
+	s.annotate("g", "cancel=hand back, race")
 	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
 	world.Eventually(t, 60*time.Second, "the handed-back build has a Renovate run that is not held", func() (bool, error) {
 		for _, r := range s.renovateRuns() {
@@ -141,16 +142,16 @@ func TestF1HandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
 	require.Equal(t, "Running", desc.GetWorkflowExecutionInfo().GetStatus().String(), "the own Nudge was still running during the hand-back")
 }
 
-// F1, the earlier race: the build's own Nudge is still running and has not
+// The earlier race: the build's own Nudge is still running and has not
 // launched its Renovate run when the group that collected the build (routed from
 // the build itself) ends. The run it launches later could be held for that group,
 // which has seen the build and would count it as taken: the hand-back must not
 // count on that Nudge, and starts the group's own hand-back Nudge.
-func TestF1HandBackBeforeTheOwnNudgeLaunched(t *testing.T) {
+func TestHandBackBeforeTheOwnNudgeLaunched(t *testing.T) {
 	s, build, _ := groupWithRunningOwnNudge(t)
 	s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
 
-	s.annotate("g", "cancel=F1 early race")
+	s.annotate("g", "cancel=hand back, early race")
 	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
 	world.Eventually(t, 60*time.Second, "the handed-back build has a Renovate run of the group's hand-back Nudge", func() (bool, error) {
 		for _, r := range s.renovateRuns() {
