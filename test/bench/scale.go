@@ -32,9 +32,11 @@ import (
 )
 
 const (
-	// bridgeMemoryLimit is the bridge's memory limit in deploy/ and its GOMEMLIMIT,
-	// bridgeGOGC its GOGC there (TestBridgeScaleRunsTheBridgeAsDeployed).
+	// bridgeMemoryLimit is the bridge's memory limit in deploy/, bridgeGOMEMLIMIT
+	// and bridgeGOGC its GOMEMLIMIT and GOGC there
+	// (TestBridgeScaleRunsTheBridgeAsDeployed).
 	bridgeMemoryLimit = "512MiB"
+	bridgeGOMEMLIMIT  = "448MiB"
 	bridgeGOGC        = "25"
 	nsScaleProbe      = "bench-scale-probe"
 	// bridgeRSSCeiling stops a bridge that outgrows four times its pod's limit (in
@@ -242,7 +244,7 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 		args = append(args, "--metrics-secure=false")
 	}
 	args = append(args, s.opts.BridgeArgs...)
-	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.tmp.Address, "TEMPORAL_NAMESPACE="+s.tmp.Namespace, "GOMEMLIMIT="+bridgeMemoryLimit, "GOGC="+bridgeGOGC)
+	env := append(os.Environ(), "TEMPORAL_ADDRESS="+s.tmp.Address, "TEMPORAL_NAMESPACE="+s.tmp.Namespace, "GOMEMLIMIT="+bridgeGOMEMLIMIT, "GOGC="+bridgeGOGC)
 	logPath := filepath.Join(s.logDir, fmt.Sprintf("bridge-scale-%d.log", n))
 	s.progress("starting %s bridge (log %s)", binary, logPath)
 	began := time.Now()

@@ -92,6 +92,6 @@ func TestBridgeScaleRunsTheBridgeAsDeployed(t *testing.T) {
 	for _, e := range bridge.Env {
 		env[e.Name] = e
 	}
-	require.Equal(t, "limits.memory", env["GOMEMLIMIT"].ValueFrom.ResourceFieldRef.Resource, "GOMEMLIMIT follows the limit")
+	require.Equal(t, bridgeGOMEMLIMIT, env["GOMEMLIMIT"].Value, "GOMEMLIMIT, below the limit")
 	require.Equal(t, bridgeGOGC, env["GOGC"].Value, "GOGC")
 }
