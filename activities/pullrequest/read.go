@@ -120,6 +120,20 @@ func observed(f forge.Forge, st state, known PRRef, held bool) Observed {
 	return o
 }
 
+// references reports, per row, where its image is referenced (nil: not looked up).
+func references(req SyncRequest, d desired) []RowReferences {
+	if d.refs == nil {
+		return nil
+	}
+	out := []RowReferences{}
+	for _, r := range req.Rows {
+		if r.State != prbody.StateDropped {
+			out = append(out, RowReferences{Component: r.Component, Repositories: d.refs[r.Component]})
+		}
+	}
+	return out
+}
+
 // ObservePullRequest reads the PR without writing.
 func (a *Activities) ObservePullRequest(ctx context.Context, req ObserveRequest) (Observed, error) {
 	f, secrets, err := a.connect(ctx, req.Repo, nil)
