@@ -2,7 +2,6 @@ package pullrequest
 
 import (
 	"context"
-	"regexp"
 
 	"go.temporal.io/sdk/activity"
 
@@ -86,55 +85,4 @@ func readCI(ctx context.Context, f forge.Forge, req CIRequest) (CIObserved, erro
 	activity.GetLogger(ctx).Info("read the CI reports of the pull request", "pr", req.Known.Number, "sha", o.SHA,
 		"reports", len(reports), "started", o.Started, "awaitingApproval", o.AwaitingApproval)
 	return o, nil
-}
-
-// CommentRequest posts one comment on the PR, once: Key names it (lower-case
-// letters, digits and dashes), and a comment already holding its marker is never
-// posted again, whoever asks and however often.
-type CommentRequest struct {
-	Repo  Repo   `json:"repo"`
-	Known PRRef  `json:"known"`
-	Key   string `json:"key"`
-	Body  string `json:"body"`
-}
-
-// CommentResult says whether this call posted the comment (false: it was there
-// already, or the PR is no longer open) and counts the forge writes.
-type CommentResult struct {
-	Posted bool `json:"posted,omitempty"`
-	Writes int  `json:"writes"`
-}
-
-var commentKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
-// CommentMarker is the hidden line that identifies a comment by its key.
-func CommentMarker(key string) string { return "<!-- nudgeflow:" + key + " -->" }
-
-// CommentOnPullRequest posts the comment unless the PR already holds one with the
-// same key, and only on an open PR: it looks before it writes, so a retry or a
-// second call posts nothing.
-func (a *Activities) CommentOnPullRequest(ctx context.Context, req CommentRequest) (CommentResult, error) {
-	if req.Known.Number <= 0 || !commentKey.MatchString(req.Key) || req.Body == "" {
-		return CommentResult{}, invalid("a comment needs a pull request, a key of [a-z0-9-] and a body (key %q)", req.Key)
-	}
-	f, secrets, err := a.connect(ctx, req.Repo, nil)
-	if err != nil {
-		return CommentResult{}, redact(err, secrets)
-	}
-	res, err := comment(ctx, f, req)
-	res.Writes = f.Writes()
-	return res, redact(err, secrets)
-}
-
-func comment(ctx context.Context, f forge.Forge, req CommentRequest) (CommentResult, error) {
-	pr, found, err := f.FindPR(ctx, "", req.Known.Number)
-	if err != nil || !found || !pr.Open {
-		return CommentResult{}, err
-	}
-	marker := CommentMarker(req.Key)
-	posted, err := ensureCommentPosted(ctx, f, pr.Number, marker, req.Body)
-	if err == nil && posted {
-		activity.GetLogger(ctx).Info("commented on the pull request", "pr", pr.Number, "key", req.Key)
-	}
-	return CommentResult{Posted: posted}, err
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
@@ -133,89 +132,6 @@ type State struct {
 	// ("component@digest", at most maxRefused), for the status.
 	RefusedCount int      `json:"refusedCount,omitempty"`
 	Refused      []string `json:"refused,omitempty"`
-}
-
-// CIWatch is what the group knows about the pipeline on its released head: the
-// CIStarted condition, and the warning (one PR comment, an Event per reason) it
-// gave when none started.
-type CIWatch struct {
-	// SHA is the released head nudgeflow pushed last (a push after the release moves
-	// it while no pipeline has started).
-	SHA        string    `json:"sha"`
-	ReleasedAt time.Time `json:"releasedAt"`
-	// Deadline is ReleasedAt plus the grace period: nothing reported by then is
-	// NoPipelineStarted.
-	Deadline time.Time `json:"deadline"`
-	// Reason is the condition's reason (appstudiov1alpha1.CIReason*).
-	Reason string `json:"reason"`
-	// Names are the reports that count as a started pipeline; Detail is Pipelines
-	// as Code's text for a wait for approval; Author the PR's author.
-	Names  []string `json:"names,omitempty"`
-	Detail string   `json:"detail,omitempty"`
-	Author string   `json:"author,omitempty"`
-	// Commented: the PR comment telling a maintainer what to do is posted (once per
-	// group); CommentRefused is the forge's non-retryable refusal of it (not asked
-	// again). Evented is the reason the last Event was recorded for.
-	Commented      bool   `json:"commented,omitempty"`
-	CommentRefused string `json:"commentRefused,omitempty"`
-	Evented        string `json:"evented,omitempty"`
-}
-
-// warning reports whether the reason is one the group warns about.
-func ciWarning(reason string) bool {
-	return reason == appstudiov1alpha1.CIReasonAwaitingApproval || reason == appstudiov1alpha1.CIReasonNoPipelineStarted
-}
-
-// pending reports whether the watch has work left: no pipeline yet, or the Event
-// saying it started after a warning is not recorded yet.
-func (w *CIWatch) pending() bool {
-	if w == nil {
-		return false
-	}
-	if w.Reason != appstudiov1alpha1.CIReasonStarted {
-		return true
-	}
-	return w.Evented != "" && w.Evented != appstudiov1alpha1.CIReasonStarted
-}
-
-// condition is the CIStarted condition.
-func (w *CIWatch) condition() metav1Condition {
-	cond := metav1Condition{Type: appstudiov1alpha1.ConditionCIStarted, Reason: w.Reason}
-	sha := shortSHA(w.SHA)
-	switch w.Reason {
-	case appstudiov1alpha1.CIReasonStarted:
-		cond.Status = "True"
-		cond.Message = fmt.Sprintf("a pipeline reported on %s: %s", sha, strings.Join(w.Names, ", "))
-	case appstudiov1alpha1.CIReasonAwaitingApproval:
-		cond.Status = "False"
-		cond.Message = fmt.Sprintf("Pipelines as Code waits for approval to run CI on %s (%s): %s", sha, w.Detail, w.remedy())
-	case appstudiov1alpha1.CIReasonNoPipelineStarted:
-		cond.Status = "False"
-		cond.Message = fmt.Sprintf("no pipeline reported on %s within %s of the release (Pipelines as Code ignores an untrusted bot's pull request without a word): %s",
-			sha, w.Deadline.Sub(w.ReleasedAt), w.remedy())
-	default:
-		cond.Status = "Unknown"
-		cond.Message = fmt.Sprintf("CI was released on %s; waiting until %s for a pipeline to start",
-			sha, w.Deadline.UTC().Format(time.RFC3339))
-	}
-	return cond
-}
-
-// remedy is what a maintainer must do; the builds are in the PR either way.
-func (w *CIWatch) remedy() string {
-	who := "nudgeflow's bot"
-	if w.Author != "" {
-		who = w.Author
-	}
-	return fmt.Sprintf("a maintainer must comment /ok-to-test on the pull request, or make %s a trusted author "+
-		"(a collaborator, an organisation member or in the OWNERS file); the builds are delivered in the pull request", who)
-}
-
-func shortSHA(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 const maxSeenDeliveries = 200
@@ -610,82 +526,6 @@ func (s *State) rows() []pullrequest.Row {
 		})
 	}
 	return rows
-}
-
-// status projects the state onto the CR's status.
-func (s *State) status(workflowID string) appstudiov1alpha1.ChangeGroupStatus {
-	ready, total := s.counts()
-	st := appstudiov1alpha1.ChangeGroupStatus{
-		Phase:          s.Phase,
-		PullRequestURL: s.PR.URL,
-		StartTime:      timePtr(s.StartTime),
-		ReadyTime:      timePtr(s.ReadyTime),
-		CompletionTime: timePtr(s.CompletionTime),
-		Ready:          fmt.Sprintf("%d/%d", ready, total),
-		WorkflowID:     workflowID,
-	}
-	for _, c := range s.Components {
-		state := c.State
-		if state == appstudiov1alpha1.ComponentReady && c.NotReferenced {
-			state = appstudiov1alpha1.ComponentNotReferenced
-		}
-		st.Components = append(st.Components, appstudiov1alpha1.ComponentStatus{
-			Name: c.Name, OriginalBuild: c.Original, NewBuild: c.New, NewBuildPullSpec: c.PullSpec,
-			State: state, LastUpdateTime: timePtr(c.UpdatedAt), BuildPipelineRun: c.PipelineRun,
-			HandedBackBuild: c.HandedBack, References: c.References,
-		})
-	}
-	st.Conditions = []metav1Condition{s.readyCondition(ready, total)}
-	if s.CI != nil {
-		st.Conditions = append(st.Conditions, s.CI.condition())
-	}
-	return st
-}
-
-func (s *State) readyCondition(ready, total int) metav1Condition {
-	cond := metav1Condition{Type: appstudiov1alpha1.ConditionAllComponentsReady}
-	waiting := s.waitingFor()
-	switch {
-	case total > 0 && len(waiting) == 0:
-		cond.Status, cond.Reason = "True", "AllComponentsReady"
-		cond.Message = fmt.Sprintf("All %d components are ready", total)
-	case len(waiting) == 1:
-		cond.Status, cond.Reason = "False", "WaitingForComponents"
-		cond.Message = "Waiting for 1 component: " + waiting[0]
-	default:
-		cond.Status, cond.Reason = "False", "WaitingForComponents"
-		cond.Message = fmt.Sprintf("Waiting for %d components: %s", len(waiting), strings.Join(waiting, ", "))
-	}
-	if s.Released && len(waiting) > 0 {
-		cond.Reason = "ReleasedEarly"
-		cond.Message += fmt.Sprintf(" (released with %d of %d ready)", ready, total)
-	}
-	if s.Phase.IsFinal() && s.Reason != "" {
-		cond.Message += "; " + string(s.Phase) + ": " + s.Message
-	}
-	var unreferenced []string
-	for _, c := range s.Components {
-		if c.NotReferenced && c.State != appstudiov1alpha1.ComponentDropped {
-			unreferenced = append(unreferenced, c.Name)
-		}
-	}
-	if len(unreferenced) > 0 {
-		cond.Message += "; referenced nowhere in the nudged component's matched files (drop them or add a reference): " +
-			strings.Join(unreferenced, ", ")
-	}
-	if s.RefusedCount > 0 {
-		latest := "latest: "
-		if s.RefusedCount <= len(s.Refused) {
-			latest = ""
-		}
-		cond.Message += fmt.Sprintf("; %d build(s) refused, the cluster did not build them (see the %s Events): %s%s",
-			s.RefusedCount, buildcheck.EventReason, latest, strings.Join(s.Refused, ", "))
-	}
-	if s.HandedBackCount > 0 {
-		cond.Message += fmt.Sprintf("; %d build(s) handed back to normal nudging (see status.components[].handedBackBuild and the %s Events)",
-			s.HandedBackCount, handback.EventReason)
-	}
-	return cond
 }
 
 // applyReferences records where the last file search found each component
