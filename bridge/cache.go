@@ -26,8 +26,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // The bridge's informer cache, sized for a Konflux cluster (issue 22: 100,000
@@ -618,7 +618,7 @@ func StripPipelineRun(in any) (any, error) {
 	return plr, nil
 }
 
-// succeededOnly is the Succeeded condition of conds (IsDone, renovate.StatusOf, the
+// succeededOnly is the Succeeded condition of conds (IsDone, renovaterun.StatusOf, the
 // backlog's completion time), its message dropped unless keepMessage.
 func succeededOnly(conds duckv1.Conditions, keepMessage bool) duckv1.Conditions {
 	for _, c := range conds {
@@ -640,11 +640,11 @@ func succeededOnly(conds duckv1.Conditions, keepMessage bool) duckv1.Conditions 
 }
 
 // readResultNames are the results the bridge reads: a build's image
-// (konflux.BuildResults) and a Renovate run's outcome (renovate.StatusOf).
+// (konflux.BuildResults) and a Renovate run's outcome (renovaterun.StatusOf).
 var readResultNames = map[string]bool{
 	konflux.ResultImageURL:    true,
 	konflux.ResultImageDigest: true,
-	renovate.ResultOutcome:    true,
+	renovaterun.ResultOutcome: true,
 }
 
 func readResults(results []tektonv1.PipelineRunResult) []tektonv1.PipelineRunResult {
@@ -668,8 +668,8 @@ func readResults(results []tektonv1.PipelineRunResult) []tektonv1.PipelineRunRes
 // (ownKeyPrefix) is kept as well. A reader of a new key adds it here:
 // TestStripPipelineRunKeepsWhatTheBridgeReads lists the keys each reader reads.
 var readKeysOfOthers = withForms(map[string]bool{
-	renovate.LabelManagedBy:  true, // nudgeflow's Renovate runs (isOurRenovateRun, the branch queue)
-	renovate.LabelKueueQueue: true, // the branch queue leaves Kueue's runs alone
+	renovaterun.LabelManagedBy:  true, // nudgeflow's Renovate runs (isOurRenovateRun, the branch queue)
+	renovaterun.LabelKueueQueue: true, // the branch queue leaves Kueue's runs alone
 	// Pipelines as Code: the event (IsPushBuild), a PR build's group (prgroups)
 	konflux.AnnotationEventType:    true,
 	konflux.AnnotationSourceBranch: true,

@@ -24,6 +24,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // TestStripPipelineRunKeepsWhatTheBridgeReads: the cache transform drops the heavy
@@ -39,7 +40,7 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 			Labels: map[string]string{builds.LabelComponent: "operand", builds.LabelPipelineType: builds.PipelineTypeBuild},
 			Annotations: map[string]string{
 				builds.KeyEventType: "push", builds.AnnotationRepo: "https://github.com/org/operand/tree/abc",
-				renovate.AnnotationNudgeFiles: ".*Dockerfile.*", konflux.AnnotationHeldBy: "bundle=g",
+				konflux.AnnotationNudgeFiles: ".*Dockerfile.*", konflux.AnnotationHeldBy: "bundle=g",
 				konflux.AnnotationNudging: "operand", konflux.AnnotationNudged: "bundle",
 				"pipelinesascode.tekton.dev/sha": "abc", "pipelinesascode.tekton.dev/log-url": "https://console.example.com/abc",
 				"results.tekton.dev/record": "ns/results/abc/records/def", "chains.tekton.dev/signed": "true",
@@ -100,7 +101,7 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 	// The bridge's own questions answer alike.
 	require.Equal(t, builds.IsPushBuild(want), builds.IsPushBuild(got))
 	require.True(t, got.IsDone())
-	require.Equal(t, renovate.StatusOf(want), renovate.StatusOf(got))
+	require.Equal(t, renovaterun.StatusOf(want), renovaterun.StatusOf(got))
 	u1, d1 := konflux.BuildResults(want)
 	u2, d2 := konflux.BuildResults(got)
 	require.Equal(t, [2]string{u1, d1}, [2]string{u2, d2})
@@ -121,15 +122,15 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 var keysReadersRead = []string{
 	// builds.BuildReconciler, IsPushBuild, routing, Renudger
 	builds.LabelComponent, builds.LabelPipelineType, builds.KeyEventType, builds.AnnotationRepo,
-	konflux.AnnotationNudgeRouted, konflux.AnnotationISNudgeProcessed, renovate.AnnotationNudgeFiles,
+	konflux.AnnotationNudgeRouted, konflux.AnnotationISNudgeProcessed, konflux.AnnotationNudgeFiles,
 	konflux.AnnotationNudgingPLR, konflux.AnnotationNudging, konflux.AnnotationNudged, konflux.AnnotationNudgingImg,
 	konflux.AnnotationNudgingSHA,
-	// builds.RunReconciler, renovate.StatusOf, the branch queue, supersede
-	renovate.LabelType, renovate.LabelManagedBy, renovate.LabelKueueQueue, renovate.AnnotationWorkflowID,
-	renovate.AnnotationBranch, renovate.AnnotationQueuedForBranch, renovate.AnnotationAttempt,
-	renovate.AnnotationBuiltAt, renovate.AnnotationSupersededBy, renovate.AnnotationNudgingComponent,
-	renovate.AnnotationNudgingImage, renovate.AnnotationNudgingPipeline, renovate.AnnotationNudgedComponents,
-	renovate.AnnotationNudgingCommit,
+	// builds.RunReconciler, renovaterun.StatusOf, the branch queue, supersede
+	konflux.LabelNudgeType, renovaterun.LabelManagedBy, renovaterun.LabelKueueQueue, konflux.AnnotationWorkflowID,
+	renovaterun.AnnotationBranch, renovaterun.AnnotationQueuedForBranch, renovate.AnnotationAttempt,
+	renovaterun.AnnotationBuiltAt, renovaterun.AnnotationSupersededBy, konflux.AnnotationNudging,
+	konflux.AnnotationNudgingImg, konflux.AnnotationNudgingPLR, konflux.AnnotationNudged,
+	konflux.AnnotationNudgingSHA,
 	// changegroup.HeldReconciler, heldOnly
 	konflux.AnnotationHeldBy, konflux.AnnotationHeldOutcome, konflux.AnnotationHeldForBatch,
 	konflux.AnnotationHeldSettled, konflux.AnnotationCancelReason, konflux.AnnotationRenudge,
@@ -179,10 +180,10 @@ func TestStripPipelineRunKeepsEveryKeyAReaderReads(t *testing.T) {
 }
 
 // TestStripPipelineRunNudge: a nudge run keeps its Succeeded condition's message
-// and its Renovate outcome, so renovate.StatusOf reads the same outcome (reason and
+// and its Renovate outcome, so renovaterun.StatusOf reads the same outcome (reason and
 // message go to the Nudge workflow); other conditions and results are dropped.
 func TestStripPipelineRunNudge(t *testing.T) {
-	for _, outcome := range []string{renovate.OutcomeOK, renovate.OutcomeRegistryAuthFailed} {
+	for _, outcome := range []string{renovaterun.OutcomeOK, renovaterun.OutcomeRegistryAuthFailed} {
 		for _, cond := range []apis.Condition{
 			{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded", Message: "Tasks Completed: 1 (Failed: 0, Cancelled 0), Skipped: 0"},
 			{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Failed", Message: "Tasks Completed: 1 (Failed: 1, Cancelled 0), Skipped: 0"},
@@ -190,23 +191,23 @@ func TestStripPipelineRunNudge(t *testing.T) {
 		} {
 			full := &tektonv1.PipelineRun{
 				ObjectMeta: metav1.ObjectMeta{Name: "renovate-1", Namespace: "ns",
-					Labels: map[string]string{renovate.LabelType: renovate.LabelTypeNudge, renovate.LabelManagedBy: renovate.ManagedByNudgeflow},
-					Annotations: map[string]string{renovate.AnnotationWorkflowID: "wf", renovate.AnnotationNudgingImage: "quay.io/org/a:1",
-						renovate.AnnotationNudgingComponent: "a"}},
+					Labels: map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue, renovaterun.LabelManagedBy: renovaterun.ManagedByNudgeflow},
+					Annotations: map[string]string{konflux.AnnotationWorkflowID: "wf", konflux.AnnotationNudgingImg: "quay.io/org/a:1",
+						konflux.AnnotationNudging: "a"}},
 				Spec: tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusCancelled},
 				Status: tektonv1.PipelineRunStatus{
 					Status: duckv1.Status{Conditions: duckv1.Conditions{cond, {Type: "Other", Status: corev1.ConditionTrue}}},
 					PipelineRunStatusFields: tektonv1.PipelineRunStatusFields{Results: []tektonv1.PipelineRunResult{
 						{Name: "CHAINS-GIT_URL", Value: *tektonv1.NewStructuredValues("https://github.com/org/a")},
-						{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)},
+						{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)},
 					}},
 				},
 			}
-			want := renovate.StatusOf(full.DeepCopy())
+			want := renovaterun.StatusOf(full.DeepCopy())
 			out, err := StripPipelineRun(full)
 			require.NoError(t, err)
 			got := out.(*tektonv1.PipelineRun)
-			require.Equal(t, want, renovate.StatusOf(got))
+			require.Equal(t, want, renovaterun.StatusOf(got))
 			require.Equal(t, duckv1.Conditions{cond}, got.Status.Conditions)
 			require.Len(t, got.Status.Results, 1)
 		}

@@ -13,8 +13,8 @@ import (
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // TestCachedRunRoundTrip: what a reader gets from the cache (a cachedRun expanded)
@@ -64,13 +64,13 @@ func TestCachedRunRoundTrip(t *testing.T) {
 			p.Labels, p.Annotations = map[string]string{"tekton.dev/pipeline": "x"}, map[string]string{}
 		},
 		"a held nudge with its outcome": func(p *tektonv1.PipelineRun) {
-			p.Labels = map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue, renovate.LabelManagedBy: renovate.ManagedByNudgeflow}
-			p.Annotations = map[string]string{konflux.AnnotationHeldBy: "bundle=g", renovate.AnnotationWorkflowID: "wf"}
+			p.Labels = map[string]string{konflux.LabelNudgeType: konflux.NudgeTypeValue, renovaterun.LabelManagedBy: renovaterun.ManagedByNudgeflow}
+			p.Annotations = map[string]string{konflux.AnnotationHeldBy: "bundle=g", konflux.AnnotationWorkflowID: "wf"}
 			p.Spec.Status = tektonv1.PipelineRunSpecStatusPending
 			p.Status.Conditions[0].Status, p.Status.Conditions[0].Reason = corev1.ConditionFalse, "Failed"
 			p.Status.Conditions[0].Message = "renovate: registry auth failed"
 			p.Status.Results = []tektonv1.PipelineRunResult{
-				{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeRegistryAuthFailed)},
+				{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeRegistryAuthFailed)},
 				{Name: konflux.ResultImageURL, Value: *tektonv1.NewStructuredValues("a", "b")},
 				{Name: konflux.ResultImageDigest, Value: *tektonv1.NewObject(map[string]string{"k": "v"})},
 			}

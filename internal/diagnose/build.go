@@ -13,12 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
@@ -381,11 +381,11 @@ func nudgeRunsOf(ctx context.Context, r Reader, namespace, build string, chunk i
 		}
 		a := m.Annotations
 		run := NudgeRun{
-			Name: m.Name, ByNudgeflow: m.Labels[renovate.LabelManagedBy] == renovate.ManagedByNudgeflow,
+			Name: m.Name, ByNudgeflow: m.Labels[renovaterun.LabelManagedBy] == renovaterun.ManagedByNudgeflow,
 			WorkflowID: a[konflux.AnnotationWorkflowID], HeldBy: a[konflux.AnnotationHeldBy], HeldForBatch: a[konflux.AnnotationHeldForBatch],
 			HeldSettled: a[konflux.AnnotationHeldSettled], HeldOutcome: a[konflux.AnnotationHeldOutcome], Renudge: a[konflux.AnnotationRenudge],
-			QueuedBehind: a[renovate.AnnotationQueuedForBranch], SupersededBy: a[renovate.AnnotationSupersededBy],
-			KueueQueue: m.Labels[renovate.LabelKueueQueue], PaCState: pacState(m),
+			QueuedBehind: a[renovaterun.AnnotationQueuedForBranch], SupersededBy: a[renovaterun.AnnotationSupersededBy],
+			KueueQueue: m.Labels[renovaterun.LabelKueueQueue], PaCState: pacState(m),
 		}
 		for _, t := range strings.Split(konflux.NudgedKey.Get(a), ",") {
 			if t = strings.TrimSpace(t); t != "" {

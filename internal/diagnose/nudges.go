@@ -8,10 +8,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // UnheldNudge is another service's nudge PipelineRun that nudgeflow's
@@ -45,7 +45,7 @@ func UnheldNudges(ctx context.Context, r Reader, namespace string, since time.Ti
 	var rep UnheldNudgesReport
 	err := eachRunMeta(ctx, r, namespace, chunk, nudgeRunSelectors(), func(m *metav1.PartialObjectMetadata) {
 		rep.Scanned++
-		if m.Labels[renovate.LabelManagedBy] == renovate.ManagedByNudgeflow || konflux.HeldAtAdmission(m.Annotations) ||
+		if m.Labels[renovaterun.LabelManagedBy] == renovaterun.ManagedByNudgeflow || konflux.HeldAtAdmission(m.Annotations) ||
 			m.CreationTimestamp.Time.Before(since) {
 			return
 		}

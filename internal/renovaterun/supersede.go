@@ -1,11 +1,15 @@
-package renovate
+package renovaterun
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -43,13 +47,13 @@ func newerRunOf(ctx context.Context, c ctrlclient.Reader, plr *tektonv1.Pipeline
 	}
 	nudging, build := konflux.NudgingKey.Get(plr.Annotations), konflux.NudgingPipelineKey.Get(plr.Annotations)
 	for _, nudged := range strings.Fields(konflux.NudgedKey.Get(plr.Annotations)) {
-		runs, err := edgeRunsOf(ctx, c, all, nudging, nudged, build)
+		runs, err := EdgeRunsOf(ctx, c, all, nudging, nudged, build)
 		if err != nil {
 			return "", err
 		}
 		for _, r := range runs {
-			if r.builtAt.After(mine) && r.plr.Name != plr.Name {
-				return r.plr.Name, nil
+			if r.BuiltAt.After(mine) && r.Run.Name != plr.Name {
+				return r.Run.Name, nil
 			}
 		}
 	}
@@ -72,10 +76,10 @@ func stoppable(plr *tektonv1.PipelineRun) bool {
 	return plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations)
 }
 
-// stopIfSupersededInKueue stops a pending run that Kueue, not nudgeflow, will
+// StopIfSupersededInKueue stops a pending run that Kueue, not nudgeflow, will
 // start (LabelKueueQueue), when a run of a newer build of its edge is among all:
 // nudgeflow has no later look at it before Kueue admits it. It reports the newer run.
-func stopIfSupersededInKueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (string, error) {
+func StopIfSupersededInKueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (string, error) {
 	if plr.Labels[LabelKueueQueue] == "" || !stoppable(plr) {
 		return "", nil
 	}
@@ -84,4 +88,62 @@ func stopIfSupersededInKueue(ctx context.Context, c ctrlclient.Client, plr *tekt
 		return "", err
 	}
 	return by, stopSuperseded(ctx, c, plr, by)
+}
+
+// EdgeRun is a nudge run of one edge and when its build started.
+type EdgeRun struct {
+	Run     *tektonv1.PipelineRun
+	BuiltAt time.Time
+}
+
+// NudgeRuns lists the nudge runs of the namespace, whoever created them.
+func NudgeRuns(ctx context.Context, c ctrlclient.Reader, ns string) ([]tektonv1.PipelineRun, error) {
+	runs, err := konflux.ListRuns(ctx, c, map[konflux.Key]string{konflux.NudgeTypeKey: konflux.NudgeTypeValue}, ctrlclient.InNamespace(ns))
+	if err != nil {
+		return nil, fmt.Errorf("listing the nudge runs of %s: %w", ns, err)
+	}
+	return runs, nil
+}
+
+// EdgeRunsOf is edgeRuns reading builds with c.
+func EdgeRunsOf(ctx context.Context, c ctrlclient.Reader, runs []tektonv1.PipelineRun, nudging, nudged, build string) ([]EdgeRun, error) {
+	var out []EdgeRun
+	for i := range runs {
+		plr := &runs[i]
+		if konflux.NudgingKey.Get(plr.Annotations) != nudging || konflux.NudgingPipelineKey.Get(plr.Annotations) == build ||
+			!slices.Contains(strings.Fields(konflux.NudgedKey.Get(plr.Annotations)), nudged) {
+			continue
+		}
+		at, err := RunBuiltAt(ctx, c, plr)
+		if err != nil {
+			return nil, err
+		}
+		if !at.IsZero() {
+			out = append(out, EdgeRun{Run: plr, BuiltAt: at})
+		}
+	}
+	return out, nil
+}
+
+// RunBuiltAt is when a run's build started: its annotation (nudgeflow's runs), else
+// the build PipelineRun's start (build-service's and integration-service's runs);
+// zero when neither is known (the build was pruned).
+func RunBuiltAt(ctx context.Context, c ctrlclient.Reader, plr *tektonv1.PipelineRun) (time.Time, error) {
+	if v := plr.Annotations[AnnotationBuiltAt]; v != "" {
+		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			return t, nil
+		}
+	}
+	var build tektonv1.PipelineRun
+	err := c.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: konflux.NudgingPipelineKey.Get(plr.Annotations)}, &build)
+	if apierrors.IsNotFound(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading the build of nudge run %s/%s: %w", plr.Namespace, plr.Name, err)
+	}
+	if build.Status.StartTime != nil {
+		return build.Status.StartTime.Time, nil
+	}
+	return build.CreationTimestamp.Time, nil
 }

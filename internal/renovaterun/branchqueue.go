@@ -1,4 +1,4 @@
-package renovate
+package renovaterun
 
 import (
 	"context"
@@ -25,6 +25,8 @@ import (
 const (
 	// AnnotationBranch is "<host>/<repository>@<base branch>:<branch>" of a run.
 	AnnotationBranch = "nudgeflow.konflux-ci.dev/branch"
+	// BranchPrefix of every nudge branch.
+	BranchPrefix = "konflux/component-updates/"
 	// AnnotationQueuedForBranch marks a run waiting for its branch.
 	AnnotationQueuedForBranch = "nudgeflow.konflux-ci.dev/queued-for-branch"
 )
@@ -102,9 +104,9 @@ func MayStart(run *tektonv1.PipelineRun, onBranch []tektonv1.PipelineRun) (bool,
 	return true, ""
 }
 
-// releasable: the run's pending is nudgeflow's own to lift (see LaunchRenovate):
+// Releasable: the run's pending is nudgeflow's own to lift (see LaunchRenovate):
 // not a hold of the interceptor, not Kueue's queue.
-func releasable(plr *tektonv1.PipelineRun) bool {
+func Releasable(plr *tektonv1.PipelineRun) bool {
 	return plr.Spec.Status == tektonv1.PipelineRunSpecStatusPending && !konflux.HeldAtAdmission(plr.Annotations) && plr.Labels[LabelKueueQueue] == ""
 }
 
@@ -118,7 +120,7 @@ func releasable(plr *tektonv1.PipelineRun) bool {
 // a failure: the run is read again and released if it is still nudgeflow's to
 // release; a run that meanwhile started, ended or was held is left as it is.
 func release(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) error {
-	return patchPending(ctx, c, plr, "starting", releasable, func(released *tektonv1.PipelineRun) {
+	return patchPending(ctx, c, plr, "starting", Releasable, func(released *tektonv1.PipelineRun) {
 		released.Spec.Status = ""
 		delete(released.Annotations, AnnotationQueuedForBranch)
 	})
@@ -126,7 +128,7 @@ func release(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun
 
 // patchPending writes change to a pending run (release, or stopSuperseded),
 // guarded by the version read, as release says; after a conflict, only while the
-// run is still mine (releasable, or what stopSuperseded may stop).
+// run is still mine (Releasable, or what stopSuperseded may stop).
 func patchPending(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, what string, mine func(*tektonv1.PipelineRun) bool, change func(*tektonv1.PipelineRun)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		changed := plr.DeepCopy()
@@ -164,11 +166,11 @@ func queue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, 
 	return nil
 }
 
-// startOrQueue starts a pending run its branch allows among the namespace's nudge
+// StartOrQueue starts a pending run its branch allows among the namespace's nudge
 // runs (all, listed after the run was created), else queues it; a run a newer
 // build's run supersedes is stopped instead (supersede_release.go), and then
 // carries AnnotationSupersededBy.
-func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (started bool, blocker string, err error) {
+func StartOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun, all []tektonv1.PipelineRun) (started bool, blocker string, err error) {
 	if newer, err := newerRunOf(ctx, c, plr, all); err != nil || newer != "" {
 		if err != nil {
 			return false, "", err
@@ -189,7 +191,7 @@ func startOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipeli
 // (stopSupersededOnBranch), wherever it stands in the queue; then the oldest
 // waiting run that is left starts.
 func ReleaseNextOnBranch(ctx context.Context, c ctrlclient.Client, ns, branch string) (string, error) {
-	all, err := nudgeRuns(ctx, c, ns)
+	all, err := NudgeRuns(ctx, c, ns)
 	if err != nil {
 		return "", err
 	}
@@ -209,7 +211,7 @@ func ReleaseNextOnBranch(ctx context.Context, c ctrlclient.Client, ns, branch st
 			// Its launch has not decided yet, and will see the branch free.
 			return "", nil
 		}
-		if !releasable(plr) {
+		if !Releasable(plr) {
 			continue // held or queued by Kueue: not nudgeflow's to start
 		}
 		if err := release(ctx, c, plr); err != nil {
@@ -260,7 +262,7 @@ func waitingOn(all []tektonv1.PipelineRun, branch string) (waiting []*tektonv1.P
 func stopSupersededOnBranch(ctx context.Context, c ctrlclient.Client, waiting []*tektonv1.PipelineRun, all []tektonv1.PipelineRun) (map[string]bool, error) {
 	stopped := map[string]bool{}
 	for _, plr := range waiting {
-		if !Queued(plr) || !releasable(plr) {
+		if !Queued(plr) || !Releasable(plr) {
 			continue // undecided, held, or Kueue's: its launch, the group or the launch's look decides
 		}
 		by, err := newerRunOf(ctx, c, plr, all)
@@ -288,10 +290,10 @@ func Queued(plr *tektonv1.PipelineRun) bool {
 // every event of a queued run: the branch's run may have ended between the launch's
 // look and its queue mark). It reports whether it started the run.
 func StartIfFree(ctx context.Context, c ctrlclient.Client, plr *tektonv1.PipelineRun) (bool, error) {
-	if !Queued(plr) || !releasable(plr) {
+	if !Queued(plr) || !Releasable(plr) {
 		return false, nil
 	}
-	all, err := nudgeRuns(ctx, c, plr.Namespace)
+	all, err := NudgeRuns(ctx, c, plr.Namespace)
 	if err != nil {
 		return false, err
 	}

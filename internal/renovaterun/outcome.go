@@ -1,4 +1,4 @@
-package renovate
+package renovaterun
 
 import (
 	"fmt"
@@ -35,8 +35,8 @@ const (
 	// reason (the tag is missing, the registry answered an error).
 	OutcomeImageLookupFailed = "image-lookup-failed"
 	// OutcomeRepositoryNotUpdated: Renovate looked the image up but did not update
-	// the nudged repository: it aborted the repository (repositoryAborts) or could
-	// not push the branch (branchFailures).
+	// the nudged repository: it aborted the repository (RepositoryAborts) or could
+	// not push the branch (BranchFailures).
 	OutcomeRepositoryNotUpdated = "repository-not-updated"
 	// OutcomePRNotOpened: Renovate pushed the branch but opened no pull request
 	// (prFailures), and exited 0.
@@ -52,23 +52,23 @@ const (
 	// registryAuthFailure is the line Renovate's docker datasource logs when the
 	// token service fails.
 	registryAuthFailure = "Error obtaining docker token"
-	// imageLookupFailure is the line Renovate logs for any failed lookup.
-	imageLookupFailure = "Failed to look up docker package"
-	// digestLookupFailure is the line Renovate logs when the lookup found the
+	// ImageLookupFailure is the line Renovate logs for any failed lookup.
+	ImageLookupFailure = "Failed to look up docker package"
+	// DigestLookupFailure is the line Renovate logs when the lookup found the
 	// repository but not the tag it follows (lib/workers/repository/process/lookup).
-	digestLookupFailure = "Could not determine new digest for update"
+	DigestLookupFailure = "Could not determine new digest for update"
 )
 
-// registryAuthFailures are the lines of Renovate's docker datasource that say
+// RegistryAuthFailures are the lines of Renovate's docker datasource that say
 // it could not authenticate (no or refused credentials, a failed token service).
-var registryAuthFailures = []string{registryAuthFailure, "Failed to get authHeaders", "Unauthorized docker lookup", "No docker auth found"}
+var RegistryAuthFailures = []string{registryAuthFailure, "Failed to get authHeaders", "Unauthorized docker lookup", "No docker auth found"}
 
 // Renovate exits 0 too when it gives up on the repository (it exits 1 only for
 // what it logs at ERROR): lib/workers/repository/error.ts logs these at INFO or
 // WARN and ends the repository. None of them happens on a run that updated it.
 // "Repository has no package files" is not among them: the nudged repository does
 // not reference the image, so there is nothing to nudge.
-var repositoryAborts = []string{
+var RepositoryAborts = []string{
 	"Repository has changed during renovation - aborting", // repository-changed: a push raced Renovate's
 	"Rate limit exceeded - aborting",
 	"Bad credentials - aborting",
@@ -87,11 +87,11 @@ var repositoryAborts = []string{
 	"Repository is a mirror - skipping",
 }
 
-// branchFailures are what Renovate logs when it could not write the branch but
+// BranchFailures are what Renovate logs when it could not write the branch but
 // carries on (lib/workers/repository/update/branch/index.ts, and the GitHub
 // platform's commit through the API, which a GitHub App token uses): with no
 // branch yet it then reports "no-work" and opens nothing.
-var branchFailures = []string{
+var BranchFailures = []string{
 	"Error updating branch",
 	"Platform-native commit: unknown error",
 	"Platform-native commit: unable to prepare for commit",
@@ -102,9 +102,9 @@ var branchFailures = []string{
 	"Found old PR but the SHA is different",
 }
 
-// outcomeOf reads the run's ResultOutcome ("" when the run has none: an older run,
+// OutcomeOf reads the run's ResultOutcome ("" when the run has none: an older run,
 // or another service's).
-func outcomeOf(plr *tektonv1.PipelineRun) string {
+func OutcomeOf(plr *tektonv1.PipelineRun) string {
 	for _, r := range plr.Status.Results {
 		if r.Name == ResultOutcome {
 			return strings.TrimSpace(r.Value.StringVal)
@@ -116,7 +116,7 @@ func outcomeOf(plr *tektonv1.PipelineRun) string {
 // imageLookupMessage explains an ImageLookupFailed run.
 func imageLookupMessage(plr *tektonv1.PipelineRun) string {
 	return fmt.Sprintf("Renovate could not look up %s (%q or %q: the tag is missing or the registry answered an error) and opened no pull request; "+
-		"the PipelineRun's log says why", konflux.NudgingImageKey.Get(plr.Annotations), imageLookupFailure, digestLookupFailure)
+		"the PipelineRun's log says why", konflux.NudgingImageKey.Get(plr.Annotations), ImageLookupFailure, DigestLookupFailure)
 }
 
 // repositoryNotUpdatedMessage explains a RepositoryNotUpdated run.
@@ -140,4 +140,30 @@ func registryAuthMessage(plr *tektonv1.PipelineRun) string {
 	return fmt.Sprintf("Renovate could not authenticate to the registry of %s (%q) and opened no pull request: "+
 		"link a pull secret for it to ServiceAccount build-pipeline-%s in namespace %s (the registry credentials nudges use)",
 		image, registryAuthFailure, nudging, plr.Namespace)
+}
+
+// The step's branch check (activities/renovate branchcheck.go) writes
+// OutcomeSuperseded when the nudge branch already carries a newer build.
+const (
+	// OutcomeSuperseded: the nudge branch's head carries a newer build; the step
+	// wrote nothing. The result's value is "superseded:<run>", <run> the newer
+	// commit's TrailerRun (empty when it has none that is a name).
+	OutcomeSuperseded = "superseded"
+	// ReasonSupersededOnBranch is RunStatus.Reason of a run its step refused.
+	ReasonSupersededOnBranch = "SupersededOnBranch"
+	// SupersededUnnamed is RunStatus.SupersededBy when the newer commit names no run.
+	SupersededUnnamed = "unnamed (the newer build's commit heads the nudge branch)"
+)
+
+// SupersededOnBranch reads OutcomeSuperseded's value: whether the step refused,
+// and the newer run it names.
+func SupersededOnBranch(outcome string) (bool, string) {
+	rest, ok := strings.CutPrefix(outcome, OutcomeSuperseded)
+	if !ok || (rest != "" && !strings.HasPrefix(rest, ":")) {
+		return false, ""
+	}
+	if run := strings.TrimPrefix(rest, ":"); run != "" {
+		return true, run
+	}
+	return true, SupersededUnnamed
 }
