@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )

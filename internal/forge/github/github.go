@@ -20,7 +20,7 @@ import (
 	"github.com/shurcooL/githubv4"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
 // Endpoints returns the REST base and the GraphQL URL for a host: api.github.com for

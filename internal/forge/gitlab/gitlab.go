@@ -19,7 +19,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
 // DraftPrefix marks a merge request as draft. Every GitLab version since 13.2

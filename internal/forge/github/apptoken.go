@@ -15,7 +15,7 @@ import (
 	gh "github.com/google/go-github/v92/github"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
 // The App's commit identity is its bot user's: the id GitHub answers for

@@ -1,5 +1,8 @@
-// Package forge is what the pull request activities need from a Git forge, so GitHub
-// (package forge/github) and later GitLab implement the same small interface. Every
+// Package forge is nudgeflow's Git forge client library (as Kargo's pkg/gitprovider):
+// one small interface that GitHub, GitLab and Forgejo/Gitea (packages forge/github,
+// forge/gitlab, forge/forgejo) implement, used by the activities, the bridge's forge
+// webhooks and the CLI alike. It sits on the library floor (internal/), below the
+// activities, and knows no workflow, activity or Kubernetes reconciler. Every
 // operation works through the forge's API: no clone.
 package forge
 
