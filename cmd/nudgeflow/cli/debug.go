@@ -11,12 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/internal/diagnose"
+	"github.com/nudgeflow/nudgeflow/bridge/diagnose"
 )
 
 // newDebugCommand answers the runbook's questions at any scale (issue 33 item 8):
 // PipelineRuns are read as metadata only, filtered by label on the server and
-// paged, never listed in full (internal/diagnose).
+// paged, never listed in full (bridge/diagnose).
 func newDebugCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "debug",
