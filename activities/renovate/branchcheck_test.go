@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
+
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // stepRun runs the step's script as Tekton would (bash -c), with "renovate"

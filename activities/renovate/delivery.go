@@ -8,12 +8,12 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	forgejoforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
-	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 

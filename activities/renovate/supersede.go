@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // Superseded builds never roll a digest back. Renovate writes the digest the

@@ -41,6 +41,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
@@ -507,7 +508,7 @@ func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alp
 
 // StartNudge starts the immediate nudge once (nudge.Start on the bridge's task queue).
 func StartNudge(ctx context.Context, o Options, req nudge.Request) error {
-	return nudge.Start(ctx, o.Temporal, o.TaskQueue, req)
+	return nudgeapi.Start(ctx, o.Temporal, o.TaskQueue, req)
 }
 
 // SignalValidated delivers a build or Snapshot result to the edge's ValidatedNudge,

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"

@@ -1,4 +1,4 @@
-package nudge
+package nudgeapi
 
 import (
 	"context"
