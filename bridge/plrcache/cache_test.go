@@ -1,4 +1,4 @@
-package bridge
+package plrcache
 
 import (
 	"context"
@@ -221,18 +221,18 @@ func TestStripPipelineRunNudge(t *testing.T) {
 func TestPipelineRunCache(t *testing.T) {
 	// A bare envtest (KUBEBUILDER_ASSETS, as make test exports it) with the CRDs:
 	// the local stack of the test module is not importable from here.
-	env := &envtest.Environment{CRDDirectoryPaths: []string{"../deploy/crds", "../test/crds"}, ErrorIfCRDPathMissing: true}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{"../../deploy/crds", "../../test/crds"}, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 
-	opts := cacheOptions()
+	opts := Options()
 	opts.Scheme = kube.NewScheme()
-	c, err := newCache(cfg, opts)
+	c, err := New(cfg, opts)
 	require.NoError(t, err)
-	require.NoError(t, IndexHeldBuilds(c))
+	require.NoError(t, builds.IndexHeldBuilds(c))
 	go func() { _ = c.Start(ctx) }()
 	kc, err := ctrlclient.New(cfg, ctrlclient.Options{Scheme: opts.Scheme, Cache: &ctrlclient.CacheOptions{Reader: c}})
 	require.NoError(t, err)
@@ -329,7 +329,7 @@ func TestPipelineRunCache(t *testing.T) {
 	// finalizer, by namespace or across namespaces; a label selector still applies.
 	heldBuilds := func(opts ...ctrlclient.ListOption) []string {
 		var list tektonv1.PipelineRunList
-		require.NoError(t, kc.List(ctx, &list, append(opts, ctrlclient.MatchingFields{HeldBuildsField: "true"})...))
+		require.NoError(t, kc.List(ctx, &list, append(opts, ctrlclient.MatchingFields{builds.HeldBuildsField: "true"})...))
 		var names []string
 		for _, plr := range list.Items {
 			names = append(names, plr.Name)
