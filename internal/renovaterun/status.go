@@ -1,3 +1,8 @@
+// Package renovaterun is what a Renovate PipelineRun of a nudge says once it
+// exists, read alike by the bridge and the activities: nudgeflow's keys on it,
+// how it ended (StatusOf, the step's outcome, the forge's delivery verdict), and
+// the branch queue that starts one run per nudge branch and stops superseded ones.
+// Launching a run is activities/renovate's.
 package renovaterun
 
 import (

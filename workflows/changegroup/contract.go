@@ -1,3 +1,7 @@
+// Package changegroup is the ChangeGroup workflow (ADR 59): it collects the builds
+// of N nudging components into one draft pull request, holds CI until all are ready,
+// releases it once and follows the PR to its end. The workflow's state is the truth;
+// the CR status is a projection written by an activity.
 package changegroup
 
 import (

@@ -1,10 +1,8 @@
-// Package prgroup holds the activities of the PRGroup workflow (ADR 29 PR groups):
-// the target PR on the nudged component's repository (draft, digest commit,
-// description linking every originating PR), reads of the originating PRs, and the
-// lookup of a merged commit's push build. Every activity looks before it writes.
-//
-// Nothing in these types is a secret: they travel through workflow histories.
-package prgroup
+// Package prgroupapi is the contract of the PR group activities
+// (activities/prgroup): their registered names, requests and results. The
+// PRGroup workflow calls by these names without linking the activities or their
+// forge clients.
+package prgroupapi
 
 import "time"
 

@@ -1,12 +1,10 @@
-// Package changegroupcr is the ChangeGroup workflow's Kubernetes side: it resolves
-// what the group needs from the cluster (the nudged repository, file patterns,
-// each nudging component's image and original digest) and writes the CR status,
-// the projection of the workflow's state.
-package changegroupcr
+// Package changegroupcrapi is the contract of the ChangeGroup CR activities
+// (activities/changegroupcr): their registered names, requests and results.
+package changegroupcrapi
 
 import (
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
 )
 
 // Activity names; never rename (histories replay by name).

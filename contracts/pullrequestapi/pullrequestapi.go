@@ -1,14 +1,8 @@
-// Package pullrequest owns the one pull request of a ChangeGroup on the nudged
-// component's repository: it renders the description, rewrites digest references in
-// the repository's files, pushes commits through the forge's API (no clone), holds CI
-// with `[skip ci]` and releases it exactly once, and reports what it observes.
-//
-// Every activity here looks before it writes: it reads the PR's real state first, so
-// a retry or a second call with the same request changes nothing.
-//
-// Nothing in these types is a secret: they travel through workflow histories,
-// which the Temporal Web UI shows. Activities read tokens from Kubernetes Secrets.
-package pullrequest
+// Package pullrequestapi is the contract of the ChangeGroup's pull request
+// activities (activities/pullrequest): their registered names, requests and
+// results. The ChangeGroup workflow calls by these names without linking the
+// activities or their forge clients.
+package pullrequestapi
 
 import "time"
 
