@@ -36,6 +36,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
@@ -69,15 +70,12 @@ const (
 	hostRulesKey               = "host_rules"
 	secretEnvPrefix            = "TOKEN_"
 	configMountPath            = "/configs"
-	nonRetryableTargetMissing  = "TargetMissing"
-	nonRetryableNotNudgeable   = "NotNudgeable"
-	nonRetryableNoCredentials  = "NoCredentials"
-	nonRetryableNameConflict   = "NameConflict"
-	nonRetryableRefused        = "Refused"
+	nonRetryableTargetMissing  = renovateapi.ErrorTypeTargetMissing
+	nonRetryableNotNudgeable   = renovateapi.ErrorTypeNotNudgeable
+	nonRetryableNoCredentials  = renovateapi.ErrorTypeNoCredentials
+	nonRetryableNameConflict   = renovateapi.ErrorTypeNameConflict
+	nonRetryableRefused        = renovateapi.ErrorTypeRefused
 )
-
-// NonRetryableErrorTypes are the error types a retry never fixes.
-var NonRetryableErrorTypes = []string{nonRetryableTargetMissing, nonRetryableNotNudgeable, nonRetryableNoCredentials, nonRetryableNameConflict, nonRetryableRefused, ErrorTypeSuperseded}
 
 // Activities holds the clients the activities use.
 type Activities struct {
@@ -122,48 +120,6 @@ func (a *Activities) owner() *ownership.Checker {
 // build-service and integration-service read it) or the default.
 func New(kube ctrlclient.Client, operatorNamespace string) *Activities {
 	return &Activities{Kube: kube, Image: os.Getenv("RENOVATE_IMAGE"), OperatorNamespace: operatorNamespace}
-}
-
-// LaunchRequest says which run to create. No secrets.
-type LaunchRequest struct {
-	Namespace string `json:"namespace"`
-	// Name is the PipelineRun's deterministic name (RunName).
-	Name       string `json:"name"`
-	WorkflowID string `json:"workflowID"`
-	Attempt    int    `json:"attempt"`
-	Nudging    string `json:"nudging"`
-	Nudged     string `json:"nudged"`
-	// ImageURL is the build's IMAGE_URL (repo:tag); Digest its IMAGE_DIGEST.
-	ImageURL         string `json:"imageURL"`
-	Digest           string `json:"digest"`
-	BuildPipelineRun string `json:"buildPipelineRun"`
-	// RepoAtSHA is the build's build.appstudio.openshift.io/repo annotation.
-	RepoAtSHA string `json:"repoAtSHA,omitempty"`
-	// NudgeFiles is the build's build-nudge-files annotation.
-	NudgeFiles string `json:"nudgeFiles,omitempty"`
-	// DistributionRepos, when set, are used instead of the nudging component's
-	// ReleasePlanAdmission repositories, which are read at launch otherwise. Only
-	// histories recorded before that lookup carry them.
-	DistributionRepos []string `json:"distributionRepos,omitempty"`
-	// HandedBackBy names the ChangeGroup that handed the build back (empty for
-	// other nudges); the run carries it as konflux.AnnotationHandedBackBy.
-	HandedBackBy string `json:"handedBackBy,omitempty"`
-	// BuiltAt is the build's start, which orders the edge's runs (supersede.go);
-	// zero in requests recorded before it.
-	BuiltAt time.Time `json:"builtAt,omitempty"`
-}
-
-// LaunchResult names the run.
-type LaunchResult struct {
-	Name string `json:"name"`
-	// Created is false when the run already existed (a retried activity).
-	Created bool `json:"created"`
-}
-
-// RunName is the deterministic PipelineRun name of one attempt of a nudge workflow.
-func RunName(workflowID string, attempt int) string {
-	sum := sha256.Sum256([]byte(workflowID))
-	return fmt.Sprintf("renovate-nudge-%s-%d", hex.EncodeToString(sum[:])[:12], attempt)
 }
 
 // LaunchRenovate creates the run, its config ConfigMap, token Secret and, when the
@@ -680,19 +636,6 @@ func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name stri
 		}
 	}
 	return s, nil
-}
-
-// Outcome is one nudge outcome to record as an Event on the nudged Component.
-type Outcome struct {
-	Namespace  string `json:"namespace"`
-	Component  string `json:"component"`
-	WorkflowID string `json:"workflowID"`
-	Attempt    int    `json:"attempt"`
-	// Warning makes a Warning event; otherwise Normal.
-	Warning     bool   `json:"warning,omitempty"`
-	Reason      string `json:"reason"`
-	Message     string `json:"message"`
-	PipelineRun string `json:"pipelineRun,omitempty"`
 }
 
 // EventName is deterministic per (workflow, attempt, reason): a retried activity

@@ -35,23 +35,6 @@ const (
 	deliveryMaxBlobs = 1000
 )
 
-// DeliveryRequest asks whether a run delivered its build. No secrets.
-type DeliveryRequest struct {
-	Namespace string `json:"namespace"`
-	Nudging   string `json:"nudging"`
-	Nudged    string `json:"nudged"`
-	// ImageURL is the build's IMAGE_URL (repo:tag); Digest its IMAGE_DIGEST.
-	ImageURL string `json:"imageURL"`
-	Digest   string `json:"digest"`
-	// NudgeFiles is the build's build-nudge-files annotation.
-	NudgeFiles        string   `json:"nudgeFiles,omitempty"`
-	DistributionRepos []string `json:"distributionRepos,omitempty"`
-	// PipelineRun is the run asked about (for logs and messages).
-	PipelineRun string `json:"pipelineRun"`
-	// LogSaysOK: the run's log named no failure (RunStatus.Succeeded).
-	LogSaysOK bool `json:"logSaysOK,omitempty"`
-}
-
 // DeliveryInput is what ForgeDelivery looks for on one repository.
 type DeliveryInput struct {
 	// Base is the base branch ("" reads the repository's default branch); Branch

@@ -22,11 +22,7 @@ import (
 // once it started a run it stops the edge's runs for older builds that have not
 // ended (AnnotationSupersededBy, then spec.status Cancelled). Both end the older
 // nudge as superseded, not failed: the newer build's nudge carries the change.
-const (
-	// ErrorTypeSuperseded is LaunchRenovate's (non-retryable) error when a newer
-	// build of the nudging component already has a run for the target.
-	ErrorTypeSuperseded = "Superseded"
-)
+const ()
 
 // edgeRuns picks of runs those of nudging -> nudged, except those of build itself,
 // with their builds' start. They point into runs, so a write to one shows there.

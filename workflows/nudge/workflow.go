@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	renovate "github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 
@@ -107,7 +107,6 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		}
 	})
 
-	var a *renovate.Activities
 	activityOpts := workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -124,7 +123,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Nudges, 1, "mode", req.Mode, "outcome", reason)
 		o := renovate.Outcome{Namespace: req.Namespace, Component: req.Nudged, WorkflowID: wfID, Attempt: attempt,
 			Warning: warning, Reason: reason, Message: message, PipelineRun: run}
-		if err := workflow.ExecuteActivity(withSummary(reason+" event on "+req.Nudged), a.RecordNudgeOutcome, o).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(withSummary(reason+" event on "+req.Nudged), renovate.OutcomeActivity, o).Get(ctx, nil); err != nil {
 			log.Error("recording the nudge outcome as an event", "reason", reason, "error", err)
 		}
 	}
@@ -166,7 +165,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			BuildPipelineRun: req.BuildPipelineRun, RepoAtSHA: req.RepoAtSHA, NudgeFiles: req.NudgeFiles,
 			DistributionRepos: req.DistributionRepos, HandedBackBy: req.HandedBackBy, BuiltAt: req.BuiltAt,
 		}
-		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), a.LaunchRenovate, launch).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), renovate.LaunchActivity, launch).Get(ctx, nil); err != nil {
 			if newer, ok := supersededAtLaunch(err); ok && workflow.GetVersion(ctx, versionSupersededEnds, workflow.DefaultVersion, 1) == 1 {
 				msg := fmt.Sprintf("not nudging %s to %s@%s: a newer build of %s already nudges it (Renovate run %s)",
 					req.Nudged, req.Nudging, req.Digest, req.Nudging, newer)
@@ -249,7 +248,6 @@ func VerifyRequest(req Request, workflowID string) buildcheck.Request {
 // waitRun waits for the bridge's signal; every PollInterval without one it asks
 // Kubernetes directly.
 func waitRun(ctx workflow.Context, req Request, name string, finished map[string]renovate.RunStatus, withSummary func(string) workflow.Context) (renovate.RunStatus, error) {
-	var a *renovate.Activities
 	for {
 		ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 			Timeout:      req.PollInterval,
@@ -262,7 +260,7 @@ func waitRun(ctx workflow.Context, req Request, name string, finished map[string
 			return finished[name], nil
 		}
 		var s renovate.RunStatus
-		if err := workflow.ExecuteActivity(withSummary("poll Renovate run "+name), a.RenovateRunStatus, req.Namespace, name).Get(ctx, &s); err != nil {
+		if err := workflow.ExecuteActivity(withSummary("poll Renovate run "+name), renovate.StatusActivity, req.Namespace, name).Get(ctx, &s); err != nil {
 			workflow.GetLogger(ctx).Warn("polling the Renovate run", "pipelineRun", name, "error", err)
 			continue
 		}
@@ -287,11 +285,10 @@ func askForge(s renovate.RunStatus) bool {
 // build changes nothing that landed.
 func deliveryOf(ctx workflow.Context, req Request, name string, s renovate.RunStatus, st *State,
 	withSummary func(string) workflow.Context) (renovate.RunStatus, string) {
-	var a *renovate.Activities
 	var v renovate.DeliveryVerdict
 	ask := renovate.DeliveryRequest{Namespace: req.Namespace, Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL,
 		Digest: req.Digest, NudgeFiles: req.NudgeFiles, DistributionRepos: req.DistributionRepos, PipelineRun: name, LogSaysOK: s.Succeeded}
-	if err := workflow.ExecuteActivity(withSummary("ask the forge whether run "+name+" delivered "+req.Digest), a.CheckDelivery, ask).Get(ctx, &v); err != nil {
+	if err := workflow.ExecuteActivity(withSummary("ask the forge whether run "+name+" delivered "+req.Digest), renovate.DeliveryActivity, ask).Get(ctx, &v); err != nil {
 		s.Succeeded, s.Reason = false, renovate.ReasonDeliveryUnknown
 		s.Message = fmt.Sprintf("Renovate exited 0, but the forge could not be asked whether %s reached %s: %s", req.Digest, req.Nudged, causeOf(err))
 		return s, ""
