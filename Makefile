@@ -10,7 +10,7 @@ export GOPROXY ?= https://proxy.golang.org
 TOOLS := $(CURDIR)/hack/tools.sh
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 
-.PHONY: all build build-dev tools generate check-generated lint check-shipped-deps test e2e bench regen-histories run run-forgejo clean-tools image
+.PHONY: all build build-dev tools generate check-generated lint check-shipped-deps check-layers test e2e bench regen-histories run run-forgejo clean-tools image
 
 all: build
 
@@ -51,7 +51,7 @@ check-generated:
 	fi
 
 # Both modules: the root (what ships) and test/ (the test module).
-lint: check-shipped-deps
+lint: check-shipped-deps check-layers
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
 	go vet ./...
 	cd test && go vet ./...
@@ -65,6 +65,12 @@ check-shipped-deps:
 	@deps=$$(go list -deps ./cmd/nudgeflow); \
 	bad=$$(grep -E '$(DEV_PACKAGES)' <<<"$$deps" || true); \
 	if [ -n "$$bad" ]; then echo "cmd/nudgeflow (the shipped binary) imports dev packages:" >&2; echo "$$bad" >&2; exit 1; fi
+
+# Fails when a package of the shipped module imports up its floors (cmd > bridge,
+# worker > workflows > activities > contracts > internal > api; docs/development.md
+# "Layers"), or a workflow links a forge client.
+check-layers:
+	@hack/check-layers.sh
 
 # Tests find the real servers through these; hack/tools.sh builds what is missing.
 test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path temporal) \

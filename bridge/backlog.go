@@ -23,7 +23,7 @@ import (
 // measured from the manager's informer cache on each scrape: no API call. One bridge
 // per process: the last one called measures.
 func MeasureBacklog(mgr ctrl.Manager) error {
-	if err := IndexHeldBuilds(mgr.GetFieldIndexer()); err != nil {
+	if err := builds.IndexHeldBuilds(mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	metrics.MeasureBacklogWith(func(ctx context.Context) (metrics.Backlog, error) {
@@ -32,27 +32,8 @@ func MeasureBacklog(mgr ctrl.Manager) error {
 	return nil
 }
 
-// HeldBuildsField indexes the PipelineRuns held under the build-routing finalizer
-// (value "true"): a scrape reads those few, not every build of the cluster (75,000
-// at 100,000 PipelineRuns, each expanded from the cache's compact form).
-const HeldBuildsField = "nudgeflow.build-routing.held"
-
-// IndexHeldBuilds registers HeldBuildsField with indexer.
-func IndexHeldBuilds(indexer ctrlclient.FieldIndexer) error {
-	err := indexer.IndexField(context.Background(), &tektonv1.PipelineRun{}, HeldBuildsField, func(o ctrlclient.Object) []string {
-		if plr, ok := o.(*tektonv1.PipelineRun); ok && builds.Holds(plr) {
-			return []string{"true"}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("indexing the builds held for routing: %w", err)
-	}
-	return nil
-}
-
 // ReadBacklog measures the backlog at now from r (the bridge's cache, with
-// IndexHeldBuilds).
+// builds.IndexHeldBuilds).
 func ReadBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metrics.Backlog, error) {
 	b := metrics.Backlog{OldestWaiting: map[string]time.Duration{}}
 	// Read only, so the cache's objects are read in place: a copy of every build
@@ -84,7 +65,7 @@ func ReadBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metri
 		}
 	}
 	runs, err := konflux.ListRuns(ctx, r, map[konflux.Key]string{konflux.PipelineTypeKey: konflux.PipelineTypeBuild},
-		ctrlclient.MatchingFields{HeldBuildsField: "true"}, ctrlclient.UnsafeDisableDeepCopy)
+		ctrlclient.MatchingFields{builds.HeldBuildsField: "true"}, ctrlclient.UnsafeDisableDeepCopy)
 	if err != nil {
 		return b, fmt.Errorf("listing build PipelineRuns: %w", err)
 	}

@@ -81,7 +81,7 @@ func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 		build("held-by-another-service", 50*time.Hour, []string{"example.com/other"}, succeeded(48*time.Hour, true)),
 	}
 	indexed := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(objs...)
-	require.NoError(t, IndexHeldBuilds(fakeIndexer{indexed}))
+	require.NoError(t, builds.IndexHeldBuilds(fakeIndexer{indexed}))
 	r := indexed.Build()
 
 	b, err := ReadBacklog(context.Background(), r, now)

@@ -25,6 +25,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
+	"github.com/nudgeflow/nudgeflow/bridge/plrcache"
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/bridge/receiverapi"
 	ibatching "github.com/nudgeflow/nudgeflow/internal/batching"
@@ -171,8 +172,8 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  kube.NewScheme(),
-		Cache:                   cacheOptions(),
-		NewCache:                newCache,
+		Cache:                   plrcache.Options(),
+		NewCache:                plrcache.New,
 		Controller:              ctrlOpts,
 		Metrics:                 opts.Metrics.ServerOptions(opts.MetricsAddr),
 		HealthProbeBindAddress:  opts.HealthAddr,
@@ -213,7 +214,7 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(returnSyncPeak{mgr.GetCache()}); err != nil {
+	if err := mgr.Add(plrcache.ReturnSyncPeak{Cache: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
 	if err := nudgeconfig.Setup(mgr, peers); err != nil {

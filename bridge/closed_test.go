@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
@@ -47,7 +48,7 @@ func TestWorkflowClosedGaugeCountsGroupsStuckInAnOpenPhase(t *testing.T) {
 		require.True(t, errors.Is(starter.SignalWithStart(context.Background(), cg, "spec", nil), changegroup.ErrEnded))
 	}
 	indexed := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(orphan, readyOrphan, ended, running)
-	require.NoError(t, IndexHeldBuilds(fakeIndexer{indexed}))
+	require.NoError(t, builds.IndexHeldBuilds(fakeIndexer{indexed}))
 	r := indexed.Build()
 	b, err := readBacklogOf(r)
 	require.NoError(t, err)

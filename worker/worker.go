@@ -16,11 +16,13 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	internalbatching "github.com/nudgeflow/nudgeflow/internal/batching"
-	"github.com/nudgeflow/nudgeflow/internal/nudges"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
+	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
+	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
 // DefaultTaskQueue is the task queue of nudgeflow's worker and bridge.
@@ -192,23 +194,35 @@ func (opts Options) sdkOptions() sdkworker.Options {
 	return wo
 }
 
-// register adds each feature's workflows and activities, one line per feature.
+// register adds every workflow (under the stable names stored histories carry)
+// and every feature's activities: the one place that says what the worker runs.
 func register(r sdkworker.Registry, deps Deps) {
+	for _, w := range []struct {
+		fn   any
+		name string
+	}{
+		{nudge.Workflow, nudge.WorkflowName},
+		{validatednudge.Workflow, validatednudge.WorkflowName},
+		{changegroup.Workflow, changegroup.WorkflowName},
+		{prgroup.Workflow, prgroup.WorkflowName}, // PR groups (ADR 29)
+	} {
+		r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})
+	}
 	// Every workflow verifies a build when it enters (Temporal is reachable by more
 	// than nudgeflow: a signal may carry a digest nobody built).
 	(&buildcheck.Activities{Kube: deps.Kube}).Register(r)
 	owner := ownershipChecker(deps)
 	prConfig := deps.PullRequest
 	prConfig.Ownership = owner
-	r.RegisterWorkflowWithOptions(changegroup.Workflow, workflow.RegisterOptions{Name: changegroup.WorkflowName})
 	(&changegroupcr.Activities{Kube: deps.Kube, Ownership: owner}).Register(r)
 	batches := &internalbatching.Opener{Kube: deps.Kube, Live: deps.Kube}
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal, Batches: batches}).Register(r)
 	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
 	pullrequest.New(deps.Kube, prConfig).Register(r)
-	nudges.Register(r, deps.Kube, nudges.Options{OperatorNamespace: deps.OperatorNamespace, GitHubApp: prConfig.AppSecret,
-		Transport: prConfig.Transport, Ownership: owner, AppTokens: prConfig.AppTokens, StandInForge: deps.StandInForge})
-	// PR groups (ADR 29).
-	r.RegisterWorkflowWithOptions(prgroup.Workflow, workflow.RegisterOptions{Name: prgroup.WorkflowName})
+	// The Renovate activities the Nudge and ValidatedNudge workflows run.
+	nudges := renovate.New(deps.Kube, deps.OperatorNamespace)
+	nudges.GitHubApp, nudges.Transport, nudges.Ownership, nudges.AppTokens = prConfig.AppSecret, prConfig.Transport, owner, prConfig.AppTokens
+	nudges.StandInForge = deps.StandInForge
+	r.RegisterActivity(nudges)
 	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, prConfig)}).Register(r)
 }

@@ -15,10 +15,10 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	cgwf "github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	nudge "github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // Activity is the registered name; never change it (histories replay by name).

@@ -28,59 +28,11 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	nudge "github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
-
-// Activity is the registered name; never change it (histories replay by name).
-const Activity = "HandBackBuilds"
-
-// EventReason is the reason of the Event on the ChangeGroup.
-const EventReason = "BuildsHandedBack"
-
-// Build is one build a group held. No secrets.
-type Build struct {
-	Component string `json:"component"`
-	Digest    string `json:"digest"`
-	PullSpec  string `json:"pullSpec,omitempty"`
-	// BuildPipelineRun and BuildUID name the push build; the UID keys the Nudge.
-	BuildPipelineRun string    `json:"buildPipelineRun,omitempty"`
-	BuildUID         string    `json:"buildUID,omitempty"`
-	BuiltAt          time.Time `json:"builtAt,omitempty"`
-	// Why this build is handed back, in a person's words.
-	Why string `json:"why"`
-	// Next: the build came after its automatic group stopped collecting (released,
-	// or merged): it belongs to the target's next batch, which is opened for it.
-	Next bool `json:"next,omitempty"`
-}
-
-// Request hands builds of one group back.
-type Request struct {
-	Namespace   string  `json:"namespace"`
-	ChangeGroup string  `json:"changeGroup"`
-	UID         string  `json:"uid"`
-	Target      string  `json:"target"`
-	Builds      []Build `json:"builds"`
-}
-
-// Result names the Nudge workflows that now carry the builds, and the builds
-// handed over to another ChangeGroup ("component@digest -> group").
-type Result struct {
-	Nudges     []string `json:"nudges"`
-	HandedOver []string `json:"handedOver,omitempty"`
-}
-
-// SignalComponentBuilt and WorkflowID mirror workflows/changegroup's (that package
-// imports this one); a test there keeps them equal. A Build is a JSON-compatible
-// subset of its ComponentBuilt signal.
-const SignalComponentBuilt = "component-built"
-
-// WorkflowID is the ChangeGroup workflow's ID.
-func WorkflowID(namespace, name, uid string) string {
-	return fmt.Sprintf("changegroup/%s/%s/%s", namespace, name, uid)
-}
 
 // Activities starts Nudges and records Events.
 type Activities struct {

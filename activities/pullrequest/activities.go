@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 

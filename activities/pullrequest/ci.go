@@ -5,34 +5,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
-
-// CIRequest asks what CI reported on one commit of the PR (after the release:
-// the head nudgeflow pushed without the skip marker).
-type CIRequest struct {
-	Repo  Repo  `json:"repo"`
-	Known PRRef `json:"known"`
-	// SHA is the commit to read; empty reads the PR's head.
-	SHA string `json:"sha,omitempty"`
-}
-
-// CIObserved is what the forge says about the commit's pipelines.
-type CIObserved struct {
-	// SHA is the commit read; State the PR's state; Author the login that opened
-	// the PR (whom Pipelines as Code's ACL checks).
-	SHA    string  `json:"sha"`
-	State  PRState `json:"state"`
-	Author string  `json:"author,omitempty"`
-	// Started: a pipeline (or another CI) reported on the commit; Names are the
-	// reports, at most maxCINames.
-	Started bool     `json:"started,omitempty"`
-	Names   []string `json:"names,omitempty"`
-	// AwaitingApproval: Pipelines as Code waits for an `/ok-to-test`; Detail is its
-	// text (who is not allowed to trigger CI).
-	AwaitingApproval bool   `json:"awaitingApproval,omitempty"`
-	Detail           string `json:"detail,omitempty"`
-}
 
 // maxCINames bounds the report names carried into the workflow's history.
 const maxCINames = 10

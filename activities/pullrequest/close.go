@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
 const closeMarker = "<!-- nudgeflow:closed -->"

@@ -7,30 +7,10 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
-// CommentRequest posts one comment on the PR, once: Key names it (lower-case
-// letters, digits and dashes), and a comment already holding its marker is never
-// posted again, whoever asks and however often.
-type CommentRequest struct {
-	Repo  Repo   `json:"repo"`
-	Known PRRef  `json:"known"`
-	Key   string `json:"key"`
-	Body  string `json:"body"`
-}
-
-// CommentResult says whether this call posted the comment (false: it was there
-// already, or the PR is no longer open) and counts the forge writes.
-type CommentResult struct {
-	Posted bool `json:"posted,omitempty"`
-	Writes int  `json:"writes"`
-}
-
 var commentKey = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
-// CommentMarker is the hidden line that identifies a comment by its key.
-func CommentMarker(key string) string { return "<!-- nudgeflow:" + key + " -->" }
 
 // CommentOnPullRequest posts the comment unless the PR already holds one with the
 // same key, and only on an open PR: it looks before it writes, so a retry or a

@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
-	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
+	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 

@@ -3,8 +3,8 @@ package pullrequest
 import (
 	"context"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	fjforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 )
 
 // connectForgejo connects to a Forgejo or Gitea repository with the basic-auth

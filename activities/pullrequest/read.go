@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )

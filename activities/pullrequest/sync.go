@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
 

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )

@@ -1,7 +1,7 @@
 package pullrequest
 
 import (
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 

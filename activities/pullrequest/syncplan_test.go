@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -28,14 +27,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // Labels and annotations of nudge PipelineRuns, plus nudgeflow's own keys the
@@ -51,11 +51,11 @@ const (
 	AnnotationNudgingImage     = konflux.AnnotationNudgingImg
 	AnnotationNudgingPipeline  = konflux.AnnotationNudgingPLR
 	AnnotationNudgingCommit    = konflux.AnnotationNudgingSHA
-	LabelManagedBy             = "app.kubernetes.io/managed-by"
+	LabelManagedBy             = renovaterun.LabelManagedBy
 	// LabelKueueQueue is the queue tekton-kueue's webhook assigns a PipelineRun it
 	// pends (tekton-kueue pkg/common QueueLabel).
-	LabelKueueQueue           = "kueue.x-k8s.io/queue-name"
-	ManagedByNudgeflow        = "nudgeflow"
+	LabelKueueQueue           = renovaterun.LabelKueueQueue
+	ManagedByNudgeflow        = renovaterun.ManagedByNudgeflow
 	AnnotationWorkflowID      = konflux.AnnotationWorkflowID
 	AnnotationAttempt         = "nudgeflow.konflux-ci.dev/attempt"
 	DefaultImage              = "quay.io/konflux-ci/mintmaker-renovate-image:29a2f31"
@@ -63,15 +63,12 @@ const (
 	hostRulesKey              = "host_rules"
 	secretEnvPrefix           = "TOKEN_"
 	configMountPath           = "/configs"
-	nonRetryableTargetMissing = "TargetMissing"
-	nonRetryableNotNudgeable  = "NotNudgeable"
-	nonRetryableNoCredentials = "NoCredentials"
-	nonRetryableNameConflict  = "NameConflict"
-	nonRetryableRefused       = "Refused"
+	nonRetryableTargetMissing = renovateapi.ErrorTypeTargetMissing
+	nonRetryableNotNudgeable  = renovateapi.ErrorTypeNotNudgeable
+	nonRetryableNoCredentials = renovateapi.ErrorTypeNoCredentials
+	nonRetryableNameConflict  = renovateapi.ErrorTypeNameConflict
+	nonRetryableRefused       = renovateapi.ErrorTypeRefused
 )
-
-// NonRetryableErrorTypes are the error types a retry never fixes.
-var NonRetryableErrorTypes = []string{nonRetryableTargetMissing, nonRetryableNotNudgeable, nonRetryableNoCredentials, nonRetryableNameConflict, nonRetryableRefused, ErrorTypeSuperseded}
 
 // Activities holds the clients the activities use.
 type Activities struct {
@@ -118,100 +115,6 @@ func New(kube ctrlclient.Client, operatorNamespace string) *Activities {
 	return &Activities{Kube: kube, Image: os.Getenv("RENOVATE_IMAGE"), OperatorNamespace: operatorNamespace}
 }
 
-// RunStatus is how a Renovate run ended, as far as Kubernetes knows.
-type RunStatus struct {
-	Name      string `json:"name"`
-	Done      bool   `json:"done"`
-	Succeeded bool   `json:"succeeded"`
-	// Gone means the run no longer exists (pruned or deleted) before it ended.
-	Gone    bool   `json:"gone,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-	// HeldBy is the ChangeGroup that held the run at admission and collects its
-	// build: the nudge goes on in that group's pull request.
-	HeldBy string `json:"heldBy,omitempty"`
-	// Cancelled: someone other than nudgeflow cancelled or stopped the run (a
-	// person with tkn or the console, spec.status), and no ChangeGroup held it.
-	// The nudge ends there; it is not a failure to retry.
-	Cancelled bool `json:"cancelled,omitempty"`
-	// SupersededBy names the run for a newer build of the same edge that stopped
-	// this one (supersede.go): the nudge ends there, the newer one carries it.
-	SupersededBy string `json:"supersededBy,omitempty"`
-	// ExitedZero: Renovate ended with exit code 0 (Tekton's Succeeded condition
-	// True), whatever the step read in its log: whether it delivered is the
-	// forge's to say (CheckDelivery).
-	ExitedZero bool `json:"exitedZero,omitempty"`
-}
-
-// RunStatus.Reason of a run a ChangeGroup held at admission: the group took its
-// build, or it did not (it ended in between): the run failed, but the build was never tried.
-const (
-	ReasonHeldByChangeGroup = "HeldByChangeGroup"
-	ReasonHeldReturned      = "HeldAndReturned"
-)
-
-// StatusOf reads a PipelineRun's Succeeded condition. A run a ChangeGroup held at
-// admission ends when the bridge has written where its build went
-// (konflux.AnnotationHeldOutcome), not when Tekton marks it cancelled: only then
-// does the Nudge workflow know whether to stop or to try again.
-func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
-	s := RunStatus{Name: plr.Name}
-	if plr.Annotations[konflux.AnnotationHeldBy] != "" {
-		outcome := plr.Annotations[konflux.AnnotationHeldOutcome]
-		if group, ok := strings.CutPrefix(outcome, konflux.HeldOutcomeDeliveredPrefix); ok {
-			s.Done, s.HeldBy, s.Reason = true, group, ReasonHeldByChangeGroup
-			s.Message = fmt.Sprintf("ChangeGroup %s held the run and collects its build", group)
-			return s
-		}
-		if outcome == konflux.HeldOutcomeReturned {
-			// Cancelled at creation, the run never starts, whatever Tekton writes.
-			s.Done, s.Reason = true, ReasonHeldReturned
-			s.Message = "a ChangeGroup held the run but no longer collects its build"
-		}
-		return s
-	}
-	if c := plr.Status.GetCondition(apis.ConditionSucceeded); c != nil && !c.IsUnknown() {
-		s.Done, s.Succeeded, s.Reason, s.Message = true, c.IsTrue(), c.Reason, c.Message
-		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
-		s.ExitedZero = s.Succeeded
-		if s.Succeeded {
-			switch outcomeOf(plr) {
-			case OutcomeRegistryAuthFailed:
-				s.Succeeded, s.Reason, s.Message = false, ReasonRegistryAuthFailed, registryAuthMessage(plr)
-			case OutcomeImageLookupFailed:
-				s.Succeeded, s.Reason, s.Message = false, ReasonImageLookupFailed, imageLookupMessage(plr)
-			case OutcomeRepositoryNotUpdated:
-				s.Succeeded, s.Reason, s.Message = false, ReasonRepositoryNotUpdated, repositoryNotUpdatedMessage(plr)
-			case OutcomePRNotOpened:
-				s.Succeeded, s.Reason, s.Message = false, ReasonPRNotOpened, prNotOpenedMessage(plr)
-			default:
-				if ok, by := supersededOnBranch(outcomeOf(plr)); ok {
-					// The step found a newer build on the nudge branch and wrote nothing.
-					s.Succeeded, s.Reason, s.SupersededBy = false, ReasonSupersededOnBranch, by
-					s.Message = "the nudge branch already carries a newer build's digest (run " + by + "): the step did not run Renovate"
-				}
-			}
-		}
-		if by := plr.Annotations[AnnotationSupersededBy]; by != "" && !s.Succeeded {
-			s.SupersededBy, s.Cancelled = by, false
-		}
-	}
-	return s
-}
-
-// cancelledByRequest: the run ended because its spec.status asked it to stop
-// (Cancelled, CancelledRunFinally, StoppedRunFinally; nudgeflow only writes that on
-// the runs a ChangeGroup holds, which carry AnnotationHeldBy), or Tekton says it was
-// cancelled. A timeout or a failed task is not a cancel.
-func cancelledByRequest(plr *tektonv1.PipelineRun, reason string) bool {
-	switch plr.Spec.Status {
-	case tektonv1.PipelineRunSpecStatusCancelled, tektonv1.PipelineRunSpecStatusCancelledRunFinally,
-		tektonv1.PipelineRunSpecStatusStoppedRunFinally:
-		return true
-	}
-	return reason == tektonv1.PipelineRunReasonCancelled.String()
-}
-
 // RenovateRunStatus is the polling fallback for the bridge's run-finished signal.
 // A run still waiting to start gets its GitHub App token renewed when it nears
 // expiry (refreshRunToken).
@@ -234,19 +137,6 @@ func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name stri
 		}
 	}
 	return s, nil
-}
-
-// Outcome is one nudge outcome to record as an Event on the nudged Component.
-type Outcome struct {
-	Namespace  string `json:"namespace"`
-	Component  string `json:"component"`
-	WorkflowID string `json:"workflowID"`
-	Attempt    int    `json:"attempt"`
-	// Warning makes a Warning event; otherwise Normal.
-	Warning     bool   `json:"warning,omitempty"`
-	Reason      string `json:"reason"`
-	Message     string `json:"message"`
-	PipelineRun string `json:"pipelineRun,omitempty"`
 }
 
 // EventName is deterministic per (workflow, attempt, reason): a retried activity

@@ -38,14 +38,6 @@ const (
 	TrailerBuiltAt = "Nudgeflow-Built-At"
 	// TrailerRun is the commit trailer naming the run that wrote the commit.
 	TrailerRun = "Nudgeflow-Run"
-	// OutcomeSuperseded: the nudge branch's head carries a newer build; the step
-	// wrote nothing. The result's value is "superseded:<run>", <run> the newer
-	// commit's TrailerRun (empty when it has none that is a name).
-	OutcomeSuperseded = "superseded"
-	// ReasonSupersededOnBranch is RunStatus.Reason of a run its step refused.
-	ReasonSupersededOnBranch = "SupersededOnBranch"
-	// supersededUnnamed is RunStatus.SupersededBy when the newer commit names no run.
-	supersededUnnamed = "unnamed (the newer build's commit heads the nudge branch)"
 )
 
 // The step's environment for the check (none of it secret).
@@ -150,17 +142,4 @@ func branchCheckScript() string {
 		`superseded="` + OutcomeSuperseded + `:$run"; ` +
 		`echo "nudgeflow: branch $` + envBranch + ` holds commit $tip of a build started $at (run ${run:-unnamed}), newer than this run's build (started $` + envBuiltAt + `): not writing the older digest over it" >&2; ` +
 		`break; fi; done; fi; fi; `
-}
-
-// supersededOnBranch reads OutcomeSuperseded's value: whether the step refused,
-// and the newer run it names.
-func supersededOnBranch(outcome string) (bool, string) {
-	rest, ok := strings.CutPrefix(outcome, OutcomeSuperseded)
-	if !ok || (rest != "" && !strings.HasPrefix(rest, ":")) {
-		return false, ""
-	}
-	if run := strings.TrimPrefix(rest, ":"); run != "" {
-		return true, run
-	}
-	return true, supersededUnnamed
 }

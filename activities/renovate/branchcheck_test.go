@@ -12,6 +12,8 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
+
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // stepRun runs the step's script as Tekton would (bash -c), with "renovate"
@@ -98,7 +100,7 @@ func TestStepRefusesToWriteOverANewerBuild(t *testing.T) {
 // is not retried, and no forge is asked (SupersededBy set, not Succeeded, not
 // Cancelled).
 func TestStatusOfReadsTheStepsRefusalAsSuperseded(t *testing.T) {
-	for outcome, by := range map[string]string{"superseded:run-newer": "run-newer", "superseded:": supersededUnnamed, "supersededx": ""} {
+	for outcome, by := range map[string]string{"superseded:run-newer": "run-newer", "superseded:": renovaterun.SupersededUnnamed, "supersededx": ""} {
 		plr := (&Activities{}).pipelineRun(LaunchRequest{Name: "run-older", Namespace: "tenant"}, false, false)
 		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
 		plr.Status.Results = []tektonv1.PipelineRunResult{{Name: ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)}}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // ConfigMap tiers and annotations (verbatim from build-service / integration-service,
@@ -30,7 +31,7 @@ const (
 	// NudgeLabel marks nudge PRs (MintMaker ignores PRs with it).
 	NudgeLabel = "konflux-nudge"
 	// BranchPrefix of every nudge branch.
-	BranchPrefix = "konflux/component-updates/"
+	BranchPrefix = renovaterun.BranchPrefix
 )
 
 // Options are the user's knobs from one ConfigMap tier.

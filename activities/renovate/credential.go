@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 )
 
 // RunTokenLife is how long an App token must still be valid when it goes into a

@@ -8,12 +8,12 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	forgejoforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
-	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	forgejoforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
+	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 
@@ -26,26 +26,6 @@ import (
 // failure-looking lines on runs that landed. CheckDelivery asks the forge, after
 // the run ended, with the credential the run pushed with.
 
-// Where a delivered digest was found.
-const (
-	DeliveredOnBase        = "base-branch"
-	DeliveredInPullRequest = "pull-request"
-	// DeliveredByRunLog: only stand-in runs go to the host (Activities.StandInForge);
-	// the run's log said so.
-	DeliveredByRunLog = "run-log"
-	// DeliveredNotReferenced: no file Renovate edits references the image on
-	// the base branch and no pull request of the branch exists: nothing to nudge.
-	DeliveredNotReferenced = "not-referenced"
-)
-
-// ReasonNotDelivered is RunStatus.Reason of a run that exited 0 (and whose log
-// named no failure) but whose digest the forge shows nowhere; ReasonDeliveryUnknown
-// of one the forge could not be asked about.
-const (
-	ReasonNotDelivered    = "NotDelivered"
-	ReasonDeliveryUnknown = "DeliveryUnknown"
-)
-
 // Bounds of one check: pull requests of the branch looked at, and files read per
 // commit (Renovate's fileMatch usually selects a few; a ConfigMap's empty
 // fileMatch selects every file). A repository with more matching files is not
@@ -54,54 +34,6 @@ const (
 	deliveryMaxPRs   = 10
 	deliveryMaxBlobs = 1000
 )
-
-// DeliveryRequest asks whether a run delivered its build. No secrets.
-type DeliveryRequest struct {
-	Namespace string `json:"namespace"`
-	Nudging   string `json:"nudging"`
-	Nudged    string `json:"nudged"`
-	// ImageURL is the build's IMAGE_URL (repo:tag); Digest its IMAGE_DIGEST.
-	ImageURL string `json:"imageURL"`
-	Digest   string `json:"digest"`
-	// NudgeFiles is the build's build-nudge-files annotation.
-	NudgeFiles        string   `json:"nudgeFiles,omitempty"`
-	DistributionRepos []string `json:"distributionRepos,omitempty"`
-	// PipelineRun is the run asked about (for logs and messages).
-	PipelineRun string `json:"pipelineRun"`
-	// LogSaysOK: the run's log named no failure (RunStatus.Succeeded).
-	LogSaysOK bool `json:"logSaysOK,omitempty"`
-}
-
-// DeliveryVerdict is what the forge says.
-type DeliveryVerdict struct {
-	Delivered bool `json:"delivered"`
-	// Where is DeliveredOnBase, DeliveredInPullRequest or DeliveredNotReferenced.
-	Where string `json:"where,omitempty"`
-	// PR is the pull request's number and URL when Where is DeliveredInPullRequest.
-	PR    int    `json:"pr,omitempty"`
-	PRURL string `json:"prURL,omitempty"`
-	// Branch and Base are the nudge branch and the base branch looked at.
-	Branch string `json:"branch"`
-	Base   string `json:"base"`
-	// Message says it in a sentence, for the Component's Event.
-	Message string `json:"message"`
-}
-
-// WithDelivery is s as the forge decides it (s ended with exit code 0):
-// delivered, the run succeeded whatever its log said; not delivered, it failed,
-// with the step's reason when its log named one (registry-auth-failed and the
-// like: what to fix) and ReasonNotDelivered otherwise.
-func (s RunStatus) WithDelivery(v DeliveryVerdict) RunStatus {
-	switch {
-	case v.Delivered:
-		s.Succeeded = true
-	case s.Succeeded:
-		s.Succeeded, s.Reason, s.Message = false, ReasonNotDelivered, "Renovate exited 0 and its log names no failure, but "+v.Message
-	default:
-		s.Message += "; " + v.Message
-	}
-	return s
-}
 
 // DeliveryInput is what ForgeDelivery looks for on one repository.
 type DeliveryInput struct {

@@ -14,7 +14,7 @@ import (
 
 // NudgeMayEndHeld reports whether the running Nudge workflowID may still end
 // HeldByChangeGroup, so that a ChangeGroup handing its build back must not count
-// on it (nudge.HeldProbe). It may when its newest Renovate run was held at
+// on it (nudgeapi.HeldProbe). It may when its newest Renovate run was held at
 // admission and a group took the build (it ends HeldByChangeGroup once it reads
 // the run), and when it has no run yet: the run it launches may be held for a
 // group that has seen the build, which then counts as taken. It will not when its

@@ -2,8 +2,6 @@ package renovate
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -16,56 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
 )
-
-// LaunchRequest says which run to create. No secrets.
-type LaunchRequest struct {
-	Namespace string `json:"namespace"`
-	// Name is the PipelineRun's deterministic name (RunName).
-	Name       string `json:"name"`
-	WorkflowID string `json:"workflowID"`
-	Attempt    int    `json:"attempt"`
-	Nudging    string `json:"nudging"`
-	Nudged     string `json:"nudged"`
-	// ImageURL is the build's IMAGE_URL (repo:tag); Digest its IMAGE_DIGEST.
-	ImageURL         string `json:"imageURL"`
-	Digest           string `json:"digest"`
-	BuildPipelineRun string `json:"buildPipelineRun"`
-	// RepoAtSHA is the build's build.appstudio.openshift.io/repo annotation.
-	RepoAtSHA string `json:"repoAtSHA,omitempty"`
-	// NudgeFiles is the build's build-nudge-files annotation.
-	NudgeFiles string `json:"nudgeFiles,omitempty"`
-	// DistributionRepos, when set, are used instead of the nudging component's
-	// ReleasePlanAdmission repositories, which are read at launch otherwise. Only
-	// histories recorded before that lookup carry them.
-	DistributionRepos []string `json:"distributionRepos,omitempty"`
-	// HandedBackBy names the ChangeGroup that handed the build back (empty for
-	// other nudges); the run carries it as konflux.AnnotationHandedBackBy.
-	HandedBackBy string `json:"handedBackBy,omitempty"`
-	// BuiltAt is the build's start, which orders the edge's runs (supersede.go);
-	// zero in requests recorded before it.
-	BuiltAt time.Time `json:"builtAt,omitempty"`
-}
-
-// LaunchResult names the run.
-type LaunchResult struct {
-	Name string `json:"name"`
-	// Created is false when the run already existed (a retried activity).
-	Created bool `json:"created"`
-}
-
-// RunName is the deterministic PipelineRun name of one attempt of a nudge workflow.
-func RunName(workflowID string, attempt int) string {
-	sum := sha256.Sum256([]byte(workflowID))
-	return fmt.Sprintf("renovate-nudge-%s-%d", hex.EncodeToString(sum[:])[:12], attempt)
-}
 
 // LaunchRenovate creates the run, its config ConfigMap, token Secret and, when the
 // cluster has one, trusted CA ConfigMap (all owned by the run). It looks before it

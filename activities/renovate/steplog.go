@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // The step reads Renovate's own structured log, not its console output. Renovate
@@ -68,10 +70,10 @@ type stepPatterns struct {
 // It holds no single quote, so bash takes it single-quoted.
 func outcomeProgram() string {
 	p, err := json.Marshal(stepPatterns{
-		Auth:      registryAuthFailures,
-		Lookup:    []string{imageLookupFailure, digestLookupFailure},
-		Abort:     repositoryAborts,
-		Branch:    branchFailures,
+		Auth:      renovaterun.RegistryAuthFailures,
+		Lookup:    []string{renovaterun.ImageLookupFailure, renovaterun.DigestLookupFailure},
+		Abort:     renovaterun.RepositoryAborts,
+		Branch:    renovaterun.BranchFailures,
 		PR:        prFailures,
 		NoChanges: noChangesLine,
 		Prepare:   unablePrepare,

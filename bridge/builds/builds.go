@@ -37,16 +37,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
@@ -129,7 +130,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-renovate-runs").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			plr, ok := o.(*tektonv1.PipelineRun)
-			return ok && isOurRenovateRun(plr) && (renovate.StatusOf(plr).Done || renovate.Queued(plr))
+			return ok && isOurRenovateRun(plr) && (renovaterun.StatusOf(plr).Done || renovaterun.Queued(plr))
 		}))).
 		Complete(&RunReconciler{Client: c, Temporal: opts.Temporal}); err != nil {
 		return fmt.Errorf("setting up the Renovate run reconciler: %w", err)
@@ -157,8 +158,8 @@ func IsPushBuild(plr *tektonv1.PipelineRun) bool {
 
 func isOurRenovateRun(plr *tektonv1.PipelineRun) bool {
 	return konflux.IsNudgeRun(plr.Labels) &&
-		plr.Labels[renovate.LabelManagedBy] == renovate.ManagedByNudgeflow &&
-		plr.Annotations[renovate.AnnotationWorkflowID] != ""
+		plr.Labels[renovaterun.LabelManagedBy] == renovaterun.ManagedByNudgeflow &&
+		plr.Annotations[konflux.AnnotationWorkflowID] != ""
 }
 
 // BuildReconciler turns a finished push build into nudges, holds the builds it has
@@ -242,7 +243,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 // the targets it routed, or why it routed none. An error means some edge could not
 // be routed; the build must not be acknowledged then.
 func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, edges []Edge) (string, error) {
-	if !renovate.StatusOf(plr).Succeeded {
+	if !renovaterun.StatusOf(plr).Succeeded {
 		if plr.IsDone() {
 			return RoutedFailed, nil
 		}
@@ -507,7 +508,7 @@ func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alp
 
 // StartNudge starts the immediate nudge once (nudge.Start on the bridge's task queue).
 func StartNudge(ctx context.Context, o Options, req nudge.Request) error {
-	return nudge.Start(ctx, o.Temporal, o.TaskQueue, req)
+	return nudgeapi.Start(ctx, o.Temporal, o.TaskQueue, req)
 }
 
 // SignalValidated delivers a build or Snapshot result to the edge's ValidatedNudge,
@@ -529,7 +530,7 @@ func SignalValidated(ctx context.Context, o Options, namespace string, e Edge, s
 }
 
 // RunReconciler signals a Nudge workflow when its Renovate run ends, and starts
-// the next run waiting for the same branch (renovate.ReleaseNextOnBranch).
+// the next run waiting for the same branch (renovaterun.ReleaseNextOnBranch).
 type RunReconciler struct {
 	Client   ctrlclient.Client
 	Temporal client.Client
@@ -544,20 +545,20 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if !isOurRenovateRun(&plr) {
 		return ctrl.Result{}, nil
 	}
-	if renovate.Queued(&plr) {
-		started, err := renovate.StartIfFree(ctx, r.Client, &plr)
+	if renovaterun.Queued(&plr) {
+		started, err := renovaterun.StartIfFree(ctx, r.Client, &plr)
 		if started {
 			log.FromContext(ctx).Info("started the Renovate run that waited for its branch", "pipelineRun", plr.Name)
 		}
 		return ctrl.Result{}, err
 	}
-	st := renovate.StatusOf(&plr)
+	st := renovaterun.StatusOf(&plr)
 	if !st.Done {
 		return ctrl.Result{}, nil
 	}
 	// A run held at admission never started: its end frees no branch.
-	if branch := plr.Annotations[renovate.AnnotationBranch]; branch != "" && plr.IsDone() {
-		next, err := renovate.ReleaseNextOnBranch(ctx, r.Client, plr.Namespace, branch)
+	if branch := plr.Annotations[renovaterun.AnnotationBranch]; branch != "" && plr.IsDone() {
+		next, err := renovaterun.ReleaseNextOnBranch(ctx, r.Client, plr.Namespace, branch)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -565,7 +566,7 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			log.FromContext(ctx).Info("started the Renovate run waiting for the branch", "pipelineRun", next, "branch", branch, "after", plr.Name)
 		}
 	}
-	id := plr.Annotations[renovate.AnnotationWorkflowID]
+	id := plr.Annotations[konflux.AnnotationWorkflowID]
 	err := r.Temporal.SignalWorkflow(ctx, id, "", nudge.SignalRunFinished, st)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {

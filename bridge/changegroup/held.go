@@ -19,13 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -344,7 +344,7 @@ func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.Pip
 // the nudging Component's last promoted image.
 //
 // BuiltAt is the build's start: the build run's, else the one nudgeflow's own
-// Renovate runs carry (renovate.AnnotationBuiltAt), else unknown (zero). Never the
+// Renovate runs carry (renovaterun.AnnotationBuiltAt), else unknown (zero). Never the
 // nudge run's creation: a held run may be created long after its build (a
 // retried or handed-back Nudge), and that time would make an older build look
 // newer than a build the group holds, which it would then replace, and hand back
@@ -406,7 +406,7 @@ func (r *HeldReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // carriedBuiltAt is the build start a nudge run carries (nudgeflow's own runs),
 // zero when it carries none.
 func carriedBuiltAt(plr *tektonv1.PipelineRun) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, plr.Annotations[renovate.AnnotationBuiltAt])
+	t, err := time.Parse(time.RFC3339Nano, plr.Annotations[renovaterun.AnnotationBuiltAt])
 	if err != nil {
 		return time.Time{}
 	}

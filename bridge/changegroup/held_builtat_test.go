@@ -10,10 +10,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // A held run whose build run was pruned delivers its build with the build's start
@@ -31,7 +31,7 @@ func TestBuildOfWithoutItsBuildRunNeverTakesTheNudgeRunsCreation(t *testing.T) {
 		}
 		return &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: created, Annotations: a}}
 	}
-	own := run("renovate-nudge-own-1", map[string]string{renovate.AnnotationBuiltAt: built.Format(time.RFC3339Nano)})
+	own := run("renovate-nudge-own-1", map[string]string{renovaterun.AnnotationBuiltAt: built.Format(time.RFC3339Nano)})
 	peers := run("renovate-pipeline-bs", nil)
 	r := &HeldReconciler{Kube: fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(comp, own, peers).Build()}
 	ctx := context.Background()

@@ -108,7 +108,7 @@ func (r *HeldReconciler) deleteISRunObjects(ctx context.Context, plr *tektonv1.P
 	if !isRunName.MatchString(plr.Name) || plr.Annotations[konflux.AnnotationWorkflowID] != "" {
 		return nil
 	}
-	// The informers keep a run without its spec (bridge.StripPipelineRun): what
+	// The informers keep a run without its spec (plrcache.StripPipelineRun): what
 	// the run references is read from the API server.
 	var live tektonv1.PipelineRun
 	if err := r.apiReader().Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &live); err != nil {

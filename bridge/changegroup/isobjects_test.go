@@ -94,7 +94,7 @@ func TestCancelledISRunObjectsAreDeleted(t *testing.T) {
 	r := &HeldReconciler{Kube: c, Recorder: rec}
 	ctx := context.Background()
 
-	// As the informer holds it: without its spec (bridge.StripPipelineRun).
+	// As the informer holds it: without its spec (plrcache.StripPipelineRun).
 	cached := run.DeepCopy()
 	cached.Spec.PipelineSpec = nil
 	require.NoError(t, r.deleteISRunObjects(ctx, cached))

@@ -3,8 +3,8 @@ package changegroup
 import (
 	"gomodules.xyz/jsonpatch/v2"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // ManagedByMultiKueue is the spec.managedBy tekton-kueue's webhook writes on every
@@ -49,5 +49,5 @@ func stayOnThisCluster(run *nudgeRun, cancelled bool) []jsonpatch.JsonPatchOpera
 // ownRun: a Renovate run the worker launched (activities/renovate labels and
 // annotates it so).
 func ownRun(labels, annotations map[string]string) bool {
-	return annotations[konflux.AnnotationWorkflowID] != "" && labels[renovate.LabelManagedBy] == renovate.ManagedByNudgeflow
+	return annotations[konflux.AnnotationWorkflowID] != "" && labels[renovaterun.LabelManagedBy] == renovaterun.ManagedByNudgeflow
 }

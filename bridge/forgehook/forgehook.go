@@ -24,7 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
+	"github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 )
 
 // Event is a pull request (GitHub, Forgejo) or merge request (GitLab) event as

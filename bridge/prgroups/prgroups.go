@@ -30,13 +30,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
@@ -113,7 +113,7 @@ func (r *PushBuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	if !builds.IsPushBuild(&plr) || !renovate.StatusOf(&plr).Succeeded {
+	if !builds.IsPushBuild(&plr) || !renovaterun.StatusOf(&plr).Succeeded {
 		return ctrl.Result{}, nil
 	}
 	poll := r.Poll
@@ -205,7 +205,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	if !IsPullRequestBuild(&plr) || !plr.IsDone() || !renovate.StatusOf(&plr).Succeeded {
+	if !IsPullRequestBuild(&plr) || !plr.IsDone() || !renovaterun.StatusOf(&plr).Succeeded {
 		return ctrl.Result{}, nil
 	}
 	component := konflux.ComponentOf(plr.Labels)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 )
 
 func main() {

@@ -3,7 +3,7 @@
 // on each forge, the skip marker that holds one back, whether the event's author
 // may run CI (PaC's ACL), what an `/ok-to-test` comment does, and the words of the
 // reports PaC leaves on a commit. nudgeflow holds CI with the marker and reads the
-// reports (activities/forge ClassifyCI); the forge emulators and the Forgejo CI
+// reports (internal/forge ClassifyCI); the forge emulators and the Forgejo CI
 // watcher count pipeline runs by the same rules. Everything here is read from
 // tektoncd/pipelines-as-code at 707a00d (2026-08-19); each rule names its source.
 package pac

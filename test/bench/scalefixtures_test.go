@@ -16,13 +16,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/bridge/plrcache"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 // TestCachedRunHeap: what the bridge's cache keeps of one bridge-scale build or
 // nudge, decoded from JSON as the informer decodes it and made a cachedRun by the
-// cache's transform (bridge.CompactPipelineRun), measured as live heap over a few
+// cache's transform (plrcache.CompactPipelineRun), measured as live heap over a few
 // thousand runs. At 100,000
 // PipelineRuns the bridge caches 75,000 of them: every 100 bytes here is 7.5 MB
 // of the bridge's heap (before the informer's own index, about 150 bytes a run).
@@ -49,7 +49,7 @@ func TestCachedRunHeap(t *testing.T) {
 	for _, b := range raw {
 		var plr tektonv1.PipelineRun
 		require.NoError(t, json.Unmarshal(b, &plr))
-		out, err := bridge.CompactPipelineRun(&plr)
+		out, err := plrcache.CompactPipelineRun(&plr)
 		require.NoError(t, err)
 		kept = append(kept, out)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
@@ -172,7 +173,7 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 			if fault != "" {
 				sr.plan(b.Name, fault)
 			}
-			require.NoError(t, nudge.Start(ctx, s.w.TemporalClient, taskQueue, req))
+			require.NoError(t, nudgeapi.Start(ctx, s.w.TemporalClient, taskQueue, req))
 		}
 		builds = append(builds, cb)
 		return cb

@@ -15,6 +15,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -155,7 +156,7 @@ func TestHandBackBeforeTheOwnNudgeLaunched(t *testing.T) {
 	s.waitPhase("g", appstudiov1alpha1.PhaseCancelled)
 	world.Eventually(t, 60*time.Second, "the handed-back build has a Renovate run of the group's hand-back Nudge", func() (bool, error) {
 		for _, r := range s.renovateRuns() {
-			if r.Annotations[renovate.AnnotationWorkflowID] == nudge.HandBackWorkflowID(s.ns, string(build.UID), "bundle", string(s.group("g").UID)) &&
+			if r.Annotations[renovate.AnnotationWorkflowID] == nudgeapi.HandBackWorkflowID(s.ns, string(build.UID), "bundle", string(s.group("g").UID)) &&
 				r.Annotations[konflux.AnnotationHeldBy] == "" {
 				return true, nil
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -72,7 +73,7 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 			BuildPipelineRun: "operand-x-on-push-1", BuildUID: "uid-x", Why: "the group was cancelled"},
 	}}
 	ownX := nudge.WorkflowID(ns, "uid-x", "bundle")
-	handBackY := nudge.HandBackWorkflowID(ns, "uid-y", "bundle", "uid-g")
+	handBackY := nudgeapi.HandBackWorkflowID(ns, "uid-y", "bundle", "uid-g")
 	started = append(started, ownX, handBackY)
 
 	// At once: y is undecided and young, so it fails and is to be retried; x, after

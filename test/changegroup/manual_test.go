@@ -17,7 +17,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"

@@ -29,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
@@ -37,6 +36,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"

@@ -22,8 +22,8 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
-	"github.com/nudgeflow/nudgeflow/internal/cli"
-	"github.com/nudgeflow/nudgeflow/internal/diagnose"
+	"github.com/nudgeflow/nudgeflow/bridge/diagnose"
+	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )

@@ -34,8 +34,6 @@ import (
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
@@ -43,6 +41,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"

@@ -27,9 +27,9 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"

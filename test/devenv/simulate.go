@@ -22,11 +22,11 @@ import (
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"

@@ -19,7 +19,7 @@ import (
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/internal/nudgegraph"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"

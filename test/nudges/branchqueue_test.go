@@ -8,6 +8,7 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -26,7 +27,7 @@ func TestSimpleBranchTargetsTakeTurns(t *testing.T) {
 	world.Eventually(t, waitFor, "the waiting run starts once the first ended", func() (bool, error) {
 		got := f.get(&waiting)
 		waiting = *got
-		return got.Spec.Status == "" && !renovate.Queued(got), nil
+		return got.Spec.Status == "" && !renovaterun.Queued(got), nil
 	})
 	f.finish(waiting, true)
 	for _, target := range []string{"bundle-a", "bundle-b"} {
@@ -56,7 +57,7 @@ func simpleBranchTargetsOfOneBuild(t *testing.T) (f *fixture, b *tektonv1.Pipeli
 		started, queued := 0, 0
 		for _, r := range runs {
 			switch {
-			case renovate.Queued(&r):
+			case renovaterun.Queued(&r):
 				queued++
 				waiting = r
 			case r.Spec.Status == "":

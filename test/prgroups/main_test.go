@@ -14,9 +14,9 @@ import (
 
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/localbridge"
 	"github.com/nudgeflow/nudgeflow/test/localenv"

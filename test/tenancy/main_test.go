@@ -41,9 +41,9 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/bridge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/localbridge"

@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
 
@@ -41,12 +40,4 @@ func TestReplayDetectsUnguardedChange(t *testing.T) {
 	})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "TMPRL1100", "a non-determinism error")
-}
-
-// The hand-back activity signals ChangeGroup workflows without importing this
-// package (it imports the activity): its copies of the signal name and the
-// workflow ID must stay equal to these.
-func TestHandBackMirrorsTheSignalAndWorkflowID(t *testing.T) {
-	require.Equal(t, SignalComponentBuilt, handback.SignalComponentBuilt)
-	require.Equal(t, WorkflowID("ns", "g", "uid"), handback.WorkflowID("ns", "g", "uid"))
 }

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
-	"github.com/nudgeflow/nudgeflow/activities/handback"
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
+	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 )
 

@@ -15,39 +15,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	renovate "github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
-	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
-
-// WorkflowName is the registered name; never change it (histories replay by name).
-const WorkflowName = "Nudge"
-
-// SignalRunFinished carries a renovate.RunStatus when a run this workflow launched ends.
-const SignalRunFinished = "renovate-run-finished"
 
 // QueryState answers State.
 const QueryState = "state"
-
-// Phases, as the Phase search attribute shows them.
-const (
-	PhaseLaunching    = "Launching"
-	PhaseRunning      = "Running"
-	PhaseRetryWaiting = "RetryWaiting"
-	PhaseSucceeded    = "Succeeded"
-	PhaseFailed       = "Failed"
-	// PhaseHeldByChangeGroup: a ChangeGroup held the Renovate run at admission and
-	// collects the build into its pull request; this nudge is done.
-	PhaseHeldByChangeGroup = "HeldByChangeGroup"
-	// PhaseCancelled: someone cancelled the Renovate run; the nudge stops there.
-	PhaseCancelled = "Cancelled"
-	// PhaseSuperseded: a newer build of the nudging component nudges the same
-	// target; this older one stops rather than roll its digest back.
-	PhaseSuperseded = "Superseded"
-	// PhaseBuildNotVerified: the cluster did not build the digest the nudge was
-	// started with (buildcheck); nothing was launched.
-	PhaseBuildNotVerified = "BuildNotVerified"
-)
 
 // Event reasons on the nudged Component, one per attempt's outcome.
 const (
@@ -90,61 +63,6 @@ const versionDeliveryFromForge = "delivery-from-forge"
 // HistoryShape names the command sequence of this version, for stored histories.
 const HistoryShape = versionDeliveryFromForge
 
-// Defaults for Request's tuning fields.
-const (
-	DefaultMaxAttempts  = 3
-	DefaultRetryBackoff = 5 * time.Minute
-	DefaultPollInterval = 5 * time.Minute
-)
-
-// WorkflowID is deterministic per (namespace, build PipelineRun UID, nudged
-// component): a resync or a second bridge can never start a second nudge.
-func WorkflowID(namespace, buildUID, nudged string) string {
-	return fmt.Sprintf("nudge/%s/%s/%s", namespace, buildUID, nudged)
-}
-
-// Edge is "from->to", the NudgeEdge search attribute.
-func Edge(from, to string) string { return from + "->" + to }
-
-// Build is a succeeded push build of the nudging component. No secrets.
-type Build struct {
-	// ImageURL is IMAGE_URL (repo:tag); Digest IMAGE_DIGEST; PullSpec repo@digest.
-	ImageURL         string `json:"imageURL"`
-	Digest           string `json:"digest"`
-	PullSpec         string `json:"pullSpec"`
-	BuildPipelineRun string `json:"buildPipelineRun"`
-	BuildUID         string `json:"buildUID"`
-	// RepoAtSHA is the build's repo-at-commit link; NudgeFiles its build-nudge-files.
-	RepoAtSHA  string `json:"repoAtSHA,omitempty"`
-	NudgeFiles string `json:"nudgeFiles,omitempty"`
-	// BuiltAt orders builds of one component (the build's start time).
-	BuiltAt time.Time `json:"builtAt,omitempty"`
-}
-
-// Tuning sets retries; zero values mean the defaults.
-type Tuning struct {
-	// MaxAttempts runs at most; RetryBackoff before the 2nd (doubling); PollInterval
-	// between polls when no end signal arrives.
-	MaxAttempts  int           `json:"maxAttempts,omitempty"`
-	RetryBackoff time.Duration `json:"retryBackoff,omitempty"`
-	PollInterval time.Duration `json:"pollInterval,omitempty"`
-}
-
-// Request is the nudge. No secrets.
-type Request struct {
-	Namespace string `json:"namespace"`
-	Nudging   string `json:"nudging"`
-	Nudged    string `json:"nudged"`
-	// Mode is immediate or validated (for the record).
-	Mode string `json:"mode"`
-	Build
-	DistributionRepos []string `json:"distributionRepos,omitempty"`
-	// HandedBackBy names the ChangeGroup that handed this build back (a hand-back
-	// nudge): that group never intercepts the nudge's Renovate run.
-	HandedBackBy string `json:"handedBackBy,omitempty"`
-	Tuning
-}
-
 // State is what the query shows.
 type State struct {
 	Phase        string   `json:"phase"`
@@ -158,42 +76,9 @@ type State struct {
 	Delivery *renovate.DeliveryVerdict `json:"delivery,omitempty"`
 }
 
-// Result is the nudge's outcome.
-type Result struct {
-	Phase        string   `json:"phase"`
-	Digest       string   `json:"digest"`
-	Attempts     int      `json:"attempts"`
-	PipelineRuns []string `json:"pipelineRuns"`
-	Reason       string   `json:"reason,omitempty"`
-}
-
-func (r Request) withDefaults() Request {
-	if r.MaxAttempts <= 0 {
-		r.MaxAttempts = DefaultMaxAttempts
-	}
-	if r.RetryBackoff <= 0 {
-		r.RetryBackoff = DefaultRetryBackoff
-	}
-	if r.PollInterval <= 0 {
-		r.PollInterval = DefaultPollInterval
-	}
-	return r
-}
-
-// SearchAttributes are the attributes a Nudge run carries from its start.
-func SearchAttributes(req Request, phase string) []temporal.SearchAttributeUpdate {
-	return []temporal.SearchAttributeUpdate{
-		searchattr.KubeNamespace.ValueSet(req.Namespace),
-		searchattr.NudgeEdge.ValueSet(Edge(req.Nudging, req.Nudged)),
-		searchattr.NudgingComponent.ValueSet(req.Nudging),
-		searchattr.NudgedComponent.ValueSet(req.Nudged),
-		searchattr.Phase.ValueSet(phase),
-	}
-}
-
 // Workflow runs one nudge to its end.
 func Workflow(ctx workflow.Context, req Request) (Result, error) {
-	req = req.withDefaults()
+	req = req.WithDefaults()
 	log := workflow.GetLogger(ctx)
 	wfID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	st := &State{}
@@ -222,7 +107,6 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		}
 	})
 
-	var a *renovate.Activities
 	activityOpts := workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -239,7 +123,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Nudges, 1, "mode", req.Mode, "outcome", reason)
 		o := renovate.Outcome{Namespace: req.Namespace, Component: req.Nudged, WorkflowID: wfID, Attempt: attempt,
 			Warning: warning, Reason: reason, Message: message, PipelineRun: run}
-		if err := workflow.ExecuteActivity(withSummary(reason+" event on "+req.Nudged), a.RecordNudgeOutcome, o).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(withSummary(reason+" event on "+req.Nudged), renovate.OutcomeActivity, o).Get(ctx, nil); err != nil {
 			log.Error("recording the nudge outcome as an event", "reason", reason, "error", err)
 		}
 	}
@@ -281,7 +165,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			BuildPipelineRun: req.BuildPipelineRun, RepoAtSHA: req.RepoAtSHA, NudgeFiles: req.NudgeFiles,
 			DistributionRepos: req.DistributionRepos, HandedBackBy: req.HandedBackBy, BuiltAt: req.BuiltAt,
 		}
-		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), a.LaunchRenovate, launch).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), renovate.LaunchActivity, launch).Get(ctx, nil); err != nil {
 			if newer, ok := supersededAtLaunch(err); ok && workflow.GetVersion(ctx, versionSupersededEnds, workflow.DefaultVersion, 1) == 1 {
 				msg := fmt.Sprintf("not nudging %s to %s@%s: a newer build of %s already nudges it (Renovate run %s)",
 					req.Nudged, req.Nudging, req.Digest, req.Nudging, newer)
@@ -364,7 +248,6 @@ func VerifyRequest(req Request, workflowID string) buildcheck.Request {
 // waitRun waits for the bridge's signal; every PollInterval without one it asks
 // Kubernetes directly.
 func waitRun(ctx workflow.Context, req Request, name string, finished map[string]renovate.RunStatus, withSummary func(string) workflow.Context) (renovate.RunStatus, error) {
-	var a *renovate.Activities
 	for {
 		ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 			Timeout:      req.PollInterval,
@@ -377,7 +260,7 @@ func waitRun(ctx workflow.Context, req Request, name string, finished map[string
 			return finished[name], nil
 		}
 		var s renovate.RunStatus
-		if err := workflow.ExecuteActivity(withSummary("poll Renovate run "+name), a.RenovateRunStatus, req.Namespace, name).Get(ctx, &s); err != nil {
+		if err := workflow.ExecuteActivity(withSummary("poll Renovate run "+name), renovate.StatusActivity, req.Namespace, name).Get(ctx, &s); err != nil {
 			workflow.GetLogger(ctx).Warn("polling the Renovate run", "pipelineRun", name, "error", err)
 			continue
 		}
@@ -402,11 +285,10 @@ func askForge(s renovate.RunStatus) bool {
 // build changes nothing that landed.
 func deliveryOf(ctx workflow.Context, req Request, name string, s renovate.RunStatus, st *State,
 	withSummary func(string) workflow.Context) (renovate.RunStatus, string) {
-	var a *renovate.Activities
 	var v renovate.DeliveryVerdict
 	ask := renovate.DeliveryRequest{Namespace: req.Namespace, Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL,
 		Digest: req.Digest, NudgeFiles: req.NudgeFiles, DistributionRepos: req.DistributionRepos, PipelineRun: name, LogSaysOK: s.Succeeded}
-	if err := workflow.ExecuteActivity(withSummary("ask the forge whether run "+name+" delivered "+req.Digest), a.CheckDelivery, ask).Get(ctx, &v); err != nil {
+	if err := workflow.ExecuteActivity(withSummary("ask the forge whether run "+name+" delivered "+req.Digest), renovate.DeliveryActivity, ask).Get(ctx, &v); err != nil {
 		s.Succeeded, s.Reason = false, renovate.ReasonDeliveryUnknown
 		s.Message = fmt.Sprintf("Renovate exited 0, but the forge could not be asked whether %s reached %s: %s", req.Digest, req.Nudged, causeOf(err))
 		return s, ""

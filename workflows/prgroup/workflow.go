@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+	acts "github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/test/bench"
 )
 

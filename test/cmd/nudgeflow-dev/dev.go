@@ -13,7 +13,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/bridge"
-	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/test/devenv"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nudgeflow/nudgeflow/internal/cli"
+	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 

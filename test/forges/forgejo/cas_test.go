@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	"github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 

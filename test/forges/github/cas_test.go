@@ -6,8 +6,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 

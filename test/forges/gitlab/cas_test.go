@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 

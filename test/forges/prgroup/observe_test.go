@@ -11,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	fjforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"

@@ -17,9 +17,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	fjforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	fjforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/faultproxy"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )

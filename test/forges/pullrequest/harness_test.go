@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	pr "github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"

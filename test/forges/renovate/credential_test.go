@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"

@@ -22,10 +22,10 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"

@@ -17,8 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )

@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 
-	"github.com/nudgeflow/nudgeflow/activities/forge"
-	forgejoforge "github.com/nudgeflow/nudgeflow/activities/forge/forgejo"
-	ghforge "github.com/nudgeflow/nudgeflow/activities/forge/github"
-	glforge "github.com/nudgeflow/nudgeflow/activities/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/forge"
+	forgejoforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
+	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
 
