@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )

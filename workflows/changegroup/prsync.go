@@ -8,8 +8,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 

@@ -7,9 +7,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
-	"github.com/nudgeflow/nudgeflow/activities/handback"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
