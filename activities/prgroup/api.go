@@ -6,7 +6,11 @@
 // Nothing in these types is a secret: they travel through workflow histories.
 package prgroup
 
-import "time"
+import (
+	"time"
+
+	"github.com/nudgeflow/nudgeflow/internal/build"
+)
 
 // Activity names, registered with these exact names so histories stay replayable.
 const (
@@ -128,13 +132,8 @@ type FindPushBuildRequest struct {
 
 // PushBuild is what FindPushBuild found.
 type PushBuild struct {
-	Found            bool      `json:"found"`
-	Image            string    `json:"image,omitempty"`
-	Digest           string    `json:"digest,omitempty"`
-	BuildPipelineRun string    `json:"buildPipelineRun,omitempty"`
-	BuildUID         string    `json:"buildUID,omitempty"`
-	BuiltAt          time.Time `json:"builtAt,omitempty"`
-	CommitSHA        string    `json:"commitSHA,omitempty"`
+	Found bool `json:"found"`
+	build.Build
 }
 
 // CloseRequest comments (once per marker) on the target PR and, with Close, closes it.

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
@@ -49,4 +50,17 @@ func TestReplayDetectsUnguardedChange(t *testing.T) {
 func TestHandBackMirrorsTheSignalAndWorkflowID(t *testing.T) {
 	require.Equal(t, SignalComponentBuilt, handback.SignalComponentBuilt)
 	require.Equal(t, WorkflowID("ns", "g", "uid"), handback.WorkflowID("ns", "g", "uid"))
+}
+
+// TestStoredBuildsDecodeWhole proves that the build carriers, now that they embed
+// build.Build, still read every field the stored histories hold: the group's
+// input and state (Component), its signals, its hand-backs and verifications.
+func TestStoredBuildsDecodeWhole(t *testing.T) {
+	replaytest.DecodeAllWhole(t, map[string]any{
+		"input":                               Input{},
+		"result":                              State{},
+		"signal " + SignalComponentBuilt:      ComponentBuilt{},
+		"activity " + handback.Activity:       handback.Request{},
+		"activity " + buildcheck.ActivityName: buildcheck.Request{},
+	})
 }

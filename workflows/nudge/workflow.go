@@ -16,6 +16,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/build"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
@@ -106,20 +107,9 @@ func WorkflowID(namespace, buildUID, nudged string) string {
 // Edge is "from->to", the NudgeEdge search attribute.
 func Edge(from, to string) string { return from + "->" + to }
 
-// Build is a succeeded push build of the nudging component. No secrets.
-type Build struct {
-	// ImageURL is IMAGE_URL (repo:tag); Digest IMAGE_DIGEST; PullSpec repo@digest.
-	ImageURL         string `json:"imageURL"`
-	Digest           string `json:"digest"`
-	PullSpec         string `json:"pullSpec"`
-	BuildPipelineRun string `json:"buildPipelineRun"`
-	BuildUID         string `json:"buildUID"`
-	// RepoAtSHA is the build's repo-at-commit link; NudgeFiles its build-nudge-files.
-	RepoAtSHA  string `json:"repoAtSHA,omitempty"`
-	NudgeFiles string `json:"nudgeFiles,omitempty"`
-	// BuiltAt orders builds of one component (the build's start time).
-	BuiltAt time.Time `json:"builtAt,omitempty"`
-}
+// Build is a succeeded push build of the nudging component (build.Build: read once
+// by the bridge, carried whole). No secrets.
+type Build = build.Build
 
 // Tuning sets retries; zero values mean the defaults.
 type Tuning struct {
@@ -356,8 +346,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 // VerifyRequest is the verification of req's build, whose refusal goes on the
 // nudged Component (where every outcome of a nudge is recorded).
 func VerifyRequest(req Request, workflowID string) buildcheck.Request {
-	return buildcheck.Request{Namespace: req.Namespace, Component: req.Nudging, Digest: req.Digest, PullSpec: req.PullSpec,
-		ImageURL: req.ImageURL, BuildPipelineRun: req.BuildPipelineRun, BuildUID: req.BuildUID, BuiltAt: req.BuiltAt,
+	return buildcheck.Request{Namespace: req.Namespace, Component: req.Nudging, Build: req.Build,
 		HandedBackBy: req.HandedBackBy, Workflow: workflowID, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: req.Nudged}}
 }
 
