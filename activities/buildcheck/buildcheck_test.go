@@ -96,6 +96,12 @@ func TestVerifyBuildSources(t *testing.T) {
 	otherClaim.ClaimedNamespace = "elsewhere"
 	promotedElsewhere := request("op", digest("b"), "")
 	promotedElsewhere.PullSpec = "evil.example/org/op@" + digest("b")
+	withImage := request("op", digest("a"), "op-build-1")
+	withImage.Image = "quay.io/org/op"
+	imageElsewhere := withImage
+	imageElsewhere.Image = "evil.example/org/op"
+	imageOnly := request("op", digest("a"), "op-build-1")
+	imageOnly.PullSpec, imageOnly.Image = "", "evil.example/org/op"
 
 	for _, c := range []struct {
 		name   string
@@ -118,6 +124,9 @@ func TestVerifyBuildSources(t *testing.T) {
 		{"a real digest pinned to another repository", otherRepo, "", "not to evil.example/org/op"},
 		{"a promoted digest pinned to another repository", promotedElsewhere, "", "no build of op"},
 		{"a pull spec pinning another digest", inconsistent, "", "does not pin digest"},
+		{"the build run, with its image", withImage, SourceBuildRun, ""},
+		{"an image its pull spec does not name", imageElsewhere, "", `image "evil.example/org/op" is not the repository`},
+		{"a real digest claimed of another image", imageOnly, "", "not to evil.example/org/op"},
 		{"another namespace named", otherClaim, "", `names namespace "elsewhere"`},
 		{"not a digest", request("op", "sha256:short", ""), "", "is not a sha256 digest"},
 		{"a component that does not exist", request("ghost", digest("a"), ""), "", "Component ghost does not exist"},
