@@ -34,9 +34,9 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/build"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -84,7 +84,7 @@ type Request struct {
 	// and ImageURL when it carries them (the repository pinned is as much the
 	// writer's output as the digest); its run's UID and its start (the order
 	// builds are kept in) when it names the run.
-	build.Build
+	imagebuild.Build
 	// HandedBackBy names the ChangeGroup that handed the build back, when it did:
 	// the group verified the build when it collected it, and its CR's status
 	// (which only nudgeflow writes) still names the digest after the pruner

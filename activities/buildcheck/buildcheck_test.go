@@ -20,7 +20,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 )
@@ -40,7 +40,7 @@ func buildRun(name, component, d string) *tektonv1.PipelineRun {
 }
 
 func request(component, d, run string) Request {
-	return Request{Namespace: ns, Component: component, Workflow: "changegroup/tenant/g/uid", Subject: Subject{Kind: KindChangeGroup, Name: "g", UID: "cg-uid"}, Build: build.Build{Digest: d, PullSpec: "quay.io/org/" + component + "@" + d, BuildPipelineRun: run}}
+	return Request{Namespace: ns, Component: component, Workflow: "changegroup/tenant/g/uid", Subject: Subject{Kind: KindChangeGroup, Name: "g", UID: "cg-uid"}, Build: imagebuild.Build{Digest: d, PullSpec: "quay.io/org/" + component + "@" + d, BuildPipelineRun: run}}
 }
 
 func verifier(t *testing.T, objs ...ctrlclient.Object) (func(Request) Verdict, ctrlclient.Client) {

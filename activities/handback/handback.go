@@ -29,7 +29,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -43,7 +43,7 @@ const EventReason = "BuildsHandedBack"
 // Build is one build a group held, whole as the group received it. No secrets.
 type Build struct {
 	Component string `json:"component"`
-	build.Build
+	imagebuild.Build
 	// Why this build is handed back, in a person's words.
 	Why string `json:"why"`
 	// Next: the build came after its automatic group stopped collecting (released,
@@ -270,7 +270,7 @@ func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nu
 
 // completeLegacy reads a legacy build's PipelineRun, when it names one and the run
 // still exists, for konflux.CompleteLegacy.
-func (a *Activities) completeLegacy(ctx context.Context, namespace string, b build.Build) (build.Build, error) {
+func (a *Activities) completeLegacy(ctx context.Context, namespace string, b imagebuild.Build) (imagebuild.Build, error) {
 	if b.BuildPipelineRun == "" {
 		return konflux.CompleteLegacy(b, nil), nil
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 )
@@ -42,7 +42,7 @@ func TestNudgeRequestReadsTheRunOnlyForALegacyBuild(t *testing.T) {
 	require.Equal(t, whole, nreq.Build, "the build as the group received it")
 	require.Zero(t, reads, "a whole build is not read again")
 
-	legacy := build.Build{Digest: "sha256:1111", PullSpec: "quay.io/org/op@sha256:1111", BuildPipelineRun: "op-on-push-1", BuiltAt: at}
+	legacy := imagebuild.Build{Digest: "sha256:1111", PullSpec: "quay.io/org/op@sha256:1111", BuildPipelineRun: "op-on-push-1", BuiltAt: at}
 	nreq, err = a.nudgeRequest(context.Background(), req, Build{Component: "op", Build: legacy})
 	require.NoError(t, err)
 	require.Equal(t, 1, reads, "a legacy build is completed from its run")

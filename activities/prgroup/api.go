@@ -9,7 +9,7 @@ package prgroup
 import (
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // Activity names, registered with these exact names so histories stay replayable.
@@ -133,7 +133,7 @@ type FindPushBuildRequest struct {
 // PushBuild is what FindPushBuild found.
 type PushBuild struct {
 	Found bool `json:"found"`
-	build.Build
+	imagebuild.Build
 }
 
 // CloseRequest comments (once per marker) on the target PR and, with Close, closes it.

@@ -6,19 +6,19 @@ import (
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
-	"github.com/nudgeflow/nudgeflow/internal/build"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // BuildOf is the build a succeeded build PipelineRun pushed, every field filled
 // here, once: the bridge reads the run and the build travels whole from then on.
 // ok is false when the run reported no IMAGE_URL or IMAGE_DIGEST.
-func BuildOf(plr *tektonv1.PipelineRun) (b build.Build, ok bool) {
+func BuildOf(plr *tektonv1.PipelineRun) (b imagebuild.Build, ok bool) {
 	imageURL, digest := BuildResults(plr)
 	if imageURL == "" || digest == "" {
-		return build.Build{}, false
+		return imagebuild.Build{}, false
 	}
-	b = build.Build{
+	b = imagebuild.Build{
 		Image: digestref.Repository(imageURL), ImageURL: imageURL, Digest: digest, PullSpec: digestref.PullSpec(imageURL, digest),
 		BuildPipelineRun: plr.Name, BuildUID: string(plr.UID), BuiltAt: plr.CreationTimestamp.UTC(),
 		CommitSHA: commitSHA(plr), RepoAtSHA: SourceLink(plr.Annotations, ""), NudgeFiles: NudgeFilesKey.Get(plr.Annotations),
@@ -31,9 +31,9 @@ func BuildOf(plr *tektonv1.PipelineRun) (b build.Build, ok bool) {
 
 // BuildOfImage is the build an image reference names when no build run can be
 // read (a Component's lastPromotedImage): the image and its digest, nothing of a run.
-func BuildOfImage(ref string) build.Build {
+func BuildOfImage(ref string) imagebuild.Build {
 	r := digestref.ParseReference(ref)
-	return build.Build{Image: r.Repository, ImageURL: r.Tagged(), Digest: r.Digest, PullSpec: digestref.PullSpec(r.Repository, r.Digest)}
+	return imagebuild.Build{Image: r.Repository, ImageURL: r.Tagged(), Digest: r.Digest, PullSpec: digestref.PullSpec(r.Repository, r.Digest)}
 }
 
 // commitSHA is the source commit a run built: Pipelines as Code's key, else
@@ -57,7 +57,7 @@ func commitSHA(plr *tektonv1.PipelineRun) string {
 // link and the nudge files; else from what it has: Image from the pull spec, the
 // pull spec from Image and Digest, ImageURL from either (without a tag). A build
 // that is not Legacy is returned as it is: new builds are never derived or read again.
-func CompleteLegacy(b build.Build, plr *tektonv1.PipelineRun) build.Build {
+func CompleteLegacy(b imagebuild.Build, plr *tektonv1.PipelineRun) imagebuild.Build {
 	if !b.Legacy() {
 		return b
 	}

@@ -7,7 +7,7 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 func buildRun() *tektonv1.PipelineRun {
@@ -21,7 +21,7 @@ func buildRun() *tektonv1.PipelineRun {
 // BuildOf fills every field of the build from its run, once.
 func TestBuildOfFillsEveryField(t *testing.T) {
 	b, ok := BuildOf(buildRun())
-	want := build.Build{Image: "registry.local:5000/org/a", ImageURL: "registry.local:5000/org/a:on-push-abc123", Digest: "sha256:1111",
+	want := imagebuild.Build{Image: "registry.local:5000/org/a", ImageURL: "registry.local:5000/org/a:on-push-abc123", Digest: "sha256:1111",
 		PullSpec: "registry.local:5000/org/a@sha256:1111", BuildPipelineRun: "a-on-push-1", BuildUID: "uid-1",
 		BuiltAt: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC), CommitSHA: "abc123", RepoAtSHA: "https://forge/org/a?rev=abc123", NudgeFiles: ".*Dockerfile"}
 	if !ok || b != want {
@@ -42,7 +42,7 @@ func TestCompleteLegacyFillsOnlyWhatIsMissing(t *testing.T) {
 	if got := CompleteLegacy(whole, &tektonv1.PipelineRun{}); got != whole {
 		t.Fatalf("a whole build was changed: %+v", got)
 	}
-	old := build.Build{Digest: "sha256:1111", PullSpec: "registry.local:5000/org/a@sha256:1111", BuildPipelineRun: "a-on-push-1"}
+	old := imagebuild.Build{Digest: "sha256:1111", PullSpec: "registry.local:5000/org/a@sha256:1111", BuildPipelineRun: "a-on-push-1"}
 	got := CompleteLegacy(old, nil)
 	if got.Image != "registry.local:5000/org/a" || got.ImageURL != "registry.local:5000/org/a" || got.BuildUID != "" || got.NudgeFiles != "" {
 		t.Fatalf("from the pull spec alone: %+v", got)
@@ -58,7 +58,7 @@ func TestCompleteLegacyFillsOnlyWhatIsMissing(t *testing.T) {
 	if got := CompleteLegacy(old, rebuilt); got.ImageURL != "registry.local:5000/org/a" {
 		t.Fatalf("the run reports another digest: its IMAGE_URL is not this build's, got %q", got.ImageURL)
 	}
-	prBuild := build.Build{Image: "quay.io/org/a", Digest: "sha256:1111"}
+	prBuild := imagebuild.Build{Image: "quay.io/org/a", Digest: "sha256:1111"}
 	if got := CompleteLegacy(prBuild, nil); got.PullSpec != "quay.io/org/a@sha256:1111" || got.ImageURL != "quay.io/org/a" {
 		t.Fatalf("a build signalled with its image only: %+v", got)
 	}

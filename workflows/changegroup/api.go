@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // WorkflowName is the registered name; never change it (histories replay by name).
@@ -53,7 +53,7 @@ type ComponentBuilt struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Build is the build, whole (its BuiltAt orders builds of one component: an
 	// older build never replaces a newer one).
-	build.Build
+	imagebuild.Build
 	// PipelineRun is the nudge PipelineRun that carried it (cancelled by nudgeflow).
 	PipelineRun string `json:"pipelineRun,omitempty"`
 }

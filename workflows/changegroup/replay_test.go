@@ -53,7 +53,7 @@ func TestHandBackMirrorsTheSignalAndWorkflowID(t *testing.T) {
 }
 
 // TestStoredBuildsDecodeWhole proves that the build carriers, now that they embed
-// build.Build, still read every field the stored histories hold: the group's
+// imagebuild.Build, still read every field the stored histories hold: the group's
 // input and state (Component), its signals, its hand-backs and verifications.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{

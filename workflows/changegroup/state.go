@@ -13,7 +13,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -30,7 +30,7 @@ type Component struct {
 	// Image is the member's image repository: the Component's until a build is
 	// collected, then the build's. Its Digest repeats New, the name states always
 	// gave it (states written before Build was embedded have only New).
-	build.Build
+	imagebuild.Build
 	// Pushed is the digest of this component in the PR's head as nudgeflow last
 	// pushed it: what a merge delivers.
 	Pushed string `json:"pushed,omitempty"`
@@ -276,7 +276,7 @@ func (s *State) addComponents(rs []changegroupcr.ResolvedComponent, nothingLost 
 			continue
 		}
 		s.Components = append(s.Components, Component{
-			Name: r.Name, Build: build.Build{Image: r.Image}, Original: r.Original, State: appstudiov1alpha1.ComponentWaiting,
+			Name: r.Name, Build: imagebuild.Build{Image: r.Image}, Original: r.Original, State: appstudiov1alpha1.ComponentWaiting,
 		})
 	}
 	sort.Slice(s.Components, func(i, j int) bool { return s.Components[i].Name < s.Components[j].Name })
@@ -513,7 +513,7 @@ func (s *State) drop(now time.Time, name string, handBack bool) bool {
 func (c *Component) rejoin() {
 	c.State = appstudiov1alpha1.ComponentWaiting
 	c.New, c.PipelineRun, c.UpdatedAt = "", "", time.Time{}
-	c.Build = build.Build{Image: c.Image}
+	c.Build = imagebuild.Build{Image: c.Image}
 }
 
 // applySpec reconciles the member list with the CR's spec; new members wait for

@@ -55,7 +55,7 @@ func TestReplayOlderShapeWithNewerSignals(t *testing.T) {
 }
 
 // TestStoredBuildsDecodeWhole proves that the Nudge's request, whose Build is now
-// build.Build, still reads every field the stored histories hold, as does the
+// imagebuild.Build, still reads every field the stored histories hold, as does the
 // verification it asks for.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
@@ -107,9 +107,9 @@ func WorkflowID(namespace, buildUID, nudged string) string {
 // Edge is "from->to", the NudgeEdge search attribute.
 func Edge(from, to string) string { return from + "->" + to }
 
-// Build is a succeeded push build of the nudging component (build.Build: read once
+// Build is a succeeded push build of the nudging component (imagebuild.Build: read once
 // by the bridge, carried whole). No secrets.
-type Build = build.Build
+type Build = imagebuild.Build
 
 // Tuning sets retries; zero values mean the defaults.
 type Tuning struct {

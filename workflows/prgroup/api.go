@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // WorkflowName is the registered name; never change it (histories replay by name).
@@ -116,7 +116,7 @@ type PRBuild struct {
 	// be the workflow's (empty: the workflow's).
 	Namespace string `json:"namespace,omitempty"`
 	// Build is the pull-request build, whole.
-	build.Build
+	imagebuild.Build
 	SourceBranch string    `json:"sourceBranch"`
 	Origin       OriginRef `json:"origin"`
 }
@@ -184,7 +184,7 @@ type Entry struct {
 	Component string `json:"component"`
 	Origin    string `json:"origin"` // OriginRef.Key
 	From      string `json:"from"`   // FromPullRequest or FromPush
-	build.Build
+	imagebuild.Build
 }
 
 // PRRef is the target PR once opened.

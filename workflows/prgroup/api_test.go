@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/internal/build"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,16 +21,16 @@ func TestGroupOfAndBranch(t *testing.T) {
 	require.Equal(t, "org/repo#7", OriginKey("Org/Repo", 7))
 }
 
-func prBuild(component, repo string, n int, digest string, at int) PRBuild {
-	return PRBuild{Component: component, Origin: OriginRef{RepoURL: "https://h/org/" + repo, Number: n}, Build: build.Build{Image: "quay.io/org/" + component, Digest: digest, BuildUID: digest, BuiltAt: time.Unix(int64(at), 0)}}
+func build(component, repo string, n int, digest string, at int) PRBuild {
+	return PRBuild{Component: component, Origin: OriginRef{RepoURL: "https://h/org/" + repo, Number: n}, Build: imagebuild.Build{Image: "quay.io/org/" + component, Digest: digest, BuildUID: digest, BuiltAt: time.Unix(int64(at), 0)}}
 }
 
 func TestPlan(t *testing.T) {
 	s := &State{}
-	require.True(t, s.addBuild(prBuild("a", "a", 1, "d1", 10)))
-	require.False(t, s.addBuild(prBuild("a", "a", 1, "d1", 10)), "a resent build changes nothing")
-	require.False(t, s.addBuild(prBuild("a", "a", 1, "d0", 5)), "an older build changes nothing")
-	require.True(t, s.addBuild(prBuild("b", "b", 1, "e1", 11)))
+	require.True(t, s.addBuild(build("a", "a", 1, "d1", 10)))
+	require.False(t, s.addBuild(build("a", "a", 1, "d1", 10)), "a resent build changes nothing")
+	require.False(t, s.addBuild(build("a", "a", 1, "d0", 5)), "an older build changes nothing")
+	require.True(t, s.addBuild(build("b", "b", 1, "e1", 11)))
 	p := s.plan()
 	require.True(t, p.Draft, "origins unknown count as open")
 	require.Len(t, p.applied(), 2)
@@ -46,7 +46,7 @@ func TestPlan(t *testing.T) {
 	require.False(t, p.Close)
 	require.True(t, p.Rows[1].Dropped, "b's origin closed unmerged")
 
-	require.True(t, s.addPush(Entry{Component: "a", Origin: s.Origins[0].Key(), From: FromPush, Build: build.Build{Image: "quay.io/org/a", Digest: "p1", BuildUID: "p1"}}))
+	require.True(t, s.addPush(Entry{Component: "a", Origin: s.Origins[0].Key(), From: FromPush, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "p1", BuildUID: "p1"}}))
 	p = s.plan()
 	require.False(t, p.Draft)
 	require.Equal(t, "p1", p.Rows[0].Digest)

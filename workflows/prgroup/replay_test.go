@@ -21,7 +21,7 @@ func TestReplayStoredHistories(t *testing.T) {
 }
 
 // TestStoredBuildsDecodeWhole proves that the PR group's builds (PRBuild, Entry,
-// the push build found), now embedding build.Build, still read every field the
+// the push build found), now embedding imagebuild.Build, still read every field the
 // stored histories hold.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{

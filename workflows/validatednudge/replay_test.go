@@ -21,7 +21,7 @@ func TestReplayStoredHistories(t *testing.T) {
 }
 
 // TestStoredBuildsDecodeWhole proves that the builds signalled to a
-// ValidatedNudge, now build.Build, still read every field the stored histories
+// ValidatedNudge, now imagebuild.Build, still read every field the stored histories
 // hold, as does the batching request that carries one to a ChangeGroup.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{

@@ -1,5 +1,5 @@
-// Package build is the one value of "a succeeded build of a component": the image it
-// pushed and the PipelineRun that pushed it. Every signal, request and state that
+// Package imagebuild is the one value of "a succeeded build of a component": the
+// image it pushed and the PipelineRun that pushed it. Every signal, request and state that
 // carries a build embeds Build (Go struct embedding), so a build travels whole from
 // where its PipelineRun is read (konflux.BuildOf) to the forge commit, and no one
 // downstream derives a field again or reads the PipelineRun a second time.
@@ -7,7 +7,7 @@
 // The JSON names are the ones every carrier used before it embedded Build: stored
 // workflow histories and states decode unchanged. Builds signalled before Build was
 // carried whole lack some fields (see Legacy).
-package build
+package imagebuild
 
 import "time"
 
