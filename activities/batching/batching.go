@@ -72,10 +72,7 @@ func (a *Activities) Route(ctx context.Context, req Request) (Result, error) {
 	}
 	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 	b := req.Build
-	err = cgwf.SignalBuilt(ctx, a.Temporal, id, cgwf.ComponentBuilt{
-		Component: req.From, Digest: b.Digest, PullSpec: b.PullSpec,
-		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
-	})
+	err = cgwf.SignalBuilt(ctx, a.Temporal, id, cgwf.ComponentBuilt{Component: req.From, Build: b})
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) && changegroups.IsActive(cg) {
 		// Not started yet, or ended a moment ago: the next attempt looks again.

@@ -36,6 +36,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -79,17 +80,11 @@ type Request struct {
 	ClaimedNamespace string `json:"claimedNamespace,omitempty"`
 	// Component is the component the build claims to be of.
 	Component string `json:"component"`
-	// Digest is sha256:<hex>; PullSpec repo@digest and ImageURL repo(:tag), when
-	// the build carries them (their repository is checked too: the repository
-	// pinned is as much the writer's output as the digest).
-	Digest   string `json:"digest"`
-	PullSpec string `json:"pullSpec,omitempty"`
-	ImageURL string `json:"imageURL,omitempty"`
-	// BuildPipelineRun and BuildUID name the build run; BuiltAt its start (the
-	// order builds are kept in).
-	BuildPipelineRun string    `json:"buildPipelineRun,omitempty"`
-	BuildUID         string    `json:"buildUID,omitempty"`
-	BuiltAt          time.Time `json:"builtAt,omitempty"`
+	// Build is the build claimed. Its Digest is checked, and its Image, PullSpec
+	// and ImageURL when it carries them (the repository pinned is as much the
+	// writer's output as the digest); its run's UID and its start (the order
+	// builds are kept in) when it names the run.
+	imagebuild.Build
 	// HandedBackBy names the ChangeGroup that handed the build back, when it did:
 	// the group verified the build when it collected it, and its CR's status
 	// (which only nudgeflow writes) still names the digest after the pruner
@@ -256,6 +251,12 @@ func claimedRepository(req Request) (string, string) {
 			return "", fmt.Sprintf("image URL %q and pull spec %q name different repositories", req.ImageURL, req.PullSpec)
 		}
 		repo = r
+	}
+	if req.Image != "" {
+		if repo != "" && req.Image != repo {
+			return "", fmt.Sprintf("image %q is not the repository its pull spec or image URL names (%q)", req.Image, repo)
+		}
+		repo = req.Image
 	}
 	if repo != "" && !digestref.ValidImage(repo) {
 		return "", fmt.Sprintf("%q is not an image repository", repo)

@@ -20,6 +20,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 )
@@ -39,8 +40,7 @@ func buildRun(name, component, d string) *tektonv1.PipelineRun {
 }
 
 func request(component, d, run string) Request {
-	return Request{Namespace: ns, Component: component, Digest: d, PullSpec: "quay.io/org/" + component + "@" + d,
-		BuildPipelineRun: run, Workflow: "changegroup/tenant/g/uid", Subject: Subject{Kind: KindChangeGroup, Name: "g", UID: "cg-uid"}}
+	return Request{Namespace: ns, Component: component, Workflow: "changegroup/tenant/g/uid", Subject: Subject{Kind: KindChangeGroup, Name: "g", UID: "cg-uid"}, Build: imagebuild.Build{Digest: d, PullSpec: "quay.io/org/" + component + "@" + d, BuildPipelineRun: run}}
 }
 
 func verifier(t *testing.T, objs ...ctrlclient.Object) (func(Request) Verdict, ctrlclient.Client) {
@@ -96,6 +96,12 @@ func TestVerifyBuildSources(t *testing.T) {
 	otherClaim.ClaimedNamespace = "elsewhere"
 	promotedElsewhere := request("op", digest("b"), "")
 	promotedElsewhere.PullSpec = "evil.example/org/op@" + digest("b")
+	withImage := request("op", digest("a"), "op-build-1")
+	withImage.Image = "quay.io/org/op"
+	imageElsewhere := withImage
+	imageElsewhere.Image = "evil.example/org/op"
+	imageOnly := request("op", digest("a"), "op-build-1")
+	imageOnly.PullSpec, imageOnly.Image = "", "evil.example/org/op"
 
 	for _, c := range []struct {
 		name   string
@@ -118,6 +124,9 @@ func TestVerifyBuildSources(t *testing.T) {
 		{"a real digest pinned to another repository", otherRepo, "", "not to evil.example/org/op"},
 		{"a promoted digest pinned to another repository", promotedElsewhere, "", "no build of op"},
 		{"a pull spec pinning another digest", inconsistent, "", "does not pin digest"},
+		{"the build run, with its image", withImage, SourceBuildRun, ""},
+		{"an image its pull spec does not name", imageElsewhere, "", `image "evil.example/org/op" is not the repository`},
+		{"a real digest claimed of another image", imageOnly, "", "not to evil.example/org/op"},
 		{"another namespace named", otherClaim, "", `names namespace "elsewhere"`},
 		{"not a digest", request("op", "sha256:short", ""), "", "is not a sha256 digest"},
 		{"a component that does not exist", request("ghost", digest("a"), ""), "", "Component ghost does not exist"},

@@ -30,7 +30,7 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	nudge "github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -205,28 +205,15 @@ func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string
 	return cg.Name, nil
 }
 
-// nudgeRequest describes the build for the Nudge workflow: from its PipelineRun when
-// it still exists (tag, repo link, nudge files), else from what the group kept.
+// nudgeRequest describes the build for the Nudge workflow: the build as the group
+// received it. Only a build signalled before builds were carried whole is
+// completed from its PipelineRun, when it still exists (konflux.CompleteLegacy).
 func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nudge.Request, error) {
-	nb := nudge.Build{
-		ImageURL: digestref.ParseReference(b.PullSpec).Tagged(), Digest: b.Digest, PullSpec: b.PullSpec,
-		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
-	}
-	if b.BuildPipelineRun != "" {
-		var plr tektonv1.PipelineRun
-		err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: b.BuildPipelineRun}, &plr)
-		switch {
-		case err == nil:
-			if url, digest := konflux.BuildResults(&plr); url != "" && digest == b.Digest {
-				nb.ImageURL = url
-			}
-			if nb.BuildUID == "" {
-				nb.BuildUID = string(plr.UID)
-			}
-			nb.RepoAtSHA = konflux.SourceLink(plr.Annotations, "")
-			nb.NudgeFiles = konflux.NudgeFilesKey.Get(plr.Annotations)
-		case !apierrors.IsNotFound(err):
-			return nudge.Request{}, fmt.Errorf("reading build %s: %w", b.BuildPipelineRun, err)
+	nb := b.Build
+	if nb.Legacy() {
+		var err error
+		if nb, err = a.completeLegacy(ctx, req.Namespace, nb); err != nil {
+			return nudge.Request{}, err
 		}
 	}
 	if nb.BuildUID == "" {
@@ -236,6 +223,24 @@ func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nu
 	}
 	return nudge.Request{Namespace: req.Namespace, Nudging: b.Component, Nudged: req.Target,
 		Mode: "immediate", Build: nb, HandedBackBy: req.ChangeGroup}, nil
+}
+
+// completeLegacy reads a legacy build's PipelineRun, when it names one and the run
+// still exists, for konflux.CompleteLegacy.
+func (a *Activities) completeLegacy(ctx context.Context, namespace string, b imagebuild.Build) (imagebuild.Build, error) {
+	if b.BuildPipelineRun == "" {
+		return konflux.CompleteLegacy(b, nil), nil
+	}
+	var plr tektonv1.PipelineRun
+	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: b.BuildPipelineRun}, &plr)
+	switch {
+	case err == nil:
+		return konflux.CompleteLegacy(b, &plr), nil
+	case apierrors.IsNotFound(err):
+		return konflux.CompleteLegacy(b, nil), nil
+	default:
+		return b, fmt.Errorf("reading build %s: %w", b.BuildPipelineRun, err)
+	}
 }
 
 // recordEvent writes one Event on the ChangeGroup (when it still exists).

@@ -509,27 +509,18 @@ func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest
 		if !isPush(plr) || !plr.Status.GetCondition(apis.ConditionSucceeded).IsTrue() {
 			continue
 		}
-		sha := plr.Annotations[AnnotationPaCSHA]
-		if sha == "" {
-			sha = konflux.CommitSHAKey.Get(plr.Annotations)
-		}
-		started := plr.CreationTimestamp.Time
-		if plr.Status.StartTime != nil {
-			started = plr.Status.StartTime.Time
+		built, ok := konflux.BuildOf(plr)
+		if !ok {
+			continue
 		}
 		if req.CommitSHA != "" {
-			if !strings.EqualFold(sha, req.CommitSHA) {
+			if !strings.EqualFold(built.CommitSHA, req.CommitSHA) {
 				continue
 			}
-		} else if started.Before(req.After) {
+		} else if built.BuiltAt.Before(req.After) {
 			continue
 		}
-		imageURL, digest := konflux.BuildResults(plr)
-		if imageURL == "" || digest == "" {
-			continue
-		}
-		b := PushBuild{Found: true, Image: digestref.Repository(imageURL), Digest: digest, BuildPipelineRun: plr.Name,
-			BuildUID: string(plr.UID), BuiltAt: started, CommitSHA: sha}
+		b := PushBuild{Found: true, Build: built}
 		// The commit's newest build (a re-run), or the first build after the merge.
 		if best == nil || (req.CommitSHA != "" && b.BuiltAt.After(best.BuiltAt)) || (req.CommitSHA == "" && b.BuiltAt.Before(best.BuiltAt)) {
 			best = &b

@@ -44,7 +44,6 @@ import (
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
@@ -249,15 +248,14 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 		}
 		return RoutedDeletedUnfinished, nil
 	}
-	imageURL, digest := konflux.BuildResults(plr)
-	if imageURL == "" || digest == "" {
+	b, hasResults := konflux.BuildOf(plr)
+	if !hasResults {
 		log.FromContext(ctx).Info("succeeded build lacks IMAGE_URL or IMAGE_DIGEST; nothing to nudge")
 		return RoutedNoResults, nil
 	}
 	if len(edges) == 0 {
 		return RoutedNoEdges, nil
 	}
-	b := buildFrom(plr, imageURL, digest)
 	// A group holds the builds that finish while it is active: judged by when the
 	// build finished, a resync after the group ended changes nothing.
 	finishedAt := buildEnd(plr)
@@ -328,20 +326,6 @@ func markNewModel(plr *tektonv1.PipelineRun, edges []Edge) {
 // flight.
 const maxEdgesInFlight = 8
 
-// buildFrom describes a succeeded build PipelineRun for the nudge workflows.
-func buildFrom(plr *tektonv1.PipelineRun, imageURL, digest string) validatednudge.Build {
-	b := validatednudge.Build{
-		ImageURL: imageURL, Digest: digest, PullSpec: digestref.PullSpec(imageURL, digest),
-		BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
-		RepoAtSHA: konflux.SourceLink(plr.Annotations, ""), NudgeFiles: konflux.NudgeFilesKey.Get(plr.Annotations),
-		BuiltAt: plr.CreationTimestamp.Time,
-	}
-	if plr.Status.StartTime != nil {
-		b.BuiltAt = plr.Status.StartTime.Time
-	}
-	return b
-}
-
 // Renudger nudges the targets of a nudge PipelineRun that a ChangeGroup cancelled
 // but does not collect (its other targets, or a group that ended in between). The
 // Nudge workflow's ID is the build's and the target's, so a target the build
@@ -358,11 +342,10 @@ func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, 
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: nudgePLR.Namespace, Name: name}, &build); err != nil {
 		return fmt.Errorf("reading build %q of cancelled nudge %s: %w", name, nudgePLR.Name, err)
 	}
-	imageURL, digest := konflux.BuildResults(&build)
-	if imageURL == "" || digest == "" {
+	b, ok := konflux.BuildOf(&build)
+	if !ok {
 		return fmt.Errorf("build %s of cancelled nudge %s has no IMAGE_URL/IMAGE_DIGEST", name, nudgePLR.Name)
 	}
-	b := buildFrom(&build, imageURL, digest)
 	source := konflux.NudgingKey.Get(nudgePLR.Annotations)
 	var errs []error
 	for _, target := range targets {
@@ -497,9 +480,7 @@ func (r *BuildReconciler) batch(ctx context.Context, namespace string, e Edge, b
 // deliverToGroup gives the build to the group that held the edge when it finished;
 // the group's workflow decides whether it takes it (cgbridge.Starter.Deliver).
 func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, e Edge, b validatednudge.Build) (bool, error) {
-	took, err := r.Options.changeGroups().Deliver(ctx, cg, changegroup.ComponentBuilt{
-		Component: e.From, Digest: b.Digest, PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
-	})
+	took, err := r.Options.changeGroups().Deliver(ctx, cg, changegroup.ComponentBuilt{Component: e.From, Build: b})
 	if took {
 		log.FromContext(ctx).Info("edge held by a ChangeGroup; the group has the build", "edge", nudge.Edge(e.From, e.To), "digest", b.Digest, "changeGroup", cg.Name)
 	}

@@ -23,7 +23,6 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/batching"
 	"github.com/nudgeflow/nudgeflow/internal/changegroups"
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -354,20 +353,15 @@ func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.Pip
 // Only another service's run comes without a start, and then its digest is the
 // Component's last promoted image: not newer than a build the group holds.
 func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun, source string) (cgwf.ComponentBuilt, error) {
-	b := cgwf.ComponentBuilt{Component: source, PipelineRun: plr.Name, BuiltAt: carriedBuiltAt(plr)}
+	b := cgwf.ComponentBuilt{Component: source, PipelineRun: plr.Name}
 	if name := konflux.NudgingPipelineKey.Get(plr.Annotations); name != "" {
-		var build tektonv1.PipelineRun
-		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: name}, &build)
+		var run tektonv1.PipelineRun
+		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: name}, &run)
 		if err == nil {
-			url, digest := konflux.BuildResults(&build)
-			if url != "" && digest != "" {
-				b.Digest, b.PullSpec, b.BuildPipelineRun, b.BuildUID = digest, digestref.PullSpec(url, digest), name, string(build.UID)
-				// Builds are ordered by when they started, as bridge/builds and
-				// integration-service order them: one order whichever path delivers.
-				b.BuiltAt = build.CreationTimestamp.UTC()
-				if build.Status.StartTime != nil {
-					b.BuiltAt = build.Status.StartTime.UTC()
-				}
+			// The build whole, ordered by its start as bridge/builds and
+			// integration-service order builds: one order whichever path delivers.
+			if built, ok := konflux.BuildOf(&run); ok {
+				b.Build = built
 				return b, nil
 			}
 		} else if !apierrors.IsNotFound(err) {
@@ -378,11 +372,11 @@ func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun,
 	if err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: source}, &c); err != nil {
 		return b, fmt.Errorf("no build results and no Component %q to read the image from: %w", source, err)
 	}
-	promoted := digestref.ParseReference(c.Status.LastPromotedImage)
-	if promoted.Digest == "" {
+	b.Build = konflux.BuildOfImage(c.Status.LastPromotedImage)
+	if b.Digest == "" {
 		return b, fmt.Errorf("no build results, and Component %q has no lastPromotedImage", source)
 	}
-	b.Digest, b.PullSpec = promoted.Digest, digestref.PullSpec(promoted.Repository, promoted.Digest)
+	b.BuiltAt = carriedBuiltAt(plr)
 	return b, nil
 }
 

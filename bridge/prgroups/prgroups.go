@@ -33,7 +33,6 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
@@ -213,30 +212,21 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err != nil || len(edges) == 0 {
 		return ctrl.Result{}, err
 	}
-	imageURL, digest := konflux.BuildResults(&plr)
+	built, hasResults := konflux.BuildOf(&plr)
 	branch := either(&plr, KeySourceBranch)
 	number := prNumber(&plr)
 	repoURL := either(&plr, KeyRepoURL)
 	if repoURL == "" && comp != nil && comp.Spec.Source.GitSource != nil {
 		repoURL = comp.Spec.Source.GitSource.URL
 	}
-	if imageURL == "" || digest == "" || branch == "" || number == 0 || repoURL == "" {
+	if !hasResults || branch == "" || number == 0 || repoURL == "" {
 		// Nothing to route: say why (the build is not ours to lose, it never nudges).
 		logger.Info("pull-request build cannot join a PR group: it lacks IMAGE_URL/IMAGE_DIGEST, the source branch, the PR number or the repository",
-			"image", imageURL != "" && digest != "", "sourceBranch", branch, "pullRequest", number, "repoURL", repoURL)
+			"image", hasResults, "sourceBranch", branch, "pullRequest", number, "repoURL", repoURL)
 		return ctrl.Result{}, nil
 	}
-	b := prgroup.PRBuild{Component: component, Image: digestref.Repository(imageURL), Digest: digest, BuildPipelineRun: plr.Name, BuildUID: string(plr.UID),
-		BuiltAt: plr.CreationTimestamp.Time, CommitSHA: either(&plr, KeySHA), SourceBranch: branch,
+	b := prgroup.PRBuild{Component: component, Build: built, SourceBranch: branch,
 		Origin: prgroup.OriginRef{RepoURL: strings.TrimSuffix(repoURL, ".git"), Number: number}}
-	for _, k := range konflux.CommitSHAKey.Forms() {
-		if b.CommitSHA == "" {
-			b.CommitSHA = either(&plr, k)
-		}
-	}
-	if plr.Status.StartTime != nil {
-		b.BuiltAt = plr.Status.StartTime.Time
-	}
 	group := prgroup.GroupOf(branch)
 	var errs []error
 	for _, e := range edges {
@@ -244,7 +234,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			errs = append(errs, err)
 			continue
 		}
-		logger.Info("pull-request build proposed to its PR group", "group", group, "target", e.To, "digest", digest)
+		logger.Info("pull-request build proposed to its PR group", "group", group, "target", e.To, "digest", b.Digest)
 	}
 	return ctrl.Result{}, errors.Join(errs...)
 }

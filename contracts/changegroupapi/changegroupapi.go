@@ -7,9 +7,10 @@ package changegroupapi
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // WorkflowName is the registered name; never change it (histories replay by name).
@@ -45,17 +46,11 @@ type ComponentBuilt struct {
 	// Namespace is the namespace the build is of, when the sender names it: it must
 	// be the group's (empty: the group's).
 	Namespace string `json:"namespace,omitempty"`
-	// Digest is sha256:<hex>; PullSpec is repo@digest.
-	Digest   string `json:"digest"`
-	PullSpec string `json:"pullSpec"`
+	// Build is the build, whole (its BuiltAt orders builds of one component: an
+	// older build never replaces a newer one).
+	imagebuild.Build
 	// PipelineRun is the nudge PipelineRun that carried it (cancelled by nudgeflow).
 	PipelineRun string `json:"pipelineRun,omitempty"`
-	// BuildPipelineRun is the push build that produced the image; BuildUID its UID,
-	// which keys the immediate Nudge when the group hands the build back.
-	BuildPipelineRun string `json:"buildPipelineRun,omitempty"`
-	BuildUID         string `json:"buildUID,omitempty"`
-	// BuiltAt orders builds of one component: an older build never replaces a newer one.
-	BuiltAt time.Time `json:"builtAt"`
 }
 
 // PREvent is a forge event about the group's PR (webhook or poll).

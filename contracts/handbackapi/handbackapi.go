@@ -3,9 +3,7 @@
 // to normal nudging by this name, request and result.
 package handbackapi
 
-import (
-	"time"
-)
+import "github.com/nudgeflow/nudgeflow/internal/imagebuild"
 
 // Activity is the registered name; never change it (histories replay by name).
 const Activity = "HandBackBuilds"
@@ -13,15 +11,10 @@ const Activity = "HandBackBuilds"
 // EventReason is the reason of the Event on the ChangeGroup.
 const EventReason = "BuildsHandedBack"
 
-// Build is one build a group held. No secrets.
+// Build is one build a group held, whole as the group received it. No secrets.
 type Build struct {
 	Component string `json:"component"`
-	Digest    string `json:"digest"`
-	PullSpec  string `json:"pullSpec,omitempty"`
-	// BuildPipelineRun and BuildUID name the push build; the UID keys the Nudge.
-	BuildPipelineRun string    `json:"buildPipelineRun,omitempty"`
-	BuildUID         string    `json:"buildUID,omitempty"`
-	BuiltAt          time.Time `json:"builtAt,omitempty"`
+	imagebuild.Build
 	// Why this build is handed back, in a person's words.
 	Why string `json:"why"`
 	// Next: the build came after its automatic group stopped collecting (released,

@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
@@ -55,20 +56,9 @@ func WorkflowID(namespace, buildUID, nudged string) string {
 // Edge is "from->to", the NudgeEdge search attribute.
 func Edge(from, to string) string { return from + "->" + to }
 
-// Build is a succeeded push build of the nudging component. No secrets.
-type Build struct {
-	// ImageURL is IMAGE_URL (repo:tag); Digest IMAGE_DIGEST; PullSpec repo@digest.
-	ImageURL         string `json:"imageURL"`
-	Digest           string `json:"digest"`
-	PullSpec         string `json:"pullSpec"`
-	BuildPipelineRun string `json:"buildPipelineRun"`
-	BuildUID         string `json:"buildUID"`
-	// RepoAtSHA is the build's repo-at-commit link; NudgeFiles its build-nudge-files.
-	RepoAtSHA  string `json:"repoAtSHA,omitempty"`
-	NudgeFiles string `json:"nudgeFiles,omitempty"`
-	// BuiltAt orders builds of one component (the build's start time).
-	BuiltAt time.Time `json:"builtAt,omitempty"`
-}
+// Build is a succeeded push build of the nudging component (imagebuild.Build: read once
+// by the bridge, carried whole). No secrets.
+type Build = imagebuild.Build
 
 // Tuning sets retries; zero values mean the defaults.
 type Tuning struct {

@@ -4,7 +4,11 @@
 // forge clients.
 package prgroupapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
+)
 
 // Activity names, registered with these exact names so histories stay replayable.
 const (
@@ -126,13 +130,8 @@ type FindPushBuildRequest struct {
 
 // PushBuild is what FindPushBuild found.
 type PushBuild struct {
-	Found            bool      `json:"found"`
-	Image            string    `json:"image,omitempty"`
-	Digest           string    `json:"digest,omitempty"`
-	BuildPipelineRun string    `json:"buildPipelineRun,omitempty"`
-	BuildUID         string    `json:"buildUID,omitempty"`
-	BuiltAt          time.Time `json:"builtAt,omitempty"`
-	CommitSHA        string    `json:"commitSHA,omitempty"`
+	Found bool `json:"found"`
+	imagebuild.Build
 }
 
 // CloseRequest comments (once per marker) on the target PR and, with Close, closes it.

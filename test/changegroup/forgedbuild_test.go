@@ -14,6 +14,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/test/forgedbuild"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -49,12 +50,9 @@ func TestForgedBuildSignalIsRefused(t *testing.T) {
 		name string
 		b    cgwf.ComponentBuilt
 	}{
-		{"a digest nobody built", cgwf.ComponentBuilt{Component: "operand-b", Digest: nobody,
-			PullSpec: imageOf("operand-b") + "@" + nobody, BuiltAt: later}},
-		{"a digest nobody built, naming a real build run", cgwf.ComponentBuilt{Component: "operand-a", Digest: nobodyRun,
-			PullSpec: imageOf("operand-a") + "@" + nobodyRun, BuildPipelineRun: runA.Name, BuildUID: string(runA.UID), BuiltAt: later}},
-		{"another tenant's build, naming its namespace", cgwf.ComponentBuilt{Component: "operand-b", Namespace: other.ns, Digest: otherDigest,
-			PullSpec: imageOf("operand-b") + "@" + otherDigest, BuildPipelineRun: otherRun.Name, BuildUID: string(otherRun.UID), BuiltAt: later}},
+		{"a digest nobody built", cgwf.ComponentBuilt{Component: "operand-b", Build: imagebuild.Build{Digest: nobody, PullSpec: imageOf("operand-b") + "@" + nobody, BuiltAt: later}}},
+		{"a digest nobody built, naming a real build run", cgwf.ComponentBuilt{Component: "operand-a", Build: imagebuild.Build{Digest: nobodyRun, PullSpec: imageOf("operand-a") + "@" + nobodyRun, BuildPipelineRun: runA.Name, BuildUID: string(runA.UID), BuiltAt: later}}},
+		{"another tenant's build, naming its namespace", cgwf.ComponentBuilt{Component: "operand-b", Namespace: other.ns, Build: imagebuild.Build{Digest: otherDigest, PullSpec: imageOf("operand-b") + "@" + otherDigest, BuildPipelineRun: otherRun.Name, BuildUID: string(otherRun.UID), BuiltAt: later}}},
 	}
 	temporal := forgedbuild.Temporal{Address: s.w.Temporal.Address, Namespace: s.w.Temporal.Namespace}
 	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))

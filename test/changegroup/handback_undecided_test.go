@@ -18,6 +18,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -67,10 +68,10 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.HandBack, activity.RegisterOptions{Name: handback.Activity})
 	req := handback.Request{Namespace: ns, ChangeGroup: "g", UID: "uid-g", Target: "bundle", Builds: []handback.Build{
-		{Component: "operand-y", Digest: digestOf("operand-y", 1), PullSpec: imageOf("operand-y") + "@" + digestOf("operand-y", 1),
-			BuildPipelineRun: "operand-y-on-push-1", BuildUID: "uid-y", Why: "the group was cancelled"},
-		{Component: "operand-x", Digest: digestOf("operand-x", 1), PullSpec: imageOf("operand-x") + "@" + digestOf("operand-x", 1),
-			BuildPipelineRun: "operand-x-on-push-1", BuildUID: "uid-x", Why: "the group was cancelled"},
+		{Component: "operand-y", Build: imagebuild.Build{Digest: digestOf("operand-y", 1), PullSpec: imageOf("operand-y") + "@" + digestOf("operand-y", 1),
+			BuildPipelineRun: "operand-y-on-push-1", BuildUID: "uid-y"}, Why: "the group was cancelled"},
+		{Component: "operand-x", Build: imagebuild.Build{Digest: digestOf("operand-x", 1), PullSpec: imageOf("operand-x") + "@" + digestOf("operand-x", 1),
+			BuildPipelineRun: "operand-x-on-push-1", BuildUID: "uid-x"}, Why: "the group was cancelled"},
 	}}
 	ownX := nudge.WorkflowID(ns, "uid-x", "bundle")
 	handBackY := nudgeapi.HandBackWorkflowID(ns, "uid-y", "bundle", "uid-g")

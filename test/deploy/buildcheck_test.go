@@ -16,6 +16,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -58,9 +59,7 @@ func TestWorkerVerifiesBuildsUnderItsRole(t *testing.T) {
 	(&buildcheck.Activities{Kube: asWorker(t)}).Register(env)
 	verify := func(d, runName string, builtAt time.Time) buildcheck.Verdict {
 		t.Helper()
-		v, err := env.ExecuteActivity(buildcheck.ActivityName, buildcheck.Request{Namespace: ns, Component: "operand", Digest: d,
-			PullSpec: "quay.io/org/operand@" + d, BuildPipelineRun: runName, BuiltAt: builtAt, Workflow: "nudge/" + ns + "/x/bundle",
-			Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: "operand"}})
+		v, err := env.ExecuteActivity(buildcheck.ActivityName, buildcheck.Request{Namespace: ns, Component: "operand", Workflow: "nudge/" + ns + "/x/bundle", Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: "operand"}, Build: imagebuild.Build{Digest: d, PullSpec: "quay.io/org/operand@" + d, BuildPipelineRun: runName, BuiltAt: builtAt}})
 		require.NoError(t, err, "the worker's role lets it verify %s", d)
 		var verdict buildcheck.Verdict
 		require.NoError(t, v.Get(&verdict))

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
@@ -81,8 +82,7 @@ func TestNotFoundShapeOnTheTemporalServer(t *testing.T) {
 	t.Cleanup(w.Stop)
 
 	id := prgroup.WorkflowID("ns", "g", "bundle")
-	build := prgroup.PRBuild{Component: "a", Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64),
-		BuildUID: "pr-1", BuiltAt: time.Unix(10, 0), SourceBranch: "g", Origin: prgroup.OriginRef{RepoURL: "https://h/org/a", Number: 1}}
+	build := prgroup.PRBuild{Component: "a", SourceBranch: "g", Origin: prgroup.OriginRef{RepoURL: "https://h/org/a", Number: 1}, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64), BuildUID: "pr-1", BuiltAt: time.Unix(10, 0)}}
 	run, err := c.SignalWithStartWorkflow(ctx, id, prgroup.SignalPRBuild, build, client.StartWorkflowOptions{ID: id, TaskQueue: tq},
 		prgroup.WorkflowName, prgroup.Input{Namespace: "ns", Group: "g", Target: "bundle", Settings: prgroup.Settings{PollInterval: time.Second}})
 	require.NoError(t, err)

@@ -30,6 +30,7 @@ import (
 	pacv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/pipelinesascode/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/test/forgedbuild"
@@ -421,13 +422,11 @@ func TestTenantIsolation(t *testing.T) {
 	later := time.Now().Add(time.Hour) // newer than any real build: it would win
 	attack("signal-digest-nobody-built", func(t *testing.T) bool {
 		nobody := forgedbuild.Digest()
-		return forgedSignal(t, cgwf.ComponentBuilt{Component: "operand-b", Digest: nobody,
-			PullSpec: "quay.io/org/operand-b@" + nobody, BuiltAt: later})
+		return forgedSignal(t, cgwf.ComponentBuilt{Component: "operand-b", Build: imagebuild.Build{Digest: nobody, PullSpec: "quay.io/org/operand-b@" + nobody, BuiltAt: later}})
 	})
 	attack("signal-another-tenants-build", func(t *testing.T) bool {
 		run := build(t, mallory.ns, "lib", 7)
-		return forgedSignal(t, cgwf.ComponentBuilt{Component: "operand-b", Namespace: mallory.ns, Digest: digestOf(7),
-			PullSpec: "quay.io/org/operand-b@" + digestOf(7), BuildPipelineRun: run.Name, BuildUID: string(run.UID), BuiltAt: later})
+		return forgedSignal(t, cgwf.ComponentBuilt{Component: "operand-b", Namespace: mallory.ns, Build: imagebuild.Build{Digest: digestOf(7), PullSpec: "quay.io/org/operand-b@" + digestOf(7), BuildPipelineRun: run.Name, BuildUID: string(run.UID), BuiltAt: later}})
 	})
 
 	// The internet-facing receiver: deliveries an attacker can sign (its own bound

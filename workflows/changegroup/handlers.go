@@ -270,8 +270,7 @@ func (r *run) verifyQueued() bool {
 		b := s.Unverified[0]
 		var v buildcheck.Verdict
 		err := workflow.ExecuteActivity(r.kubeCtx("verify that the cluster built "+b.Component+"@"+shortDigest(b.Digest)), r.verifier.VerifyBuild,
-			buildcheck.Request{Namespace: r.in.Namespace, ClaimedNamespace: b.Namespace, Component: b.Component, Digest: b.Digest,
-				PullSpec: b.PullSpec, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt, Workflow: r.id,
+			buildcheck.Request{Namespace: r.in.Namespace, ClaimedNamespace: b.Namespace, Component: b.Component, Build: b.Build, Workflow: r.id,
 				Subject: buildcheck.Subject{Kind: buildcheck.KindChangeGroup, Name: r.in.Name, UID: r.in.UID}}).Get(r.ctx, &v)
 		if err != nil {
 			workflow.GetLogger(r.ctx).Warn("build not verified yet; retrying", "component", b.Component, "digest", b.Digest, "error", err)

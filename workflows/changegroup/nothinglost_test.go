@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // Nothing lost: a build the group held is in its merged PR or handed back to normal
@@ -85,7 +86,7 @@ func TestBuildsAtTheEndAreHandedBack(t *testing.T) {
 	h.prEvent(10*time.Minute, PREvent{Action: "closed", Number: 7, Merged: true})
 	// c's build arrives while the ended group is handing b back.
 	f.duringHandBack = func() {
-		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{Component: "c", Digest: "sha256:c1", BuiltAt: time.Unix(0, 0).Add(time.Hour)})
+		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{Component: "c", Build: imagebuild.Build{Digest: "sha256:c1", BuiltAt: time.Unix(0, 0).Add(time.Hour)}})
 	}
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
@@ -170,7 +171,7 @@ func TestContinueAsNewAfterEveryEvent(t *testing.T) {
 		return func(h *harness) { h.env.SignalWorkflow(name, arg) }
 	}
 	built := func(c, d string, at time.Duration) func(h *harness) {
-		return signal(SignalComponentBuilt, ComponentBuilt{Component: c, Digest: d, PullSpec: "quay.io/org/" + c + "@" + d, BuiltAt: time.Unix(0, 0).Add(at)})
+		return signal(SignalComponentBuilt, ComponentBuilt{Component: c, Build: imagebuild.Build{Digest: d, PullSpec: "quay.io/org/" + c + "@" + d, BuiltAt: time.Unix(0, 0).Add(at)}})
 	}
 	events := []event{
 		{time.Minute, signal(SignalPREvent, PREvent{Action: "edited", Number: 99})}, // before any build

@@ -9,6 +9,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
 
@@ -40,4 +42,17 @@ func TestReplayDetectsUnguardedChange(t *testing.T) {
 	})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "TMPRL1100", "a non-determinism error")
+}
+
+// TestStoredBuildsDecodeWhole proves that the build carriers, now that they embed
+// imagebuild.Build, still read every field the stored histories hold: the group's
+// input and state (Component), its signals, its hand-backs and verifications.
+func TestStoredBuildsDecodeWhole(t *testing.T) {
+	replaytest.DecodeAllWhole(t, map[string]any{
+		"input":                               Input{},
+		"result":                              State{},
+		"signal " + SignalComponentBuilt:      ComponentBuilt{},
+		"activity " + handback.Activity:       handback.Request{},
+		"activity " + buildcheck.ActivityName: buildcheck.Request{},
+	})
 }

@@ -1,6 +1,7 @@
 package changegroup
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -11,24 +12,24 @@ import (
 	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
 	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
-	"github.com/nudgeflow/nudgeflow/internal/digestref"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
 // Component is one nudging component's progress inside the workflow.
 type Component struct {
 	Name     string                           `json:"name"`
-	Image    string                           `json:"image"`
 	Original string                           `json:"original,omitempty"`
 	New      string                           `json:"new,omitempty"`
-	PullSpec string                           `json:"pullSpec,omitempty"`
 	State    appstudiov1alpha1.ComponentState `json:"state"`
-	// UpdatedAt is when New changed (workflow time); BuiltAt orders builds.
+	// UpdatedAt is when New changed (workflow time).
 	UpdatedAt   time.Time `json:"updatedAt,omitempty"`
-	BuiltAt     time.Time `json:"builtAt,omitempty"`
 	PipelineRun string    `json:"pipelineRun,omitempty"`
-	// BuildPipelineRun and BuildUID name the push build of New (for a hand-back).
-	BuildPipelineRun string `json:"buildPipelineRun,omitempty"`
-	BuildUID         string `json:"buildUID,omitempty"`
+	// Build is the build of New, whole as the group received it (collect). Its
+	// Image is the member's image repository: the Component's until a build is
+	// collected, then the build's. Its Digest repeats New, the name states always
+	// gave it (states written before Build was embedded have only New).
+	imagebuild.Build
 	// Pushed is the digest of this component in the PR's head as nudgeflow last
 	// pushed it: what a merge delivers.
 	Pushed string `json:"pushed,omitempty"`
@@ -191,7 +192,7 @@ func (s *State) addComponents(rs []changegroupcr.ResolvedComponent, nothingLost 
 			continue
 		}
 		s.Components = append(s.Components, Component{
-			Name: r.Name, Image: r.Image, Original: r.Original, State: appstudiov1alpha1.ComponentWaiting,
+			Name: r.Name, Build: imagebuild.Build{Image: r.Image}, Original: r.Original, State: appstudiov1alpha1.ComponentWaiting,
 		})
 	}
 	sort.Slice(s.Components, func(i, j int) bool { return s.Components[i].Name < s.Components[j].Name })
@@ -280,8 +281,7 @@ func (s *State) carriedBuilds() []ComponentBuilt {
 	var out []ComponentBuilt
 	for _, c := range s.Components {
 		if c.New != "" {
-			out = append(out, ComponentBuilt{Component: c.Name, Digest: c.New, PullSpec: c.PullSpec,
-				PipelineRun: c.PipelineRun, BuildPipelineRun: c.BuildPipelineRun, BuildUID: c.BuildUID, BuiltAt: c.BuiltAt})
+			out = append(out, c.built())
 		}
 	}
 	return append(out, s.Unverified...)
@@ -326,12 +326,7 @@ func (s *State) applyBuild(now time.Time, b ComponentBuilt, handBack bool) (bool
 		return false, "older than " + c.New
 	}
 	s.Seen[key] = true
-	c.New, c.PullSpec, c.BuiltAt, c.UpdatedAt = b.Digest, b.PullSpec, b.BuiltAt, now
-	c.PipelineRun = b.PipelineRun
-	c.BuildPipelineRun, c.BuildUID = b.BuildPipelineRun, b.BuildUID
-	if c.Image == "" {
-		c.Image = digestref.Repository(b.PullSpec)
-	}
+	c.collect(b, now)
 	c.State = appstudiov1alpha1.ComponentReady
 	s.LastBuildAt = now
 	s.markDirty(now)
@@ -345,9 +340,27 @@ func (s *State) markDirty(now time.Time) {
 	s.Revision++
 }
 
+// collect makes b the component's build, whole: the member's image repository is
+// the build's (the one its digest was pushed to).
+func (c *Component) collect(b ComponentBuilt, now time.Time) {
+	member := c.Image
+	c.Build, c.New, c.PipelineRun, c.UpdatedAt = b.Build, b.Digest, b.PipelineRun, now
+	if c.Image == "" {
+		// Signalled without its image (before builds were carried whole): its
+		// pull spec's, else the member's.
+		c.Image = cmp.Or(konflux.CompleteLegacy(b.Build, nil).Image, member)
+	}
+}
+
+// built is the component's build as a signal brings it.
+func (c *Component) built() ComponentBuilt {
+	b := ComponentBuilt{Component: c.Name, Build: c.Build, PipelineRun: c.PipelineRun}
+	b.Digest = c.New
+	return b
+}
+
 func heldBuild(b ComponentBuilt, why string) handback.Build {
-	return handback.Build{Component: b.Component, Digest: b.Digest, PullSpec: b.PullSpec,
-		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt, Why: why}
+	return handback.Build{Component: b.Component, Build: b.Build, Why: why}
 }
 
 // queueHandBack adds a build to the hand-back list (once per component and digest).
@@ -371,8 +384,7 @@ func (s *State) handBackCollected(c *Component, why string) {
 	if c.New == "" || c.HandedBack == c.New {
 		return
 	}
-	s.queueHandBack(handback.Build{Component: c.Name, Digest: c.New, PullSpec: c.PullSpec,
-		BuildPipelineRun: c.BuildPipelineRun, BuildUID: c.BuildUID, BuiltAt: c.BuiltAt, Why: why})
+	s.queueHandBack(heldBuild(c.built(), why))
 }
 
 // handBackUndelivered runs when the group has ended: every collected build that
@@ -416,8 +428,8 @@ func (s *State) drop(now time.Time, name string, handBack bool) bool {
 // the digest it had before it left was handed back, never reused.
 func (c *Component) rejoin() {
 	c.State = appstudiov1alpha1.ComponentWaiting
-	c.New, c.PullSpec, c.PipelineRun, c.BuildPipelineRun, c.BuildUID = "", "", "", "", ""
-	c.BuiltAt, c.UpdatedAt = time.Time{}, time.Time{}
+	c.New, c.PipelineRun, c.UpdatedAt = "", "", time.Time{}
+	c.Build = imagebuild.Build{Image: c.Image}
 }
 
 // applySpec reconciles the member list with the CR's spec; new members wait for

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // A build of unknown start (the bridge delivered it from a held run whose build
@@ -15,7 +16,7 @@ import (
 func TestBuildOfUnknownStartNeverReplacesAKnownOne(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	build := func(n int, at time.Time) ComponentBuilt {
-		return ComponentBuilt{Component: "op", Digest: fmt.Sprintf("sha256:%064x", n), PullSpec: fmt.Sprintf("quay.io/o/op@sha256:%064x", n), BuiltAt: at}
+		return ComponentBuilt{Component: "op", Build: imagebuild.Build{Digest: fmt.Sprintf("sha256:%064x", n), PullSpec: fmt.Sprintf("quay.io/o/op@sha256:%064x", n), BuiltAt: at}}
 	}
 	s := &State{Phase: appstudiov1alpha1.PhaseWaiting, Seen: map[string]bool{},
 		Components: []Component{{Name: "op", State: appstudiov1alpha1.ComponentWaiting}}}

@@ -12,6 +12,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // everPushed reports whether any sync carried digest.
@@ -38,8 +39,7 @@ func TestBuildsAreVerifiedWhenTheyEnter(t *testing.T) {
 	h.build(3*time.Minute, "b", "sha256:forged", 5*time.Hour)   // redelivered
 	h.build(4*time.Minute, "z", "sha256:forged-z", 5*time.Hour) // not a member: would be handed back
 	h.at(5*time.Minute, func() {
-		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{Component: "b", Namespace: "elsewhere", Digest: "sha256:b-other-ns",
-			PullSpec: "quay.io/org/b@sha256:b-other-ns", BuiltAt: time.Unix(0, 0).Add(6 * time.Hour)})
+		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{Component: "b", Namespace: "elsewhere", Build: imagebuild.Build{Digest: "sha256:b-other-ns", PullSpec: "quay.io/org/b@sha256:b-other-ns", BuiltAt: time.Unix(0, 0).Add(6 * time.Hour)}})
 	})
 	h.build(6*time.Minute, "b", "sha256:b1", 2*time.Hour)
 	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
@@ -108,8 +108,8 @@ func TestStateGivenAtStartIsNotTrusted(t *testing.T) {
 		Seen:     map[string]bool{"a@sha256:forged": true, "b@sha256:b1": true},
 		Verdicts: map[string]buildcheck.Verdict{"a@sha256:forged": {Verified: true, Source: buildcheck.SourceBuildRun}},
 		Components: []Component{
-			{Name: "a", New: "sha256:forged", PullSpec: "quay.io/org/a@sha256:forged", State: appstudiov1alpha1.ComponentReady, BuiltAt: time.Unix(0, 0).Add(time.Hour)},
-			{Name: "b", New: "sha256:b1", PullSpec: "quay.io/org/b@sha256:b1", State: appstudiov1alpha1.ComponentReady, BuiltAt: time.Unix(0, 0).Add(time.Hour)},
+			{Name: "a", New: "sha256:forged", State: appstudiov1alpha1.ComponentReady, Build: imagebuild.Build{PullSpec: "quay.io/org/a@sha256:forged", BuiltAt: time.Unix(0, 0).Add(time.Hour)}},
+			{Name: "b", New: "sha256:b1", State: appstudiov1alpha1.ComponentReady, Build: imagebuild.Build{PullSpec: "quay.io/org/b@sha256:b1", BuiltAt: time.Unix(0, 0).Add(time.Hour)}},
 		}}
 	s := h.run(Input{Namespace: "tenant", Name: "g", UID: "u", Settings: Settings{Debounce: time.Second, PollInterval: time.Hour}, State: forged})
 

@@ -22,6 +22,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // fakeWorld stands in for the cluster and the forge: it records every request and
@@ -276,8 +277,7 @@ func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback
 func (h *harness) build(d time.Duration, component, digest string, builtAt time.Duration) {
 	h.at(d, func() {
 		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{
-			Component: component, Digest: digest, PullSpec: "quay.io/org/" + component + "@" + digest,
-			BuiltAt: time.Unix(0, 0).Add(builtAt), PipelineRun: "nudge-" + component,
+			Component: component, PipelineRun: "nudge-" + component, Build: imagebuild.Build{Digest: digest, PullSpec: "quay.io/org/" + component + "@" + digest, BuiltAt: time.Unix(0, 0).Add(builtAt)},
 		})
 	})
 }

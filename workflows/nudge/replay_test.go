@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
 
@@ -51,4 +52,14 @@ func TestReplayOlderShapeWithNewerSignals(t *testing.T) {
 	require.NoError(t, replaytest.Replay(h, replaytest.WorkflowID(file), func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	}))
+}
+
+// TestStoredBuildsDecodeWhole proves that the Nudge's request, whose Build is now
+// imagebuild.Build, still reads every field the stored histories hold, as does the
+// verification it asks for.
+func TestStoredBuildsDecodeWhole(t *testing.T) {
+	replaytest.DecodeAllWhole(t, map[string]any{
+		"input":                               Request{},
+		"activity " + buildcheck.ActivityName: buildcheck.Request{},
+	})
 }

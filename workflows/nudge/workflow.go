@@ -240,8 +240,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 // VerifyRequest is the verification of req's build, whose refusal goes on the
 // nudged Component (where every outcome of a nudge is recorded).
 func VerifyRequest(req Request, workflowID string) buildcheck.Request {
-	return buildcheck.Request{Namespace: req.Namespace, Component: req.Nudging, Digest: req.Digest, PullSpec: req.PullSpec,
-		ImageURL: req.ImageURL, BuildPipelineRun: req.BuildPipelineRun, BuildUID: req.BuildUID, BuiltAt: req.BuiltAt,
+	return buildcheck.Request{Namespace: req.Namespace, Component: req.Nudging, Build: req.Build,
 		HandedBackBy: req.HandedBackBy, Workflow: workflowID, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: req.Nudged}}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
 
@@ -350,8 +351,8 @@ func TestBuildIsVerifiedBeforeTheLaunch(t *testing.T) {
 	require.Len(t, *launched, 1)
 	require.Len(t, rec.verifier.Asked(), 1)
 	req := rec.verifier.Asked()[0]
-	require.Equal(t, buildcheck.Request{Namespace: "ns", Component: "operand", Digest: "sha256:1111", PullSpec: "quay.io/org/operand@sha256:1111",
-		ImageURL: "quay.io/org/operand:abc", BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid", Workflow: testID,
+	require.Equal(t, buildcheck.Request{Namespace: "ns", Component: "operand", Build: imagebuild.Build{Digest: "sha256:1111", PullSpec: "quay.io/org/operand@sha256:1111",
+		ImageURL: "quay.io/org/operand:abc", BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid"}, Workflow: testID,
 		Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: "bundle"}}, req)
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // WorkflowName is the registered name; never change it (histories replay by name).
@@ -114,15 +115,10 @@ type PRBuild struct {
 	// Namespace is the namespace the build is of, when the sender names it: it must
 	// be the workflow's (empty: the workflow's).
 	Namespace string `json:"namespace,omitempty"`
-	// Image is the image repository (no tag, no digest); Digest IMAGE_DIGEST.
-	Image            string    `json:"image"`
-	Digest           string    `json:"digest"`
-	BuildPipelineRun string    `json:"buildPipelineRun"`
-	BuildUID         string    `json:"buildUID"`
-	BuiltAt          time.Time `json:"builtAt,omitempty"`
-	CommitSHA        string    `json:"commitSHA,omitempty"`
-	SourceBranch     string    `json:"sourceBranch"`
-	Origin           OriginRef `json:"origin"`
+	// Build is the pull-request build, whole.
+	imagebuild.Build
+	SourceBranch string    `json:"sourceBranch"`
+	Origin       OriginRef `json:"origin"`
 }
 
 // OriginEvent says an originating PR changed (a forge webhook); the workflow reads
@@ -185,15 +181,10 @@ type Origin struct {
 
 // Entry is one digest of one component from one originating PR.
 type Entry struct {
-	Component        string    `json:"component"`
-	Origin           string    `json:"origin"` // OriginRef.Key
-	Image            string    `json:"image"`
-	Digest           string    `json:"digest"`
-	From             string    `json:"from"` // FromPullRequest or FromPush
-	BuildPipelineRun string    `json:"buildPipelineRun"`
-	BuildUID         string    `json:"buildUID"`
-	BuiltAt          time.Time `json:"builtAt,omitempty"`
-	CommitSHA        string    `json:"commitSHA,omitempty"`
+	Component string `json:"component"`
+	Origin    string `json:"origin"` // OriginRef.Key
+	From      string `json:"from"`   // FromPullRequest or FromPush
+	imagebuild.Build
 }
 
 // PRRef is the target PR once opened.
@@ -277,8 +268,7 @@ func (s *State) carriedBuilds() []PRBuild {
 		if e.From != FromPullRequest {
 			continue
 		}
-		b := PRBuild{Component: e.Component, Image: e.Image, Digest: e.Digest, BuildPipelineRun: e.BuildPipelineRun,
-			BuildUID: e.BuildUID, BuiltAt: e.BuiltAt, CommitSHA: e.CommitSHA}
+		b := PRBuild{Component: e.Component, Build: e.Build}
 		if o := s.origin(e.Origin); o != nil {
 			b.Origin = o.OriginRef
 		}
@@ -324,8 +314,7 @@ func (s *State) addBuild(b PRBuild) bool {
 	if s.origin(key) == nil {
 		s.Origins = append(s.Origins, Origin{OriginRef: b.Origin, State: OriginUnknown})
 	}
-	e := Entry{Component: b.Component, Origin: key, Image: b.Image, Digest: b.Digest, From: FromPullRequest,
-		BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt, CommitSHA: b.CommitSHA}
+	e := Entry{Component: b.Component, Origin: key, From: FromPullRequest, Build: b.Build}
 	for i, old := range s.Entries {
 		if old.Component != b.Component || old.Origin != key || old.From != FromPullRequest {
 			continue

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,8 +22,7 @@ func TestGroupOfAndBranch(t *testing.T) {
 }
 
 func build(component, repo string, n int, digest string, at int) PRBuild {
-	return PRBuild{Component: component, Image: "quay.io/org/" + component, Digest: digest, BuildUID: digest,
-		BuiltAt: time.Unix(int64(at), 0), Origin: OriginRef{RepoURL: "https://h/org/" + repo, Number: n}}
+	return PRBuild{Component: component, Origin: OriginRef{RepoURL: "https://h/org/" + repo, Number: n}, Build: imagebuild.Build{Image: "quay.io/org/" + component, Digest: digest, BuildUID: digest, BuiltAt: time.Unix(int64(at), 0)}}
 }
 
 func TestPlan(t *testing.T) {
@@ -46,7 +46,7 @@ func TestPlan(t *testing.T) {
 	require.False(t, p.Close)
 	require.True(t, p.Rows[1].Dropped, "b's origin closed unmerged")
 
-	require.True(t, s.addPush(Entry{Component: "a", Origin: s.Origins[0].Key(), Image: "quay.io/org/a", Digest: "p1", From: FromPush, BuildUID: "p1"}))
+	require.True(t, s.addPush(Entry{Component: "a", Origin: s.Origins[0].Key(), From: FromPush, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "p1", BuildUID: "p1"}}))
 	p = s.plan()
 	require.False(t, p.Draft)
 	require.Equal(t, "p1", p.Rows[0].Digest)

@@ -6,6 +6,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
 
@@ -15,5 +17,18 @@ import (
 func TestReplayStoredHistories(t *testing.T) {
 	replaytest.ReplayAll(t, func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	})
+}
+
+// TestStoredBuildsDecodeWhole proves that the PR group's builds (PRBuild, Entry,
+// the push build found), now embedding imagebuild.Build, still read every field the
+// stored histories hold.
+func TestStoredBuildsDecodeWhole(t *testing.T) {
+	replaytest.DecodeAllWhole(t, map[string]any{
+		"input":                   Input{},
+		"result":                  State{},
+		"signal " + SignalPRBuild: PRBuild{},
+		"activity-result " + acts.FindPushBuildActivity: acts.PushBuild{},
+		"activity " + buildcheck.ActivityName:           buildcheck.Request{},
 	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	acts "github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
+	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 )
 
@@ -214,12 +215,9 @@ func (r *run) takeBuild(b PRBuild) bool {
 // goes on the target Component.
 func (r *run) verifyBuild(b PRBuild) buildcheck.Verdict {
 	var verifier *buildcheck.Activities // nil: its method value names the activity
-	req := buildcheck.Request{Namespace: r.in.Namespace, ClaimedNamespace: b.Namespace, Component: b.Component, Digest: b.Digest,
-		PullSpec: b.Image + "@" + b.Digest, BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt,
+	req := buildcheck.Request{Namespace: r.in.Namespace, ClaimedNamespace: b.Namespace, Component: b.Component,
+		Build:    konflux.CompleteLegacy(b.Build, nil), // a PR build signalled with its image only
 		Workflow: r.id, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: r.in.Target}}
-	if b.Image == "" {
-		req.PullSpec = ""
-	}
 	actx := workflow.WithActivityOptions(r.ctx, buildcheck.Options(fmt.Sprintf("verify that the cluster built %s@%s", b.Component, b.Digest)))
 	var v buildcheck.Verdict
 	if err := workflow.ExecuteActivity(actx, verifier.VerifyBuild, req).Get(r.ctx, &v); err != nil {
@@ -315,8 +313,7 @@ func (r *run) findPushBuilds(p Plan) {
 			continue
 		}
 		if b.Found {
-			r.st.addPush(Entry{Component: w.Component, Origin: w.Origin, Image: b.Image, Digest: b.Digest, From: FromPush,
-				BuildPipelineRun: b.BuildPipelineRun, BuildUID: b.BuildUID, BuiltAt: b.BuiltAt, CommitSHA: b.CommitSHA})
+			r.st.addPush(Entry{Component: w.Component, Origin: w.Origin, From: FromPush, Build: b.Build})
 			continue
 		}
 		if workflow.Now(r.ctx).Sub(o.MergedSeenAt) > r.set.PushBuildWait {

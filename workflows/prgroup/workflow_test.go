@@ -19,6 +19,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // fakeForge answers the activities from a script the test changes as time passes.
@@ -61,15 +62,14 @@ func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironmen
 		if !f.pushFound {
 			return acts.PushBuild{}, nil
 		}
-		return acts.PushBuild{Found: true, Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("b", 64), BuildUID: "push-1", CommitSHA: req.CommitSHA}, nil
+		return acts.PushBuild{Found: true, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("b", 64), BuildUID: "push-1", CommitSHA: req.CommitSHA}}, nil
 	}).Maybe()
 	env.OnActivity(acts.CloseActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.CloseRequest) (acts.SyncResult, error) {
 		f.closes = append(f.closes, req)
 		return acts.SyncResult{}, nil
 	}).Maybe()
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalPRBuild, PRBuild{Component: "a", Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64),
-			BuildUID: "pr-1", BuiltAt: time.Unix(10, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/a", Number: 1}})
+		env.SignalWorkflow(SignalPRBuild, PRBuild{Component: "a", SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/a", Number: 1}, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64), BuildUID: "pr-1", BuiltAt: time.Unix(10, 0)}})
 	}, 0)
 	return env
 }
@@ -154,8 +154,7 @@ func TestNoteKindsAndBound(t *testing.T) {
 func TestCloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
 	f := &fakeForge{origin: func(int) acts.OriginObservation { return acts.OriginObservation{Found: true, Open: true} }}
 	var env *testsuite.TestWorkflowEnvironment
-	second := PRBuild{Component: "c", Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("c", 64),
-		BuildUID: "pr-2", BuiltAt: time.Unix(20, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}}
+	second := PRBuild{Component: "c", SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}, Build: imagebuild.Build{Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("c", 64), BuildUID: "pr-2", BuiltAt: time.Unix(20, 0)}}
 	f.sync = func(call int, req acts.SyncRequest) acts.SyncResult {
 		if call == 1 {
 			// During the step: continue-as-new is suggested, a person asks to close,
@@ -238,8 +237,7 @@ func TestOriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
 // proposed nowhere and its verdict is in the state; the refusal's Event goes on
 // the target Component.
 func TestPRBuildNobodyBuiltIsNotProposed(t *testing.T) {
-	forged := PRBuild{Component: "c", Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64),
-		BuildUID: "forged", BuiltAt: time.Unix(20, 0), SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}}
+	forged := PRBuild{Component: "c", SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}, Build: imagebuild.Build{Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64), BuildUID: "forged", BuiltAt: time.Unix(20, 0)}}
 	f := &fakeForge{sync: openDraft, cluster: buildchecktest.New()}
 	f.cluster.Refuse(forged.Digest)
 	f.origin = func(call int) acts.OriginObservation {
@@ -274,8 +272,7 @@ func TestPRBuildNobodyBuiltIsNotProposed(t *testing.T) {
 // A run started (not continued) with a state keeps none of it: its PR builds are
 // verified like signals.
 func TestPRGroupStateGivenAtStartIsNotTrusted(t *testing.T) {
-	forged := Entry{Component: "c", Origin: "org/c#2", Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64),
-		From: FromPullRequest, BuildUID: "forged", BuiltAt: time.Unix(20, 0)}
+	forged := Entry{Component: "c", Origin: "org/c#2", From: FromPullRequest, Build: imagebuild.Build{Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64), BuildUID: "forged", BuiltAt: time.Unix(20, 0)}}
 	f := &fakeForge{sync: openDraft, cluster: buildchecktest.New(), origin: func(call int) acts.OriginObservation {
 		if call > 2 {
 			return acts.OriginObservation{Found: true}

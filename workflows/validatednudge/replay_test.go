@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/nudgeflow/nudgeflow/activities/batching"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -16,5 +17,16 @@ func TestReplayStoredHistories(t *testing.T) {
 	replaytest.ReplayAll(t, func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 		r.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
+	})
+}
+
+// TestStoredBuildsDecodeWhole proves that the builds signalled to a
+// ValidatedNudge, now imagebuild.Build, still read every field the stored histories
+// hold, as does the batching request that carries one to a ChangeGroup.
+func TestStoredBuildsDecodeWhole(t *testing.T) {
+	replaytest.DecodeAllWhole(t, map[string]any{
+		"input":                         Input{},
+		"signal " + SignalBuild:         Build{},
+		"activity " + batching.Activity: batching.Request{},
 	})
 }
