@@ -30,6 +30,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate/renovatetest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
@@ -103,9 +104,7 @@ func (u *unitWorld) launch(req LaunchRequest) LaunchResult {
 }
 
 func unitRequest(name string) LaunchRequest {
-	return LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1,
-		Nudging: "operand", Nudged: "bundle", ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64),
-		BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}
+	return LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 }
 
 // created reads what the launch wrote: the run, its config and its Secret.

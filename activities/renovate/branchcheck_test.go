@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
@@ -46,7 +47,7 @@ func stepRun(t *testing.T, builtAt time.Time, head string) (outcome, output stri
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir, secretEnvPrefix+tokenKey+"=s3cret-token")
 	check := BranchCheck{GitURL: repo, Platform: "github", Branch: "konflux/nudge"}
-	plr := (&Activities{}).pipelineRun(LaunchRequest{Name: "run-older", Namespace: "tenant", BuiltAt: builtAt}, false, false)
+	plr := (&Activities{}).pipelineRun(LaunchRequest{Name: "run-older", Namespace: "tenant", Build: imagebuild.Build{BuiltAt: builtAt}}, false, false)
 	withBranchCheck(plr, builtAt, check)
 	for _, e := range plr.Spec.PipelineSpec.Tasks[0].TaskSpec.Steps[0].Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)

@@ -9,8 +9,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"time"
 
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
@@ -47,14 +47,10 @@ type LaunchRequest struct {
 	Attempt    int    `json:"attempt"`
 	Nudging    string `json:"nudging"`
 	Nudged     string `json:"nudged"`
-	// ImageURL is the build's IMAGE_URL (repo:tag); Digest its IMAGE_DIGEST.
-	ImageURL         string `json:"imageURL"`
-	Digest           string `json:"digest"`
-	BuildPipelineRun string `json:"buildPipelineRun"`
-	// RepoAtSHA is the build's build.appstudio.openshift.io/repo annotation.
-	RepoAtSHA string `json:"repoAtSHA,omitempty"`
-	// NudgeFiles is the build's build-nudge-files annotation.
-	NudgeFiles string `json:"nudgeFiles,omitempty"`
+	// Build is the build, whole as the bridge read it (the same JSON names as the
+	// fields it replaced: imageURL, digest, buildPipelineRun, repoAtSHA, nudgeFiles,
+	// builtAt), so stored requests decode.
+	imagebuild.Build
 	// DistributionRepos, when set, are used instead of the nudging component's
 	// ReleasePlanAdmission repositories, which are read at launch otherwise. Only
 	// histories recorded before that lookup carry them.
@@ -62,9 +58,6 @@ type LaunchRequest struct {
 	// HandedBackBy names the ChangeGroup that handed the build back (empty for
 	// other nudges); the run carries it as konflux.AnnotationHandedBackBy.
 	HandedBackBy string `json:"handedBackBy,omitempty"`
-	// BuiltAt is the build's start, which orders the edge's runs (supersede.go);
-	// zero in requests recorded before it.
-	BuiltAt time.Time `json:"builtAt,omitempty"`
 }
 
 // LaunchResult names the run.

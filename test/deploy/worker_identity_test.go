@@ -25,6 +25,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -63,9 +64,7 @@ func launchWorld(t *testing.T) (ns string, req renovate.LaunchRequest) {
 		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s", obj, obj.GetName())
 	}
 	wfID := "nudge/" + ns + "/build-uid/bundle"
-	return ns, renovate.LaunchRequest{Namespace: ns, Name: renovate.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1,
-		Nudging: "operand", Nudged: "bundle", ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64),
-		BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}
+	return ns, renovate.LaunchRequest{Namespace: ns, Name: renovate.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 }
 
 // launch runs the real LaunchRenovate activity with the given client.

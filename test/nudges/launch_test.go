@@ -13,6 +13,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -62,9 +63,7 @@ func TestRetriedLaunchStartsFromScratch(t *testing.T) {
 	a := renovate.New(f.w.Kube, operatorNamespace)
 	env.RegisterActivity(a)
 	wfID := "nudge/" + f.ns + "/build-uid/bundle"
-	req := renovate.LaunchRequest{Namespace: f.ns, Name: renovate.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1,
-		Nudging: "operand", Nudged: "bundle", ImageURL: "quay.io/org/operand:rev1", Digest: digestOf(1),
-		BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}
+	req := renovate.LaunchRequest{Namespace: f.ns, Name: renovate.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: digestOf(1), BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 	key := ctrlclient.ObjectKey{Namespace: f.ns, Name: req.Name}
 	runGone := func() {
 		t.Helper()

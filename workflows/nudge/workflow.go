@@ -161,9 +161,8 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		setPhase(PhaseLaunching)
 		launch := renovate.LaunchRequest{
 			Namespace: req.Namespace, Name: name, WorkflowID: wfID, Attempt: attempt,
-			Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL, Digest: req.Digest,
-			BuildPipelineRun: req.BuildPipelineRun, RepoAtSHA: req.RepoAtSHA, NudgeFiles: req.NudgeFiles,
-			DistributionRepos: req.DistributionRepos, HandedBackBy: req.HandedBackBy, BuiltAt: req.BuiltAt,
+			Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build,
+			DistributionRepos: req.DistributionRepos, HandedBackBy: req.HandedBackBy,
 		}
 		if err := workflow.ExecuteActivity(withSummary("launch Renovate run "+name), renovate.LaunchActivity, launch).Get(ctx, nil); err != nil {
 			if newer, ok := supersededAtLaunch(err); ok && workflow.GetVersion(ctx, versionSupersededEnds, workflow.DefaultVersion, 1) == 1 {

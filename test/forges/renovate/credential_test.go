@@ -26,6 +26,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
@@ -144,9 +145,7 @@ func (u *unitWorld) launch(req renovate.LaunchRequest) renovate.LaunchResult {
 }
 
 func unitRequest(name string) renovate.LaunchRequest {
-	return renovate.LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1,
-		Nudging: "operand", Nudged: "bundle", ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64),
-		BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}
+	return renovate.LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 }
 
 // createdFor reads what the launch of a run that nudges nudged wrote: the run, its

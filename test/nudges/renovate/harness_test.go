@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"
@@ -213,9 +214,7 @@ func (tn *tenant) launch(t *testing.T, n nudge) (done func()) {
 
 	builtRepo, tag, ok := cutLast(n.Image, ":")
 	require.True(t, ok, "image %q has a tag", n.Image)
-	req := renovate.LaunchRequest{Namespace: tn.namespace, Name: n.Run, WorkflowID: "nudge-" + n.Run, Attempt: 1,
-		Nudging: n.Nudging, Nudged: n.Nudged, ImageURL: n.Image, Digest: n.Digest, BuildPipelineRun: n.Nudging + "-build",
-		RepoAtSHA: repoAtSHA(n.Nudging), BuiltAt: n.BuiltAt}
+	req := renovate.LaunchRequest{Namespace: tn.namespace, Name: n.Run, WorkflowID: "nudge-" + n.Run, Attempt: 1, Nudging: n.Nudging, Nudged: n.Nudged, Build: imagebuild.Build{ImageURL: n.Image, Digest: n.Digest, BuildPipelineRun: n.Nudging + "-build", RepoAtSHA: repoAtSHA(n.Nudging), BuiltAt: n.BuiltAt}}
 	owner, name, ok := strings.Cut(n.Repo, "/")
 	require.True(t, ok, "repo %q is owner/name", n.Repo)
 	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, n.HostRules != nil, true, renovate.BranchCheck{
