@@ -27,7 +27,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -170,8 +169,6 @@ type stack struct {
 	managers   int
 	stops      []func()
 	seeded     map[string]bool
-	// progressCount is how many PipelineRuns the bridge-scale measure has written.
-	progressCount atomic.Int64
 }
 
 // Run starts the system, runs the measures and stops everything.
@@ -263,19 +260,13 @@ func (s *stack) start(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		localenv.OnLongLivedThread(func() {
-			s.cp, cpErr = localenv.StartControlPlane(localenv.ControlPlaneOptions{
+			o := localenv.ControlPlaneOptions{
 				Log: cpLog, EtcdDataDir: filepath.Join(s.logDir, "etcd"), DieWithParentDir: shims,
 				WebhookManifests: []string{filepath.Join(localenv.RepoRoot(), "deploy", "webhooks")},
-				EtcdQuotaBytes:   etcdQuota,
-				// The bridge-scale measure's PipelineRuns would cost the API server
-				// about 0.5 MB each in its watch cache (50 GB at 100,000); what the
-				// bridge reads from the API server (paged lists with
-				// resourceVersion="", watches) is served from etcd instead.
-				WithoutWatchCache: []string{"pipelineruns.tekton.dev"},
-				// Listing 100,000 runs from etcd outlasts the 5-minute compaction.
-				NoEtcdCompaction: true,
-				RequestTimeout:   10 * time.Minute,
-			})
+			}
+			// The bridge-scale measure's PipelineRuns.
+			ScaleControlPlane(&o)
+			s.cp, cpErr = localenv.StartControlPlane(o)
 		})
 	}()
 	go func() {

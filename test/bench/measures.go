@@ -442,7 +442,7 @@ func (s *stack) benchWorker(ctx context.Context) error {
 		return err
 	}
 	pid := s.worker.pid()
-	before, _, err := memory(pid)
+	before, _, err := ProcessMemory(pid)
 	if err != nil {
 		return err
 	}
@@ -469,7 +469,7 @@ func (s *stack) benchWorker(ctx context.Context) error {
 	if resp.GetCount() != int64(g) {
 		return fmt.Errorf("%d ChangeGroup workflows run in %s, want %d", resp.GetCount(), nsWorker, g)
 	}
-	after, peak, err := memory(pid)
+	after, peak, err := ProcessMemory(pid)
 	if err != nil {
 		return err
 	}

@@ -90,8 +90,8 @@ func (p *workerProcess) exited() error {
 	}
 }
 
-// memory reads VmRSS and VmHWM (peak) of a process, in bytes.
-func memory(pid int) (rss, peak int64, err error) {
+// ProcessMemory reads VmRSS and VmHWM (peak) of a process, in bytes.
+func ProcessMemory(pid int) (rss, peak int64, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, fmt.Errorf("reading the memory of pid %d: %w", pid, err)

@@ -29,6 +29,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
 const (
@@ -85,35 +86,57 @@ func (s *stack) benchBridgeScale(ctx context.Context) error {
 	return nil
 }
 
-// createScaleRuns creates the namespaces through the API server, seeds the runs
-// into etcd (seedScaleRuns: as the API server stores them, with their final
-// status), and checks that the API server lists them all. The bridge is down.
+// createScaleRuns seeds the measure's runs (SeedScaleRuns). The bridge is down.
 func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
-	c, err := ctrlclient.New(s.cp.Config, ctrlclient.Options{Scheme: kube.NewScheme()})
+	return SeedScaleRuns(ctx, s.cp, s.opts.PipelineRuns, s.progress)
+}
+
+// ScaleControlPlane is how a control plane runs to hold N PipelineRuns of
+// SeedScaleRuns (100,000 and more): no watch cache for PipelineRuns (it would
+// hold each of these runs as about 0.5 MB of unstructured maps, 50 GB at 100,000),
+// so what a bridge reads (paged lists with resourceVersion="", watches) is served
+// from etcd; no compaction during a list that outlasts its 5 minutes; 10-minute
+// requests (a page of 100 nudge runs among 100,000 is a scan of up to 2,000
+// objects); an 8 GiB etcd quota (100,000 runs of 29 KB are 2.9 GB).
+func ScaleControlPlane(o *localenv.ControlPlaneOptions) {
+	o.EtcdQuotaBytes = etcdQuota
+	o.WithoutWatchCache = append(o.WithoutWatchCache, "pipelineruns.tekton.dev")
+	o.NoEtcdCompaction = true
+	o.RequestTimeout = 10 * time.Minute
+}
+
+// SeedScaleRuns puts n PipelineRuns of a Konflux cluster's mix (scaleRun, finished,
+// 29 KB each, 75% of them builds and nudges a bridge caches) into cp: it creates
+// their namespaces through the API server, writes the runs straight into etcd
+// (seedScaleRuns: as the API server stores them, with their final status), and
+// checks that the API server lists them all. It says how far it got on progress
+// and returns how long the writing took. cp runs as ScaleControlPlane sets it
+// when n is large.
+func SeedScaleRuns(ctx context.Context, cp *localenv.ControlPlane, n int, progress func(format string, args ...any)) (time.Duration, error) {
+	c, err := ctrlclient.New(cp.Config, ctrlclient.Options{Scheme: kube.NewScheme()})
 	if err != nil {
 		return 0, fmt.Errorf("kubernetes client: %w", err)
 	}
-	for ns := 0; ns < min(scaleNamespaces, s.opts.PipelineRuns); ns++ {
+	for ns := 0; ns < min(scaleNamespaces, n); ns++ {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNamespace(ns)}}); err != nil {
 			return 0, fmt.Errorf("creating namespace %s: %w", scaleNamespace(ns), err)
 		}
 	}
-	n := s.opts.PipelineRuns
 	before, err := servedRuns(ctx, c)
 	if err != nil {
 		return 0, err
 	}
-	ctx, stopGuard := guardMemory(ctx, &s.progressCount)
+	var written atomic.Int64
+	ctx, stopGuard := guardMemory(ctx, &written)
 	defer stopGuard()
 	began, last := time.Now(), time.Now()
-	s.progressCount.Store(0)
 	var mu sync.Mutex
-	err = seedScaleRuns(ctx, s.cp.Env.ControlPlane.Etcd.URL.String(), n, func(written int) {
-		done := s.progressCount.Add(int64(written))
+	err = seedScaleRuns(ctx, cp.Env.ControlPlane.Etcd.URL.String(), n, func(batch int) {
+		done := written.Add(int64(batch))
 		mu.Lock()
 		defer mu.Unlock()
 		if time.Since(last) > 30*time.Second {
-			s.progress("%d of %d PipelineRuns written into etcd", done, n)
+			progress("%d of %d PipelineRuns written into etcd", done, n)
 			last = time.Now()
 		}
 	})
@@ -121,7 +144,7 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	took := time.Since(began)
-	// Listed through the API server, beside the runs earlier measures wrote.
+	// Listed through the API server, beside the runs written before.
 	served, err := servedRuns(ctx, c)
 	if err != nil {
 		return 0, err
@@ -130,7 +153,7 @@ func (s *stack) createScaleRuns(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("the API server lists %d PipelineRuns, %d before and %d seeded", served, before, n)
 	}
 	if size, err := objectSize(ctx, c, scaleNamespace(0)); err == nil {
-		s.progress("a build PipelineRun weighs %.1f KB as JSON", float64(size)/1024)
+		progress("a build PipelineRun weighs %.1f KB as JSON", float64(size)/1024)
 	}
 	return took, nil
 }
@@ -257,7 +280,7 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 		if err := p.exited(); err != nil {
 			return false, &fatalError{err}
 		}
-		if rss, _, err := memory(p.pid()); err == nil && rss > bridgeRSSCeiling {
+		if rss, _, err := ProcessMemory(p.pid()); err == nil && rss > bridgeRSSCeiling {
 			return false, &fatalError{errOverCeiling{rss: rss, after: time.Since(began)}}
 		}
 		return controllersStarted(logPath)
@@ -271,7 +294,7 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 		return err
 	}
 	synced := time.Since(began)
-	_, syncPeak, err := memory(p.pid())
+	_, syncPeak, err := ProcessMemory(p.pid())
 	if err != nil {
 		return err
 	}
@@ -332,7 +355,7 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 	}); err != nil {
 		return err
 	}
-	rss, peak, err := memory(p.pid())
+	rss, peak, err := ProcessMemory(p.pid())
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/nudgeflow/nudgeflow/test/bench"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -47,13 +48,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "rendering the webhook configurations of deploy/base: %v\n", err)
 		os.Exit(1)
 	}
-	code := world.Main(m, world.Options{
+	opts := world.Options{
 		// The API server calls the webhooks as deploy/base configures them (names,
 		// object and namespace selectors), at the address envtest serves them on: the
 		// bridge started from the manifests listens there.
 		WebhookManifests: []string{webhooks},
 		ExtraCRDDirs:     []string{filepath.Join(localenv.RepoRoot(), "test", "deploy", "crds")},
-	})
+	}
+	plrs, err := rolloutScale()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if plrs > 0 {
+		// The rollout at a cluster's scale: the API server holds its PipelineRuns
+		// as the bench's does (rollout_test.go).
+		opts.ControlPlane = bench.ScaleControlPlane
+	}
+	code := world.Main(m, opts)
 	_ = os.RemoveAll(filepath.Dir(webhooks))
 	os.Exit(code)
 }

@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/test/bench"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -44,6 +47,37 @@ const (
 	slowFirstList = 7 * time.Second
 	streamPeriod  = 300 * time.Millisecond
 )
+
+// rolloutPLRsEnv, when set, runs the rollout at a cluster's scale, by hand
+// (docs/performance.md): its count of PipelineRuns of a Konflux cluster's mix
+// (test/bench's bridge-scale runs, 29 KB each, three quarters of them builds and
+// nudges the bridges cache) is written into etcd in place of the rolloutSeeded
+// routed builds, and the package's API server runs as the bench's
+// (bench.ScaleControlPlane: no watch cache for PipelineRuns, so each first list
+// is read from etcd and takes minutes at 100,000, as measured there).
+const rolloutPLRsEnv = "NUDGEFLOW_ROLLOUT_PLRS"
+
+// rolloutScale is the count rolloutPLRsEnv asks for; zero when it is unset.
+func rolloutScale() (int, error) {
+	v := os.Getenv(rolloutPLRsEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive count of PipelineRuns", rolloutPLRsEnv, v)
+	}
+	return n, nil
+}
+
+// rolloutWait is how long a replica may take to list its caches and be ready (and
+// the --cache-sync-timeout it is given at scale), and the stream's builds to be
+// routed once the rollout is over: 30 ms a PipelineRun on this machine's 2 shared
+// cores, where one bridge's first lists of 100,000 took 548 s and the two first
+// replicas list at once.
+func rolloutWait(plrs int) time.Duration {
+	return startupTimeout + time.Duration(plrs)*30*time.Millisecond
+}
 
 // A rolling replacement of the bridge's two replicas, as a Deployment performs it
 // from deploy/base (maxSurge 1, maxUnavailable 0, minReadySeconds, the preStop
@@ -73,10 +107,28 @@ func TestBridgeRolloutKeepsTheHooksUp(t *testing.T) {
 	create(newComponent("operand", "", "bundle"))
 	create(newComponent("lib", ""))
 	create(newComponent("app", ""))
-	for i := range rolloutSeeded {
-		run := pushBuild(fmt.Sprintf("seed-on-push-%d", i), "seed", fmt.Sprintf("%040d", i))
-		run.Annotations[konflux.AnnotationNudgeRouted] = builds.RoutedNoEdges
-		create(run)
+	plrs, err := rolloutScale()
+	require.NoError(t, err)
+	atScale := plrs > 0
+	if atScale {
+		took, err := bench.SeedScaleRuns(ctx, w.ControlPlane, plrs, t.Logf)
+		require.NoError(t, err, "seeding %d PipelineRuns", plrs)
+		t.Logf("%d PipelineRuns written into etcd in %s", plrs, took.Round(time.Second))
+	} else {
+		plrs = rolloutSeeded
+		for i := range rolloutSeeded {
+			run := pushBuild(fmt.Sprintf("seed-on-push-%d", i), "seed", fmt.Sprintf("%040d", i))
+			run.Annotations[konflux.AnnotationNudgeRouted] = builds.RoutedNoEdges
+			create(run)
+		}
+	}
+	wait := rolloutWait(plrs)
+	if atScale {
+		// Where the first lists are slower than the default allows, the operator
+		// raises --cache-sync-timeout (deploy/README.md), as this Deployment does.
+		d = d.DeepCopy()
+		c := &d.Spec.Template.Spec.Containers[0]
+		c.Args = append(c.Args, "--cache-sync-timeout="+wait.String())
 	}
 
 	api := startSlowLists(t, slowFirstList)
@@ -93,7 +145,7 @@ func TestBridgeRolloutKeepsTheHooksUp(t *testing.T) {
 	}
 	olds := []*pod{start("nudgeflow-bridge-old-0"), start("nudgeflow-bridge-old-1")}
 	for _, p := range olds {
-		p.waitReady(startupTimeout)
+		p.waitReady(wait)
 		front.waitRouting(t, p)
 	}
 	// What holds the stream's nudges: a ChangeGroup (operand -> bundle) and a
@@ -124,7 +176,7 @@ func TestBridgeRolloutKeepsTheHooksUp(t *testing.T) {
 		// Up (its webhook server and probes serve) but not ready while it lists
 		// (controller-runtime answers a failed check with 500).
 		nw.waitReadiness(http.StatusInternalServerError, startupTimeout)
-		nw.waitReady(startupTimeout)
+		nw.waitReady(wait)
 		front.waitRouting(t, nw)
 		require.GreaterOrEqual(t, time.Since(started), slowFirstList, "%s is ready only once its informers' lists are in", nw.name)
 		// The Deployment controller counts the new pod available minReadySeconds
@@ -134,6 +186,7 @@ func TestBridgeRolloutKeepsTheHooksUp(t *testing.T) {
 		time.Sleep(minReady)
 		front.terminate(old)
 		time.Sleep(preStop)
+		front.report(old)
 		old.stop()
 	}
 	// A little more stream after the last old replica left.
@@ -141,9 +194,12 @@ func TestBridgeRolloutKeepsTheHooksUp(t *testing.T) {
 	s.stop()
 	require.Empty(t, s.errs(), "the stream's creates and status updates")
 
-	routed := s.waitRouted(t, 3*time.Minute)
+	routed := s.waitRouted(t, max(3*time.Minute, wait))
+	for _, p := range front.pods() {
+		front.report(p)
+	}
 	nudges, buildRuns, failOpen := s.counts()
-	fmt.Printf("bridge-rollout plrs=%d creates=%d fail_open=%d unrouted_s=%.1f\n", rolloutSeeded, nudges+buildRuns, failOpen, routed.Seconds())
+	fmt.Printf("bridge-rollout plrs=%d creates=%d fail_open=%d unrouted_s=%.1f\n", plrs, nudges+buildRuns, failOpen, routed.Seconds())
 	require.Positive(t, nudges)
 	require.Positive(t, buildRuns)
 	require.Zero(t, failOpen, "every nudge created during the rollout was held, every build held at creation: %s", strings.Join(s.failedOpen(), "; "))
@@ -274,28 +330,32 @@ func (s *stream) failedOpen() []string {
 	return s.failOpen
 }
 
-// poll notes the builds it sees routed (acknowledged and released), and returns
-// the built ones not routed yet.
+// poll notes the built builds it sees routed (acknowledged and released), and
+// returns those not routed yet. It reads them one by one: a list of the namespace
+// would read every nudge and build of the stream, from etcd at scale, four times
+// a second.
 func (s *stream) poll(kube ctrlclient.Client) ([]string, error) {
-	var list tektonv1.PipelineRunList
-	if err := kube.List(context.Background(), &list, ctrlclient.InNamespace(s.ns),
-		ctrlclient.MatchingLabels{builds.LabelComponent: "lib", builds.LabelPipelineType: builds.PipelineTypeBuild}); err != nil {
-		return nil, err
-	}
-	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range list.Items {
-		b := &list.Items[i]
-		if _, seen := s.routed[b.Name]; !seen && builds.Settled(b) {
-			s.routed[b.Name] = now
-		}
-	}
-	var waiting []string
+	var unseen []string
 	for name := range s.built {
 		if _, ok := s.routed[name]; !ok {
-			waiting = append(waiting, name)
+			unseen = append(unseen, name)
 		}
+	}
+	s.mu.Unlock()
+	var waiting []string
+	for _, name := range unseen {
+		var b tektonv1.PipelineRun
+		if err := kube.Get(context.Background(), ctrlclient.ObjectKey{Namespace: s.ns, Name: name}, &b); err != nil {
+			return nil, err
+		}
+		if !builds.Settled(&b) {
+			waiting = append(waiting, name)
+			continue
+		}
+		s.mu.Lock()
+		s.routed[name] = time.Now()
+		s.mu.Unlock()
 	}
 	return waiting, nil
 }
@@ -348,6 +408,9 @@ type backend struct {
 	proxy              *httputil.ReverseProxy
 	readyURL           string
 	ready, terminating bool
+	// added is when the replica started (it is added behind the front at once),
+	// readyAt when its readiness first answered 200.
+	added, readyAt time.Time
 }
 
 func startReadyFront(t *testing.T, addr string) *readyFront {
@@ -378,7 +441,7 @@ func (f *readyFront) add(p *pod, addr string) {
 		http.Error(w, fmt.Sprintf("%s: %v", p.name, err), http.StatusBadGateway)
 	}
 	probe := p.container.ReadinessProbe.HTTPGet
-	b := &backend{p: p, proxy: proxy, readyURL: p.url(probe.Port, probe.Path)}
+	b := &backend{p: p, proxy: proxy, readyURL: p.url(probe.Port, probe.Path), added: time.Now()}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.backends = append(f.backends, b)
@@ -397,6 +460,37 @@ func (f *readyFront) waitRouting(t *testing.T, p *pod) {
 		}
 		return false, fmt.Errorf("%s is not behind the front", p.name)
 	})
+}
+
+// pods are the replicas behind the front that still run.
+func (f *readyFront) pods() []*pod {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*pod
+	for _, b := range f.backends {
+		if !b.p.exited() {
+			out = append(out, b.p)
+		}
+	}
+	return out
+}
+
+// report logs how long p took from its start to ready (its caches' first lists)
+// and its memory: VmRSS now and VmHWM, the peak (the first lists' pages).
+func (f *readyFront) report(p *pod) {
+	f.mu.Lock()
+	var ready time.Duration
+	for _, b := range f.backends {
+		if b.p == p && !b.readyAt.IsZero() {
+			ready = b.readyAt.Sub(b.added)
+		}
+	}
+	f.mu.Unlock()
+	rss, peak, err := bench.ProcessMemory(p.cmd.Process.Pid)
+	if err != nil {
+		f.t.Logf("%s: %v", p.name, err)
+	}
+	f.t.Logf("%s ready_s=%.1f rss_mib=%.0f peak_rss_mib=%.0f", p.name, ready.Seconds(), float64(rss)/(1<<20), float64(peak)/(1<<20))
 }
 
 // terminate takes p out of the endpoints: no new call goes to it.
@@ -430,6 +524,9 @@ func (f *readyFront) probe() {
 			}
 			f.mu.Lock()
 			b.ready = ready
+			if ready && b.readyAt.IsZero() {
+				b.readyAt = time.Now()
+			}
 			f.mu.Unlock()
 		}
 	}

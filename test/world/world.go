@@ -33,6 +33,9 @@ type Options struct {
 	// ExtraCRDDirs are loaded beside deploy/crds and test/crds (for example the
 	// kinds of cluster operators the manifests use: cert-manager, Prometheus).
 	ExtraCRDDirs []string
+	// ControlPlane, when set, changes how kube-apiserver and etcd run (for example
+	// test/bench's ScaleControlPlane, for a world of 100,000 PipelineRuns).
+	ControlPlane func(*localenv.ControlPlaneOptions)
 	// Start runs once the servers are up, before the tests (for example to start a
 	// bridge and a worker); the returned stop runs after the tests, before teardown.
 	Start func(w *World) (stop func(), err error)
@@ -122,11 +125,15 @@ func start(opts Options) (*World, error) {
 		}
 		webhooks = []string{selected}
 	}
-	if w.ControlPlane, err = localenv.StartControlPlane(localenv.ControlPlaneOptions{
+	cpOpts := localenv.ControlPlaneOptions{
 		Log:              kubeLog,
 		WebhookManifests: webhooks,
 		ExtraCRDDirs:     opts.ExtraCRDDirs,
-	}); err != nil {
+	}
+	if opts.ControlPlane != nil {
+		opts.ControlPlane(&cpOpts)
+	}
+	if w.ControlPlane, err = localenv.StartControlPlane(cpOpts); err != nil {
 		return w, err
 	}
 	c, err := ctrlclient.New(w.ControlPlane.Config, ctrlclient.Options{Scheme: kube.NewScheme()})
