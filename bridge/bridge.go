@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	newmodel "github.com/nudgeflow/nudgeflow/api/mirror/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/batching"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
@@ -123,6 +126,11 @@ type ManagerOptions struct {
 	// CacheSyncTimeout bounds the informers' first lists, for the controllers and
 	// for readiness (DefaultCacheSyncTimeout when zero).
 	CacheSyncTimeout time.Duration
+	// NewFormKeys says whether the bridge also caches PipelineRuns labelled only
+	// with ADR 69's konflux-ci.dev keys: NewFormKeysAuto (the default) when the
+	// cluster serves the new-model Component kind (only its builds carry them),
+	// NewFormKeysOn or NewFormKeysOff.
+	NewFormKeys string
 	// SkipControllerNameValidation lets one process build a second manager (tests and
 	// `nudgeflow-dev bench` restart the bridge in-process); controller names must be
 	// unique per process otherwise.
@@ -170,10 +178,18 @@ func NewManager(cfg *rest.Config, opts ManagerOptions) (ctrl.Manager, error) {
 	if opts.SkipControllerNameValidation {
 		ctrlOpts.SkipNameValidation = ptr.To(true)
 	}
+	newForm, err := cachesNewForm(cfg, opts.NewFormKeys)
+	if err != nil {
+		return nil, err
+	}
+	newCache := plrcache.NewOldFormOnly
+	if newForm {
+		newCache = plrcache.New
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  kube.NewScheme(),
 		Cache:                   plrcache.Options(),
-		NewCache:                plrcache.New,
+		NewCache:                newCache,
 		Controller:              ctrlOpts,
 		Metrics:                 opts.Metrics.ServerOptions(opts.MetricsAddr),
 		HealthProbeBindAddress:  opts.HealthAddr,
@@ -297,4 +313,45 @@ func ResolvePeers(mapper meta.RESTMapper, value string) (builds.Peers, error) {
 	ctrl.Log.WithName("bridge").Info("detected the Konflux services that nudge beside nudgeflow; their edges are theirs",
 		"nudgingPeers", peers.String())
 	return peers, nil
+}
+
+// The values of ManagerOptions.NewFormKeys (--new-form-keys).
+const (
+	NewFormKeysAuto = "auto"
+	NewFormKeysOn   = "on"
+	NewFormKeysOff  = "off"
+)
+
+// cachesNewForm decides NewFormKeys. Auto asks discovery once, at start: a
+// cluster that installs the new-model Component later needs a bridge restart
+// (deploy/README.md says so); a discovery error caches them (the cost of an
+// empty informer is safer than a build nobody routes).
+func cachesNewForm(cfg *rest.Config, mode string) (bool, error) {
+	switch mode {
+	case NewFormKeysOn:
+		return true, nil
+	case NewFormKeysOff:
+		return false, nil
+	case "", NewFormKeysAuto:
+	default:
+		return false, fmt.Errorf("--new-form-keys is %q: want auto, on or off", mode)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return true, nil
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(newmodel.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		ctrl.Log.WithName("bridge").Error(err, "cannot tell whether the cluster serves new-model Components; caching new-form PipelineRuns too")
+		return true, nil
+	}
+	for _, r := range resources.APIResources {
+		if r.Name == "components" {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -65,6 +65,9 @@ var runSelectors = func() []labels.Selector {
 	return []labels.Selector{builds[1], builds[0], nudges[1], nudges[0]}
 }()
 
+// oldFormSelectors are runSelectors[1:] without the new forms: old-form nudges.
+var oldFormSelectors = []labels.Selector{runSelectors[2]}
+
 var pipelineRunGVK = tektonv1.SchemeGroupVersion.WithKind("PipelineRun")
 
 // Options: every object loses metadata.managedFields (the bridge never reads
@@ -141,12 +144,27 @@ func pipelineRunsBy(selector labels.Selector) cache.ByObject {
 // PipelineRuns) and one more per other selector of runSelectors, merged for
 // PipelineRuns.
 func New(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	return newCache(cfg, opts, runSelectors[1:])
+}
+
+// NewOldFormOnly is New without the informers of the new (konflux-ci.dev) form:
+// for a cluster that serves no new-model Component, where no build or nudge
+// carries those keys. Their informers would find nothing, and finding nothing is
+// what costs: an API server that lists PipelineRuns from etcd (before 1.31, or
+// without a watch cache for them) reads every PipelineRun of the cluster to fill
+// the first page of a selector nothing matches — at 100,000 runs longer than its
+// request timeout, so the bridge never became ready (docs/performance.md).
+func NewOldFormOnly(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	return newCache(cfg, opts, oldFormSelectors)
+}
+
+func newCache(cfg *rest.Config, opts cache.Options, otherSelectors []labels.Selector) (cache.Cache, error) {
 	main, err := cache.New(cfg, opts)
 	if err != nil {
 		return nil, err
 	}
 	c := &pipelineRunCache{Cache: main, scheme: opts.Scheme}
-	for _, sel := range runSelectors[1:] {
+	for _, sel := range otherSelectors {
 		more := opts
 		more.ByObject = map[ctrlclient.Object]cache.ByObject{&tektonv1.PipelineRun{}: pipelineRunsBy(sel)}
 		other, err := cache.New(cfg, more)

@@ -42,6 +42,7 @@ func newBridgeCommand() *cobra.Command {
 	fs.DurationVar(&opts.RenewDeadline, "leader-elect-renew-deadline", bridge.DefaultRenewDeadline, "how long the leader keeps trying to renew its Lease before it gives up leading (and exits; must be less than the lease duration)")
 	fs.DurationVar(&opts.RetryPeriod, "leader-elect-retry-period", bridge.DefaultRetryPeriod, "how often the replicas try to acquire or renew the Lease")
 	opts.Metrics.AddFlags(fs)
+	fs.StringVar(&opts.NewFormKeys, "new-form-keys", bridge.NewFormKeysAuto, "also cache PipelineRuns labelled only with the konflux-ci.dev keys of ADR 69: auto (when the cluster serves the konflux-ci.dev Component, whose builds alone carry them; decided at start), on or off")
 	fs.DurationVar(&opts.CacheSyncTimeout, "cache-sync-timeout", bridge.DefaultCacheSyncTimeout, "how long the informers' first lists may take (548 s at 100,000 PipelineRuns, docs/performance.md); the replica is not ready until the caches its admission webhooks read have synced, and exits when they have not by then")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each controller reconciles at once (builds, Snapshots, Renovate runs, ChangeGroups, held nudges, NudgeConfigs)")
 	fs.StringVar(&peers, "nudging-peers", builds.PeersAuto, "the Konflux services that nudge beside nudgeflow, whose edges nudgeflow leaves to them: auto (detected from the CRDs the cluster serves), none, or a comma-separated list of build-service and integration-service")
