@@ -188,14 +188,14 @@ func TestBridgeRolloutKeepsTheHooksUp(t *testing.T) {
 		// after it became ready, and only then removes an old one: the endpoint
 		// first (the front stops sending new connections), then the kubelet runs
 		// the preStop sleep and sends SIGTERM.
-		time.Sleep(minReady)
+		s.waitRounds(t, minReady)
 		front.terminate(old)
-		time.Sleep(preStop)
+		s.waitRounds(t, preStop)
 		front.report(old)
 		old.stop()
 	}
 	// A little more stream after the last old replica left.
-	time.Sleep(3 * time.Second)
+	s.waitRounds(t, 3*time.Second)
 	s.stop()
 	require.Empty(t, s.errs(), "the stream's creates and status updates")
 
@@ -310,6 +310,22 @@ func (s *stream) record(err error, ok func()) {
 		return
 	}
 	ok()
+}
+
+// waitRounds waits until the stream has made the rounds it makes in d (three
+// creates a round, one round a streamPeriod at most): minReadySeconds and the
+// preStop sleep are windows of traffic, and the ticker cannot run faster than its
+// period, so at least d has passed too, however slow the machine.
+func (s *stream) waitRounds(t *testing.T, d time.Duration) {
+	t.Helper()
+	nudges, buildRuns, _ := s.counts()
+	want := nudges + buildRuns + 3*int(d/streamPeriod)
+	world.Eventually(t, max(10*d, 2*time.Minute), fmt.Sprintf("the stream's creates reach %d", want), func() (bool, error) {
+		if nudges, buildRuns, _ := s.counts(); nudges+buildRuns < want {
+			return false, fmt.Errorf("%d creates", nudges+buildRuns)
+		}
+		return true, nil
+	})
 }
 
 func (s *stream) stop() {
