@@ -27,14 +27,14 @@ func MeasureBacklog(mgr ctrl.Manager) error {
 		return err
 	}
 	metrics.MeasureBacklogWith(func(ctx context.Context) (metrics.Backlog, error) {
-		return ReadBacklog(ctx, mgr.GetCache(), time.Now())
+		return readBacklog(ctx, mgr.GetCache(), time.Now())
 	})
 	return nil
 }
 
-// ReadBacklog measures the backlog at now from r (the bridge's cache, with
+// readBacklog measures the backlog at now from r (the bridge's cache, with
 // builds.IndexHeldBuilds).
-func ReadBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metrics.Backlog, error) {
+func readBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metrics.Backlog, error) {
 	b := metrics.Backlog{OldestWaiting: map[string]time.Duration{}}
 	// Read only, so the cache's objects are read in place: a copy of every build
 	// PipelineRun of a Konflux cluster on each scrape would cost more than the rest

@@ -84,7 +84,7 @@ func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 	require.NoError(t, builds.IndexHeldBuilds(fakeIndexer{indexed}))
 	r := indexed.Build()
 
-	b, err := ReadBacklog(context.Background(), r, now)
+	b, err := readBacklog(context.Background(), r, now)
 	require.NoError(t, err)
 	require.Equal(t, metrics.Backlog{
 		OldestWaiting:  map[string]time.Duration{"Initialized": 3 * time.Hour, "Waiting": 26 * time.Hour, "Ready": 30 * time.Hour},
@@ -93,7 +93,7 @@ func TestBacklogGaugesReportTheOldestStuckWork(t *testing.T) {
 	}, b)
 
 	// As scraped: every waiting phase reported, 0 where no group waits.
-	metrics.MeasureBacklogWith(func(ctx context.Context) (metrics.Backlog, error) { return ReadBacklog(ctx, r, now) })
+	metrics.MeasureBacklogWith(func(ctx context.Context) (metrics.Backlog, error) { return readBacklog(ctx, r, now) })
 	want := `
 # HELP nudgeflow_build_oldest_unrouted_seconds Seconds since the oldest finished build PipelineRun still held under the build-routing finalizer finished (0: none).
 # TYPE nudgeflow_build_oldest_unrouted_seconds gauge

@@ -129,7 +129,7 @@ type ManagerOptions struct {
 	// NewFormKeys says whether the bridge also caches PipelineRuns labelled only
 	// with ADR 69's konflux-ci.dev keys: NewFormKeysAuto (the default) when the
 	// cluster serves the new-model Component kind (only its builds carry them),
-	// NewFormKeysOn or NewFormKeysOff.
+	// newFormKeysOn or NewFormKeysOff.
 	NewFormKeys string
 	// SkipControllerNameValidation lets one process build a second manager (tests and
 	// `nudgeflow-dev bench` restart the bridge in-process); controller names must be
@@ -318,8 +318,8 @@ func ResolvePeers(mapper meta.RESTMapper, value string) (builds.Peers, error) {
 // The values of ManagerOptions.NewFormKeys (--new-form-keys).
 const (
 	NewFormKeysAuto = "auto"
-	NewFormKeysOn   = "on"
-	NewFormKeysOff  = "off"
+	newFormKeysOn   = "on"
+	newFormKeysOff  = "off"
 )
 
 // cachesNewForm decides NewFormKeys. Auto asks discovery once, at start: a
@@ -328,9 +328,9 @@ const (
 // empty informer is safer than a build nobody routes).
 func cachesNewForm(cfg *rest.Config, mode string) (bool, error) {
 	switch mode {
-	case NewFormKeysOn:
+	case newFormKeysOn:
 		return true, nil
-	case NewFormKeysOff:
+	case newFormKeysOff:
 		return false, nil
 	case "", NewFormKeysAuto:
 	default:

@@ -64,5 +64,5 @@ nudgeflow_changegroup_workflow_closed 2
 }
 
 func readBacklogOf(r ctrlclient.Reader) (metrics.Backlog, error) {
-	return ReadBacklog(context.Background(), r, time.Unix(3600, 0))
+	return readBacklog(context.Background(), r, time.Unix(3600, 0))
 }

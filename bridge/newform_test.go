@@ -44,8 +44,8 @@ func TestNewFormKeysFollowTheNewModelComponent(t *testing.T) {
 		{"auto by default", "", []string{"components"}, true},
 		{"auto, the group not served", NewFormKeysAuto, nil, false},
 		{"auto, the group served without Components", NewFormKeysAuto, []string{"nudgeconfigs"}, false},
-		{"on without the new model", NewFormKeysOn, nil, true},
-		{"off with the new model", NewFormKeysOff, []string{"components"}, false},
+		{"on without the new model", newFormKeysOn, nil, true},
+		{"off with the new model", newFormKeysOff, []string{"components"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := cachesNewForm(discoveryServer(t, c.resources), c.mode)

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -203,7 +204,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	}{
 		{nudge.Workflow, nudge.WorkflowName},
 		{validatednudge.Workflow, validatednudge.WorkflowName},
-		{changegroup.Workflow, changegroup.WorkflowName},
+		{changegroup.Workflow, changegroupapi.WorkflowName},
 		{prgroup.Workflow, prgroup.WorkflowName}, // PR groups (ADR 29)
 	} {
 		r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})

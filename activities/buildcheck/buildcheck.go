@@ -52,7 +52,7 @@ const (
 	SourceBuildRun       = "build-pipelinerun"
 	SourceComponentImage = "component-image"
 	SourceSnapshot       = "snapshot"
-	SourceChangeGroup    = "changegroup"
+	sourceChangeGroup    = "changegroup"
 )
 
 // Subject is the object a refusal's Event is recorded on: the nudged Component of
@@ -124,13 +124,13 @@ func Options(summary string) workflow.ActivityOptions {
 		StartToCloseTimeout: 2 * time.Minute,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 5 * time.Minute,
-			NonRetryableErrorTypes: []string{ErrorInvalidRequest}},
+			NonRetryableErrorTypes: []string{errorInvalidRequest}},
 	}
 }
 
-// ErrorInvalidRequest is the type of the error a request without a namespace
+// errorInvalidRequest is the type of the error a request without a namespace
 // fails with: a bug of the caller, not worth retrying.
-const ErrorInvalidRequest = "InvalidRequest"
+const errorInvalidRequest = "InvalidRequest"
 
 // Activities reads the cluster.
 type Activities struct {
@@ -160,7 +160,7 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 // be retried) only when the cluster cannot be read; a refusal is a verdict.
 func (a *Activities) VerifyBuild(ctx context.Context, req Request) (Verdict, error) {
 	if req.Namespace == "" {
-		return Verdict{}, temporal.NewNonRetryableApplicationError("a build is verified in the workflow's namespace: none given", ErrorInvalidRequest, nil)
+		return Verdict{}, temporal.NewNonRetryableApplicationError("a build is verified in the workflow's namespace: none given", errorInvalidRequest, nil)
 	}
 	v, err := a.verify(ctx, req)
 	if err != nil {
@@ -366,7 +366,7 @@ func (a *Activities) byChangeGroup(ctx context.Context, req Request, repo string
 	}
 	for _, c := range cg.Status.Components {
 		if c.Name == req.Component && c.NewBuild == req.Digest && (c.NewBuildPullSpec == "" || sameRepository(repo, c.NewBuildPullSpec)) {
-			return &Verdict{Verified: true, Source: SourceChangeGroup, Evidence: "ChangeGroup " + cg.Name}, "", nil
+			return &Verdict{Verified: true, Source: sourceChangeGroup, Evidence: "ChangeGroup " + cg.Name}, "", nil
 		}
 	}
 	return nil, fmt.Sprintf("ChangeGroup %s collected no such build of %s", cg.Name, req.Component), nil

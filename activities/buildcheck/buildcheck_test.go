@@ -200,7 +200,7 @@ func TestHandedBackBuildIsProvenByItsGroup(t *testing.T) {
 	handedBack.HandedBackBy = "g"
 	v := verify(handedBack)
 	require.True(t, v.Verified, v.Reason)
-	require.Equal(t, SourceChangeGroup, v.Source)
+	require.Equal(t, sourceChangeGroup, v.Source)
 
 	require.False(t, verify(request("op", digest("a"), "op-on-push-pruned")).Verified, "no group named: nothing proves it")
 	other := request("op", digest("d"), "op-on-push-pruned")

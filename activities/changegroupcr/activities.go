@@ -1,3 +1,7 @@
+// Package changegroupcr is the ChangeGroup workflow's Kubernetes side: it resolves
+// what the group needs from the cluster (the nudged repository, file patterns,
+// each nudging component's image and original digest) and writes the CR status,
+// the projection of the workflow's state.
 package changegroupcr
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
@@ -63,9 +68,9 @@ func (a *Activities) owner() *ownership.Checker {
 
 // Register adds the activities under their stable names.
 func (a *Activities) Register(r sdkworker.Registry) {
-	r.RegisterActivityWithOptions(a.Resolve, activity.RegisterOptions{Name: ResolveActivity})
-	r.RegisterActivityWithOptions(a.WriteStatus, activity.RegisterOptions{Name: WriteStatusActivity})
-	r.RegisterActivityWithOptions(a.RecordEvent, activity.RegisterOptions{Name: EventActivity})
+	r.RegisterActivityWithOptions(a.Resolve, activity.RegisterOptions{Name: changegroupcrapi.ResolveActivity})
+	r.RegisterActivityWithOptions(a.WriteStatus, activity.RegisterOptions{Name: changegroupcrapi.WriteStatusActivity})
+	r.RegisterActivityWithOptions(a.RecordEvent, activity.RegisterOptions{Name: changegroupcrapi.EventActivity})
 }
 
 // errGone marks a group that no longer exists (or was re-created under a new UID).
@@ -87,27 +92,27 @@ func (a *Activities) group(ctx context.Context, ns, name, uid string) (*appstudi
 
 // Resolve gathers what the workflow needs. A missing nudged component or group is a
 // non-retryable error: waiting will not make it appear.
-func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved, error) {
+func (a *Activities) Resolve(ctx context.Context, req changegroupcrapi.ResolveRequest) (changegroupcrapi.Resolved, error) {
 	cg, err := a.group(ctx, req.Namespace, req.Name, req.UID)
 	if errors.Is(err, errGone) {
-		return Resolved{}, temporal.NewNonRetryableApplicationError(
+		return changegroupcrapi.Resolved{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("ChangeGroup %s/%s no longer exists", req.Namespace, req.Name), "ChangeGroupGone", nil)
 	}
 	if err != nil {
-		return Resolved{}, err
+		return changegroupcrapi.Resolved{}, err
 	}
 	nudged := cg.Spec.NudgedComponent
 	var target mirrorv1alpha1.Component
 	if err := components.Get(ctx, a.Kube, req.Namespace, nudged, &target); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Resolved{}, temporal.NewNonRetryableApplicationError(
+			return changegroupcrapi.Resolved{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("nudged component %q does not exist in namespace %s", nudged, req.Namespace), "ComponentNotFound", nil)
 		}
-		return Resolved{}, fmt.Errorf("reading nudged component %s: %w", nudged, err)
+		return changegroupcrapi.Resolved{}, fmt.Errorf("reading nudged component %s: %w", nudged, err)
 	}
 	repo, err := repoOf(&target)
 	if err != nil {
-		return Resolved{}, temporal.NewNonRetryableApplicationError(err.Error(), "NoRepository", nil)
+		return changegroupcrapi.Resolved{}, temporal.NewNonRetryableApplicationError(err.Error(), "NoRepository", nil)
 	}
 	// The group writes to the target's repository: the namespace must own it. A
 	// refusal ends the group before any forge call (ResolveFailed, with this
@@ -119,15 +124,15 @@ func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved,
 			activity.GetLogger(ctx).Warn("refused: the namespace does not own the nudged component's repository", "changeGroup", cg.Name,
 				"namespace", req.Namespace, "repo", repo.URL, "error", err)
 		}
-		return Resolved{}, err
+		return changegroupcrapi.Resolved{}, err
 	}
 	// The files a nudge may edit follow the same ConfigMap tiers as Renovate's nudges.
 	opts, _, err := renovate.ReadTier(ctx, a.Kube, req.Namespace, &target)
 	if err != nil {
-		return Resolved{}, err
+		return changegroupcrapi.Resolved{}, err
 	}
 	fileMatch := renovate.FileMatch(opts, "")
-	out := Resolved{NudgedComponent: nudged, Repo: repo, FileMatch: fileMatch}
+	out := changegroupcrapi.Resolved{NudgedComponent: nudged, Repo: repo, FileMatch: fileMatch}
 
 	names := req.Components
 	if len(names) == 0 {
@@ -137,27 +142,27 @@ func (a *Activities) Resolve(ctx context.Context, req ResolveRequest) (Resolved,
 	}
 	if len(names) == 0 && len(req.Components) == 0 {
 		if names, err = a.nudgersOf(ctx, req.Namespace, nudged); err != nil {
-			return Resolved{}, err
+			return changegroupcrapi.Resolved{}, err
 		}
 		if len(names) == 0 {
-			return Resolved{}, temporal.NewNonRetryableApplicationError(
+			return changegroupcrapi.Resolved{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("no component nudges %q: name nudgingComponents in the ChangeGroup, or add NudgeConfig edges or build-nudges-ref", nudged),
 				"NoNudgingComponents", nil)
 		}
 		if err := a.fillSpec(ctx, cg, names); err != nil {
-			return Resolved{}, err
+			return changegroupcrapi.Resolved{}, err
 		}
 		out.SpecFilled = true
 	}
 	for _, name := range names {
-		rc := ResolvedComponent{Name: name}
+		rc := changegroupcrapi.ResolvedComponent{Name: name}
 		var c mirrorv1alpha1.Component
 		err := components.Get(ctx, a.Kube, req.Namespace, name, &c)
 		switch {
 		case apierrors.IsNotFound(err):
 			// Kept as a member: its build signal will carry the image.
 		case err != nil:
-			return Resolved{}, fmt.Errorf("reading nudging component %s: %w", name, err)
+			return changegroupcrapi.Resolved{}, fmt.Errorf("reading nudging component %s: %w", name, err)
 		default:
 			rc.Image, rc.Original = imageAndDigest(c.Spec.ContainerImage, c.Status.LastPromotedImage)
 		}
@@ -211,7 +216,7 @@ func (a *Activities) fillSpec(ctx context.Context, cg *appstudiov1alpha1.ChangeG
 
 // WriteStatus writes the workflow's projection onto the CR. A deleted (or
 // re-created) group has nothing to write to; that is not an error.
-func (a *Activities) WriteStatus(ctx context.Context, req StatusRequest) error {
+func (a *Activities) WriteStatus(ctx context.Context, req changegroupcrapi.StatusRequest) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cg, err := a.group(ctx, req.Namespace, req.Name, req.UID)
 		if errors.Is(err, errGone) {
@@ -241,7 +246,7 @@ func (a *Activities) WriteStatus(ctx context.Context, req StatusRequest) error {
 // RecordEvent writes one Event on the group, named by the group, the reason and a
 // hash of the key, so a retry (or a replay that runs the activity again) finds it
 // and writes nothing. A deleted (or re-created) group gets none.
-func (a *Activities) RecordEvent(ctx context.Context, req EventRequest) error {
+func (a *Activities) RecordEvent(ctx context.Context, req changegroupcrapi.EventRequest) error {
 	if req.Type != corev1.EventTypeNormal && req.Type != corev1.EventTypeWarning {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("event type %q is neither Normal nor Warning", req.Type), "InvalidRequest", nil)
 	}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 )
 
@@ -22,13 +23,13 @@ func TestRecordEventOncePerKey(t *testing.T) {
 	k := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(cg).Build()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivityWithOptions((&Activities{Kube: k}).RecordEvent, activity.RegisterOptions{Name: EventActivity})
-	record := func(req EventRequest) error {
-		_, err := env.ExecuteActivity(EventActivity, req)
+	env.RegisterActivityWithOptions((&Activities{Kube: k}).RecordEvent, activity.RegisterOptions{Name: changegroupcrapi.EventActivity})
+	record := func(req changegroupcrapi.EventRequest) error {
+		_, err := env.ExecuteActivity(changegroupcrapi.EventActivity, req)
 		return err
 	}
 	ctx := context.Background()
-	req := EventRequest{Namespace: "ns", Name: "g", UID: "uid-1", Type: corev1.EventTypeWarning, Reason: "AwaitingApproval",
+	req := changegroupcrapi.EventRequest{Namespace: "ns", Name: "g", UID: "uid-1", Type: corev1.EventTypeWarning, Reason: "AwaitingApproval",
 		Message: "Pipelines as Code waits for /ok-to-test", Key: "abc123"}
 	require.NoError(t, record(req))
 	require.NoError(t, record(req), "a retry finds the Event")

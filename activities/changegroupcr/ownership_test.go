@@ -17,6 +17,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
@@ -38,9 +39,9 @@ func TestResolveRefusesARepositoryTheNamespaceDoesNotOwn(t *testing.T) {
 		component("bundle", &mirrorv1alpha1.GitSource{URL: url + ".git", Revision: "main"}), component("operand", nil)).Build()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivityWithOptions((&Activities{Kube: k}).Resolve, activity.RegisterOptions{Name: ResolveActivity})
+	env.RegisterActivityWithOptions((&Activities{Kube: k}).Resolve, activity.RegisterOptions{Name: changegroupcrapi.ResolveActivity})
 	resolve := func() error {
-		_, err := env.ExecuteActivity(ResolveActivity, ResolveRequest{Namespace: "ns", Name: "g", UID: "uid-1"})
+		_, err := env.ExecuteActivity(changegroupcrapi.ResolveActivity, changegroupcrapi.ResolveRequest{Namespace: "ns", Name: "g", UID: "uid-1"})
 		return err
 	}
 	err := resolve()

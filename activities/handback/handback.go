@@ -28,6 +28,8 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	nudge "github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
@@ -46,25 +48,25 @@ type Activities struct {
 	HeldOutcomeWait time.Duration
 }
 
-// DefaultHeldOutcomeWait bounds the wait for a held run's fate. The bridge writes
+// defaultHeldOutcomeWait bounds the wait for a held run's fate. The bridge writes
 // it within seconds of the hold; it never writes it when it cannot tell the run's
 // build (the build run was pruned and the Component has no lastPromotedImage), and
 // then the build's own Nudge would neither nudge nor end. Past this age the
 // hand-back counts the Nudge as one that may end held, and starts the group's own
 // hand-back Nudge of the build: a build nudged twice at worst (the same digest:
 // the second run changes nothing), never one lost.
-const DefaultHeldOutcomeWait = 10 * time.Minute
+const defaultHeldOutcomeWait = 10 * time.Minute
 
 func (a *Activities) heldOutcomeWait() time.Duration {
 	if a.HeldOutcomeWait > 0 {
 		return a.HeldOutcomeWait
 	}
-	return DefaultHeldOutcomeWait
+	return defaultHeldOutcomeWait
 }
 
 // Register adds the activity under its stable name.
 func (a *Activities) Register(r sdkworker.ActivityRegistry) {
-	r.RegisterActivityWithOptions(a.HandBack, activity.RegisterOptions{Name: Activity})
+	r.RegisterActivityWithOptions(a.HandBack, activity.RegisterOptions{Name: handbackapi.Activity})
 }
 
 // Live reads (no watch): the build runs and the group by name, the namespace's groups.
@@ -86,8 +88,8 @@ func (a *Activities) Register(r sdkworker.ActivityRegistry) {
 // and the ChangeGroup workflow runs the activity again for all of them (the ones
 // done are found done: the IDs are deterministic, a group dedupes a build it got
 // twice); the Event is written once every build has gone somewhere.
-func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) {
-	var res Result
+func (a *Activities) HandBack(ctx context.Context, req handbackapi.Request) (handbackapi.Result, error) {
+	var res handbackapi.Result
 	if req.Target == "" && len(req.Builds) > 0 {
 		// A Nudge without a target would nudge nothing and look done.
 		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
@@ -112,7 +114,7 @@ func (a *Activities) HandBack(ctx context.Context, req Request) (Result, error) 
 
 // handBackOne hands one build over to the group that collects it now, or back to
 // a Nudge, and adds where it went to res.
-func (a *Activities) handBackOne(ctx context.Context, req Request, b Build, taskQueue string, res *Result) error {
+func (a *Activities) handBackOne(ctx context.Context, req handbackapi.Request, b handbackapi.Build, taskQueue string, res *handbackapi.Result) error {
 	over, err := a.handOver(ctx, req, b)
 	if err != nil {
 		return err
@@ -158,7 +160,7 @@ func (a *Activities) heldNudge(ctx context.Context, namespace, workflowID string
 
 // groupKey names the handing-back group in its hand-back Nudge IDs: its UID (a
 // re-created group of the same name hands back under its own), else its name.
-func groupKey(req Request) string {
+func groupKey(req handbackapi.Request) string {
 	if req.UID != "" {
 		return req.UID
 	}
@@ -171,7 +173,7 @@ func groupKey(req Request) string {
 // would go. It returns the group's name, or "" when none collects it (then the
 // build is nudged). A group that collects it but whose workflow the bridge has not
 // started yet (or which ended a moment ago) makes the activity fail and retry.
-func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string, error) {
+func (a *Activities) handOver(ctx context.Context, req handbackapi.Request, b handbackapi.Build) (string, error) {
 	var list appstudiov1alpha1.ChangeGroupList
 	if err := a.Kube.List(ctx, &list, ctrlclient.InNamespace(req.Namespace)); err != nil {
 		return "", fmt.Errorf("listing ChangeGroups of %s: %w", req.Namespace, err)
@@ -193,8 +195,8 @@ func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string
 	if cg == nil {
 		return "", nil
 	}
-	id := WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
-	err := a.Temporal.SignalWorkflow(ctx, id, "", SignalComponentBuilt, b)
+	id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	err := a.Temporal.SignalWorkflow(ctx, id, "", changegroupapi.SignalComponentBuilt, b)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return "", fmt.Errorf("ChangeGroup %s collects %s but its workflow is not running (not started yet, or just ended); retrying", cg.Name, b.Component)
@@ -208,7 +210,7 @@ func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string
 // nudgeRequest describes the build for the Nudge workflow: the build as the group
 // received it. Only a build signalled before builds were carried whole is
 // completed from its PipelineRun, when it still exists (konflux.CompleteLegacy).
-func (a *Activities) nudgeRequest(ctx context.Context, req Request, b Build) (nudge.Request, error) {
+func (a *Activities) nudgeRequest(ctx context.Context, req handbackapi.Request, b handbackapi.Build) (nudge.Request, error) {
 	nb := b.Build
 	if nb.Legacy() {
 		var err error
@@ -244,7 +246,7 @@ func (a *Activities) completeLegacy(ctx context.Context, namespace string, b ima
 }
 
 // recordEvent writes one Event on the ChangeGroup (when it still exists).
-func (a *Activities) recordEvent(ctx context.Context, req Request, res Result) error {
+func (a *Activities) recordEvent(ctx context.Context, req handbackapi.Request, res handbackapi.Result) error {
 	var cg appstudiov1alpha1.ChangeGroup
 	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: req.Namespace, Name: req.ChangeGroup}, &cg)
 	if apierrors.IsNotFound(err) || (err == nil && req.UID != "" && string(cg.UID) != req.UID) {
@@ -265,7 +267,7 @@ func (a *Activities) recordEvent(ctx context.Context, req Request, res Result) e
 			Name: fmt.Sprintf("%s.handback-%s", req.ChangeGroup, hex.EncodeToString(key.Sum(nil))[:16])},
 		InvolvedObject: corev1.ObjectReference{APIVersion: appstudiov1alpha1.GroupVersion.String(), Kind: "ChangeGroup",
 			Namespace: req.Namespace, Name: req.ChangeGroup, UID: cg.UID},
-		Reason:  EventReason,
+		Reason:  handbackapi.EventReason,
 		Message: eventMessage(req, parts, res),
 		Type:    corev1.EventTypeNormal, Source: corev1.EventSource{Component: "nudgeflow"},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
@@ -283,7 +285,7 @@ func shortDigest(d string) string {
 	return d
 }
 
-func eventMessage(req Request, parts []string, res Result) string {
+func eventMessage(req handbackapi.Request, parts []string, res handbackapi.Result) string {
 	msg := fmt.Sprintf("handed back to normal nudging of %s: %s", req.Target, strings.Join(parts, "; "))
 	if len(res.HandedOver) > 0 {
 		msg += fmt.Sprintf(" (%d handed over to the ChangeGroup that collects them now: %s)", len(res.HandedOver), strings.Join(res.HandedOver, ", "))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -33,17 +34,17 @@ func TestNudgeRequestReadsTheRunOnlyForALegacyBuild(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		}}).Build()
 	a := &Activities{Kube: k}
-	req := Request{Namespace: "ns", ChangeGroup: "g", Target: "bundle"}
+	req := handbackapi.Request{Namespace: "ns", ChangeGroup: "g", Target: "bundle"}
 
 	whole, ok := konflux.BuildOf(run)
 	require.True(t, ok)
-	nreq, err := a.nudgeRequest(context.Background(), req, Build{Component: "op", Build: whole})
+	nreq, err := a.nudgeRequest(context.Background(), req, handbackapi.Build{Component: "op", Build: whole})
 	require.NoError(t, err)
 	require.Equal(t, whole, nreq.Build, "the build as the group received it")
 	require.Zero(t, reads, "a whole build is not read again")
 
 	legacy := imagebuild.Build{Digest: "sha256:1111", PullSpec: "quay.io/org/op@sha256:1111", BuildPipelineRun: "op-on-push-1", BuiltAt: at}
-	nreq, err = a.nudgeRequest(context.Background(), req, Build{Component: "op", Build: legacy})
+	nreq, err = a.nudgeRequest(context.Background(), req, handbackapi.Build{Component: "op", Build: legacy})
 	require.NoError(t, err)
 	require.Equal(t, 1, reads, "a legacy build is completed from its run")
 	require.Equal(t, whole, nreq.Build, "completed, it is the build the bridge would fill today")

@@ -1,3 +1,9 @@
+// Package prgroup holds the activities of the PRGroup workflow (ADR 29 PR groups):
+// the target PR on the nudged component's repository (draft, digest commit,
+// description linking every originating PR), reads of the originating PRs, and the
+// lookup of a merged commit's push build. Every activity looks before it writes.
+//
+// Nothing in these types is a secret: they travel through workflow histories.
 package prgroup
 
 import (
@@ -18,6 +24,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
@@ -31,15 +38,6 @@ import (
 // +kubebuilder:rbac:groups=konflux-ci.dev,resources=components,verbs=get
 // +kubebuilder:rbac:groups=tekton.dev,resources=pipelineruns,verbs=list
 
-// Build PipelineRun keys of Pipelines as Code and Konflux that name the commit
-// built (internal/konflux knows them; AnnotationCommitSHA is the old form, read
-// with konflux.CommitSHAKey).
-const (
-	AnnotationPaCSHA     = konflux.AnnotationPaCSHA
-	AnnotationCommitSHA  = konflux.AnnotationCommitSHA
-	AnnotationPaCRepoURL = konflux.AnnotationPaCRepoURL
-)
-
 // Activities are the PR group activities. The forge connection (credentials read
 // from Secrets at call time) is the pull request activities'.
 type Activities struct {
@@ -49,10 +47,10 @@ type Activities struct {
 
 // Register registers the activities under their contract names.
 func (a *Activities) Register(r worker.ActivityRegistry) {
-	r.RegisterActivityWithOptions(a.Sync, activity.RegisterOptions{Name: SyncActivity})
-	r.RegisterActivityWithOptions(a.ObserveOrigins, activity.RegisterOptions{Name: ObserveOriginsActivity})
-	r.RegisterActivityWithOptions(a.FindPushBuild, activity.RegisterOptions{Name: FindPushBuildActivity})
-	r.RegisterActivityWithOptions(a.Close, activity.RegisterOptions{Name: CloseActivity})
+	r.RegisterActivityWithOptions(a.Sync, activity.RegisterOptions{Name: prgroupapi.SyncActivity})
+	r.RegisterActivityWithOptions(a.ObserveOrigins, activity.RegisterOptions{Name: prgroupapi.ObserveOriginsActivity})
+	r.RegisterActivityWithOptions(a.FindPushBuild, activity.RegisterOptions{Name: prgroupapi.FindPushBuildActivity})
+	r.RegisterActivityWithOptions(a.Close, activity.RegisterOptions{Name: prgroupapi.CloseActivity})
 }
 
 func invalid(format string, args ...any) error {
@@ -71,12 +69,12 @@ func (a *Activities) repoOf(ctx context.Context, namespace, component string) (c
 		return changegrouppr.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
 	}
 	ref := components.Ref(&c) // the kind read (either Component kind)
-	return RepoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), ref, nil
+	return repoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), ref, nil
 }
 
-// RepoOf is a pull request repository for a clone URL (provider from the
+// repoOf is a pull request repository for a clone URL (provider from the
 // annotation, else the host).
-func RepoOf(namespace, cloneURL, base, provider string) changegrouppr.Repo {
+func repoOf(namespace, cloneURL, base, provider string) changegrouppr.Repo {
 	host := ""
 	if u, err := url.Parse(cloneURL); err == nil {
 		host = u.Hostname()
@@ -128,13 +126,13 @@ func validBranch(b string) bool {
 // every applied digest (a fresh commit when the digests or the base changed), a
 // draft PR (opened when none is open), the description re-rendered, the draft
 // lifted when req.Draft is false. A closed or merged PR is never written to.
-func (a *Activities) Sync(ctx context.Context, req SyncRequest) (SyncResult, error) {
+func (a *Activities) Sync(ctx context.Context, req prgroupapi.SyncRequest) (prgroupapi.SyncResult, error) {
 	if !validBranch(req.Branch) {
-		return SyncResult{}, invalid("branch %q is not a valid branch name", req.Branch)
+		return prgroupapi.SyncResult{}, invalid("branch %q is not a valid branch name", req.Branch)
 	}
 	for _, r := range req.Rows {
 		if !r.Dropped && (!digestref.ValidImage(r.Image) || !digestref.ValidDigest(r.Digest)) {
-			return SyncResult{}, invalid("row %q: image %q or digest %q is not valid", r.Component, r.Image, r.Digest)
+			return prgroupapi.SyncResult{}, invalid("row %q: image %q or digest %q is not valid", r.Component, r.Image, r.Digest)
 		}
 	}
 	fileMatch := req.FileMatch
@@ -142,48 +140,48 @@ func (a *Activities) Sync(ctx context.Context, req SyncRequest) (SyncResult, err
 		fileMatch = digestref.DefaultFileMatch
 	}
 	if _, err := digestref.NewFileMatcher(fileMatch); err != nil {
-		return SyncResult{}, invalid("%v", err)
+		return prgroupapi.SyncResult{}, invalid("%v", err)
 	}
 	repo, target, err := a.repoOf(ctx, req.Namespace, req.Target)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
 	f, clean, err := a.PR.Connect(ctx, repo, target)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
 	res, err := a.sync(ctx, f, repo, req, fileMatch)
 	if err != nil {
-		return SyncResult{}, clean(err)
+		return prgroupapi.SyncResult{}, clean(err)
 	}
 	res.Writes = f.Writes()
 	return res, nil
 }
 
-func result(pr forge.PR) SyncResult {
-	r := SyncResult{PR: PRRef{Number: pr.Number, URL: pr.URL}, Draft: pr.Draft}
+func result(pr forge.PR) prgroupapi.SyncResult {
+	r := prgroupapi.SyncResult{PR: prgroupapi.PRRef{Number: pr.Number, URL: pr.URL}, Draft: pr.Draft}
 	switch {
 	case pr.Merged:
-		r.State = PRMerged
+		r.State = prgroupapi.PRMerged
 	case pr.Open:
-		r.State = PROpen
+		r.State = prgroupapi.PROpen
 	default:
-		r.State = PRClosed
+		r.State = prgroupapi.PRClosed
 	}
 	return r
 }
 
-func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr.Repo, req SyncRequest, fileMatch []string) (SyncResult, error) {
+func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr.Repo, req prgroupapi.SyncRequest, fileMatch []string) (prgroupapi.SyncResult, error) {
 	log := activity.GetLogger(ctx)
 	pr, found, err := f.FindPR(ctx, req.Branch, req.Known.Number)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
 	if found && !pr.Open {
 		return result(pr), nil // closed or merged: never written to
 	}
 	if found && pr.Head != req.Branch {
-		return SyncResult{}, invalid("PR #%d has head %q, not %q", pr.Number, pr.Head, req.Branch)
+		return prgroupapi.SyncResult{}, invalid("PR #%d has head %q, not %q", pr.Number, pr.Head, req.Branch)
 	}
 	monorepo := false
 	for _, o := range req.Origins {
@@ -194,15 +192,15 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr
 	baseBranch := repo.BaseBranch
 	if baseBranch == "" {
 		if baseBranch, err = f.DefaultBranch(ctx); err != nil {
-			return SyncResult{}, err
+			return prgroupapi.SyncResult{}, err
 		}
 	}
 	base, ok, err := f.BranchHead(ctx, baseBranch)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
 	if !ok {
-		return SyncResult{}, temporal.NewNonRetryableApplicationError("base branch "+baseBranch+" does not exist", "BaseBranchMissing", nil)
+		return prgroupapi.SyncResult{}, temporal.NewNonRetryableApplicationError("base branch "+baseBranch+" does not exist", "BaseBranchMissing", nil)
 	}
 	var rows []changegrouppr.Row
 	for _, r := range req.Rows {
@@ -212,13 +210,13 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr
 	}
 	changes, tree, err := a.PR.Rewrite(ctx, f, req.Namespace, rows, fileMatch, base)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
 	head, exists, err := f.BranchHead(ctx, req.Branch)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
-	res := SyncResult{Monorepo: monorepo}
+	res := prgroupapi.SyncResult{Monorepo: monorepo}
 	if exists && !changegrouppr.IsBot(f, head) {
 		// A person pushed to the branch: their commit is kept; nudgeflow only reports.
 		res.HumanEdits = fmt.Sprintf("commit %.7s on %s is not nudgeflow's", head.SHA, req.Branch)
@@ -232,14 +230,14 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr
 	if monorepo {
 		baseFiles, err := f.Files(ctx, base.Tree)
 		if err != nil {
-			return SyncResult{}, err
+			return prgroupapi.SyncResult{}, err
 		}
 		if syn, err = a.synthesize(ctx, f, repo, req, baseBranch, baseFiles); err != nil {
-			return SyncResult{}, err
+			return prgroupapi.SyncResult{}, err
 		}
 		if res.HumanEdits == "" && !syn.empty() {
 			if err := a.pushWithSynthetic(ctx, f, req, rows, fileMatch, base, baseBranch, baseFiles, syn, head, exists); err != nil {
-				return SyncResult{}, err
+				return prgroupapi.SyncResult{}, err
 			}
 		}
 	}
@@ -249,7 +247,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr
 			// The head is current when it sits on the base head and holds the tree.
 			if slices.Equal(head.Parents, []string{base.SHA}) {
 				if same, err = changegrouppr.TreeHolds(ctx, f, head, tree); err != nil {
-					return SyncResult{}, err
+					return prgroupapi.SyncResult{}, err
 				}
 			}
 		}
@@ -257,15 +255,15 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr
 			c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: base, Base: baseBranch, Files: changes,
 				Message: commitMessage(req), Exists: exists, ExpectedHead: head.SHA})
 			if errors.Is(err, forge.ErrHeadMoved) {
-				return SyncResult{}, headMoved()
+				return prgroupapi.SyncResult{}, headMoved()
 			}
 			if err != nil {
-				return SyncResult{}, err
+				return prgroupapi.SyncResult{}, err
 			}
 			log.Info("pushed", "branch", req.Branch, "commit", c.SHA, "files", len(changes))
 		}
 	}
-	body := Render(req, syn.describe())
+	body := render(req, syn.describe())
 	if !found {
 		title := fmt.Sprintf("[PR group %s] Update %s", req.Group, req.Target)
 		pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: body, Draft: req.Draft})
@@ -274,24 +272,24 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr
 			pr, err = f.CreatePR(ctx, forge.NewPR{Title: title, Head: req.Branch, Base: baseBranch, Body: body})
 		}
 		if err != nil {
-			return SyncResult{}, err
+			return prgroupapi.SyncResult{}, err
 		}
 		log.Info("opened pull request", "pr", pr.Number, "branch", req.Branch, "draft", req.Draft)
 	} else {
 		body = prbody.Compose(pr.Body, body)
 		if pr.Draft && !req.Draft {
 			if err := f.MarkReady(ctx, pr, &body); err != nil {
-				return SyncResult{}, err
+				return prgroupapi.SyncResult{}, err
 			}
 			log.Info("marked ready for review", "pr", pr.Number)
 		} else if pr.Body != body {
 			if _, err := f.EditPR(ctx, pr.Number, &body, nil); err != nil {
-				return SyncResult{}, err
+				return prgroupapi.SyncResult{}, err
 			}
 		}
 	}
 	if pr, found, err = f.FindPR(ctx, req.Branch, pr.Number); err != nil || !found {
-		return SyncResult{}, errors.Join(err, fmt.Errorf("PR on %s vanished", req.Branch))
+		return prgroupapi.SyncResult{}, errors.Join(err, fmt.Errorf("PR on %s vanished", req.Branch))
 	}
 	r := result(pr)
 	r.HumanEdits, r.Monorepo = res.HumanEdits, monorepo
@@ -308,7 +306,7 @@ func headMoved() error {
 // commit is written without moving the branch, so the branch moves once (one
 // CI-triggering event); without one it is pushed first with [skip ci] in its
 // message (PaC reads the marker in the head commit only), then the digest commit.
-func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req SyncRequest, rows []changegrouppr.Row, fileMatch []string,
+func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req prgroupapi.SyncRequest, rows []changegrouppr.Row, fileMatch []string,
 	base forge.Commit, baseBranch string, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
 	log := activity.GetLogger(ctx)
 	synTree := syn.tree(baseFiles)
@@ -384,7 +382,7 @@ func sameRepo(originKey, repoURL string) bool {
 	return strings.EqualFold(strings.Trim(u.Path, "/"), repo)
 }
 
-func commitMessage(req SyncRequest) string {
+func commitMessage(req prgroupapi.SyncRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chore(deps): update %s for PR group %s\n\n", req.Target, req.Group)
 	for _, r := range req.Rows {
@@ -395,8 +393,8 @@ func commitMessage(req SyncRequest) string {
 	return b.String()
 }
 
-// Render is the managed section of the target PR's description (deterministic).
-func Render(req SyncRequest, synthetic []string) string {
+// render is the managed section of the target PR's description (deterministic).
+func render(req prgroupapi.SyncRequest, synthetic []string) string {
 	var b strings.Builder
 	b.WriteString(prbody.Begin + "\n")
 	fmt.Fprintf(&b, "### PR group `%s`: %s\n\n", req.Group, req.Target)
@@ -449,12 +447,12 @@ func Render(req SyncRequest, synthetic []string) string {
 
 // ObserveOrigins reads each originating PR; one that cannot be read says why and
 // does not fail the others.
-func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]OriginObservation, error) {
-	out := make([]OriginObservation, 0, len(req.Origins))
+func (a *Activities) ObserveOrigins(ctx context.Context, req prgroupapi.ObserveRequest) ([]prgroupapi.OriginObservation, error) {
+	out := make([]prgroupapi.OriginObservation, 0, len(req.Origins))
 	conns := map[string]forge.Forge{}
 	var transient []error
 	for _, o := range req.Origins {
-		obs := OriginObservation{RepoURL: o.RepoURL, Number: o.Number}
+		obs := prgroupapi.OriginObservation{RepoURL: o.RepoURL, Number: o.Number}
 		f, ok := conns[o.RepoURL]
 		if !ok {
 			var clean func(error) error
@@ -462,7 +460,7 @@ func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]
 			// An originating PR's repository must be the namespace's too: reading it
 			// needs a token for it. A refusal is this origin's error (nil: no Event,
 			// the target's Component is not the one refused).
-			f, clean, err = a.PR.Connect(ctx, RepoOf(req.Namespace, o.RepoURL, "", a.providerOf(ctx, req.Namespace, o.RepoURL)), nil)
+			f, clean, err = a.PR.Connect(ctx, repoOf(req.Namespace, o.RepoURL, "", a.providerOf(ctx, req.Namespace, o.RepoURL)), nil)
 			if err != nil {
 				obs.Error = clean(err).Error()
 				out = append(out, obs)
@@ -497,13 +495,13 @@ func (a *Activities) ObserveOrigins(ctx context.Context, req ObserveRequest) ([]
 // ---- FindPushBuild ----
 
 // FindPushBuild looks for the succeeded push build of a merged commit.
-func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest) (PushBuild, error) {
+func (a *Activities) FindPushBuild(ctx context.Context, req prgroupapi.FindPushBuildRequest) (prgroupapi.PushBuild, error) {
 	runs, err := konflux.ListRuns(ctx, a.Kube, map[konflux.Key]string{
 		konflux.ComponentKey: req.Component, konflux.PipelineTypeKey: konflux.PipelineTypeBuild}, client.InNamespace(req.Namespace))
 	if err != nil {
-		return PushBuild{}, fmt.Errorf("listing the builds of %s/%s: %w", req.Namespace, req.Component, err)
+		return prgroupapi.PushBuild{}, fmt.Errorf("listing the builds of %s/%s: %w", req.Namespace, req.Component, err)
 	}
-	var best *PushBuild
+	var best *prgroupapi.PushBuild
 	for i := range runs {
 		plr := &runs[i]
 		if !isPush(plr) || !plr.Status.GetCondition(apis.ConditionSucceeded).IsTrue() {
@@ -520,14 +518,14 @@ func (a *Activities) FindPushBuild(ctx context.Context, req FindPushBuildRequest
 		} else if built.BuiltAt.Before(req.After) {
 			continue
 		}
-		b := PushBuild{Found: true, Build: built}
+		b := prgroupapi.PushBuild{Found: true, Build: built}
 		// The commit's newest build (a re-run), or the first build after the merge.
 		if best == nil || (req.CommitSHA != "" && b.BuiltAt.After(best.BuiltAt)) || (req.CommitSHA == "" && b.BuiltAt.Before(best.BuiltAt)) {
 			best = &b
 		}
 	}
 	if best == nil {
-		return PushBuild{}, nil
+		return prgroupapi.PushBuild{}, nil
 	}
 	return *best, nil
 }
@@ -540,46 +538,46 @@ func isPush(plr *tektonv1.PipelineRun) bool {
 
 // Close posts the comment once (per marker) and closes the PR when asked; a merged
 // PR gets the comment only.
-func (a *Activities) Close(ctx context.Context, req CloseRequest) (SyncResult, error) {
+func (a *Activities) Close(ctx context.Context, req prgroupapi.CloseRequest) (prgroupapi.SyncResult, error) {
 	if req.Known.Number <= 0 {
-		return SyncResult{}, nil
+		return prgroupapi.SyncResult{}, nil
 	}
 	repo, target, err := a.repoOf(ctx, req.Namespace, req.Target)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
 	f, clean, err := a.PR.Connect(ctx, repo, target)
 	if err != nil {
-		return SyncResult{}, err
+		return prgroupapi.SyncResult{}, err
 	}
 	res, err := closePR(ctx, f, req)
 	if err != nil {
-		return SyncResult{}, clean(err)
+		return prgroupapi.SyncResult{}, clean(err)
 	}
 	res.Writes = f.Writes()
 	return res, nil
 }
 
-func closePR(ctx context.Context, f forge.Forge, req CloseRequest) (SyncResult, error) {
+func closePR(ctx context.Context, f forge.Forge, req prgroupapi.CloseRequest) (prgroupapi.SyncResult, error) {
 	pr, found, err := f.FindPR(ctx, "", req.Known.Number)
 	if err != nil || !found {
-		return SyncResult{PR: req.Known}, err
+		return prgroupapi.SyncResult{PR: req.Known}, err
 	}
 	if req.Comment != "" && (pr.Open || pr.Merged) {
 		marker := "<!-- nudgeflow:prgroup " + req.Marker + " -->"
 		cs, err := f.Comments(ctx, pr.Number)
 		if err != nil {
-			return SyncResult{}, err
+			return prgroupapi.SyncResult{}, err
 		}
 		if !slices.ContainsFunc(cs, func(c forge.Comment) bool { return strings.Contains(c.Body, marker) }) {
 			if err := f.CreateComment(ctx, pr.Number, marker+"\n"+req.Comment); err != nil {
-				return SyncResult{}, err
+				return prgroupapi.SyncResult{}, err
 			}
 		}
 	}
 	if req.Close && pr.Open {
 		if pr, err = f.EditPR(ctx, pr.Number, nil, new(false)); err != nil {
-			return SyncResult{}, err
+			return prgroupapi.SyncResult{}, err
 		}
 		activity.GetLogger(ctx).Info("closed pull request", "pr", pr.Number)
 	}

@@ -12,7 +12,7 @@ func TestRepoOfProvider(t *testing.T) {
 		{"https://git.example.net/org/repo", "gitea", "forgejo"},
 		{"https://git.example.net/org/repo", "", "github"},
 	} {
-		if got := RepoOf("ns", tc.url, "main", tc.annotation).Provider; got != tc.want {
+		if got := repoOf("ns", tc.url, "main", tc.annotation).Provider; got != tc.want {
 			t.Errorf("%s (%q): provider %q, want %q", tc.url, tc.annotation, got, tc.want)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/pathfilter"
@@ -23,8 +24,8 @@ import (
 
 // Pipelines as Code's annotations of a PipelineRun in `.tekton/`.
 const (
-	AnnotationOnCELExpression = konflux.AnnotationOnCEL
-	AnnotationOnEvent         = konflux.AnnotationOnEvent
+	annotationOnCELExpression = konflux.AnnotationOnCEL
+	annotationOnEvent         = konflux.AnnotationOnEvent
 	tektonDir                 = ".tekton/"
 )
 
@@ -90,7 +91,7 @@ func pullRequestPipeline(ctx context.Context, f forge.Forge, baseFiles []forge.F
 				continue
 			}
 			ann := doc.Metadata.Annotations
-			onEvent, cel := ann[AnnotationOnEvent], ann[AnnotationOnCELExpression]
+			onEvent, cel := ann[annotationOnEvent], ann[annotationOnCELExpression]
 			rank := 0
 			switch {
 			case strings.Contains(onEvent, "pull_request") || strings.Contains(cel, `"pull_request"`) || strings.Contains(cel, `'pull_request'`):
@@ -112,9 +113,9 @@ func pullRequestPipeline(ctx context.Context, f forge.Forge, baseFiles []forge.F
 
 // synthesize decides ADR 29's synthetic commit for the open originating PRs in the
 // target's repository. It never fails for what it cannot do: it says so in notes.
-func (a *Activities) synthesize(ctx context.Context, f forge.Forge, repo changegrouppr.Repo, req SyncRequest, baseBranch string, baseFiles []forge.File) (synthetic, error) {
+func (a *Activities) synthesize(ctx context.Context, f forge.Forge, repo changegrouppr.Repo, req prgroupapi.SyncRequest, baseBranch string, baseFiles []forge.File) (synthetic, error) {
 	syn := synthetic{files: map[string][]byte{}, blobs: map[string]string{}}
-	var origins []Origin
+	var origins []prgroupapi.Origin
 	for _, o := range req.Origins {
 		if sameRepo(o.Key, repo.URL) && (o.State == "Open" || o.State == "Unknown" || o.State == "") {
 			origins = append(origins, o)
@@ -139,13 +140,13 @@ func (a *Activities) synthesize(ctx context.Context, f forge.Forge, repo changeg
 	if path == "" {
 		return skip(fmt.Sprintf("no pull-request PipelineRun labelled `%s: %s` was found in `.tekton/` on %s", konflux.LabelComponent, req.Target, baseBranch))
 	}
-	expr := strings.TrimSpace(ann[AnnotationOnCELExpression])
+	expr := strings.TrimSpace(ann[annotationOnCELExpression])
 	var filter *pathfilter.Filter
 	if expr == "" {
 		syn.notes = append(syn.notes, fmt.Sprintf("`%s` has no `%s` (only `%s`): Pipelines as Code builds it on any change, so every file the originating pull request changed is copied.",
-			path, AnnotationOnCELExpression, AnnotationOnEvent))
+			path, annotationOnCELExpression, annotationOnEvent))
 	} else if filter, err = pathfilter.Compile(expr); err != nil {
-		return skip(fmt.Sprintf("the `%s` of `%s` cannot be evaluated (%v)", AnnotationOnCELExpression, path, err))
+		return skip(fmt.Sprintf("the `%s` of `%s` cannot be evaluated (%v)", annotationOnCELExpression, path, err))
 	}
 	eventType := "pull_request"
 	if repo.Provider == forge.ProviderGitLab {
@@ -175,7 +176,7 @@ func (a *Activities) synthesize(ctx context.Context, f forge.Forge, repo changeg
 		matched := files
 		if filter != nil {
 			if matched, err = filter.Match(ev, files); err != nil {
-				return skip(fmt.Sprintf("the `%s` of `%s` cannot be evaluated (%v)", AnnotationOnCELExpression, path, err))
+				return skip(fmt.Sprintf("the `%s` of `%s` cannot be evaluated (%v)", annotationOnCELExpression, path, err))
 			}
 		}
 		if len(matched) == 0 {
@@ -233,7 +234,7 @@ func (a *Activities) synthesize(ctx context.Context, f forge.Forge, repo changeg
 	return syn, nil
 }
 
-func title(req SyncRequest) string {
+func title(req prgroupapi.SyncRequest) string {
 	return fmt.Sprintf("[PR group %s] Update %s", req.Group, req.Target)
 }
 

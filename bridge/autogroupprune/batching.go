@@ -41,7 +41,7 @@ import (
 // Event reasons on an automatic ChangeGroup.
 const (
 	ReasonSupersededByManual = "SupersededByManualChangeGroup"
-	ReasonOwnerGone          = "NudgeConfigDeleted"
+	reasonOwnerGone          = "NudgeConfigDeleted"
 )
 
 // Reconciler reconciles ChangeGroups of batched targets.
@@ -82,7 +82,7 @@ func (r *Reconciler) checkOwner(ctx context.Context, cg *appstudiov1alpha1.Chang
 	if nc != nil && ownedBy(cg, nc) {
 		return nil
 	}
-	r.Recorder.Event(cg, corev1.EventTypeNormal, ReasonOwnerGone,
+	r.Recorder.Event(cg, corev1.EventTypeNormal, reasonOwnerGone,
 		"the NudgeConfig that opened this batch is gone: the group is deleted, its PR closed and every held build handed back to normal nudging")
 	log.FromContext(ctx).Info("deleting an automatic ChangeGroup whose NudgeConfig is gone", "changeGroup", cg.Name)
 	return ctrlclient.IgnoreNotFound(r.Kube.Delete(ctx, cg, ctrlclient.Preconditions{UID: &cg.UID}))

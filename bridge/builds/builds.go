@@ -41,13 +41,13 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
-	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
@@ -480,7 +480,7 @@ func (r *BuildReconciler) batch(ctx context.Context, namespace string, e Edge, b
 // deliverToGroup gives the build to the group that held the edge when it finished;
 // the group's workflow decides whether it takes it (changegroupcontroller.Starter.Deliver).
 func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, e Edge, b validatednudge.Build) (bool, error) {
-	took, err := r.Options.changeGroups().Deliver(ctx, cg, changegroup.ComponentBuilt{Component: e.From, Build: b})
+	took, err := r.Options.changeGroups().Deliver(ctx, cg, changegroupapi.ComponentBuilt{Component: e.From, Build: b})
 	if took {
 		log.FromContext(ctx).Info("edge held by a ChangeGroup; the group has the build", "edge", nudge.Edge(e.From, e.To), "digest", b.Digest, "changeGroup", cg.Name)
 	}

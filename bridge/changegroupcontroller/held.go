@@ -21,11 +21,11 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // Renudger nudges targets of a cancelled nudge PipelineRun that no active ChangeGroup
@@ -192,7 +192,7 @@ func decided(plr *tektonv1.PipelineRun) bool {
 // took it, "" when none did (nudge it again). A batch that ended without it passes
 // it to the target's next batch (opened when none is open), as a late build is,
 // rather than letting it go out on its own.
-func (r *HeldReconciler) deliver(ctx context.Context, plr *tektonv1.PipelineRun, group, source, target string, built cgwf.ComponentBuilt) (string, error) {
+func (r *HeldReconciler) deliver(ctx context.Context, plr *tektonv1.PipelineRun, group, source, target string, built changegroupapi.ComponentBuilt) (string, error) {
 	var cg appstudiov1alpha1.ChangeGroup
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: group}, &cg)
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -253,7 +253,7 @@ func (r *HeldReconciler) apiReader() ctrlclient.Reader {
 func (r *HeldReconciler) settle(ctx context.Context, plr *tektonv1.PipelineRun, tookBy map[string]string, renudged []string) error {
 	var parts []string
 	if len(tookBy) > 0 {
-		parts = append(parts, "delivered="+FormatHeldBy(tookBy))
+		parts = append(parts, "delivered="+formatHeldBy(tookBy))
 	}
 	if len(renudged) > 0 {
 		parts = append(parts, "renudged="+strings.Join(renudged, ","))
@@ -302,7 +302,7 @@ func (r *HeldReconciler) decideBatches(ctx context.Context, plr *tektonv1.Pipeli
 	patch := ctrlclient.MergeFromWithOptions(plr.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
 	delete(plr.Annotations, konflux.AnnotationHeldForBatch)
 	if len(held) > 0 {
-		plr.Annotations[konflux.AnnotationHeldBy] = FormatHeldBy(held)
+		plr.Annotations[konflux.AnnotationHeldBy] = formatHeldBy(held)
 	}
 	if len(renudge) > 0 {
 		plr.Annotations[konflux.AnnotationRenudge] = strings.Join(renudge, " ")
@@ -352,8 +352,8 @@ func (r *HeldReconciler) writeHeldOutcome(ctx context.Context, plr *tektonv1.Pip
 // Nudge of it supersedes no other build's run (supersede.go compares known starts only).
 // Only another service's run comes without a start, and then its digest is the
 // Component's last promoted image: not newer than a build the group holds.
-func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun, source string) (cgwf.ComponentBuilt, error) {
-	b := cgwf.ComponentBuilt{Component: source, PipelineRun: plr.Name}
+func (r *HeldReconciler) buildOf(ctx context.Context, plr *tektonv1.PipelineRun, source string) (changegroupapi.ComponentBuilt, error) {
+	b := changegroupapi.ComponentBuilt{Component: source, PipelineRun: plr.Name}
 	if name := konflux.NudgingPipelineKey.Get(plr.Annotations); name != "" {
 		var run tektonv1.PipelineRun
 		err := r.Kube.Get(ctx, types.NamespacedName{Namespace: plr.Namespace, Name: name}, &run)

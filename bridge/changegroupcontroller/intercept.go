@@ -273,7 +273,7 @@ func (i *Interceptor) Handle(ctx context.Context, req admission.Request) admissi
 		for _, g := range held {
 			groups[g] = true
 		}
-		set = append(set, [2]string{konflux.AnnotationHeldBy, FormatHeldBy(held)})
+		set = append(set, [2]string{konflux.AnnotationHeldBy, formatHeldBy(held)})
 		why = append(why, "ChangeGroup "+strings.Join(sortedKeys(groups), ", "))
 	}
 	if len(batched) > 0 {
@@ -398,8 +398,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// FormatHeldBy writes the held-by annotation: target=ChangeGroup pairs, by target.
-func FormatHeldBy(held map[string]string) string {
+// formatHeldBy writes the held-by annotation: target=ChangeGroup pairs, by target.
+func formatHeldBy(held map[string]string) string {
 	pairs := make([]string, 0, len(held))
 	for _, t := range sortedKeys(held) {
 		pairs = append(pairs, t+"="+held[t])

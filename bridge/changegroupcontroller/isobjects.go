@@ -89,9 +89,9 @@ func ISRunObjects(plr *tektonv1.PipelineRun) (secrets, configMaps []string, ok b
 // nudge run nudgeflow cancelled, once its Secret and ConfigMaps are deleted.
 const ReasonRunObjectsDeleted = "RunObjectsDeleted"
 
-// ReasonRunObjectsNotDeleted: the API server refused to delete one of them (it is
+// reasonRunObjectsNotDeleted: the API server refused to delete one of them (it is
 // not shaped as integration-service writes it any more).
-const ReasonRunObjectsNotDeleted = "RunObjectsNotDeleted"
+const reasonRunObjectsNotDeleted = "RunObjectsNotDeleted"
 
 // deleteISRunObjects deletes the Secret and ConfigMaps of integration-service's
 // nudge run plr once nudgeflow has cancelled it at admission (it never starts:
@@ -131,7 +131,7 @@ func (r *HeldReconciler) deleteISRunObjects(ctx context.Context, plr *tektonv1.P
 			// Refused by RBAC or nudgeflow-bridge-deletes: the object is not what
 			// integration-service writes (someone changed it) and stays; asking
 			// again would be refused again.
-			r.Recorder.Eventf(plr, corev1.EventTypeWarning, ReasonRunObjectsNotDeleted,
+			r.Recorder.Eventf(plr, corev1.EventTypeWarning, reasonRunObjectsNotDeleted,
 				"%s %s, which this run references, was not deleted: %v", kind, obj.GetName(), err)
 			log.FromContext(ctx).Error(err, "integration-service's nudge run object not deleted", "pipelineRun", plr.Name,
 				"namespace", plr.Namespace, "kind", kind, "name", obj.GetName())

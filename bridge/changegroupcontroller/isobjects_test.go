@@ -206,6 +206,6 @@ func TestRefusedDeleteIsReportedNotRetried(t *testing.T) {
 	require.NoError(t, r.deleteISRunObjects(context.Background(), run))
 	require.True(t, apierrors.IsNotFound(c.Get(context.Background(), ctrlclient.ObjectKey{Namespace: "ns", Name: name}, &corev1.ConfigMap{})), "the ConfigMap is deleted")
 	require.Len(t, rec.Events, 2)
-	require.Contains(t, <-rec.Events, ReasonRunObjectsNotDeleted)
+	require.Contains(t, <-rec.Events, reasonRunObjectsNotDeleted)
 	require.Contains(t, <-rec.Events, ReasonRunObjectsDeleted)
 }

@@ -14,8 +14,8 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // An event a tenant's bound secret verified reaches only that tenant's groups,
@@ -32,26 +32,26 @@ func TestBoundEventReachesOnlyItsNamespace(t *testing.T) {
 	}
 	kc := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(group("tenant-a"), group("tenant-b")).
 		WithIndex(&appstudiov1alpha1.ChangeGroup{}, prKeyField, func(o ctrlclient.Object) []string {
-			return []string{PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL)}
+			return []string{prKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL)}
 		}).Build()
 	tc := mocks.NewClient(t)
 	var signalled []string
-	var sent []cgwf.PREvent
-	tc.On("SignalWorkflow", mock.Anything, mock.Anything, "", cgwf.SignalPREvent, mock.Anything).
+	var sent []changegroupapi.PREvent
+	tc.On("SignalWorkflow", mock.Anything, mock.Anything, "", changegroupapi.SignalPREvent, mock.Anything).
 		Run(func(a mock.Arguments) {
 			signalled = append(signalled, a.String(1))
-			sent = append(sent, a.Get(4).(cgwf.PREvent))
+			sent = append(sent, a.Get(4).(changegroupapi.PREvent))
 		}).Return(nil)
 	r := &PREventRouter{Kube: kc, Temporal: tc}
 	merged := forgehook.Event{Repo: "github.com/org/bundle", URL: prURL, RepoFullName: "org/bundle", Number: 7, Action: "closed", Merged: true, State: "closed", DeliveryID: "d1"}
 	bound := merged
 	bound.Namespace = "tenant-b"
 	require.NoError(t, r.PullRequestEvent(context.Background(), bound))
-	require.Equal(t, []string{cgwf.WorkflowID("tenant-b", "g", "uid-tenant-b")}, signalled)
+	require.Equal(t, []string{changegroupapi.WorkflowID("tenant-b", "g", "uid-tenant-b")}, signalled)
 	signalled = nil
 	require.NoError(t, r.PullRequestEvent(context.Background(), merged))
 	require.Len(t, signalled, 2)
 	for _, ev := range sent {
-		require.Equal(t, cgwf.PREvent{DeliveryID: "d1", Action: "closed", Number: 7}, ev, "the signal is a hint: no merged, no closed")
+		require.Equal(t, changegroupapi.PREvent{DeliveryID: "d1", Action: "closed", Number: 7}, ev, "the signal is a hint: no merged, no closed")
 	}
 }

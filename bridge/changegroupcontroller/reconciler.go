@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -53,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Kube.Get(ctx, req.NamespacedName, &cg); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 
 	if !cg.DeletionTimestamp.IsZero() || cg.Status.Phase.IsFinal() {
 		forgetClosed(cg.UID)
@@ -62,7 +63,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if !controllerutil.ContainsFinalizer(&cg, konflux.FinalizerChangeGroup) {
 			return ctrl.Result{}, nil
 		}
-		err := r.Temporal.SignalWorkflow(ctx, id, "", cgwf.SignalCancel, cgwf.CancelRequest{Reason: "the ChangeGroup was deleted"})
+		err := r.Temporal.SignalWorkflow(ctx, id, "", changegroupapi.SignalCancel, changegroupapi.CancelRequest{Reason: "the ChangeGroup was deleted"})
 		if err != nil && !isGone(err) {
 			return ctrl.Result{}, fmt.Errorf("cancelling workflow %s: %w", id, err)
 		}
@@ -95,8 +96,8 @@ func (r *Reconciler) signalWithStart(ctx context.Context, cg *appstudiov1alpha1.
 	if cg.Spec.Timeout != nil {
 		spec.Timeout = cg.Spec.Timeout.Duration
 	}
-	spec.AutoRelease = AutoReleaseOf(cg)
-	err := r.Starter.SignalWithStart(ctx, cg, cgwf.SignalSpecChanged, spec)
+	spec.AutoRelease = autoReleaseOf(cg)
+	err := r.Starter.SignalWithStart(ctx, cg, changegroupapi.SignalSpecChanged, spec)
 	if errors.Is(err, ErrEnded) {
 		// A spec edit after the end changes nothing. The CR is not final, so the
 		// workflow closed without writing its end: counted
@@ -111,7 +112,7 @@ func (r *Reconciler) signalWithStart(ctx context.Context, cg *appstudiov1alpha1.
 
 // applyAction turns the override annotation into a Temporal update, then removes it.
 func (r *Reconciler) applyAction(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, id, action string) (ctrl.Result, error) {
-	name, args, err := ParseAction(action)
+	name, args, err := parseAction(action)
 	if err != nil {
 		return ctrl.Result{}, r.rejectAction(ctx, cg, err.Error())
 	}
@@ -200,21 +201,21 @@ func isStatus(err error, code int32) bool {
 // the previous one was applied.
 var errOverrideReplaced = errors.New("the override annotation changed while it was applied")
 
-// ParseAction reads an override: release-now, cancel[=reason], rebase, drop=<component>.
-func ParseAction(action string) (update string, args []any, err error) {
+// parseAction reads an override: release-now, cancel[=reason], rebase, drop=<component>.
+func parseAction(action string) (update string, args []any, err error) {
 	verb, arg, _ := strings.Cut(strings.TrimSpace(action), "=")
 	switch verb {
 	case "release-now":
-		return cgwf.UpdateReleaseNow, nil, nil
+		return changegroupapi.UpdateReleaseNow, nil, nil
 	case "rebase":
-		return cgwf.UpdateRebase, nil, nil
+		return changegroupapi.UpdateRebase, nil, nil
 	case "cancel":
-		return cgwf.UpdateCancel, []any{cgwf.CancelRequest{Reason: arg}}, nil
+		return changegroupapi.UpdateCancel, []any{changegroupapi.CancelRequest{Reason: arg}}, nil
 	case "drop":
 		if arg == "" {
 			return "", nil, errors.New("drop needs a component: drop=<component>")
 		}
-		return cgwf.UpdateDropComponent, []any{cgwf.DropRequest{Component: arg}}, nil
+		return changegroupapi.UpdateDropComponent, []any{changegroupapi.DropRequest{Component: arg}}, nil
 	}
 	return "", nil, fmt.Errorf("unknown action %q: use release-now, cancel, rebase or drop=<component>", action)
 }

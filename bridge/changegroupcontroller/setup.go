@@ -13,6 +13,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -43,12 +44,12 @@ func (o Options) Starter(kube ctrlclient.Client) *Starter {
 // are found too.
 const prKeyField = "status.pullRequestKey"
 
-// PRKey derives "host/owner/repo#number" from a PR's web URL
+// prKey derives "host/owner/repo#number" from a PR's web URL
 // (https://host/owner/repo/pull/7 on GitHub, .../group/sub/project/-/merge_requests/7
 // on GitLab, .../owner/repo/pulls/7 on Forgejo): the same path on two forges is two
 // repositories. Host and path are compared case-insensitively; "" when the URL is
 // not a PR's.
-func PRKey(prURL string) string {
+func prKey(prURL string) string {
 	repo, n, ok := forgehook.PRRepo(prURL)
 	if !ok {
 		return ""
@@ -88,7 +89,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*PREventRouter, error) {
 	mgr.GetWebhookServer().Register(InterceptPath, &webhook.Admission{Handler: timedHandler{WebhookIntercept, &Interceptor{Index: index, Batches: NudgeConfigBatches{Reader: mgr.GetClient()}, Gates: NudgeConfigBatches{Reader: mgr.GetClient()}, Builds: mgr.GetClient(), BuildsLive: mgr.GetAPIReader()}}})
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &appstudiov1alpha1.ChangeGroup{}, prKeyField,
 		func(o ctrlclient.Object) []string {
-			if k := PRKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {
+			if k := prKey(o.(*appstudiov1alpha1.ChangeGroup).Status.PullRequestURL); k != "" {
 				return []string{k}
 			}
 			return nil
@@ -116,11 +117,11 @@ type PREventRouter struct {
 // that says merged, so the bridge keeps that to itself and they read the PR too.
 // A leaked shared secret can then wake a group, never end it.
 func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event) error {
-	key := PRKey(e.URL)
+	key := prKey(e.URL)
 	if key == "" {
 		return nil
 	}
-	_, err := p.deliver(ctx, key, e.Namespace, cgwf.PREvent{DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number})
+	_, err := p.deliver(ctx, key, e.Namespace, changegroupapi.PREvent{DeliveryID: e.DeliveryID, Action: e.Action, Number: e.Number})
 	for _, s := range p.Also {
 		err = errors.Join(err, s.PullRequestEvent(ctx, e))
 	}
@@ -129,13 +130,13 @@ func (p *PREventRouter) PullRequestEvent(ctx context.Context, e forgehook.Event)
 
 // Deliver signals every group whose status names the PR (normally one). An event
 // for a PR no group owns is ignored.
-func (p *PREventRouter) Deliver(ctx context.Context, prKey string, ev cgwf.PREvent) (int, error) {
+func (p *PREventRouter) Deliver(ctx context.Context, prKey string, ev changegroupapi.PREvent) (int, error) {
 	return p.deliver(ctx, prKey, "", ev)
 }
 
 // deliver is Deliver limited to one namespace's groups when namespace is set (an
 // event verified by a secret bound to that namespace, forgehook.BoundSecret).
-func (p *PREventRouter) deliver(ctx context.Context, prKey, namespace string, ev cgwf.PREvent) (int, error) {
+func (p *PREventRouter) deliver(ctx context.Context, prKey, namespace string, ev changegroupapi.PREvent) (int, error) {
 	var list appstudiov1alpha1.ChangeGroupList
 	if err := p.Kube.List(ctx, &list, ctrlclient.MatchingFields{prKeyField: prKey}); err != nil {
 		return 0, fmt.Errorf("finding the ChangeGroup of %s: %w", prKey, err)
@@ -145,8 +146,8 @@ func (p *PREventRouter) deliver(ctx context.Context, prKey, namespace string, ev
 		if namespace != "" && cg.Namespace != namespace {
 			continue
 		}
-		id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
-		err := p.Temporal.SignalWorkflow(ctx, id, "", cgwf.SignalPREvent, ev)
+		id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+		err := p.Temporal.SignalWorkflow(ctx, id, "", changegroupapi.SignalPREvent, ev)
 		if isGone(err) {
 			continue
 		}

@@ -2,7 +2,7 @@ package changegroupcontroller
 
 import "testing"
 
-// PRKey names the host: the same owner/repo#n on two forges is two PRs.
+// prKey names the host: the same owner/repo#n on two forges is two PRs.
 func TestPRKeyIncludesTheHost(t *testing.T) {
 	for url, want := range map[string]string{
 		"https://github.com/Org/Bundle/pull/7":                    "github.com/org/bundle#7",
@@ -15,7 +15,7 @@ func TestPRKeyIncludesTheHost(t *testing.T) {
 		"":                                                        "",
 		"https://github.com/org/bundle/pull/7/files":              "",
 	} {
-		if got := PRKey(url); got != want {
+		if got := prKey(url); got != want {
 			t.Errorf("PRKey(%q) = %q, want %q", url, got, want)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
@@ -23,9 +24,9 @@ import (
 // nothing any more.
 var ErrEnded = errors.New("the ChangeGroup's workflow has ended")
 
-// ErrNotStarted says a group is too new to take a build: the bridge has not
+// errNotStarted says a group is too new to take a build: the bridge has not
 // initialised it (finalizer, workflow) yet. Callers retry shortly.
-var ErrNotStarted = errors.New("the ChangeGroup is not initialised by the bridge yet")
+var errNotStarted = errors.New("the ChangeGroup is not initialised by the bridge yet")
 
 // Starter delivers signals to a group's workflow, starting it when it does not run
 // yet. It is how every entry point decides whether a group holds a build: the
@@ -43,12 +44,12 @@ type Starter struct {
 // SignalWithStart sends signal to the group's workflow, starting it when needed. It
 // returns ErrEnded when the workflow has ended (the ID is never reused).
 func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, signal string, arg any) error {
-	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 	in := cgwf.Input{Namespace: cg.Namespace, Name: cg.Name, UID: string(cg.UID), NudgedComponent: cg.Spec.NudgedComponent, Settings: s.Settings}
 	if cg.Spec.Timeout != nil {
 		in.Timeout = cg.Spec.Timeout.Duration
 	}
-	in.AutoRelease, in.Automatic = AutoReleaseOf(cg), grouplookup.IsAutomatic(cg)
+	in.AutoRelease, in.Automatic = autoReleaseOf(cg), grouplookup.IsAutomatic(cg)
 	opts := client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: s.TaskQueue,
@@ -63,7 +64,7 @@ func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.Cha
 		),
 		StaticSummary: fmt.Sprintf("ChangeGroup %s/%s: one pull request for %s", cg.Namespace, cg.Name, cg.Spec.NudgedComponent),
 	}
-	_, err := s.Temporal.SignalWithStartWorkflow(ctx, id, signal, arg, opts, cgwf.WorkflowName, in)
+	_, err := s.Temporal.SignalWithStartWorkflow(ctx, id, signal, arg, opts, changegroupapi.WorkflowName, in)
 	if temporal.IsWorkflowExecutionAlreadyStartedError(err) {
 		// Callers pass groups whose CR is not final: the workflow closed without
 		// writing a final status, and nothing ever will (closedWorkflows).
@@ -85,7 +86,7 @@ func (s *Starter) SignalWithStart(ctx context.Context, cg *appstudiov1alpha1.Cha
 // it ended is only signalled, never started again (its history may be past
 // retention). A workflow that has ended took the build only if it received it
 // before: otherwise the caller nudges it normally.
-func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, b cgwf.ComponentBuilt) (bool, error) {
+func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, b changegroupapi.ComponentBuilt) (bool, error) {
 	if grouplookup.IsActive(cg) && !controllerutil.ContainsFinalizer(cg, konflux.FinalizerChangeGroup) {
 		// A workflow is started only for a group that carries the finalizer: one
 		// started for a group deleted a moment later would otherwise outlive its CR
@@ -93,7 +94,7 @@ func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup
 		// deleted or changed meanwhile is re-read by the caller), or let the caller
 		// retry once the group's reconciler has.
 		if s.Kube == nil {
-			return false, fmt.Errorf("%w: ChangeGroup %s/%s", ErrNotStarted, cg.Namespace, cg.Name)
+			return false, fmt.Errorf("%w: ChangeGroup %s/%s", errNotStarted, cg.Namespace, cg.Name)
 		}
 		patch := ctrlclient.MergeFromWithOptions(cg.DeepCopy(), ctrlclient.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(cg, konflux.FinalizerChangeGroup)
@@ -103,9 +104,9 @@ func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup
 	}
 	var err error
 	if grouplookup.IsActive(cg) {
-		err = s.SignalWithStart(ctx, cg, cgwf.SignalComponentBuilt, b)
+		err = s.SignalWithStart(ctx, cg, changegroupapi.SignalComponentBuilt, b)
 	} else {
-		err = cgwf.SignalBuilt(ctx, s.Temporal, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), b)
+		err = changegroupapi.SignalBuilt(ctx, s.Temporal, changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), b)
 		if isGone(err) {
 			err = ErrEnded
 		}
@@ -124,7 +125,7 @@ func (s *Starter) Deliver(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup
 // by a newer build of the component, and nothing else may nudge it. A group that
 // never received it, or handed it back, holds nothing: the caller nudges.
 func (s *Starter) Took(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, component, digest string) (bool, error) {
-	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 	var st cgwf.State
 	err := s.Temporal.GetWorkflow(ctx, id, "").Get(ctx, &st)
 	if isGone(err) {
@@ -151,8 +152,8 @@ func (s *Starter) Took(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, c
 	return true, nil
 }
 
-// AutoReleaseOf converts the CR's spec.autoRelease for the workflow (nil: none).
-func AutoReleaseOf(cg *appstudiov1alpha1.ChangeGroup) *cgwf.AutoRelease {
+// autoReleaseOf converts the CR's spec.autoRelease for the workflow (nil: none).
+func autoReleaseOf(cg *appstudiov1alpha1.ChangeGroup) *cgwf.AutoRelease {
 	a := cg.Spec.AutoRelease
 	if a == nil {
 		return nil

@@ -253,7 +253,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, ok := ReadBody(w, r, max, buf)
+	body, ok := readBody(w, r, max, buf)
 	if !ok {
 		return
 	}
@@ -324,13 +324,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.servePullRequest(w, r, body, d, log)
 }
 
-// ReadBody reads r's body, at most limit bytes, answering 413 (and false) when it
+// readBody reads r's body, at most limit bytes, answering 413 (and false) when it
 // is longer: at once, unread, when its Content-Length says so. It reads into *buf
 // when buf is set (growing it, and leaving it grown for the next request), else
 // into a buffer of its own; either grows with what arrives, never past limit+1
 // bytes, so a client that announces nothing holds no more memory than one that
 // announces the limit. The body returned is valid until buf is used again.
-func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, buf *[]byte) ([]byte, bool) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, buf *[]byte) ([]byte, bool) {
 	tooLarge := func() ([]byte, bool) {
 		w.Header().Set("Connection", "close")
 		http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)

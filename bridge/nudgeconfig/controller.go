@@ -119,14 +119,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A Component event in a namespace without a NudgeConfig lands here: nothing to do.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	existing, err := ComponentNames(ctx, r.Client, req.Namespace)
+	existing, err := componentNames(ctx, r.Client, req.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	missing := nudgegraph.Missing(nc.Spec.Nudges, func(n string) bool { return existing[n] })
 
 	base := nc.DeepCopy()
-	meta.SetStatusCondition(&nc.Status.Conditions, ValidCondition(missing, nc.Generation))
+	meta.SetStatusCondition(&nc.Status.Conditions, validCondition(missing, nc.Generation))
 	now := metav1.Now()
 	nc.Status.LastValidationTime = &now
 	if err := r.Client.Status().Patch(ctx, &nc, client.MergeFrom(base)); err != nil {
@@ -153,11 +153,11 @@ func (r *Reconciler) reconcileShipped(ctx context.Context, req ctrl.Request) (ct
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	existing, err := ComponentNames(ctx, r.Client, req.Namespace)
+	existing, err := componentNames(ctx, r.Client, req.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cond := StaleReferencesCondition(shipped.Spec.Nudges, existing, req.Namespace, shipped.Generation)
+	cond := staleReferencesCondition(shipped.Spec.Nudges, existing, req.Namespace, shipped.Generation)
 	if prev := meta.FindStatusCondition(shipped.Status.Conditions, cond.Type); prev == nil ||
 		prev.Status != cond.Status || prev.Reason != cond.Reason || prev.Message != cond.Message {
 		// Optimistic lock: the list of conditions is integration-service's too, so it
@@ -175,10 +175,10 @@ func (r *Reconciler) reconcileShipped(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, nil
 }
 
-// StaleReferencesCondition is integration-service's StaleReferences condition
+// staleReferencesCondition is integration-service's StaleReferences condition
 // (helpers/nudges.go FindMissingNudgeConfigReferences and the build-pipeline
 // adapter's checkNudgeConfigForStaleReferences), byte for byte.
-func StaleReferencesCondition(nudges []mirrorv1beta2.NudgeRelationship, existing map[string]bool, namespace string, generation int64) metav1.Condition {
+func staleReferencesCondition(nudges []mirrorv1beta2.NudgeRelationship, existing map[string]bool, namespace string, generation int64) metav1.Condition {
 	var missingFrom, missingTo []string
 	seenFrom, seenTo := map[string]bool{}, map[string]bool{}
 	for _, n := range nudges {
@@ -208,10 +208,10 @@ func StaleReferencesCondition(nudges []mirrorv1beta2.NudgeRelationship, existing
 	return cond
 }
 
-// NudgedBy summarises who nudges the edges of nc beside peers, by runner, e.g.
+// nudgedBy summarises who nudges the edges of nc beside peers, by runner, e.g.
 // "integration-service: a -> b; nudgeflow: a -> c (validated)". nudgesRef are
 // the build-nudges-ref of the namespace's Components, by name.
-func NudgedBy(nc *konfluxv1alpha1.NudgeConfig, peers builds.Peers, nudgesRef map[string][]string) string {
+func nudgedBy(nc *konfluxv1alpha1.NudgeConfig, peers builds.Peers, nudgesRef map[string][]string) string {
 	byRunner := map[builds.Runner][]string{}
 	for _, n := range nc.Spec.Nudges {
 		comp := &mirrorv1alpha1.Component{Spec: mirrorv1alpha1.ComponentSpec{BuildNudgesRef: nudgesRef[n.From]}}
@@ -262,7 +262,7 @@ func (r *Reconciler) tellNudgedBy(ctx context.Context, obj client.Object, nc *ko
 		ctrl.LoggerFrom(ctx).Error(err, "cannot tell who nudges the NudgeConfig's edges")
 		return
 	}
-	summary := NudgedBy(nc, r.Peers, refs)
+	summary := nudgedBy(nc, r.Peers, refs)
 	key := fmt.Sprintf("%d/%s", obj.GetGeneration(), summary)
 	if prev, ok := r.reported.Load(obj.GetUID()); ok && prev == key {
 		return
@@ -287,9 +287,9 @@ func nudgesRefs(ctx context.Context, c client.Reader, ns string) (map[string][]s
 	return out, nil
 }
 
-// ValidCondition is the Valid condition for a set of missing components (ADR 67's
+// validCondition is the Valid condition for a set of missing components (ADR 67's
 // wording).
-func ValidCondition(missing []string, generation int64) metav1.Condition {
+func validCondition(missing []string, generation int64) metav1.Condition {
 	if len(missing) == 0 {
 		return metav1.Condition{
 			Type: konfluxv1alpha1.ConditionValid, Status: metav1.ConditionTrue,

@@ -29,7 +29,7 @@ func Setup(mgr ctrl.Manager, peers builds.Peers) error {
 	if err := ctrl.NewWebhookManagedBy(mgr).
 		For(&konfluxv1alpha1.NudgeConfig{}).
 		WithValidator(&Validator{Reader: mgr.GetAPIReader()}).
-		WithValidatorCustomPath(WebhookPath).
+		WithValidatorCustomPath(webhookPath).
 		Complete(); err != nil {
 		return fmt.Errorf("registering the NudgeConfig webhook: %w", err)
 	}

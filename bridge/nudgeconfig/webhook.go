@@ -28,8 +28,8 @@ import (
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=components,verbs=get;list;watch
 // +kubebuilder:rbac:groups=appstudio.redhat.com,resources=componentgroups,verbs=get;list;watch
 
-// WebhookPath is where the API server sends NudgeConfig admission reviews.
-const WebhookPath = "/validate-konflux-ci-dev-v1alpha1-nudgeconfig"
+// webhookPath is where the API server sends NudgeConfig admission reviews.
+const webhookPath = "/validate-konflux-ci-dev-v1alpha1-nudgeconfig"
 
 // Validator admits a NudgeConfig only when its graph is sound and, for the edges a
 // request adds, both components exist. Edges that were already stored are not checked
@@ -157,12 +157,12 @@ func (v *Validator) validate(ctx context.Context, nc *konfluxv1alpha1.NudgeConfi
 		}
 		errs = append(errs, field.Forbidden(path, p.Message))
 	}
-	errs = append(errs, BatchingProblems(nc)...)
+	errs = append(errs, batchingProblems(nc)...)
 
 	var warnings admission.Warnings
 	if len(added) > 0 {
 		// One LIST per admission, not one GET per edge: a 5000-edge config stays one call.
-		existing, err := ComponentNames(ctx, v.Reader, nc.Namespace)
+		existing, err := componentNames(ctx, v.Reader, nc.Namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -293,9 +293,9 @@ func (v *Validator) gatingGroupWarnings(ctx context.Context, nc *konfluxv1alpha1
 	return warnings, nil
 }
 
-// ComponentNames lists the names of the Components of a namespace, of either kind
+// componentNames lists the names of the Components of a namespace, of either kind
 // (appstudio and new-model konflux-ci.dev), metadata only.
-func ComponentNames(ctx context.Context, r client.Reader, ns string) (map[string]bool, error) {
+func componentNames(ctx context.Context, r client.Reader, ns string) (map[string]bool, error) {
 	return components.Names(ctx, r, ns)
 }
 
@@ -313,11 +313,11 @@ func describeEntries(nudges []konfluxv1alpha1.NudgeRelationship, entries []int) 
 	return strings.Join(parts, ", ")
 }
 
-// BatchingProblems checks spec.batching against the graph (what CEL cannot see): a
+// batchingProblems checks spec.batching against the graph (what CEL cannot see): a
 // batched target must be nudged by some edge, and a quorum cannot exceed the
 // number of its nudgers (a window could then never release). Each message says how
 // to fix it.
-func BatchingProblems(nc *konfluxv1alpha1.NudgeConfig) field.ErrorList {
+func batchingProblems(nc *konfluxv1alpha1.NudgeConfig) field.ErrorList {
 	var errs field.ErrorList
 	for i, p := range nc.Spec.Batching {
 		nudgers := nc.Spec.NudgersOf(p.Target)

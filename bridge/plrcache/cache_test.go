@@ -73,7 +73,7 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 		},
 	}
 	want := full.DeepCopy()
-	out, err := StripPipelineRun(full.DeepCopy())
+	out, err := stripPipelineRun(full.DeepCopy())
 	require.NoError(t, err)
 	got := out.(*tektonv1.PipelineRun)
 
@@ -110,7 +110,7 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 
 	// Anything else passes untouched (client-go does not transform tombstones).
 	other := "not a PipelineRun"
-	same, err := StripPipelineRun(other)
+	same, err := stripPipelineRun(other)
 	require.NoError(t, err)
 	require.Equal(t, other, same)
 }
@@ -159,7 +159,7 @@ func TestStripPipelineRunKeepsEveryKeyAReaderReads(t *testing.T) {
 	plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Namespace: "ns", GenerateName: "r-",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "pipelinesascode.tekton.dev/v1alpha1", Kind: "Repository", Name: "repo", UID: "u"}},
 		Labels:          maps.Clone(all), Annotations: maps.Clone(all)}}
-	out, err := StripPipelineRun(plr)
+	out, err := stripPipelineRun(plr)
 	require.NoError(t, err)
 	got := out.(*tektonv1.PipelineRun)
 	for _, k := range keysReadersRead {
@@ -173,7 +173,7 @@ func TestStripPipelineRunKeepsEveryKeyAReaderReads(t *testing.T) {
 	require.Empty(t, got.GenerateName)
 	require.Nil(t, got.OwnerReferences)
 
-	none, err := StripPipelineRun(&tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tekton.dev/pipeline": "p"}}})
+	none, err := stripPipelineRun(&tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tekton.dev/pipeline": "p"}}})
 	require.NoError(t, err)
 	require.NotNil(t, none.(*tektonv1.PipelineRun).Labels, "no key read: an empty map, never nil where the run had one")
 	require.Empty(t, none.(*tektonv1.PipelineRun).Labels)
@@ -204,7 +204,7 @@ func TestStripPipelineRunNudge(t *testing.T) {
 				},
 			}
 			want := renovaterun.StatusOf(full.DeepCopy())
-			out, err := StripPipelineRun(full)
+			out, err := stripPipelineRun(full)
 			require.NoError(t, err)
 			got := out.(*tektonv1.PipelineRun)
 			require.Equal(t, want, renovaterun.StatusOf(got))

@@ -88,7 +88,7 @@ func CompactPipelineRun(in any) (any, error) {
 	case *cachedRun:
 		return obj, nil
 	case *tektonv1.PipelineRun:
-		stripped, err := StripPipelineRun(obj)
+		stripped, err := stripPipelineRun(obj)
 		if err != nil {
 			return nil, err
 		}

@@ -80,7 +80,7 @@ func TestCachedRunRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			full := build()
 			change(full)
-			stripped, err := StripPipelineRun(full.DeepCopy())
+			stripped, err := stripPipelineRun(full.DeepCopy())
 			require.NoError(t, err)
 			want := stripped.(*tektonv1.PipelineRun)
 			want.TypeMeta = metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "PipelineRun"}

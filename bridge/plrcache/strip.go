@@ -13,7 +13,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
-// StripPipelineRun is the cache transform of PipelineRuns. It keeps what the
+// stripPipelineRun is the cache transform of PipelineRuns. It keeps what the
 // bridge's readers read, and nothing else (at 100,000 PipelineRuns every byte
 // kept per run is 75 KB of heap, every 100 bytes 7.5 MB):
 //   - of the metadata, the name, namespace, UID, resource version, generation,
@@ -33,7 +33,7 @@ import (
 // Keys, and the short values many runs share (namespaces, label values, condition
 // types, statuses and reasons, Tekton's messages, result names), are interned:
 // 75,000 builds repeat the same few dozen of them.
-func StripPipelineRun(in any) (any, error) {
+func stripPipelineRun(in any) (any, error) {
 	plr, ok := in.(*tektonv1.PipelineRun)
 	if !ok {
 		return in, nil // a tombstone: client-go hands it on untransformed

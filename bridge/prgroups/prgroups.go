@@ -50,10 +50,10 @@ const (
 	KeySHA                   = konflux.AnnotationPaCSHA
 	AnnotationPRNumber       = konflux.AnnotationPRNumber
 	AnnotationCommitSHA      = konflux.AnnotationCommitSHA
-	EventTypePullRequest     = "pull_request"
-	EventTypeGitLabMergeReq  = "Merge Request"
-	EventTypeRetestComment   = "retest-comment" // PaC's /retest on a PR
-	EventTypeOkToTestComment = "ok-to-test-comment"
+	eventTypePullRequest     = "pull_request"
+	eventTypeGitLabMergeReq  = "Merge Request"
+	eventTypeRetestComment   = "retest-comment" // PaC's /retest on a PR
+	eventTypeOkToTestComment = "ok-to-test-comment"
 )
 
 // Options configure the feature.
@@ -75,7 +75,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Router, error) {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("prgroup-builds").
 		For(&tektonv1.PipelineRun{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			plr, ok := o.(*tektonv1.PipelineRun)
-			return ok && IsPullRequestBuild(plr) && plr.IsDone()
+			return ok && isPullRequestBuild(plr) && plr.IsDone()
 		}))).
 		Complete(&BuildReconciler{Client: c, Options: opts}); err != nil {
 		return nil, fmt.Errorf("setting up the PR group build reconciler: %w", err)
@@ -166,17 +166,17 @@ func either(plr *tektonv1.PipelineRun, k string) string {
 	return get(plr.Labels, k)
 }
 
-// IsPullRequestBuild: a build PipelineRun of a component from a pull request (PaC
+// isPullRequestBuild: a build PipelineRun of a component from a pull request (PaC
 // event type pull_request, GitLab's "Merge Request", or a /retest of one).
-func IsPullRequestBuild(plr *tektonv1.PipelineRun) bool {
+func isPullRequestBuild(plr *tektonv1.PipelineRun) bool {
 	if konflux.ComponentOf(plr.Labels) == "" || konflux.PipelineTypeOf(plr.Labels) != konflux.PipelineTypeBuild || builds.IsPushBuild(plr) {
 		return false
 	}
 	ev := konflux.EventType(plr.Labels, plr.Annotations)
 	switch {
-	case strings.EqualFold(ev, EventTypePullRequest), strings.EqualFold(ev, EventTypeGitLabMergeReq):
+	case strings.EqualFold(ev, eventTypePullRequest), strings.EqualFold(ev, eventTypeGitLabMergeReq):
 		return true
-	case ev == EventTypeRetestComment, ev == EventTypeOkToTestComment:
+	case ev == eventTypeRetestComment, ev == eventTypeOkToTestComment:
 		return prNumber(plr) > 0
 	}
 	return false
@@ -204,7 +204,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, &plr); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	if !IsPullRequestBuild(&plr) || !plr.IsDone() || !renovaterun.StatusOf(&plr).Succeeded {
+	if !isPullRequestBuild(&plr) || !plr.IsDone() || !renovaterun.StatusOf(&plr).Succeeded {
 		return ctrl.Result{}, nil
 	}
 	component := konflux.ComponentOf(plr.Labels)
@@ -230,7 +230,7 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	group := prgroup.GroupOf(branch)
 	var errs []error
 	for _, e := range edges {
-		if err := Signal(ctx, r.Options, plr.Namespace, group, e.To, b); err != nil {
+		if err := signal(ctx, r.Options, plr.Namespace, group, e.To, b); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -239,8 +239,8 @@ func (r *BuildReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
-// Signal delivers a PR build to the (namespace, group, target) workflow, starting it.
-func Signal(ctx context.Context, o Options, namespace, group, target string, b prgroup.PRBuild) error {
+// signal delivers a PR build to the (namespace, group, target) workflow, starting it.
+func signal(ctx context.Context, o Options, namespace, group, target string, b prgroup.PRBuild) error {
 	id := prgroup.WorkflowID(namespace, group, target)
 	_, err := o.Temporal.SignalWithStartWorkflow(ctx, id, prgroup.SignalPRBuild, b, client.StartWorkflowOptions{
 		ID:                    id,

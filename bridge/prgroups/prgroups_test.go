@@ -33,17 +33,17 @@ func TestIsPullRequestBuild(t *testing.T) {
 		{plr("retest-comment", map[string]string{AnnotationPRNumber: "4"}), true},
 		{plr("", nil), false},
 	} {
-		if got := IsPullRequestBuild(c.p); got != c.want {
+		if got := isPullRequestBuild(c.p); got != c.want {
 			t.Errorf("event %q %v: got %v", c.p.Annotations[builds.KeyEventType], c.p.Annotations, got)
 		}
 		// Never both paths.
-		if IsPullRequestBuild(c.p) && builds.IsPushBuild(c.p) {
+		if isPullRequestBuild(c.p) && builds.IsPushBuild(c.p) {
 			t.Errorf("event %q is both a push and a pull-request build", c.p.Annotations[builds.KeyEventType])
 		}
 	}
 	notBuild := plr("pull_request", nil)
 	notBuild.Labels[builds.LabelPipelineType] = "test"
-	if IsPullRequestBuild(notBuild) {
+	if isPullRequestBuild(notBuild) {
 		t.Error("a test pipeline is not a build")
 	}
 }

@@ -53,7 +53,7 @@ import (
 const (
 	DefaultMaxConcurrent  = 8
 	DefaultMaxConns       = 128
-	DefaultMaxHeaderBytes = 32 << 10
+	defaultMaxHeaderBytes = 32 << 10
 )
 
 // Options configure a Receiver.
@@ -107,7 +107,7 @@ func New(o Options) (*Receiver, error) {
 		o.MaxConns = DefaultMaxConns
 	}
 	if o.MaxHeaderBytes <= 0 {
-		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+		o.MaxHeaderBytes = defaultMaxHeaderBytes
 	}
 	if o.Limits == (serving.Limits{}) {
 		o.Limits = serving.ReceiverLimits

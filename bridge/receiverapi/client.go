@@ -170,7 +170,7 @@ func (c *Client) Watch(ctx context.Context, log *slog.Logger, update func(Bindin
 	pause := 200 * time.Millisecond
 	failing := false
 	for ctx.Err() == nil {
-		pctx, cancel := context.WithTimeout(ctx, DefaultLongPoll+15*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, defaultLongPoll+15*time.Second)
 		b, changed, err := c.Fetch(pctx, revision)
 		cancel()
 		switch {

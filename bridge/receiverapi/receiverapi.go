@@ -35,9 +35,9 @@ const (
 	SecretsPath = "/forge/v1/webhook-secrets"
 	// EventsPath takes one verified forgehook.Event (POST, JSON).
 	EventsPath = "/forge/v1/events"
-	// MaxEventBytes bounds an event's JSON: the fields of forgehook.Event are a
+	// maxEventBytes bounds an event's JSON: the fields of forgehook.Event are a
 	// few URLs, names and hashes.
-	MaxEventBytes = 64 << 10
+	maxEventBytes = 64 << 10
 )
 
 // Repository-bound webhook secrets: Secrets in nudgeflow's own namespace (the

@@ -27,9 +27,9 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 )
 
-// DefaultLongPoll is how long a secrets request that already holds the current
+// defaultLongPoll is how long a secrets request that already holds the current
 // revision waits for a change before it is answered 304.
-const DefaultLongPoll = 30 * time.Second
+const defaultLongPoll = 30 * time.Second
 
 // Source is where the bridge reads the bound secrets.
 type Source interface {
@@ -107,7 +107,7 @@ func (s *Server) authenticated(method string, h http.Handler) http.Handler {
 func (s *Server) serveSecrets(w http.ResponseWriter, r *http.Request) {
 	poll := s.LongPoll
 	if poll <= 0 {
-		poll = DefaultLongPoll
+		poll = defaultLongPoll
 	}
 	known := strings.Trim(r.Header.Get("If-None-Match"), `"`)
 	deadline := time.NewTimer(poll)
@@ -143,7 +143,7 @@ func (s *Server) serveSecrets(w http.ResponseWriter, r *http.Request) {
 // its repository, 503 when the sink failed (the receiver answers the forge so).
 func (s *Server) serveEvent(w http.ResponseWriter, r *http.Request) {
 	var e forgehook.Event
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxEventBytes))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxEventBytes))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
 		http.Error(w, "malformed event", http.StatusBadRequest)

@@ -94,12 +94,12 @@ func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConf
 		if auto := openAutomatic(groups); auto != nil {
 			return o.join(ctx, auto, source)
 		}
-		cg := NewGroup(nc, policy, groups, source)
+		cg := newGroup(nc, policy, groups, source)
 		// The batch's name is deterministic, the target's next generation: two
 		// processes (bridge replicas, the worker) that both saw no open batch create
 		// the same name, and the API server stores one of them. The loser's create
 		// fails with AlreadyExists whatever any cache or admission index knew.
-		cg.GenerateName, cg.Name = "", BatchName(target, NextGeneration(all, target))
+		cg.GenerateName, cg.Name = "", batchName(target, nextGeneration(all, target))
 		err = o.Kube.Create(ctx, cg)
 		if err == nil {
 			return cg, nil
@@ -112,17 +112,17 @@ func (o *Opener) HolderExcept(ctx context.Context, nc *konfluxv1alpha1.NudgeConf
 	}
 }
 
-// BatchName is the name of target's automatic group of one generation:
+// batchName is the name of target's automatic group of one generation:
 // <target>-batch-<generation>, the target cut to 50 characters plus a hash of it
 // when longer, so two targets never share names.
-func BatchName(target string, generation int) string {
+func batchName(target string, generation int) string {
 	return GenerateName(target) + strconv.Itoa(generation)
 }
 
-// NextGeneration is one more than the highest generation among target's
+// nextGeneration is one more than the highest generation among target's
 // automatic groups that exist (named by BatchName; groups named by generateName
 // before generations count as none).
-func NextGeneration(groups []appstudiov1alpha1.ChangeGroup, target string) int {
+func nextGeneration(groups []appstudiov1alpha1.ChangeGroup, target string) int {
 	prefix, highest := GenerateName(target), 0
 	for _, cg := range groups {
 		if cg.Spec.NudgedComponent != target || !grouplookup.IsAutomatic(&cg) {
@@ -201,10 +201,10 @@ func (o *Opener) join(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, so
 	return cg, nil
 }
 
-// NewGroup is the automatic ChangeGroup of a batched target: every nudger of the
+// newGroup is the automatic ChangeGroup of a batched target: every nudger of the
 // target in the NudgeConfig except those a collecting manual group already holds
 // (source always), the policy as spec.autoRelease, owned by the NudgeConfig.
-func NewGroup(nc *konfluxv1alpha1.NudgeConfig, p *konfluxv1alpha1.BatchingPolicy, groups []appstudiov1alpha1.ChangeGroup, source string) *appstudiov1alpha1.ChangeGroup {
+func newGroup(nc *konfluxv1alpha1.NudgeConfig, p *konfluxv1alpha1.BatchingPolicy, groups []appstudiov1alpha1.ChangeGroup, source string) *appstudiov1alpha1.ChangeGroup {
 	held := func(m string) bool {
 		return slices.ContainsFunc(groups, func(g appstudiov1alpha1.ChangeGroup) bool {
 			return !grouplookup.IsAutomatic(&g) && grouplookup.Collecting(&g) &&
@@ -221,7 +221,7 @@ func NewGroup(nc *konfluxv1alpha1.NudgeConfig, p *konfluxv1alpha1.BatchingPolicy
 				BlockOwnerDeletion: ptr.To(false),
 			}},
 		},
-		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: p.Target, AutoRelease: AutoReleaseOf(p)},
+		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: p.Target, AutoRelease: autoReleaseOf(p)},
 	}
 	members := []string{source}
 	for _, m := range nc.Spec.NudgersOf(p.Target) {
@@ -245,9 +245,9 @@ func GenerateName(target string) string {
 	return target + "-batch-"
 }
 
-// AutoReleaseOf turns a batching policy into the ChangeGroup's spec.autoRelease,
+// autoReleaseOf turns a batching policy into the ChangeGroup's spec.autoRelease,
 // defaults applied (window 30m, maxWait 24h, release window).
-func AutoReleaseOf(p *konfluxv1alpha1.BatchingPolicy) *appstudiov1alpha1.AutoRelease {
+func autoReleaseOf(p *konfluxv1alpha1.BatchingPolicy) *appstudiov1alpha1.AutoRelease {
 	a := &appstudiov1alpha1.AutoRelease{Policy: appstudiov1alpha1.AutoReleasePolicy(p.EffectiveRelease()), Quorum: p.Quorum}
 	a.Window, a.MaxWait = p.Window, p.MaxWait
 	if a.Window == nil {

@@ -48,7 +48,7 @@ func Get(ctx context.Context, r ctrlclient.Reader, namespace, name string, out *
 	nerr := r.Get(ctx, key, &n)
 	switch {
 	case nerr == nil:
-		*out = FromNewModel(&n)
+		*out = fromNewModel(&n)
 		return nil
 	case apierrors.IsNotFound(nerr) || meta.IsNoMatchError(nerr):
 		return err // the appstudio kind's NotFound (or no-match) stands
@@ -57,11 +57,11 @@ func Get(ctx context.Context, r ctrlclient.Reader, namespace, name string, out *
 	}
 }
 
-// FromNewModel is a new-model Component in the appstudio mirror's shape: its
+// fromNewModel is a new-model Component in the appstudio mirror's shape: its
 // repository, the branch of its first version (spec order; the branch nudged, as
 // the appstudio Component's spec.source.git.revision is) and its image repository.
 // A Component with no version nudges the repository's default branch.
-func FromNewModel(n *newmodel.Component) mirrorv1alpha1.Component {
+func fromNewModel(n *newmodel.Component) mirrorv1alpha1.Component {
 	c := mirrorv1alpha1.Component{ObjectMeta: *n.ObjectMeta.DeepCopy()}
 	c.APIVersion, c.Kind = newmodel.GroupVersion.String(), "Component"
 	c.Spec.ComponentName = n.Name

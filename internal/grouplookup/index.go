@@ -14,16 +14,16 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
-// NudgedField indexes ChangeGroups by "<namespace>/<nudged component>", so a holding
+// nudgedField indexes ChangeGroups by "<namespace>/<nudged component>", so a holding
 // question reads the groups of one bundle, not every group of the namespace.
-const NudgedField = "nudgeflow.nudgedComponent"
+const nudgedField = "nudgeflow.nudgedComponent"
 
 func nudgedKey(namespace, target string) string { return namespace + "/" + target }
 
 // RegisterIndexes adds NudgedField to a manager's cache; call it before the manager
 // starts.
 func RegisterIndexes(ctx context.Context, indexer ctrlclient.FieldIndexer) error {
-	err := indexer.IndexField(ctx, &appstudiov1alpha1.ChangeGroup{}, NudgedField, func(o ctrlclient.Object) []string {
+	err := indexer.IndexField(ctx, &appstudiov1alpha1.ChangeGroup{}, nudgedField, func(o ctrlclient.Object) []string {
 		cg := o.(*appstudiov1alpha1.ChangeGroup)
 		return []string{nudgedKey(cg.Namespace, cg.Spec.NudgedComponent)}
 	})
@@ -34,7 +34,7 @@ func RegisterIndexes(ctx context.Context, indexer ctrlclient.FieldIndexer) error
 }
 
 // groupsOf lists the ChangeGroups of one nudged component. On a cache with
-// NudgedField that is an index lookup; a reader without it (the API server, a
+// nudgedField that is an index lookup; a reader without it (the API server, a
 // test's client) lists the namespace instead.
 //
 // The groups are read-only: from an informer cache they are shallow copies of the
@@ -44,7 +44,7 @@ func RegisterIndexes(ctx context.Context, indexer ctrlclient.FieldIndexer) error
 // that one (see FindHolding).
 func groupsOf(ctx context.Context, c ctrlclient.Reader, namespace, target string) ([]appstudiov1alpha1.ChangeGroup, error) {
 	var list appstudiov1alpha1.ChangeGroupList
-	err := c.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingFields{NudgedField: nudgedKey(namespace, target)},
+	err := c.List(ctx, &list, ctrlclient.InNamespace(namespace), ctrlclient.MatchingFields{nudgedField: nudgedKey(namespace, target)},
 		ctrlclient.UnsafeDisableDeepCopy)
 	if err != nil && (apierrors.IsBadRequest(err) || strings.Contains(strings.ToLower(err.Error()), "index with name")) {
 		list = appstudiov1alpha1.ChangeGroupList{}

@@ -33,7 +33,7 @@ func TestIndexCoversAdmittedGroupsUntilTheCacheHasThem(t *testing.T) {
 	}
 	other := group("other-bundle", "u0", "other", "operand")
 	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(other).
-		WithIndex(&appstudiov1alpha1.ChangeGroup{}, NudgedField, func(o ctrlclient.Object) []string {
+		WithIndex(&appstudiov1alpha1.ChangeGroup{}, nudgedField, func(o ctrlclient.Object) []string {
 			cg := o.(*appstudiov1alpha1.ChangeGroup)
 			return []string{nudgedKey(cg.Namespace, cg.Spec.NudgedComponent)}
 		}).Build()

@@ -52,9 +52,9 @@ func Holds(cg *appstudiov1alpha1.ChangeGroup, source, target string) bool {
 	})
 }
 
-// HeldAt reports whether the group held its nudges at time at: created before it,
+// heldAt reports whether the group held its nudges at time at: created before it,
 // and not yet ended then.
-func HeldAt(cg *appstudiov1alpha1.ChangeGroup, at time.Time) bool {
+func heldAt(cg *appstudiov1alpha1.ChangeGroup, at time.Time) bool {
 	if cg.CreationTimestamp.After(at) {
 		return false
 	}
@@ -79,7 +79,7 @@ func FindHoldingAt(ctx context.Context, c ctrlclient.Reader, namespace, source, 
 	if err != nil {
 		return nil, err
 	}
-	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Holds(cg, source, target) && HeldAt(cg, at) }).DeepCopy(), nil
+	return oldestOf(groups, func(cg *appstudiov1alpha1.ChangeGroup) bool { return Holds(cg, source, target) && heldAt(cg, at) }).DeepCopy(), nil
 }
 
 func oldestOf(groups []appstudiov1alpha1.ChangeGroup, match func(*appstudiov1alpha1.ChangeGroup) bool) *appstudiov1alpha1.ChangeGroup {

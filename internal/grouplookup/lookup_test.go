@@ -30,7 +30,7 @@ func TestHeldAt(t *testing.T) {
 		{"after the group ended", done, ended.Add(time.Second), false},
 	}
 	for _, tc := range cases {
-		if got := HeldAt(tc.cg, tc.at); got != tc.want {
+		if got := heldAt(tc.cg, tc.at); got != tc.want {
 			t.Errorf("%s: HeldAt = %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -44,8 +44,8 @@ const (
 	ChangeGroupWorkflowClosed = "nudgeflow_changegroup_workflow_closed"
 )
 
-// ChangeGroupWaitingPhases are the phases ChangeGroupOldestWaiting always reports.
-var ChangeGroupWaitingPhases = []string{"Initialized", "Waiting", "Ready"}
+// changeGroupWaitingPhases are the phases ChangeGroupOldestWaiting always reports.
+var changeGroupWaitingPhases = []string{"Initialized", "Waiting", "Ready"}
 
 // Backlog is what the backlog gauges report at one scrape.
 type Backlog struct {
@@ -94,7 +94,7 @@ func (backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	if !ok {
 		return
 	}
-	for _, p := range ChangeGroupWaitingPhases {
+	for _, p := range changeGroupWaitingPhases {
 		ch <- prometheus.MustNewConstMetric(oldestWaitingDesc, prometheus.GaugeValue, b.OldestWaiting[p].Seconds(), p)
 	}
 	ch <- prometheus.MustNewConstMetric(oldestOverdueDesc, prometheus.GaugeValue, b.OldestOverdue.Seconds())

@@ -221,10 +221,10 @@ func ForgeWebhook(h http.Handler) http.Handler {
 	})
 }
 
-// WebhookEvents are the event label's values besides "other" and "unknown": the
+// webhookEvents are the event label's values besides "other" and "unknown": the
 // events a forge sends a nudgeflow webhook (GitHub's and Forgejo's X-*-Event,
 // GitLab's X-Gitlab-Event).
-var WebhookEvents = []string{"pull_request", "ping", "push", "issue_comment", "pull_request_review",
+var webhookEvents = []string{"pull_request", "ping", "push", "issue_comment", "pull_request_review",
 	"check_run", "check_suite", "status", "installation", "installation_repositories",
 	"Merge Request Hook", "Note Hook", "Push Hook", "Pipeline Hook", "System Hook"}
 
@@ -239,7 +239,7 @@ func webhookEvent(h http.Header) string {
 	switch {
 	case event == "":
 		return "unknown"
-	case slices.Contains(WebhookEvents, event):
+	case slices.Contains(webhookEvents, event):
 		return event
 	}
 	return "other"
@@ -261,8 +261,8 @@ func (r *statusRecorder) WriteHeader(code int) {
 // PhaseCounter counts ChangeGroups by phase.
 type PhaseCounter func(ctx context.Context) (map[string]int, error)
 
-// ChangeGroupPhases are the phases the gauge always reports (0 when none).
-var ChangeGroupPhases = []string{"Initialized", "Waiting", "Ready", "Completed", "Cancelled", "Failed"}
+// changeGroupPhases are the phases the gauge always reports (0 when none).
+var changeGroupPhases = []string{"Initialized", "Waiting", "Ready", "Completed", "Cancelled", "Failed"}
 
 var (
 	changeGroupsDesc = prometheus.NewDesc(ChangeGroups, "ChangeGroups by phase, as the bridge's cache sees them.", []string{"phase"}, nil)
@@ -283,7 +283,7 @@ func (changeGroupsCollector) Collect(ch chan<- prometheus.Metric) {
 	if !ok {
 		return
 	}
-	phases := append([]string(nil), ChangeGroupPhases...)
+	phases := append([]string(nil), changeGroupPhases...)
 	for p := range counts {
 		if !slices.Contains(phases, p) {
 			phases = append(phases, p)

@@ -58,7 +58,7 @@ func Load(ctx context.Context, c client.Reader, ns string) ([]*Plan, error) {
 	}
 	plans := make([]*Plan, 0, len(namespaces))
 	for _, n := range namespaces {
-		p := Build(n, byNS[n], existing[n])
+		p := build(n, byNS[n], existing[n])
 		p.ShippedLimit = limit
 		p.Groups = groupsByNS[n]
 		p.gate()
@@ -99,8 +99,8 @@ func listNudgeConfigs(ctx context.Context, c client.Reader, ns string) (map[stri
 	return out, nil
 }
 
-// ErrNotApplicable is returned for a plan with graph problems or an edge it cannot convert.
-var ErrNotApplicable = errors.New("the migrated nudge graph is invalid or has an edge the target kind cannot hold")
+// errNotApplicable is returned for a plan with graph problems or an edge it cannot convert.
+var errNotApplicable = errors.New("the migrated nudge graph is invalid or has an edge the target kind cannot hold")
 
 // Apply writes the plan's NudgeConfig with server-side apply under FieldManager. It
 // writes nothing when the plan adds no edge, so a second run leaves the object (and
@@ -108,7 +108,7 @@ var ErrNotApplicable = errors.New("the migrated nudge graph is invalid or has an
 // object: a concurrent edit makes the apply fail instead of being overwritten.
 func Apply(ctx context.Context, c client.Client, p *Plan) (applied bool, err error) {
 	if !p.Applicable() {
-		return false, fmt.Errorf("namespace %s: %w", p.Namespace, ErrNotApplicable)
+		return false, fmt.Errorf("namespace %s: %w", p.Namespace, errNotApplicable)
 	}
 	if !p.Changes() {
 		return false, nil

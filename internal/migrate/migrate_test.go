@@ -29,13 +29,13 @@ func TestBuild(t *testing.T) {
 	comps := []mirrorv1alpha1.Component{
 		comp("d"), comp("b", "d"), comp("a", "c", "b", "b"), comp("c", "d", "ghost"),
 	}
-	p := Build("ns", comps, nil)
+	p := build("ns", comps, nil)
 	require.Equal(t, []konfluxv1alpha1.NudgeRelationship{imm("a", "b"), imm("a", "c"), imm("b", "d"), imm("c", "d")}, p.Added,
 		"sorted by source then target, repeated refs once")
 	require.Equal(t, p.Added, p.Nudges)
 	require.Equal(t, []konfluxv1alpha1.NudgeRelationship{imm("c", "ghost")}, p.Dangling)
 	require.True(t, p.Applicable())
-	require.Equal(t, p.Added, Build("ns", []mirrorv1alpha1.Component{comps[3], comps[1], comps[0], comps[2]}, nil).Added, "order independent")
+	require.Equal(t, p.Added, build("ns", []mirrorv1alpha1.Component{comps[3], comps[1], comps[0], comps[2]}, nil).Added, "order independent")
 
 	var out bytes.Buffer
 	p.Report(&out)
@@ -56,17 +56,17 @@ func TestBuildMergesWithExisting(t *testing.T) {
 			imm("x", "y"),
 		}},
 	}
-	p := Build("ns", []mirrorv1alpha1.Component{comp("a", "b", "c"), comp("b"), comp("c")}, existing)
+	p := build("ns", []mirrorv1alpha1.Component{comp("a", "b", "c"), comp("b"), comp("c")}, existing)
 	require.Equal(t, []konfluxv1alpha1.NudgeRelationship{imm("a", "c")}, p.Added, "a -> b exists and keeps its mode")
 	require.Equal(t, append(existing.Spec.Nudges, imm("a", "c")), p.Nudges)
 	require.Equal(t, "42", p.ResourceVersion)
 
-	again := Build("ns", []mirrorv1alpha1.Component{comp("a", "b")}, existing)
+	again := build("ns", []mirrorv1alpha1.Component{comp("a", "b")}, existing)
 	require.False(t, again.Changes())
 }
 
 func TestBuildReportsCycles(t *testing.T) {
-	p := Build("ns", []mirrorv1alpha1.Component{comp("x", "y"), comp("y", "z"), comp("z", "x"), comp("s", "s")}, nil)
+	p := build("ns", []mirrorv1alpha1.Component{comp("x", "y"), comp("y", "z"), comp("z", "x"), comp("s", "s")}, nil)
 	require.False(t, p.Applicable())
 	var out bytes.Buffer
 	p.Report(&out)
@@ -139,7 +139,7 @@ data: {k: v}
 // policy; converting back gives the original.
 func TestMigrateBetweenKinds(t *testing.T) {
 	comps := []mirrorv1alpha1.Component{comp("a", "bundle"), comp("b", "bundle"), comp("bundle")}
-	p := Build("ns", comps, nil)
+	p := build("ns", comps, nil)
 	require.NoError(t, p.To("appstudio.redhat.com/v1beta2"))
 	require.False(t, p.Converts(), "nothing exists yet: a new NudgeConfig, no conversion")
 	u, err := Manifest(p, true)
@@ -164,7 +164,7 @@ func TestMigrateBetweenKinds(t *testing.T) {
 		},
 	}
 	existing.SetGroupVersionKind(nudgeconfigs.Own)
-	toShipped := Build("ns", []mirrorv1alpha1.Component{comp("a"), comp("b"), comp("bundle"), comp("gated"), comp("ungated")}, existing)
+	toShipped := build("ns", []mirrorv1alpha1.Component{comp("a"), comp("b"), comp("bundle"), comp("gated"), comp("ungated")}, existing)
 	require.NoError(t, toShipped.To("appstudio.redhat.com/v1beta2"))
 	require.True(t, toShipped.Converts())
 	require.True(t, toShipped.Changes(), "a conversion writes even when no edge is added")
@@ -183,7 +183,7 @@ func TestMigrateBetweenKinds(t *testing.T) {
 	require.Contains(t, out.String(), "converting the NudgeConfig from konflux-ci.dev/v1alpha1 to appstudio.redhat.com/v1beta2: 3 nudge(s), 1 batching polic(ies)")
 
 	read.ResourceVersion = "9"
-	back := Build("ns", nil, read)
+	back := build("ns", nil, read)
 	require.NoError(t, back.To("konflux-ci.dev/v1alpha1"))
 	u, err = Manifest(back, false)
 	require.NoError(t, err)
@@ -218,7 +218,7 @@ func TestConvertingUngatedEdgesToOwn(t *testing.T) {
 	}
 	comps := []mirrorv1alpha1.Component{comp("a"), comp("b"), comp("c"), comp("d"), comp("t")}
 	plan := func(groups ...mirrorv1beta2.ComponentGroup) *Plan {
-		p := Build("ns", comps, shipped(ungated("a", "t"), ungated("b", "t"), ungated("c", "t"),
+		p := build("ns", comps, shipped(ungated("a", "t"), ungated("b", "t"), ungated("c", "t"),
 			konfluxv1alpha1.NudgeRelationship{From: "d", To: "t", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "mine"}))
 		p.Groups = groups
 		require.NoError(t, p.To("konflux-ci.dev/v1alpha1"))
@@ -235,7 +235,7 @@ func TestConvertingUngatedEdgesToOwn(t *testing.T) {
 	require.Equal(t, []Ungated{{NudgeRelationship: ungated("b", "t"), Candidates: []string{"gb1", "gb2"}}}, p.Ungated)
 	require.False(t, p.Applicable())
 	_, err := Apply(context.Background(), nil, p)
-	require.ErrorIs(t, err, ErrNotApplicable)
+	require.ErrorIs(t, err, errNotApplicable)
 	var out bytes.Buffer
 	p.Report(&out)
 	require.Contains(t, out.String(), "  ~ validated a -> t had no gatingGroup: gated by ga, the only ComponentGroup listing a (konflux-ci.dev/v1alpha1 requires one)\n")

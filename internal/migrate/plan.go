@@ -134,9 +134,9 @@ func (p *Plan) gate() {
 // Changes is true when applying would write something.
 func (p *Plan) Changes() bool { return len(p.Added) > 0 || p.Converts() }
 
-// Build plans one namespace from its Components and its NudgeConfig (nil when none).
+// build plans one namespace from its Components and its NudgeConfig (nil when none).
 // Components and references are visited in name order so the plan is reproducible.
-func Build(ns string, components []mirrorv1alpha1.Component, existing *konfluxv1alpha1.NudgeConfig) *Plan {
+func build(ns string, components []mirrorv1alpha1.Component, existing *konfluxv1alpha1.NudgeConfig) *Plan {
 	p := &Plan{Namespace: ns, Target: nudgeconfigs.Own.GroupVersion().String()}
 	if existing != nil {
 		p.Exists = true

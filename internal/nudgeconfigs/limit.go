@@ -22,9 +22,9 @@ type Limit struct {
 	From string
 }
 
-// DefaultShippedLimit is nudgeflow's copy of the limit (the mirror CRD's), used
+// defaultShippedLimit is nudgeflow's copy of the limit (the mirror CRD's), used
 // when the served CRD cannot be read.
-var DefaultShippedLimit = Limit{Max: mirrorv1beta2.MaxNudges,
+var defaultShippedLimit = Limit{Max: mirrorv1beta2.MaxNudges,
 	From: fmt.Sprintf("nudgeflow's copy of %s's maxItems", ShippedCRD)}
 
 // ShippedLimit reads the limit from the CRD the API server serves now:
@@ -46,7 +46,7 @@ func ShippedLimit(ctx context.Context, c ctrlclient.Reader) Limit {
 	crd.SetAPIVersion("apiextensions.k8s.io/v1")
 	crd.SetKind("CustomResourceDefinition")
 	if err := c.Get(ctx, types.NamespacedName{Name: ShippedCRD}, crd); err != nil {
-		fallback := DefaultShippedLimit
+		fallback := defaultShippedLimit
 		reason := err.Error()
 		if apierrors.IsNotFound(err) {
 			reason = "the CRD is not served"
@@ -57,7 +57,7 @@ func ShippedLimit(ctx context.Context, c ctrlclient.Reader) Limit {
 	if max, ok := crdMaxNudges(crd); ok {
 		return Limit{Max: max, From: fmt.Sprintf("maxItems of the served CustomResourceDefinition %s", ShippedCRD)}
 	}
-	fallback := DefaultShippedLimit
+	fallback := defaultShippedLimit
 	fallback.From += fmt.Sprintf(" (the served %s has no maxItems for %s spec.nudges)", ShippedCRD, mirrorv1beta2.GroupVersion.Version)
 	return fallback
 }

@@ -143,7 +143,7 @@ func FromShipped(in *mirrorv1beta2.NudgeConfig) (*konfluxv1alpha1.NudgeConfig, e
 	if !ok || strings.TrimSpace(raw) == "" {
 		return out, nil
 	}
-	policies, err := ParseBatching(raw)
+	policies, err := parseBatching(raw)
 	if err != nil {
 		return out, &BatchingError{Namespace: in.Namespace, Err: err}
 	}
@@ -151,9 +151,9 @@ func FromShipped(in *mirrorv1beta2.NudgeConfig) (*konfluxv1alpha1.NudgeConfig, e
 	return out, nil
 }
 
-// ParseBatching reads AnnotationBatching: a JSON list of batching policies, each
+// parseBatching reads AnnotationBatching: a JSON list of batching policies, each
 // checked as the konflux-ci.dev CRD's schema checks spec.batching.
-func ParseBatching(raw string) ([]konfluxv1alpha1.BatchingPolicy, error) {
+func parseBatching(raw string) ([]konfluxv1alpha1.BatchingPolicy, error) {
 	var policies []konfluxv1alpha1.BatchingPolicy
 	dec := json.NewDecoder(strings.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -195,10 +195,10 @@ func checkPolicy(p konfluxv1alpha1.BatchingPolicy) error {
 }
 
 // ToShipped converts nudgeflow's shape to integration-service's within
-// DefaultShippedLimit (tests and callers without a cluster; `nudgeflow migrate`
+// defaultShippedLimit (tests and callers without a cluster; `nudgeflow migrate`
 // uses ToShippedWithin and the served CRD's limit).
 func ToShipped(in *konfluxv1alpha1.NudgeConfig) (*mirrorv1beta2.NudgeConfig, error) {
-	return ToShippedWithin(in, DefaultShippedLimit)
+	return ToShippedWithin(in, defaultShippedLimit)
 }
 
 // ToShippedWithin converts nudgeflow's shape to integration-service's. Batching
@@ -207,7 +207,7 @@ func ToShipped(in *konfluxv1alpha1.NudgeConfig) (*mirrorv1beta2.NudgeConfig, err
 // any of it.
 func ToShippedWithin(in *konfluxv1alpha1.NudgeConfig, limit Limit) (*mirrorv1beta2.NudgeConfig, error) {
 	if limit.Max <= 0 {
-		limit = DefaultShippedLimit
+		limit = defaultShippedLimit
 	}
 	if len(in.Spec.Nudges) > limit.Max {
 		return nil, fmt.Errorf("NudgeConfig %s/%s has %d edges; integration-service's NudgeConfig (%s) holds at most %d (%s): split the namespace or keep nudgeflow's own kind",
@@ -234,9 +234,9 @@ func ToShippedWithin(in *konfluxv1alpha1.NudgeConfig, limit Limit) (*mirrorv1bet
 	return out, nil
 }
 
-// ToOwn converts integration-service's shape to nudgeflow's: the inverse of
+// toOwn converts integration-service's shape to nudgeflow's: the inverse of
 // ToShipped (batching comes back from the annotation, which is then dropped).
-func ToOwn(in *mirrorv1beta2.NudgeConfig) (*konfluxv1alpha1.NudgeConfig, error) {
+func toOwn(in *mirrorv1beta2.NudgeConfig) (*konfluxv1alpha1.NudgeConfig, error) {
 	nc, err := FromShipped(in)
 	if err != nil {
 		return nil, err

@@ -46,7 +46,7 @@ func TestRoundTrip(t *testing.T) {
 	require.JSONEq(t, `[{"target":"bundle","window":"10m0s","maxWait":"2h0m0s","release":"quorum","quorum":2}]`, shipped.Annotations[AnnotationBatching])
 	require.Equal(t, "kept", shipped.Annotations["note"])
 
-	back, err := ToOwn(shipped)
+	back, err := toOwn(shipped)
 	require.NoError(t, err)
 	require.Equal(t, in.Spec, back.Spec)
 	require.Equal(t, in.Labels, back.Labels)
@@ -100,7 +100,7 @@ func TestBadBatchingAnnotation(t *testing.T) {
 		require.NoError(t, IgnoreBatchingError(err))
 		require.Len(t, nc.Spec.Nudges, 1, raw)
 		require.Empty(t, nc.Spec.Batching, raw)
-		_, err = ToOwn(s)
+		_, err = toOwn(s)
 		require.Error(t, err, "a conversion never drops what it cannot read")
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 )
 
-// OwnVersions are the versions of nudgeconfigs.konflux-ci.dev that nudgeflow ships
+// ownVersions are the versions of nudgeconfigs.konflux-ci.dev that nudgeflow ships
 // (deploy/crds): every version the API server serves of that CRD when nudgeflow's
 // CRD is the one installed.
-var OwnVersions = []string{Own.Version}
+var ownVersions = []string{Own.Version}
 
 // ErrOwnGroupTaken: the API server serves nudgeconfigs.konflux-ci.dev in a version
 // nudgeflow does not ship, so the CRD is not nudgeflow's. ADR 68 moves Konflux's
@@ -26,7 +26,7 @@ func (e *ErrOwnGroupTaken) Error() string {
 		"the CRD is another owner's (Konflux's NudgeConfig moved to %s, ADR 68); nudgeflow does not read or "+
 		"admit a schema it does not own. Move nudgeflow's own NudgeConfigs to their own group first (docs/konflux.md, "+
 		"\"ADR 68: whose nudgeconfigs.konflux-ci.dev\")",
-		Own.Group, strings.Join(e.Served, ","), strings.Join(OwnVersions, ","), Own.Group)
+		Own.Group, strings.Join(e.Served, ","), strings.Join(ownVersions, ","), Own.Group)
 }
 
 // CheckOwnGroup returns *ErrOwnGroupTaken when nudgeconfigs.konflux-ci.dev is
@@ -48,7 +48,7 @@ func CheckOwnGroup(mapper meta.RESTMapper) error {
 	for _, m := range mappings {
 		v := m.GroupVersionKind.Version
 		served = append(served, v)
-		foreign = foreign || !slices.Contains(OwnVersions, v)
+		foreign = foreign || !slices.Contains(ownVersions, v)
 	}
 	if !foreign {
 		return nil

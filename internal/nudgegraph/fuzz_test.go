@@ -41,13 +41,13 @@ func FuzzValidate(f *testing.F) {
 						t.Fatalf("cycle step %d %v does not match entry %d %+v", i, p.Path, entry, nudges[entry])
 					}
 				}
-			case Duplicate:
+			case duplicate:
 				for _, entry := range p.Entries[1:] {
 					if nudges[entry] != nudges[p.Entries[0]] {
 						t.Fatalf("entries %v are not duplicates", p.Entries)
 					}
 				}
-			case SelfNudge:
+			case selfNudge:
 				if n := nudges[p.Entries[0]]; n.From != n.To {
 					t.Fatalf("entry %d is no self-nudge", p.Entries[0])
 				}

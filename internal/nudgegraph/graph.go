@@ -23,10 +23,10 @@ type Edge = konfluxv1alpha1.NudgeRelationship
 type Kind string
 
 const (
-	// SelfNudge is an edge whose source and target are the same component.
-	SelfNudge Kind = "SelfNudge"
-	// Duplicate is a (from, to) pair that appears in more than one entry.
-	Duplicate Kind = "Duplicate"
+	// selfNudge is an edge whose source and target are the same component.
+	selfNudge Kind = "SelfNudge"
+	// duplicate is a (from, to) pair that appears in more than one entry.
+	duplicate Kind = "Duplicate"
 	// Cycle is a closed path of nudges: builds would nudge each other forever.
 	Cycle Kind = "Cycle"
 )
@@ -72,7 +72,7 @@ func Check(nudges []Edge) []Problem {
 	g := build(nudges)
 	for _, i := range g.selfLoops {
 		problems = append(problems, Problem{
-			Kind:    SelfNudge,
+			Kind:    selfNudge,
 			Entries: []int{i},
 			Message: fmt.Sprintf("component %s cannot nudge itself (entry %d)", nudges[i].From, i),
 		})
@@ -80,7 +80,7 @@ func Check(nudges []Edge) []Problem {
 	for _, entries := range g.duplicates {
 		e := nudges[entries[0]]
 		problems = append(problems, Problem{
-			Kind:    Duplicate,
+			Kind:    duplicate,
 			Entries: entries,
 			Message: fmt.Sprintf("duplicate nudge %s -> %s at entries %s", e.From, e.To, joinInts(entries)),
 		})

@@ -107,7 +107,7 @@ func TestIndex(t *testing.T) {
 	require.Equal(t, []Edge{e("b", "d")}, x.EdgesFrom("b"))
 	require.True(t, x.Has("a", "e"))
 	require.False(t, x.Has("e", "a"))
-	require.Equal(t, []string{"a", "b", "c", "d", "e"}, Components(nudges))
+	require.Equal(t, []string{"a", "b", "c", "d", "e"}, components(nudges))
 	exists := map[string]bool{"a": true, "b": true, "d": true}
 	require.Equal(t, []string{"c", "e"}, Missing(nudges, func(n string) bool { return exists[n] }))
 }

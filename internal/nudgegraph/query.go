@@ -55,8 +55,8 @@ func (x *Index) Has(from, to string) bool {
 	return ok
 }
 
-// Components are every component named by an edge, sorted.
-func Components(nudges []Edge) []string {
+// components are every component named by an edge, sorted.
+func components(nudges []Edge) []string {
 	seen := make(map[string]struct{}, len(nudges))
 	for _, e := range nudges {
 		seen[e.From] = struct{}{}
@@ -73,7 +73,7 @@ func Components(nudges []Edge) []string {
 // Missing are the components named by nudges that exists rejects, sorted.
 func Missing(nudges []Edge, exists func(name string) bool) []string {
 	var out []string
-	for _, n := range Components(nudges) {
+	for _, n := range components(nudges) {
 		if !exists(n) {
 			out = append(out, n)
 		}

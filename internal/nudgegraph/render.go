@@ -15,12 +15,12 @@ type Format string
 
 const (
 	Mermaid Format = "mermaid"
-	DOT     Format = "dot"
+	dot     Format = "dot"
 	JSON    Format = "json"
 )
 
 // Formats are the formats Render knows, for flag help.
-var Formats = []Format{Mermaid, DOT, JSON}
+var Formats = []Format{Mermaid, dot, JSON}
 
 // View is what a rendering shows: the edges of a namespace and which components no
 // longer exist (stale references).
@@ -93,7 +93,7 @@ func Render(w io.Writer, f Format, v View) error {
 	for _, m := range v.Missing {
 		missing[m] = true
 	}
-	names := Components(v.Nudges)
+	names := components(v.Nudges)
 	switch f {
 	case JSON:
 		g := JSONGraph{Namespace: v.Namespace, Components: []JSONComponent{}, Edges: []JSONEdge{}}
@@ -111,7 +111,7 @@ func Render(w io.Writer, f Format, v View) error {
 		return enc.Encode(g)
 	case Mermaid:
 		return renderMermaid(w, names, missing, v)
-	case DOT:
+	case dot:
 		return renderDOT(w, names, missing, v)
 	default:
 		return fmt.Errorf("unknown graph format %q (want one of mermaid, dot, json)", f)

@@ -106,7 +106,7 @@ func (c *Checker) Check(ctx context.Context, namespace, repoURL string) error {
 	if err != nil {
 		return err
 	}
-	if v := Decide(key, bindings, nil); v.Source == SourceBinding {
+	if v := decide(key, bindings, nil); v.Source == sourceBinding {
 		if v.Owner == namespace {
 			return nil
 		}
@@ -118,7 +118,7 @@ func (c *Checker) Check(ctx context.Context, namespace, repoURL string) error {
 	}
 	if len(mine) == 0 {
 		// The index (as it is, not rebuilt) only words the message.
-		return c.refusal(namespace, repoURL, Decide(key, nil, c.peek(key)), nil)
+		return c.refusal(namespace, repoURL, decide(key, nil, c.peek(key)), nil)
 	}
 	oldest := mine[0]
 	for _, m := range mine[1:] {
@@ -130,7 +130,7 @@ func (c *Checker) Check(ctx context.Context, namespace, repoURL string) error {
 	if err != nil {
 		return err
 	}
-	v := Decide(key, nil, append(older, mine...))
+	v := decide(key, nil, append(older, mine...))
 	if v.Owner == namespace {
 		return nil
 	}
@@ -148,17 +148,17 @@ func (c *Checker) Require(ctx context.Context, namespace, repoURL string, on *co
 		return err
 	}
 	if on != nil && c.Events != nil {
-		if eerr := RecordEvent(ctx, c.Events, *on, refused); eerr != nil {
+		if eerr := recordEvent(ctx, c.Events, *on, refused); eerr != nil {
 			// Retried: the next try refuses again and records the Event then.
 			return fmt.Errorf("%v (and recording the %s Event failed: %w)", refused, EventReason, eerr)
 		}
 	}
-	return AsApplicationError(refused)
+	return asApplicationError(refused)
 }
 
-// AsApplicationError is the non-retryable ApplicationError of type ErrorType for a
+// asApplicationError is the non-retryable ApplicationError of type ErrorType for a
 // refusal in err's chain; other errors are returned as they are.
-func AsApplicationError(err error) error {
+func asApplicationError(err error) error {
 	var refused *NotOwnedError
 	if !errors.As(err, &refused) {
 		return err
@@ -174,11 +174,11 @@ func IsRefusal(err error) bool {
 	return errors.As(err, &refused) || (errors.As(err, &ae) && ae.Type() == ErrorType)
 }
 
-// RecordEvent writes the Warning Event of a refusal on obj, in the refused
+// recordEvent writes the Warning Event of a refusal on obj, in the refused
 // namespace, named by the object and the repository (its Key: every way of writing
 // its URL), so a retry, or another activity refused for the same repository, writes
 // none twice.
-func RecordEvent(ctx context.Context, w client.Writer, obj corev1.ObjectReference, refused *NotOwnedError) error {
+func recordEvent(ctx context.Context, w client.Writer, obj corev1.ObjectReference, refused *NotOwnedError) error {
 	repo, err := Key(refused.URL)
 	if err != nil {
 		repo = refused.URL
@@ -205,17 +205,17 @@ func RecordEvent(ctx context.Context, w client.Writer, obj corev1.ObjectReferenc
 // what would make it the owner.
 func (c *Checker) refusal(namespace, repoURL string, v Verdict, mine []Claim) *NotOwnedError {
 	e := &NotOwnedError{Namespace: namespace, URL: repoURL, Owner: v.Owner}
-	spec := SpecURL(repoURL)
+	spec := specURL(repoURL)
 	binding := fmt.Sprintf("ConfigMap %s/%s", c.BindingNamespace, BindingConfigMap)
 	bindIt := ""
 	if c.BindingNamespace != "" {
 		bindIt = fmt.Sprintf("the cluster admin adds %s as a line of key %q in %s", spec, namespace, binding)
 	}
 	switch {
-	case v.Source == SourceBinding && v.Owner == "":
+	case v.Source == sourceBinding && v.Owner == "":
 		e.Why = fmt.Sprintf("the cluster admin's %s binds it to more than one namespace, so none owns it", binding)
 		e.Remedy = fmt.Sprintf("The cluster admin must keep %s under key %q only", spec, namespace)
-	case v.Source == SourceBinding:
+	case v.Source == sourceBinding:
 		e.Why = fmt.Sprintf("the cluster admin's %s binds it to another namespace", binding)
 		e.Remedy = fmt.Sprintf("If namespace %s should own it, the cluster admin moves %s to key %q", namespace, spec, namespace)
 	case v.Owner != "":

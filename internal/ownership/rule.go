@@ -95,10 +95,10 @@ func Key(raw string) (string, error) {
 	return host + "/" + strings.ToLower(path), nil
 }
 
-// SpecURL is the URL a Repository for raw should carry in spec.url, written as
+// specURL is the URL a Repository for raw should carry in spec.url, written as
 // build-service writes it (getGitRepoUrl: the Component's URL without a trailing
 // slash, then without ".git").
-func SpecURL(raw string) string {
+func specURL(raw string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(strings.TrimSpace(raw), "/"), ".git")
 }
 
@@ -123,16 +123,14 @@ func compareClaims(a, b Claim) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 }
 
-// Source says what decided a Verdict.
+// Source says what decided a Verdict ("" when nothing names the repository).
 type Source string
 
 const (
-	// SourceNone: nothing names the repository.
-	SourceNone Source = ""
-	// SourceBinding: the cluster admin's ConfigMap names it.
-	SourceBinding Source = "binding"
-	// SourceRepository: a Pipelines as Code Repository names it.
-	SourceRepository Source = "repository"
+	// sourceBinding: the cluster admin's ConfigMap names it.
+	sourceBinding Source = "binding"
+	// sourceRepository: a Pipelines as Code Repository names it.
+	sourceRepository Source = "repository"
 )
 
 // Verdict is who owns a repository.
@@ -147,10 +145,10 @@ type Verdict struct {
 	Bound []string
 }
 
-// Decide applies the rule to key: bindings is the binding ConfigMap's data
+// decide applies the rule to key: bindings is the binding ConfigMap's data
 // (namespace -> URLs, one a line; nil when there is none), claims are Repositories
 // whose spec.url may name key (the others are ignored).
-func Decide(key string, bindings map[string]string, claims []Claim) Verdict {
+func decide(key string, bindings map[string]string, claims []Claim) Verdict {
 	var bound []string
 	for ns, urls := range bindings {
 		for _, line := range strings.Split(urls, "\n") {
@@ -164,9 +162,9 @@ func Decide(key string, bindings map[string]string, claims []Claim) Verdict {
 	switch len(bound) {
 	case 0:
 	case 1:
-		return Verdict{Owner: bound[0], Source: SourceBinding}
+		return Verdict{Owner: bound[0], Source: sourceBinding}
 	default:
-		return Verdict{Source: SourceBinding, Bound: bound}
+		return Verdict{Source: sourceBinding, Bound: bound}
 	}
 	var owner *Claim
 	for i := range claims {
@@ -180,5 +178,5 @@ func Decide(key string, bindings map[string]string, claims []Claim) Verdict {
 	if owner == nil {
 		return Verdict{}
 	}
-	return Verdict{Owner: owner.Namespace, Source: SourceRepository, Claim: *owner}
+	return Verdict{Owner: owner.Namespace, Source: sourceRepository, Claim: *owner}
 }

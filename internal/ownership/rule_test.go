@@ -51,7 +51,7 @@ func TestSpecURL(t *testing.T) {
 		"https://github.com/org/repo.git/": "https://github.com/org/repo", // the slash first, then ".git"
 		"https://github.com/Org/Repo":      "https://github.com/Org/Repo",
 	} {
-		if got := SpecURL(in); got != want {
+		if got := specURL(in); got != want {
 			t.Errorf("SpecURL(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -73,31 +73,31 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "nothing names it"},
 		{name: "a Repository of another repository", claims: []Claim{claim("a", "r", "https://github.com/org/other", time.Hour)}},
-		{name: "one Repository", claims: []Claim{claim("a", "r", "https://github.com/org/repo", time.Hour)}, owner: "a", source: SourceRepository},
+		{name: "one Repository", claims: []Claim{claim("a", "r", "https://github.com/org/repo", time.Hour)}, owner: "a", source: sourceRepository},
 		{name: "the oldest of several owns it: a later claim never steals",
 			claims: []Claim{claim("b", "r", "https://github.com/org/repo.git", time.Minute), claim("a", "r", "https://GitHub.com/org/Repo", time.Hour)},
-			owner:  "a", source: SourceRepository},
+			owner:  "a", source: sourceRepository},
 		{name: "the same second: namespace, then name, decide",
 			claims: []Claim{claim("b", "r", "https://github.com/org/repo", 0), claim("a", "z", "https://github.com/org/repo", 0), claim("a", "b", "https://github.com/org/repo/", 0)},
-			owner:  "a", source: SourceRepository},
+			owner:  "a", source: sourceRepository},
 		{name: "a Repository whose URL has no key claims nothing",
 			claims: []Claim{claim("b", "r", "https://github.com/org/./repo", time.Hour), claim("a", "r", "https://github.com/org/repo", 0)},
-			owner:  "a", source: SourceRepository},
+			owner:  "a", source: sourceRepository},
 		{name: "the binding decides over an older Repository",
 			bindings: map[string]string{"a": "https://github.com/org/other\nhttps://github.com/org/repo.git\n", "c": "https://github.com/org/third"},
 			claims:   []Claim{claim("b", "r", "https://github.com/org/repo", 24*time.Hour)},
-			owner:    "a", source: SourceBinding},
+			owner:    "a", source: sourceBinding},
 		{name: "bound to two namespaces: none owns it",
 			bindings: map[string]string{"b": "https://github.com/org/repo", "a": " https://github.com/Org/repo "},
 			claims:   []Claim{claim("a", "r", "https://github.com/org/repo", time.Hour)},
-			source:   SourceBinding, bound: []string{"a", "b"}},
+			source:   sourceBinding, bound: []string{"a", "b"}},
 		{name: "a binding of other repositories leaves the Repositories to decide",
 			bindings: map[string]string{"b": "https://github.com/org/other\nnot a url"},
 			claims:   []Claim{claim("a", "r", "https://github.com/org/repo", time.Hour)},
-			owner:    "a", source: SourceRepository},
+			owner:    "a", source: sourceRepository},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			v := Decide(key, c.bindings, c.claims)
+			v := decide(key, c.bindings, c.claims)
 			if v.Owner != c.owner || v.Source != c.source || len(v.Bound) != len(c.bound) {
 				t.Fatalf("Decide = %+v; want owner %q, source %q, bound %v", v, c.owner, c.source, c.bound)
 			}

@@ -80,19 +80,19 @@ func (a ACL) Allows(login string) bool {
 type Outcome int
 
 const (
-	// Nothing: the event is not one PaC builds on.
-	Nothing Outcome = iota
-	// Skipped: the head commit message holds a skip marker (pkg/adapter/sinker.go).
-	Skipped
+	// nothing: the event is not one PaC builds on.
+	nothing Outcome = iota
+	// skipped: the head commit message holds a skip marker (pkg/adapter/sinker.go).
+	skipped
 	// Run: a pipeline run starts.
 	Run
 	// AwaitApproval: the author is not trusted; PaC reports "Pending approval, waiting
 	// for an /ok-to-test" on the commit (pkg/pipelineascode/match.go verifyRepoAndUser).
 	AwaitApproval
-	// IgnoredBot: the author is not trusted and is a GitHub Bot account; PaC sets no
+	// ignoredBot: the author is not trusted and is a GitHub Bot account; PaC sets no
 	// status and says nothing (pkg/provider/github/status.go CreateStatus:
 	// AccessDenied for a Bot sender returns early).
-	IgnoredBot
+	ignoredBot
 )
 
 // Event is a pull request event that reached PaC.
@@ -111,13 +111,13 @@ type Event struct {
 func Decide(ev Event, acl ACL) Outcome {
 	switch {
 	case !ev.Builds:
-		return Nothing
+		return nothing
 	case HasSkipMarker(ev.HeadMessage):
-		return Skipped
+		return skipped
 	case acl.Allows(ev.Sender):
 		return Run
 	case ev.SenderIsBot:
-		return IgnoredBot
+		return ignoredBot
 	}
 	return AwaitApproval
 }

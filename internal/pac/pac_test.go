@@ -14,13 +14,13 @@ func TestDecide(t *testing.T) {
 		acl  ACL
 		want Outcome
 	}{
-		{"not an event PaC builds on", Event{Builds: false, Sender: "maintainer"}, open, Nothing},
-		{"skip marker", Event{Builds: true, HeadMessage: "bump [skip ci]", Sender: "maintainer"}, open, Skipped},
-		{"skip marker beats the ACL", Event{Builds: true, HeadMessage: "x [tkn skip]", Sender: "stranger"}, restricted, Skipped},
+		{"not an event PaC builds on", Event{Builds: false, Sender: "maintainer"}, open, nothing},
+		{"skip marker", Event{Builds: true, HeadMessage: "bump [skip ci]", Sender: "maintainer"}, open, skipped},
+		{"skip marker beats the ACL", Event{Builds: true, HeadMessage: "x [tkn skip]", Sender: "stranger"}, restricted, skipped},
 		{"no restriction trusts everyone", Event{Builds: true, HeadMessage: "bump", Sender: "stranger"}, open, Run},
 		{"trusted author", Event{Builds: true, HeadMessage: "bump", Sender: "maintainer"}, restricted, Run},
 		{"untrusted author waits", Event{Builds: true, HeadMessage: "bump", Sender: "nudgeflow"}, restricted, AwaitApproval},
-		{"untrusted bot is ignored", Event{Builds: true, HeadMessage: "bump", Sender: "nudgeflow[bot]", SenderIsBot: true}, restricted, IgnoredBot},
+		{"untrusted bot is ignored", Event{Builds: true, HeadMessage: "bump", Sender: "nudgeflow[bot]", SenderIsBot: true}, restricted, ignoredBot},
 		{"trusted bot runs", Event{Builds: true, HeadMessage: "bump", Sender: "renovate[bot]", SenderIsBot: true},
 			ACL{Enforced: true, Trusted: []string{"renovate[bot]"}}, Run},
 	} {

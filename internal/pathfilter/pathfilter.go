@@ -26,8 +26,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 )
 
-// ErrUnevaluable wraps every reason an expression cannot be evaluated.
-var ErrUnevaluable = errors.New("the on-cel-expression cannot be evaluated")
+// errUnevaluable wraps every reason an expression cannot be evaluated.
+var errUnevaluable = errors.New("the on-cel-expression cannot be evaluated")
 
 // Event is the pull-request event the expression is evaluated for.
 type Event struct {
@@ -44,10 +44,10 @@ type Event struct {
 
 // Change statuses, as GitHub's pull request files API names them (PaC's categories).
 const (
-	Added    = "added"
-	Removed  = "removed"
-	Modified = "modified"
-	Renamed  = "renamed"
+	added    = "added"
+	removed  = "removed"
+	modified = "modified"
+	renamed  = "renamed"
 )
 
 // File is one changed file of a pull request.
@@ -90,21 +90,21 @@ func Compile(expr string) (*Filter, error) {
 		cel.MemberOverload("pathChanged", []*cel.Type{cel.StringType}, cel.BoolType,
 			cel.UnaryBinding(f.pathChanged))))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnevaluable, err)
+		return nil, fmt.Errorf("%w: %v", errUnevaluable, err)
 	}
 	parsed, iss := env.Parse(expr)
 	if iss != nil && iss.Err() != nil {
-		return nil, fmt.Errorf("%w: failed to parse expression %q: %v", ErrUnevaluable, expr, iss.Err())
+		return nil, fmt.Errorf("%w: failed to parse expression %q: %v", errUnevaluable, expr, iss.Err())
 	}
 	checked, iss := env.Check(parsed)
 	if iss != nil && iss.Err() != nil {
-		return nil, fmt.Errorf("%w: expression %q check failed: %v", ErrUnevaluable, expr, iss.Err())
+		return nil, fmt.Errorf("%w: expression %q check failed: %v", errUnevaluable, expr, iss.Err())
 	}
 	if used := payloadVariables(checked.NativeRep()); len(used) > 0 {
-		return nil, fmt.Errorf("%w: expression %q reads %v of the webhook payload, which nudgeflow does not have", ErrUnevaluable, expr, used)
+		return nil, fmt.Errorf("%w: expression %q reads %v of the webhook payload, which nudgeflow does not have", errUnevaluable, expr, used)
 	}
 	if f.prg, err = env.Program(checked); err != nil {
-		return nil, fmt.Errorf("%w: expression %q failed to create a Program: %v", ErrUnevaluable, expr, err)
+		return nil, fmt.Errorf("%w: expression %q failed to create a Program: %v", errUnevaluable, expr, err)
 	}
 	return f, nil
 }
@@ -146,7 +146,7 @@ func (f *Filter) pathChanged(val ref.Val) ref.Val {
 // Eval evaluates the expression for ev with files as the event's changed files.
 func (f *Filter) Eval(ev Event, files []File) (bool, error) {
 	all := []string{}
-	byStatus := map[string][]string{Added: {}, Removed: {}, Modified: {}, Renamed: {}}
+	byStatus := map[string][]string{added: {}, removed: {}, modified: {}, renamed: {}}
 	for _, file := range files {
 		all = append(all, file.Path)
 		if _, ok := byStatus[file.Status]; ok {
@@ -159,16 +159,16 @@ func (f *Filter) Eval(ev Event, files []File) (bool, error) {
 		"target_branch": ev.TargetBranch, "source_branch": ev.SourceBranch,
 		"target_url": ev.TargetURL, "source_url": ev.SourceURL,
 		"body": map[string]any{}, "headers": map[string]string{},
-		"files": map[string]any{"all": all, "added": byStatus[Added], "deleted": byStatus[Removed],
-			"modified": byStatus[Modified], "renamed": byStatus[Renamed]},
+		"files": map[string]any{"all": all, "added": byStatus[added], "deleted": byStatus[removed],
+			"modified": byStatus[modified], "renamed": byStatus[renamed]},
 	}
 	out, _, err := f.prg.Eval(data)
 	if err != nil {
-		return false, fmt.Errorf("%w: expression %q failed to evaluate: %v", ErrUnevaluable, f.expr, err)
+		return false, fmt.Errorf("%w: expression %q failed to evaluate: %v", errUnevaluable, f.expr, err)
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, fmt.Errorf("%w: expression %q yields %v, not a bool", ErrUnevaluable, f.expr, out.Type())
+		return false, fmt.Errorf("%w: expression %q yields %v, not a bool", errUnevaluable, f.expr, out.Type())
 	}
 	return b, nil
 }

@@ -32,13 +32,13 @@ const (
 
 	// RebaseLabel and ReleaseLabel are the control checkboxes' texts.
 	RebaseLabel  = "rebase (discard manual changes and let nudgeflow update this PR again)"
-	ReleaseLabel = "release now (stop waiting and build with the components that are ready)"
+	releaseLabel = "release now (stop waiting and build with the components that are ready)"
 )
 
 // Row states as the workflow names them.
 const (
 	StateReady   = "Ready"
-	StateWaiting = "Waiting"
+	stateWaiting = "Waiting"
 	StateDropped = "Dropped"
 )
 
@@ -161,7 +161,7 @@ func Render(in Input) string {
 	}
 	b.WriteString("### Controls\n\n")
 	fmt.Fprintf(&b, "- [%s] %s\n", tick(in.Rebase), RebaseLabel)
-	fmt.Fprintf(&b, "- [%s] %s\n\n", tick(in.ReleaseNow), ReleaseLabel)
+	fmt.Fprintf(&b, "- [%s] %s\n\n", tick(in.ReleaseNow), releaseLabel)
 	st.Sum = sectionSum(strings.TrimPrefix(b.String(), Begin))
 	js, _ := json.Marshal(st) // cannot fail: plain strings and ints; HTML-escapes < and >
 	b.WriteString(statePrefix + escapeBrackets(js) + stateSuffix + "\n")
@@ -242,7 +242,7 @@ func Parse(body string) Parsed {
 		switch m[2] {
 		case RebaseLabel:
 			p.Rebase = p.Rebase || ticked
-		case ReleaseLabel:
+		case releaseLabel:
 			p.ReleaseNow = p.ReleaseNow || ticked
 		}
 	}
@@ -283,7 +283,7 @@ func stateLabel(s string) string {
 	switch s {
 	case StateReady:
 		return "✅ Ready"
-	case StateWaiting:
+	case stateWaiting:
 		return "⏳ Waiting"
 	case StateDropped:
 		return "➖ Dropped"

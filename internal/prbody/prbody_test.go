@@ -17,7 +17,7 @@ func adrInput() Input {
 		Rows: []Row{
 			{Name: "operator-image", Current: "sha256:abc123" + strings.Repeat("0", 58), New: "sha256:xyz789", State: StateReady, UpdatedAt: at(10, 30)},
 			{Name: "operand-a", Current: "sha256:def456", New: "sha256:uvw012", State: StateReady, UpdatedAt: at(10, 32)},
-			{Name: "operand-b", Current: "sha256:ghi789", State: StateWaiting},
+			{Name: "operand-b", Current: "sha256:ghi789", State: stateWaiting},
 			{Name: "operand-c", Current: "sha256:jkl000", State: StateDropped},
 		},
 	}
@@ -36,7 +36,7 @@ func TestRenderHold(t *testing.T) {
 		"This PR will remain in draft until all components are ready",
 		"[View ChangeGroup](https://konflux.example/ns/my-tenant/changegroups/bundle-x-update-123)",
 		"- [ ] " + RebaseLabel + "\n",
-		"- [ ] " + ReleaseLabel + "\n",
+		"- [ ] " + releaseLabel + "\n",
 		`<!-- nudgeflow:state {"v":1,"changeGroup":"bundle-x-update-123","mode":"Hold","rows":[{"name":"operator-image"`,
 	} {
 		if !strings.Contains(got, want) {

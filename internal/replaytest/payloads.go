@@ -21,8 +21,8 @@ type Payload struct {
 	Data  []byte
 }
 
-// Payloads are every JSON payload of h, in history order.
-func Payloads(h *history.History) []Payload {
+// payloads are every JSON payload of h, in history order.
+func payloads(h *history.History) []Payload {
 	var out []Payload
 	add := func(where string, ps *commonpb.Payloads) {
 		for _, p := range ps.GetPayloads() {
@@ -55,11 +55,11 @@ func Payloads(h *history.History) []Payload {
 	return out
 }
 
-// DecodesWhole decodes data into a new value of v's type and says what the value
+// decodesWhole decodes data into a new value of v's type and says what the value
 // drops: every field of data with a value that is not empty must come out of the
 // value's own encoding, under the same name, with the same value. It proves that
 // a type still reads what was stored under its earlier shape.
-func DecodesWhole(data []byte, v any) error {
+func decodesWhole(data []byte, v any) error {
 	ptr := reflect.New(reflect.TypeOf(v))
 	if err := json.Unmarshal(data, ptr.Interface()); err != nil {
 		return fmt.Errorf("decoding: %w", err)
@@ -146,13 +146,13 @@ func DecodeAllWhole(t *testing.T, types map[string]any) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, p := range Payloads(h) {
+		for i, p := range payloads(h) {
 			v, ok := types[p.Where]
 			if !ok {
 				continue
 			}
 			seen[p.Where]++
-			if err := DecodesWhole(p.Data, v); err != nil {
+			if err := decodesWhole(p.Data, v); err != nil {
 				t.Errorf("%s: payload %d (%s) does not decode whole into %T: %v", filepath.Base(file), i, p.Where, v, err)
 			}
 		}

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// DecodesWhole has teeth: a field the type no longer reads, or reads under
+// decodesWhole has teeth: a field the type no longer reads, or reads under
 // another name, is named; empty stored fields and new fields are no loss.
 func TestDecodesWholeNamesWhatIsDropped(t *testing.T) {
 	type flat struct {
@@ -14,11 +14,11 @@ func TestDecodesWholeNamesWhatIsDropped(t *testing.T) {
 		Renamed string `json:"new,omitempty"`
 	}
 	stored := []byte(`{"digest":"sha256:1","pullSpec":"q/a@sha256:1","new":"","gone":"x"}`)
-	err := DecodesWhole(stored, flat{})
+	err := decodesWhole(stored, flat{})
 	if err == nil || !strings.Contains(err.Error(), "$.gone") {
 		t.Fatalf("a dropped field must be named, got %v", err)
 	}
-	if err := DecodesWhole([]byte(`{"digest":"sha256:1","new":""}`), flat{}); err != nil {
+	if err := decodesWhole([]byte(`{"digest":"sha256:1","new":""}`), flat{}); err != nil {
 		t.Fatalf("nothing was dropped: %v", err)
 	}
 	type embedded struct {
@@ -26,7 +26,7 @@ func TestDecodesWholeNamesWhatIsDropped(t *testing.T) {
 			Digest string `json:"digest"`
 		} `json:"inner"`
 	}
-	if err := DecodesWhole([]byte(`{"digest":"sha256:1"}`), embedded{}); err == nil {
+	if err := decodesWhole([]byte(`{"digest":"sha256:1"}`), embedded{}); err == nil {
 		t.Fatal("a field moved under another name must be named")
 	}
 }

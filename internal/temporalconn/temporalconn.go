@@ -11,8 +11,8 @@ import (
 
 // Values of --temporal-grpc-compression.
 const (
-	CompressionNone = "none"
-	CompressionGzip = "gzip"
+	compressionNone = "none"
+	compressionGzip = "gzip"
 )
 
 // DefaultCompression: none. The SDK's default gzips every request, and the server
@@ -21,26 +21,26 @@ const (
 // paid again by the server to inflate it. nudgeflow talks to a Temporal frontend
 // in or near its cluster, where that CPU costs more than the bytes; gzip is for a
 // slow or metered link (--temporal-grpc-compression=gzip).
-const DefaultCompression = CompressionNone
+const DefaultCompression = compressionNone
 
-// Compression is the SDK's setting for a --temporal-grpc-compression value (empty:
+// compression is the SDK's setting for a --temporal-grpc-compression value (empty:
 // DefaultCompression, as the flag's default).
-func Compression(name string) (client.GrpcCompression, error) {
+func compression(name string) (client.GrpcCompression, error) {
 	if name == "" {
 		name = DefaultCompression
 	}
 	switch name {
-	case CompressionNone:
+	case compressionNone:
 		return &client.GrpcCompressionNone{}, nil
-	case CompressionGzip:
+	case compressionGzip:
 		return &client.GrpcCompressionGzip{}, nil
 	}
-	return nil, fmt.Errorf("gRPC compression %q: want %q or %q", name, CompressionNone, CompressionGzip)
+	return nil, fmt.Errorf("gRPC compression %q: want %q or %q", name, compressionNone, compressionGzip)
 }
 
 // Apply sets the compression on opts.
 func Apply(opts *client.Options, name string) error {
-	c, err := Compression(name)
+	c, err := compression(name)
 	if err != nil {
 		return err
 	}

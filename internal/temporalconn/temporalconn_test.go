@@ -10,9 +10,9 @@ import (
 // the flag's default, and an unknown value is an error naming the choices.
 func TestCompression(t *testing.T) {
 	for name, want := range map[string]client.GrpcCompression{
-		"": &client.GrpcCompressionNone{}, CompressionNone: &client.GrpcCompressionNone{}, CompressionGzip: &client.GrpcCompressionGzip{},
+		"": &client.GrpcCompressionNone{}, compressionNone: &client.GrpcCompressionNone{}, compressionGzip: &client.GrpcCompressionGzip{},
 	} {
-		got, err := Compression(name)
+		got, err := compression(name)
 		if err != nil {
 			t.Fatalf("%q: %v", name, err)
 		}
@@ -20,7 +20,7 @@ func TestCompression(t *testing.T) {
 			t.Errorf("%q: got %s, want %s", name, gotT, wantT)
 		}
 	}
-	if _, err := Compression("zstd"); err == nil {
+	if _, err := compression("zstd"); err == nil {
 		t.Fatal("zstd: want an error")
 	}
 }

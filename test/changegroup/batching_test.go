@@ -19,6 +19,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/autogroupprune"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
@@ -176,7 +177,7 @@ func (s *scenario) recordAutoRelease(name string) {
 	s.t.Helper()
 	cg := s.group(name)
 	s.w.RecordHistory(s.t, localenv.RepoRoot()+"/workflows/changegroup/testdata",
-		s.t.Name()+"@"+cgwf.HistoryShape, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
+		s.t.Name()+"@"+cgwf.HistoryShape, changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
 }
 
 // The window passes with one member missing: the batch releases with what is

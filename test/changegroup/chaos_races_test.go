@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -103,7 +104,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 	forgedID := sendForgedMerged(t, s, pr.Number)
 	sent := time.Now()
 	g := s.group(name)
-	id := cgwf.WorkflowID(g.Namespace, g.Name, string(g.UID))
+	id := changegroupapi.WorkflowID(g.Namespace, g.Name, string(g.UID))
 	// Once a workflow task completed after the forged signal, the workflow has
 	// handled it: its state then says whether the event ended the group.
 	world.Eventually(t, raceDeadline, "the workflow handled the forged event", func() (bool, error) {
@@ -115,7 +116,7 @@ func injectChaosRaces(t *testing.T, s *scenario, active string, open func() stri
 		return handled, err
 	})
 	var st cgwf.State
-	v, err := s.w.TemporalClient.QueryWorkflow(ctx, id, "", cgwf.QueryState)
+	v, err := s.w.TemporalClient.QueryWorkflow(ctx, id, "", changegroupapi.QueryState)
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&st))
 	if p, ok := shared.emu.PR(s.ns, "bundle", pr.Number); st.Phase.IsFinal() && ok && !p.Merged {
@@ -202,11 +203,11 @@ func handledSignal(s *scenario, workflowID, delivery string) (bool, error) {
 			return true, nil
 		}
 		a := e.GetWorkflowExecutionSignaledEventAttributes()
-		if a.GetSignalName() != cgwf.SignalPREvent {
+		if a.GetSignalName() != changegroupapi.SignalPREvent {
 			continue
 		}
 		for _, p := range a.GetInput().GetPayloads() {
-			var ev cgwf.PREvent
+			var ev changegroupapi.PREvent
 			if converter.GetDefaultDataConverter().FromPayload(p, &ev) == nil && ev.DeliveryID == delivery {
 				seen = true
 			}

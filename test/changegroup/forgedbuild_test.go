@@ -14,10 +14,10 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/test/forgedbuild"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // TestForgedBuildSignalIsRefused is the forged-build attack on Temporal, as an attacker
@@ -48,16 +48,16 @@ func TestForgedBuildSignalIsRefused(t *testing.T) {
 	nobody, nobodyRun := forgedbuild.Digest(), forgedbuild.Digest()
 	attacks := []struct {
 		name string
-		b    cgwf.ComponentBuilt
+		b    changegroupapi.ComponentBuilt
 	}{
-		{"a digest nobody built", cgwf.ComponentBuilt{Component: "operand-b", Build: imagebuild.Build{Digest: nobody, PullSpec: imageOf("operand-b") + "@" + nobody, BuiltAt: later}}},
-		{"a digest nobody built, naming a real build run", cgwf.ComponentBuilt{Component: "operand-a", Build: imagebuild.Build{Digest: nobodyRun, PullSpec: imageOf("operand-a") + "@" + nobodyRun, BuildPipelineRun: runA.Name, BuildUID: string(runA.UID), BuiltAt: later}}},
-		{"another tenant's build, naming its namespace", cgwf.ComponentBuilt{Component: "operand-b", Namespace: other.ns, Build: imagebuild.Build{Digest: otherDigest, PullSpec: imageOf("operand-b") + "@" + otherDigest, BuildPipelineRun: otherRun.Name, BuildUID: string(otherRun.UID), BuiltAt: later}}},
+		{"a digest nobody built", changegroupapi.ComponentBuilt{Component: "operand-b", Build: imagebuild.Build{Digest: nobody, PullSpec: imageOf("operand-b") + "@" + nobody, BuiltAt: later}}},
+		{"a digest nobody built, naming a real build run", changegroupapi.ComponentBuilt{Component: "operand-a", Build: imagebuild.Build{Digest: nobodyRun, PullSpec: imageOf("operand-a") + "@" + nobodyRun, BuildPipelineRun: runA.Name, BuildUID: string(runA.UID), BuiltAt: later}}},
+		{"another tenant's build, naming its namespace", changegroupapi.ComponentBuilt{Component: "operand-b", Namespace: other.ns, Build: imagebuild.Build{Digest: otherDigest, PullSpec: imageOf("operand-b") + "@" + otherDigest, BuildPipelineRun: otherRun.Name, BuildUID: string(otherRun.UID), BuiltAt: later}}},
 	}
 	temporal := forgedbuild.Temporal{Address: s.w.Temporal.Address, Namespace: s.w.Temporal.Namespace}
-	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 	for _, a := range attacks {
-		_, err := forgedbuild.Signal(ctx, temporal, id, cgwf.SignalComponentBuilt, a.b)
+		_, err := forgedbuild.Signal(ctx, temporal, id, changegroupapi.SignalComponentBuilt, a.b)
 		require.NoError(t, err, "%s: Temporal takes the signal (the frontend let the attacker in)", a.name)
 	}
 	// The third again, without the namespace: it is still not this namespace's build.
@@ -66,11 +66,11 @@ func TestForgedBuildSignalIsRefused(t *testing.T) {
 	stripped.PullSpec = imageOf("operand-b") + "@" + stripped.Digest
 	otherRun2 := other.buildRun("operand-b", stripped.Digest, time.Now())
 	stripped.BuildPipelineRun, stripped.BuildUID = otherRun2.Name, string(otherRun2.UID)
-	_, err := forgedbuild.Signal(ctx, temporal, id, cgwf.SignalComponentBuilt, stripped)
+	_, err := forgedbuild.Signal(ctx, temporal, id, changegroupapi.SignalComponentBuilt, stripped)
 	require.NoError(t, err)
 	attacks = append(attacks, struct {
 		name string
-		b    cgwf.ComponentBuilt
+		b    changegroupapi.ComponentBuilt
 	}{"another tenant's build, namespace left out", stripped})
 
 	for _, a := range attacks {

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // A person closing or merging the group's PR on the real Gitea server reaches the
@@ -76,7 +76,7 @@ func TestForgejoWebhookReachesTheGroup(t *testing.T) {
 			// signal says neither merged nor closed (a group started before
 			// the forge-says-end change would end on it), only the action.
 			cg := s.group("g")
-			id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+			id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 			world.Eventually(t, time.Minute, "the webhook's PR event in the group's history", func() (bool, error) {
 				evs, err := prEventSignals(s.w.TemporalClient, id)
 				if err != nil {
@@ -122,20 +122,20 @@ func personAtPublicHost(t *testing.T, fj *forgejoForge, method, path, body strin
 }
 
 // prEventSignals lists the PR events signalled to a workflow's latest run.
-func prEventSignals(c client.Client, workflowID string) ([]cgwf.PREvent, error) {
+func prEventSignals(c client.Client, workflowID string) ([]changegroupapi.PREvent, error) {
 	it := c.GetWorkflowHistory(context.Background(), workflowID, "", false, 0)
-	var out []cgwf.PREvent
+	var out []changegroupapi.PREvent
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
 			return nil, fmt.Errorf("reading the history of %s: %w", workflowID, err)
 		}
 		a := e.GetWorkflowExecutionSignaledEventAttributes()
-		if a.GetSignalName() != cgwf.SignalPREvent {
+		if a.GetSignalName() != changegroupapi.SignalPREvent {
 			continue
 		}
 		for _, p := range a.GetInput().GetPayloads() {
-			var ev cgwf.PREvent
+			var ev changegroupapi.PREvent
 			if err := converter.GetDefaultDataConverter().FromPayload(p, &ev); err != nil {
 				return nil, fmt.Errorf("decoding a PR event of %s: %w", workflowID, err)
 			}

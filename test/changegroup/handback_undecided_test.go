@@ -17,6 +17,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -66,8 +67,8 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 	acts := &handback.Activities{Kube: w.Kube, Temporal: w.TemporalClient, HeldOutcomeWait: wait}
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
-	env.RegisterActivityWithOptions(acts.HandBack, activity.RegisterOptions{Name: handback.Activity})
-	req := handback.Request{Namespace: ns, ChangeGroup: "g", UID: "uid-g", Target: "bundle", Builds: []handback.Build{
+	env.RegisterActivityWithOptions(acts.HandBack, activity.RegisterOptions{Name: handbackapi.Activity})
+	req := handbackapi.Request{Namespace: ns, ChangeGroup: "g", UID: "uid-g", Target: "bundle", Builds: []handbackapi.Build{
 		{Component: "operand-y", Build: imagebuild.Build{Digest: digestOf("operand-y", 1), PullSpec: imageOf("operand-y") + "@" + digestOf("operand-y", 1),
 			BuildPipelineRun: "operand-y-on-push-1", BuildUID: "uid-y"}, Why: "the group was cancelled"},
 		{Component: "operand-x", Build: imagebuild.Build{Digest: digestOf("operand-x", 1), PullSpec: imageOf("operand-x") + "@" + digestOf("operand-x", 1),
@@ -79,7 +80,7 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 
 	// At once: y is undecided and young, so it fails and is to be retried; x, after
 	// it in the list, is handed back anyway.
-	_, err = env.ExecuteActivity(handback.Activity, req)
+	_, err = env.ExecuteActivity(handbackapi.Activity, req)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "1 of 2 build(s)")
 	require.Contains(t, err.Error(), "operand-y@"+digestOf("operand-y", 1))
@@ -99,9 +100,9 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 
 	// Retried as the ChangeGroup workflow retries it: once the held run is older
 	// than the wait, y goes to the group's own hand-back Nudge.
-	var res handback.Result
+	var res handbackapi.Result
 	world.Eventually(t, 4*wait, "the hand-back fails open for y", func() (bool, error) {
-		v, err := env.ExecuteActivity(handback.Activity, req)
+		v, err := env.ExecuteActivity(handbackapi.Activity, req)
 		if err != nil {
 			return false, err
 		}

@@ -18,9 +18,9 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
@@ -291,7 +291,7 @@ func TestDeletingTheGroupCancelsItsWorkflow(t *testing.T) {
 		}
 		return false, err
 	})
-	id := cgwf.WorkflowID(s.ns, "g", string(cg.UID))
+	id := changegroupapi.WorkflowID(s.ns, "g", string(cg.UID))
 	world.Eventually(t, 30*time.Second, "the workflow ended", func() (bool, error) {
 		d, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), id, "")
 		if err != nil {

@@ -14,11 +14,11 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/nudgeflow/nudgeflow/activities/handback"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
@@ -52,7 +52,7 @@ func (s *scenario) handBackEvents(name string) []string {
 	require.NoError(s.t, s.w.Kube.List(context.Background(), &list, ctrlclient.InNamespace(s.ns)))
 	var out []string
 	for _, e := range list.Items {
-		if e.InvolvedObject.Name == name && e.Reason == handback.EventReason {
+		if e.InvolvedObject.Name == name && e.Reason == handbackapi.EventReason {
 			out = append(out, e.Message)
 		}
 	}
@@ -146,7 +146,7 @@ func TestEndedWorkflowWithStaleStatusHoldsNothing(t *testing.T) {
 	cg := s.createGroup("g", three, 0)
 	s.heldBuild("operand-a", 1)
 	s.waitFor("g", "operand-a ready", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/3" })
-	id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+	id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 	require.NoError(t, s.w.TemporalClient.TerminateWorkflow(context.Background(), id, "", "simulated: the group ended but its status was never written"))
 	require.False(t, s.group("g").Status.Phase.IsFinal(), "the CR status is stale on purpose: it still says the group collects")
 

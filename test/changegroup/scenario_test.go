@@ -18,6 +18,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -216,7 +217,7 @@ func (s *scenario) query(cg *appstudiov1alpha1.ChangeGroup) *cgwf.State {
 // task, and one that fails transiently (a busy worker, a task being retried) is
 // asked again by the wait rather than failing the test.
 func (s *scenario) tryQuery(cg *appstudiov1alpha1.ChangeGroup) (*cgwf.State, error) {
-	v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), "", cgwf.QueryState)
+	v, err := s.w.TemporalClient.QueryWorkflow(context.Background(), changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)), "", changegroupapi.QueryState)
 	if err != nil {
 		return nil, fmt.Errorf("querying ChangeGroup %s's workflow: %w", cg.Name, err)
 	}
@@ -257,7 +258,7 @@ func (s *scenario) record(name string) {
 	test := strings.TrimSuffix(s.t.Name(), "/github")
 	cg := s.group(name)
 	s.w.RecordHistory(s.t, filepath.Join(localenv.RepoRoot(), "workflows", "changegroup", "testdata"),
-		test+"@"+cgwf.HistoryShape, cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
+		test+"@"+cgwf.HistoryShape, changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID)))
 }
 
 // explainOnFailure logs the group's workflow history (event types and failures)
@@ -268,7 +269,7 @@ func (s *scenario) explainOnFailure(name string) {
 			return
 		}
 		cg := s.group(name)
-		id := cgwf.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
+		id := changegroupapi.WorkflowID(cg.Namespace, cg.Name, string(cg.UID))
 		it := s.w.TemporalClient.GetWorkflowHistory(context.Background(), id, "", false, 0)
 		for it.HasNext() {
 			e, err := it.Next()

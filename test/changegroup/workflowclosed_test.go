@@ -14,8 +14,8 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // A ChangeGroup whose workflow someone terminated keeps its open phase for good:
@@ -35,7 +35,7 @@ func TestATerminatedGroupWorkflowIsCountedAndToldOnTheGroup(t *testing.T) {
 	require.False(t, changegroupcontroller.WorkflowClosed(cg.UID))
 
 	// What an operator's `temporal workflow terminate` does.
-	require.NoError(t, s.w.TemporalClient.TerminateWorkflow(ctx, cgwf.WorkflowID(s.ns, cg.Name, string(cg.UID)), "", "terminated by hand"))
+	require.NoError(t, s.w.TemporalClient.TerminateWorkflow(ctx, changegroupapi.WorkflowID(s.ns, cg.Name, string(cg.UID)), "", "terminated by hand"))
 	// Any annotation change reconciles the group.
 	patch := ctrlclient.MergeFrom(cg.DeepCopy())
 	cg.Annotations = map[string]string{"example.com/touched": "1"}

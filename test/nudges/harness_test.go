@@ -35,6 +35,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -44,7 +45,6 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/test/world/worldbridge"
 	"github.com/nudgeflow/nudgeflow/worker"
-	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
@@ -115,7 +115,7 @@ func startStack(w *world.World) (func(), error) {
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}
 	standIn := sdkworker.New(w.TemporalClient, standInQueue, sdkworker.Options{})
-	standIn.RegisterWorkflowWithOptions(standInChangeGroup, workflow.RegisterOptions{Name: changegroup.WorkflowName})
+	standIn.RegisterWorkflowWithOptions(standInChangeGroup, workflow.RegisterOptions{Name: changegroupapi.WorkflowName})
 	if err := standIn.Start(); err != nil {
 		wk.Stop()
 		return nil, fmt.Errorf("starting the stand-in ChangeGroup worker: %w", err)
@@ -160,13 +160,13 @@ func startStack(w *world.World) (func(), error) {
 // standInChangeGroup stands in for the lead's ChangeGroup workflow: it records the
 // component-built signals it receives and answers them through its state query.
 func standInChangeGroup(ctx workflow.Context) error {
-	var got []changegroup.ComponentBuilt
-	if err := workflow.SetQueryHandler(ctx, changegroup.QueryState, func() ([]changegroup.ComponentBuilt, error) { return got, nil }); err != nil {
+	var got []changegroupapi.ComponentBuilt
+	if err := workflow.SetQueryHandler(ctx, changegroupapi.QueryState, func() ([]changegroupapi.ComponentBuilt, error) { return got, nil }); err != nil {
 		return err
 	}
-	ch := workflow.GetSignalChannel(ctx, changegroup.SignalComponentBuilt)
+	ch := workflow.GetSignalChannel(ctx, changegroupapi.SignalComponentBuilt)
 	for {
-		var b changegroup.ComponentBuilt
+		var b changegroupapi.ComponentBuilt
 		ch.Receive(ctx, &b)
 		got = append(got, b)
 	}

@@ -13,9 +13,9 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
@@ -38,8 +38,8 @@ func TestMergeQueueBuildReachesNoWorkflow(t *testing.T) {
 		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "grouped",
 			NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}, {Name: "operand-b"}}}}
 	f.create(cg)
-	cgID := changegroup.WorkflowID(f.ns, cg.Name, string(cg.UID))
-	_, err := f.w.TemporalClient.ExecuteWorkflow(f.ctx, client.StartWorkflowOptions{ID: cgID, TaskQueue: standInQueue}, changegroup.WorkflowName)
+	cgID := changegroupapi.WorkflowID(f.ns, cg.Name, string(cg.UID))
+	_, err := f.w.TemporalClient.ExecuteWorkflow(f.ctx, client.StartWorkflowOptions{ID: cgID, TaskQueue: standInQueue}, changegroupapi.WorkflowName)
 	require.NoError(t, err)
 
 	// Build 1: the bare branch. Never held, and a reconcile (as a resync would run
@@ -68,10 +68,10 @@ func TestMergeQueueBuildReachesNoWorkflow(t *testing.T) {
 	f.succeed(pushed, 3)
 	require.Equal(t, "bundle,direct,grouped", f.waitAcknowledged(pushed).Annotations[konflux.AnnotationNudgeRouted])
 
-	var inGroup []changegroup.ComponentBuilt
+	var inGroup []changegroupapi.ComponentBuilt
 	world.Eventually(t, waitFor, "the ChangeGroup received the push build", func() (bool, error) {
 		inGroup = nil
-		return f.query(cgID, changegroup.QueryState, &inGroup) == nil && len(inGroup) > 0, nil
+		return f.query(cgID, changegroupapi.QueryState, &inGroup) == nil && len(inGroup) > 0, nil
 	})
 	require.Len(t, inGroup, 1, "the group got the push build only")
 	require.Equal(t, digestOf(3), inGroup[0].Digest)

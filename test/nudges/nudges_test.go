@@ -22,10 +22,10 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
@@ -289,15 +289,15 @@ func TestEdgeHeldByChangeGroupSignalsTheGroupOnly(t *testing.T) {
 		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle",
 			NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}, {Name: "operand-b"}}}}
 	f.create(cg)
-	cgID := changegroup.WorkflowID(f.ns, cg.Name, string(cg.UID))
-	_, err := f.w.TemporalClient.ExecuteWorkflow(f.ctx, client.StartWorkflowOptions{ID: cgID, TaskQueue: standInQueue}, changegroup.WorkflowName)
+	cgID := changegroupapi.WorkflowID(f.ns, cg.Name, string(cg.UID))
+	_, err := f.w.TemporalClient.ExecuteWorkflow(f.ctx, client.StartWorkflowOptions{ID: cgID, TaskQueue: standInQueue}, changegroupapi.WorkflowName)
 	require.NoError(t, err)
 
 	b := f.build("operand", 7, nil)
-	var got []changegroup.ComponentBuilt
+	var got []changegroupapi.ComponentBuilt
 	world.Eventually(t, waitFor, "the ChangeGroup workflow received the build", func() (bool, error) {
 		got = nil
-		return len(got) == 0 && f.query(cgID, changegroup.QueryState, &got) == nil && len(got) == 1, nil
+		return len(got) == 0 && f.query(cgID, changegroupapi.QueryState, &got) == nil && len(got) == 1, nil
 	})
 	require.Equal(t, "operand", got[0].Component)
 	require.Equal(t, digestOf(7), got[0].Digest)

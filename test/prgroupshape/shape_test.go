@@ -24,7 +24,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
-	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
@@ -52,31 +52,31 @@ func TestNotFoundShapeOnTheTemporalServer(t *testing.T) {
 	var mu sync.Mutex
 	observed := 0
 	var closedAt []int
-	w.RegisterActivityWithOptions(func(_ context.Context, req acts.ObserveRequest) ([]acts.OriginObservation, error) {
+	w.RegisterActivityWithOptions(func(_ context.Context, req prgroupapi.ObserveRequest) ([]prgroupapi.OriginObservation, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		observed++
-		ob := acts.OriginObservation{RepoURL: req.Origins[0].RepoURL, Number: req.Origins[0].Number}
+		ob := prgroupapi.OriginObservation{RepoURL: req.Origins[0].RepoURL, Number: req.Origins[0].Number}
 		switch {
 		case observed == 1:
 			ob.Found, ob.Open = true, true
 		case observed >= 5:
 			ob.Found = true // closed unmerged
 		}
-		return []acts.OriginObservation{ob}, nil
-	}, activity.RegisterOptions{Name: acts.ObserveOriginsActivity})
-	w.RegisterActivityWithOptions(func(context.Context, acts.SyncRequest) (acts.SyncResult, error) {
-		return acts.SyncResult{PR: acts.PRRef{Number: 5, URL: "https://h/org/bundle/pull/5"}, State: acts.PROpen, Draft: true}, nil
-	}, activity.RegisterOptions{Name: acts.SyncActivity})
-	w.RegisterActivityWithOptions(func(context.Context, acts.FindPushBuildRequest) (acts.PushBuild, error) {
-		return acts.PushBuild{}, nil
-	}, activity.RegisterOptions{Name: acts.FindPushBuildActivity})
-	w.RegisterActivityWithOptions(func(context.Context, acts.CloseRequest) (acts.SyncResult, error) {
+		return []prgroupapi.OriginObservation{ob}, nil
+	}, activity.RegisterOptions{Name: prgroupapi.ObserveOriginsActivity})
+	w.RegisterActivityWithOptions(func(context.Context, prgroupapi.SyncRequest) (prgroupapi.SyncResult, error) {
+		return prgroupapi.SyncResult{PR: prgroupapi.PRRef{Number: 5, URL: "https://h/org/bundle/pull/5"}, State: prgroupapi.PROpen, Draft: true}, nil
+	}, activity.RegisterOptions{Name: prgroupapi.SyncActivity})
+	w.RegisterActivityWithOptions(func(context.Context, prgroupapi.FindPushBuildRequest) (prgroupapi.PushBuild, error) {
+		return prgroupapi.PushBuild{}, nil
+	}, activity.RegisterOptions{Name: prgroupapi.FindPushBuildActivity})
+	w.RegisterActivityWithOptions(func(context.Context, prgroupapi.CloseRequest) (prgroupapi.SyncResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		closedAt = append(closedAt, observed)
-		return acts.SyncResult{}, nil
-	}, activity.RegisterOptions{Name: acts.CloseActivity})
+		return prgroupapi.SyncResult{}, nil
+	}, activity.RegisterOptions{Name: prgroupapi.CloseActivity})
 	buildchecktest.New().Register(w) // the cluster built every digest
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

@@ -28,10 +28,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/bridge/receiverapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/localbridge"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/prgroup"
 )
 
@@ -136,7 +136,7 @@ func TestForgedDeliveriesNeverReachAnotherTenantsGroup(t *testing.T) {
 	}
 	cg := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Namespace: nsB, Name: "g"}}
 	require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(cg), cg))
-	id := cgwf.WorkflowID(nsB, "g", string(cg.UID))
+	id := changegroupapi.WorkflowID(nsB, "g", string(cg.UID))
 	world.Eventually(t, waitTimeout, "the bridge starts B's group's workflow", func() (bool, error) {
 		_, err := w.TemporalClient.DescribeWorkflowExecution(ctx, id, "")
 		return err == nil, err
@@ -149,9 +149,9 @@ func TestForgedDeliveriesNeverReachAnotherTenantsGroup(t *testing.T) {
 		if code := post(t, pullRequest("edited", bundleURL, "", prB, 7, false, "x"), "secret-of-"+nsB); code != http.StatusAccepted {
 			return false, fmt.Errorf("answered %d", code)
 		}
-		return len(signals[cgwf.PREvent](t, id, cgwf.SignalPREvent)) > 0, nil
+		return len(signals[changegroupapi.PREvent](t, id, changegroupapi.SignalPREvent)) > 0, nil
 	})
-	before := len(signals[cgwf.PREvent](t, id, cgwf.SignalPREvent))
+	before := len(signals[changegroupapi.PREvent](t, id, changegroupapi.SignalPREvent))
 
 	for _, c := range []struct {
 		name, body, secret string
@@ -167,11 +167,11 @@ func TestForgedDeliveriesNeverReachAnotherTenantsGroup(t *testing.T) {
 		t.Logf("receiver-attack case=%q refused=true code=%d", c.name, c.want)
 	}
 	// The receiver answers after the bridge signalled, so nothing is in flight.
-	got := signals[cgwf.PREvent](t, id, cgwf.SignalPREvent)
+	got := signals[changegroupapi.PREvent](t, id, changegroupapi.SignalPREvent)
 	require.Len(t, got, before, "no forged delivery reached B's group")
 
 	require.Equal(t, http.StatusAccepted, post(t, pullRequest("closed", bundleURL, "", prB, 7, true, "x"), "secret-of-"+nsB))
-	got = signals[cgwf.PREvent](t, id, cgwf.SignalPREvent)
+	got = signals[changegroupapi.PREvent](t, id, changegroupapi.SignalPREvent)
 	require.Len(t, got, before+1)
 	last := got[len(got)-1]
 	require.Equal(t, "closed", last.Action)

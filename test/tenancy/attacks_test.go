@@ -29,6 +29,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	pacv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/pipelinesascode/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -37,7 +38,6 @@ import (
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/localbridge"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
 // outcome is what one attack came to.
@@ -153,7 +153,7 @@ func boundSecretOf(ns string) string { return "hook-secret-of-" + ns }
 
 // groupID is the victim's ChangeGroup's workflow.
 func (v *victim) groupID() string {
-	return cgwf.WorkflowID(v.ns, v.group.Name, string(v.group.UID))
+	return changegroupapi.WorkflowID(v.ns, v.group.Name, string(v.group.UID))
 }
 
 // landedInPR reports whether digest is anywhere in the victim's group's PR: its
@@ -184,7 +184,7 @@ func (v *victim) prEvents(t *testing.T) int {
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		require.NoError(t, err)
-		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.SignalName == cgwf.SignalPREvent {
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.SignalName == changegroupapi.SignalPREvent {
 			n++
 		}
 	}
@@ -407,8 +407,8 @@ func TestTenantIsolation(t *testing.T) {
 	// Whoever reaches Temporal: a signal the attacker writes, sent with the
 	// Temporal CLI, carrying a digest nobody built, or another tenant's real build.
 	attacker := forgedbuild.Temporal{Address: w.Temporal.Address, Namespace: w.Temporal.Namespace}
-	forgedSignal := func(t *testing.T, b cgwf.ComponentBuilt) bool {
-		_, err := forgedbuild.Signal(ctx, attacker, v.groupID(), cgwf.SignalComponentBuilt, b)
+	forgedSignal := func(t *testing.T, b changegroupapi.ComponentBuilt) bool {
+		_, err := forgedbuild.Signal(ctx, attacker, v.groupID(), changegroupapi.SignalComponentBuilt, b)
 		require.NoError(t, err, "the frontend takes the signal: the attacker reached Temporal")
 		ok, err := world.Poll(waitFor, func() (bool, error) {
 			evs, err := forgedbuild.RefusalEvents(ctx, shared.admin, v.ns, b.Digest)
@@ -422,11 +422,11 @@ func TestTenantIsolation(t *testing.T) {
 	later := time.Now().Add(time.Hour) // newer than any real build: it would win
 	attack("signal-digest-nobody-built", func(t *testing.T) bool {
 		nobody := forgedbuild.Digest()
-		return forgedSignal(t, cgwf.ComponentBuilt{Component: "operand-b", Build: imagebuild.Build{Digest: nobody, PullSpec: "quay.io/org/operand-b@" + nobody, BuiltAt: later}})
+		return forgedSignal(t, changegroupapi.ComponentBuilt{Component: "operand-b", Build: imagebuild.Build{Digest: nobody, PullSpec: "quay.io/org/operand-b@" + nobody, BuiltAt: later}})
 	})
 	attack("signal-another-tenants-build", func(t *testing.T) bool {
 		run := build(t, mallory.ns, "lib", 7)
-		return forgedSignal(t, cgwf.ComponentBuilt{Component: "operand-b", Namespace: mallory.ns, Build: imagebuild.Build{Digest: digestOf(7), PullSpec: "quay.io/org/operand-b@" + digestOf(7), BuildPipelineRun: run.Name, BuildUID: string(run.UID), BuiltAt: later}})
+		return forgedSignal(t, changegroupapi.ComponentBuilt{Component: "operand-b", Namespace: mallory.ns, Build: imagebuild.Build{Digest: digestOf(7), PullSpec: "quay.io/org/operand-b@" + digestOf(7), BuildPipelineRun: run.Name, BuildUID: string(run.UID), BuiltAt: later}})
 	})
 
 	// The internet-facing receiver: deliveries an attacker can sign (its own bound

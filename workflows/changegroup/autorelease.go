@@ -73,7 +73,7 @@ func (r *run) autoReleaseTimes(now time.Time) []wakeUp {
 	if a.MaxWait > 0 {
 		out = append(out, wakeUp{s.StartTime.Add(a.MaxWait), "batch maxWait: release what is ready"})
 	}
-	if end := s.LastBuildAt.Add(a.Window); a.Window > 0 && !s.LastBuildAt.IsZero() && now.Before(end) && a.policy() != AutoReleaseAll {
+	if end := s.LastBuildAt.Add(a.Window); a.Window > 0 && !s.LastBuildAt.IsZero() && now.Before(end) && a.policy() != autoReleaseAll {
 		out = append(out, wakeUp{end, "batch window: release if no new build arrives"})
 	}
 	return out
@@ -81,7 +81,7 @@ func (r *run) autoReleaseTimes(now time.Time) []wakeUp {
 
 func (a *AutoRelease) policy() string {
 	if a.Policy == "" {
-		return AutoReleaseWindow
+		return autoReleaseWindow
 	}
 	return a.Policy
 }
@@ -93,9 +93,9 @@ func (a *AutoRelease) windowPassed(s *State, now time.Time) bool {
 // windowReleases says whether a quiet window releases with ready of total.
 func (a *AutoRelease) windowReleases(ready, total int) bool {
 	switch a.policy() {
-	case AutoReleaseAll:
+	case autoReleaseAll:
 		return false
-	case AutoReleaseQuorum:
+	case autoReleaseQuorum:
 		q := a.Quorum
 		if q <= 0 || q > total {
 			q = total

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 )
 
 // releases counts release syncs and returns the first one's digests.
@@ -31,7 +32,7 @@ func TestAutoReleaseWindowReleasesWhatIsReady(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(20*time.Minute, "b", "sha256:b1", 2*time.Hour) // restarts the window
-	h.prEvent(3*time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(3*time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{AutoRelease: &AutoRelease{Window: 30 * time.Minute, MaxWait: 24 * time.Hour}, Automatic: true})
 	n, first := releases(f)
 	require.Equal(t, 1, n, "CI is released once")
@@ -48,8 +49,8 @@ func TestAutoReleaseQuorumWaitsForQuorum(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(2*time.Hour, "b", "sha256:b1", 2*time.Hour) // the first window passed with 1 < 2
-	h.prEvent(5*time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
-	s := h.run(Input{AutoRelease: &AutoRelease{Window: 30 * time.Minute, MaxWait: 24 * time.Hour, Policy: AutoReleaseQuorum, Quorum: 2}, Automatic: true})
+	h.prEvent(5*time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
+	s := h.run(Input{AutoRelease: &AutoRelease{Window: 30 * time.Minute, MaxWait: 24 * time.Hour, Policy: autoReleaseQuorum, Quorum: 2}, Automatic: true})
 	n, first := releases(f)
 	require.Equal(t, 1, n)
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, first, "released only once the quorum was ready")
@@ -61,8 +62,8 @@ func TestAutoReleaseAllWaitsUntilMaxWait(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.prEvent(30*time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
-	s := h.run(Input{AutoRelease: &AutoRelease{Window: time.Minute, MaxWait: 24 * time.Hour, Policy: AutoReleaseAll}, Automatic: true})
+	h.prEvent(30*time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
+	s := h.run(Input{AutoRelease: &AutoRelease{Window: time.Minute, MaxWait: 24 * time.Hour, Policy: autoReleaseAll}, Automatic: true})
 	n, first := releases(f)
 	require.Equal(t, 1, n)
 	require.Equal(t, map[string]string{"a": "sha256:a1"}, first)
@@ -78,7 +79,7 @@ func TestAutomaticGroupHandsLateBuildsToTheNextBatch(t *testing.T) {
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(2*time.Minute, "b", "sha256:b1", 2*time.Hour) // all ready: released
 	h.build(10*time.Minute, "a", "sha256:a2", 3*time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{AutoRelease: &AutoRelease{Window: time.Hour}, Automatic: true})
 	n, _ := releases(f)
 	require.Equal(t, 1, n)

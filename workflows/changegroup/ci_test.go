@@ -11,6 +11,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
@@ -28,7 +29,7 @@ func ciInput(poll, grace time.Duration) Input {
 func (h *harness) releaseThenMergeAt(merge time.Duration) {
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(2*time.Minute, "b", "sha256:b1", 2*time.Hour)
-	h.prEvent(merge, PREvent{DeliveryID: "merge", Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.prEvent(merge, changegroupapi.PREvent{DeliveryID: "merge", Action: "closed", Number: 7, Merged: true, Closed: true})
 }
 
 // ciConditions are the CIStarted conditions of every status written, in order.
@@ -227,7 +228,7 @@ func TestCIWatchSurvivesContinueAsNew(t *testing.T) {
 	h := newHarness(t, f)
 	h.releaseThenMergeAt(3 * time.Hour)
 	h.at(20*time.Minute, func() { h.env.SetContinueAsNewSuggested(true) })
-	h.env.ExecuteWorkflow(WorkflowName, ciInput(2*time.Minute, time.Hour))
+	h.env.ExecuteWorkflow(changegroupapi.WorkflowName, ciInput(2*time.Minute, time.Hour))
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can))
 	var next Input

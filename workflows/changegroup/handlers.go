@@ -9,11 +9,12 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 
 func (r *run) registerHandlers() error {
-	if err := workflow.SetQueryHandlerWithOptions(r.ctx, QueryState, func() (*State, error) { return r.s, nil },
+	if err := workflow.SetQueryHandlerWithOptions(r.ctx, changegroupapi.QueryState, func() (*State, error) { return r.s, nil },
 		workflow.QueryHandlerOptions{Description: "The ChangeGroup's whole state: components, PR, phase"}); err != nil {
 		return err
 	}
@@ -22,7 +23,7 @@ func (r *run) registerHandlers() error {
 		handler    any
 		validator  any
 	}{
-		{UpdateReleaseNow, "Stop waiting: release CI with the components that are ready",
+		{changegroupapi.UpdateReleaseNow, "Stop waiting: release CI with the components that are ready",
 			func(ctx workflow.Context) (string, error) {
 				// At creation nothing is ready yet: the request stands, and the first
 				// push releases (a ChangeGroup applied with release-now never holds CI).
@@ -36,8 +37,8 @@ func (r *run) registerHandlers() error {
 				return fmt.Sprintf("releasing with %d of %d components ready", ready, total), nil
 			},
 			func(ctx workflow.Context) error { return r.validate(func() error { return r.checkReleaseNow(true) }) }},
-		{UpdateCancel, "Cancel the group: close its pull request and stop",
-			func(ctx workflow.Context, req CancelRequest) (string, error) {
+		{changegroupapi.UpdateCancel, "Cancel the group: close its pull request and stop",
+			func(ctx workflow.Context, req changegroupapi.CancelRequest) (string, error) {
 				if err := r.awaitState(ctx, r.notFinal); err != nil {
 					return "", err
 				}
@@ -45,9 +46,9 @@ func (r *run) registerHandlers() error {
 				r.markUrgent()
 				return "cancelling: " + r.cancelReason, nil
 			},
-			func(ctx workflow.Context, req CancelRequest) error { return r.validate(r.notFinal) }},
-		{UpdateDropComponent, "Stop waiting for one component",
-			func(ctx workflow.Context, req DropRequest) (string, error) {
+			func(ctx workflow.Context, req changegroupapi.CancelRequest) error { return r.validate(r.notFinal) }},
+		{changegroupapi.UpdateDropComponent, "Stop waiting for one component",
+			func(ctx workflow.Context, req changegroupapi.DropRequest) (string, error) {
 				if err := r.awaitState(ctx, func() error { return r.checkDrop(req) }); err != nil {
 					return "", err
 				}
@@ -56,10 +57,10 @@ func (r *run) registerHandlers() error {
 				ready, total := r.s.counts()
 				return fmt.Sprintf("dropped %s; %d of %d ready", req.Component, ready, total), nil
 			},
-			func(ctx workflow.Context, req DropRequest) error {
+			func(ctx workflow.Context, req changegroupapi.DropRequest) error {
 				return r.validate(func() error { return r.checkDrop(req) })
 			}},
-		{UpdateRebase, "Discard manual changes on the pull request and let nudgeflow update it again",
+		{changegroupapi.UpdateRebase, "Discard manual changes on the pull request and let nudgeflow update it again",
 			func(ctx workflow.Context) (string, error) {
 				if err := r.awaitState(ctx, r.checkRebase); err != nil {
 					return "", err
@@ -163,7 +164,7 @@ func (r *run) checkReleaseNow(needReady bool) error {
 	return nil
 }
 
-func (r *run) checkDrop(req DropRequest) error {
+func (r *run) checkDrop(req changegroupapi.DropRequest) error {
 	if err := r.notFinal(); err != nil {
 		return err
 	}
@@ -207,7 +208,7 @@ func (r *run) drainSignals() {
 	log := workflow.GetLogger(r.ctx)
 	for {
 		progressed := false
-		var b ComponentBuilt
+		var b changegroupapi.ComponentBuilt
 		for r.built.ReceiveAsync(&b) {
 			progressed = true
 			if r.verifyBuilds {
@@ -217,7 +218,7 @@ func (r *run) drainSignals() {
 			} else {
 				r.applyBuild(b)
 			}
-			b = ComponentBuilt{}
+			b = changegroupapi.ComponentBuilt{}
 		}
 		if r.verifyQueued() {
 			progressed = true
@@ -232,17 +233,17 @@ func (r *run) drainSignals() {
 			}
 			sc = SpecChanged{}
 		}
-		var ev PREvent
+		var ev changegroupapi.PREvent
 		for r.prEvent.ReceiveAsync(&ev) {
 			progressed = true
 			r.applyPREvent(ev)
-			ev = PREvent{}
+			ev = changegroupapi.PREvent{}
 		}
-		var cr CancelRequest
+		var cr changegroupapi.CancelRequest
 		for r.cancel.ReceiveAsync(&cr) {
 			progressed = true
 			r.cancelReason = cancelReason(cr.Reason, "cancelled")
-			cr = CancelRequest{}
+			cr = changegroupapi.CancelRequest{}
 		}
 		if !progressed {
 			return
@@ -251,7 +252,7 @@ func (r *run) drainSignals() {
 }
 
 // applyBuild collects (or hands back) a build the group may keep.
-func (r *run) applyBuild(b ComponentBuilt) {
+func (r *run) applyBuild(b changegroupapi.ComponentBuilt) {
 	if taken, why := r.s.applyBuild(workflow.Now(r.ctx), b, r.nothingLost); why != "" {
 		workflow.GetLogger(r.ctx).Info("build not collected", "component", b.Component, "digest", b.Digest, "reason", why)
 	} else if taken {
@@ -292,7 +293,7 @@ func (r *run) verifyQueued() bool {
 	return decided
 }
 
-func (r *run) applyPREvent(ev PREvent) {
+func (r *run) applyPREvent(ev changegroupapi.PREvent) {
 	if r.s.seenDelivery(ev.DeliveryID) {
 		return
 	}

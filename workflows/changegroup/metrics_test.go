@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/metrics/metricstest"
 )
@@ -22,7 +23,7 @@ func TestMetricsOfAReleasedAndMergedGroup(t *testing.T) {
 	h.build(3*time.Minute+time.Second, "operator-img", "sha256:img2", 3*time.Hour) // redelivered
 	h.build(4*time.Minute, "operator-img", "sha256:img0-late", 30*time.Minute)     // older
 	h.build(5*time.Minute, "operand-b", "sha256:opb1", 4*time.Hour)
-	h.prEvent(10*time.Minute, PREvent{DeliveryID: "d1", Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.prEvent(10*time.Minute, changegroupapi.PREvent{DeliveryID: "d1", Action: "closed", Number: 7, Merged: true, Closed: true})
 	h.run(Input{})
 
 	require.EqualValues(t, 4, m.Total(metrics.BuildsHeld), "img1, opa1, img2, opb1: a redelivered or older build is not held")
@@ -36,10 +37,10 @@ func TestMetricsOfACancelledGroup(t *testing.T) {
 	m := metricstest.New()
 	h := newHarnessWithMetrics(t, f, m)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.update(5*time.Minute, UpdateDropComponent, false, DropRequest{Component: "a"})
+	h.update(5*time.Minute, changegroupapi.UpdateDropComponent, false, changegroupapi.DropRequest{Component: "a"})
 	h.build(10*time.Minute, "a", "sha256:a2", 2*time.Hour) // rebuilt after the drop: handed back, not held
 	h.build(11*time.Minute, "b", "sha256:b1", time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Closed: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Closed: true})
 	h.run(Input{})
 
 	require.EqualValues(t, 2, m.Total(metrics.BuildsHeld), "a1 and b1")

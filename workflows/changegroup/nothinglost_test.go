@@ -12,6 +12,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
@@ -22,10 +23,10 @@ func TestDropHandsBackAndLaterBuildsToo(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.update(5*time.Minute, UpdateDropComponent, false, DropRequest{Component: "a"})
+	h.update(5*time.Minute, changegroupapi.UpdateDropComponent, false, changegroupapi.DropRequest{Component: "a"})
 	h.build(10*time.Minute, "a", "sha256:a2", 2*time.Hour) // rebuilt after the drop
 	h.build(11*time.Minute, "b", "sha256:b1", time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	require.Equal(t, map[string][]string{"a": {"sha256:a1", "sha256:a2"}}, f.handedBackDigests(),
@@ -40,10 +41,10 @@ func TestOverridesDuringASyncTakeEffectAfterIt(t *testing.T) {
 	h.build(time.Minute, "b", "sha256:b1", time.Hour)
 	// While the first (held) push is in flight, a person drops c and asks to release.
 	f.duringSync = func() {
-		h.env.UpdateWorkflow(UpdateDropComponent, "drop-c", noopCallback(t), DropRequest{Component: "c"})
-		h.env.UpdateWorkflow(UpdateReleaseNow, "release", noopCallback(t))
+		h.env.UpdateWorkflow(changegroupapi.UpdateDropComponent, "drop-c", noopCallback(t), changegroupapi.DropRequest{Component: "c"})
+		h.env.UpdateWorkflow(changegroupapi.UpdateReleaseNow, "release", noopCallback(t))
 	}
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	require.GreaterOrEqual(t, len(f.syncs), 2)
 	require.Equal(t, changegrouppr.ModeHold, f.syncs[0].Mode)
@@ -59,14 +60,14 @@ func TestRebaseDuringASyncIsNotCleared(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(30*time.Minute, "b", "sha256:b1", time.Hour)
-	h.update(20*time.Minute, UpdateRebase, false)
+	h.update(20*time.Minute, changegroupapi.UpdateRebase, false)
 	// The overwriting sync is in flight when the person ticks rebase again.
 	h.at(25*time.Minute, func() {
 		f.mu.Lock()
-		f.duringSync = func() { h.env.UpdateWorkflow(UpdateRebase, "rebase-again", noopCallback(t)) }
+		f.duringSync = func() { h.env.UpdateWorkflow(changegroupapi.UpdateRebase, "rebase-again", noopCallback(t)) }
 		f.mu.Unlock()
 	})
-	h.prEvent(2*time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(2*time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	h.run(Input{})
 	var overwrites int
 	for _, req := range f.syncs {
@@ -83,10 +84,10 @@ func TestBuildsAtTheEndAreHandedBack(t *testing.T) {
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	// b arrives in the same moment as the merge (not pushed); c after the group ended.
 	h.build(10*time.Minute, "b", "sha256:b1", time.Hour)
-	h.prEvent(10*time.Minute, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(10*time.Minute, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	// c's build arrives while the ended group is handing b back.
 	f.duringHandBack = func() {
-		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{Component: "c", Build: imagebuild.Build{Digest: "sha256:c1", BuiltAt: time.Unix(0, 0).Add(time.Hour)}})
+		h.env.SignalWorkflow(changegroupapi.SignalComponentBuilt, changegroupapi.ComponentBuilt{Component: "c", Build: imagebuild.Build{Digest: "sha256:c1", BuiltAt: time.Unix(0, 0).Add(time.Hour)}})
 	}
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
@@ -99,7 +100,7 @@ func TestCancelledGroupHandsBackEverything(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(2*time.Minute, "b", "sha256:b1", time.Hour)
-	h.update(10*time.Minute, UpdateCancel, false, CancelRequest{Reason: "not needed"})
+	h.update(10*time.Minute, changegroupapi.UpdateCancel, false, changegroupapi.CancelRequest{Reason: "not needed"})
 	h.run(Input{})
 	require.Equal(t, map[string][]string{"a": {"sha256:a1"}, "b": {"sha256:b1"}}, f.handedBackDigests())
 	st := f.lastStatus()
@@ -111,7 +112,7 @@ func TestFinalStatusIsRetriedUntilWritten(t *testing.T) {
 	f.statusFailures = 3
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.prEvent(10*time.Minute, PREvent{Action: "closed", Number: 7, Closed: true})
+	h.prEvent(10*time.Minute, changegroupapi.PREvent{Action: "closed", Number: 7, Closed: true})
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCancelled, s.Phase)
 	require.Equal(t, appstudiov1alpha1.PhaseCancelled, f.lastStatus().Phase, "written after the API server came back")
@@ -138,18 +139,18 @@ func TestReaddedMemberStartsWaiting(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.at(5*time.Minute, func() {
-		h.env.SignalWorkflow(SignalSpecChanged, SpecChanged{Generation: 2, NudgingComponents: []string{"b"}})
+		h.env.SignalWorkflow(changegroupapi.SignalSpecChanged, SpecChanged{Generation: 2, NudgingComponents: []string{"b"}})
 	})
 	h.at(10*time.Minute, func() {
-		h.env.SignalWorkflow(SignalSpecChanged, SpecChanged{Generation: 3, NudgingComponents: []string{"a", "b"}})
+		h.env.SignalWorkflow(changegroupapi.SignalSpecChanged, SpecChanged{Generation: 3, NudgingComponents: []string{"a", "b"}})
 	})
 	var afterReadd *State
 	h.at(20*time.Minute, func() {
-		v, err := h.env.QueryWorkflow(QueryState)
+		v, err := h.env.QueryWorkflow(changegroupapi.QueryState)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&afterReadd))
 	})
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Closed: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Closed: true})
 	h.run(Input{})
 	require.NotNil(t, afterReadd)
 	a := afterReadd.component("a")
@@ -171,23 +172,23 @@ func TestContinueAsNewAfterEveryEvent(t *testing.T) {
 		return func(h *harness) { h.env.SignalWorkflow(name, arg) }
 	}
 	built := func(c, d string, at time.Duration) func(h *harness) {
-		return signal(SignalComponentBuilt, ComponentBuilt{Component: c, Build: imagebuild.Build{Digest: d, PullSpec: "quay.io/org/" + c + "@" + d, BuiltAt: time.Unix(0, 0).Add(at)}})
+		return signal(changegroupapi.SignalComponentBuilt, changegroupapi.ComponentBuilt{Component: c, Build: imagebuild.Build{Digest: d, PullSpec: "quay.io/org/" + c + "@" + d, BuiltAt: time.Unix(0, 0).Add(at)}})
 	}
 	events := []event{
-		{time.Minute, signal(SignalPREvent, PREvent{Action: "edited", Number: 99})}, // before any build
+		{time.Minute, signal(changegroupapi.SignalPREvent, changegroupapi.PREvent{Action: "edited", Number: 99})}, // before any build
 		{time.Minute, built("a", "sha256:a1", time.Hour)},
 		{time.Minute, built("a", "sha256:a1", time.Hour)}, // redelivered
 		{time.Minute, built("b", "sha256:b1", time.Hour)},
 		{time.Minute, built("b", "sha256:b0", time.Minute)}, // older, late
 		{time.Minute, func(h *harness) {
-			h.env.UpdateWorkflow(UpdateDropComponent, "drop-c", noopCallback(t), DropRequest{Component: "c"})
+			h.env.UpdateWorkflow(changegroupapi.UpdateDropComponent, "drop-c", noopCallback(t), changegroupapi.DropRequest{Component: "c"})
 		}},
-		{time.Minute, signal(SignalPREvent, PREvent{Action: "synchronize", Number: 7})},
+		{time.Minute, signal(changegroupapi.SignalPREvent, changegroupapi.PREvent{Action: "synchronize", Number: 7})},
 		{time.Minute, func(h *harness) { // the PR is merged on the forge, and the event says so
 			f.mu.Lock()
 			f.prState = changegrouppr.PRMerged
 			f.mu.Unlock()
-			signal(SignalPREvent, PREvent{Action: "closed", Number: 7, Merged: true})(h)
+			signal(changegroupapi.SignalPREvent, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})(h)
 		}},
 	}
 	in := Input{Namespace: "tenant", Name: "g", UID: "u", Settings: Settings{Debounce: time.Second, PollInterval: time.Hour}}
@@ -209,7 +210,7 @@ func TestContinueAsNewAfterEveryEvent(t *testing.T) {
 				h.env.SetContinueAsNewSuggested(true)
 			})
 		}
-		h.env.ExecuteWorkflow(WorkflowName, in)
+		h.env.ExecuteWorkflow(changegroupapi.WorkflowName, in)
 		require.True(t, h.env.IsWorkflowCompleted(), "run %d", i)
 		err := h.env.GetWorkflowError()
 		if err == nil && i >= len(events)-2 {
@@ -255,9 +256,9 @@ func rowOf(req changegrouppr.SyncRequest, component string) changegrouppr.Row {
 func TestDropBeforeAnythingIsReadyDoesNotSpin(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	h := newHarness(t, f)
-	h.update(time.Minute, UpdateDropComponent, false, DropRequest{Component: "a"})
+	h.update(time.Minute, changegroupapi.UpdateDropComponent, false, changegroupapi.DropRequest{Component: "a"})
 	h.build(10*time.Minute, "b", "sha256:b1", time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	require.Equal(t, map[string]string{"b": "sha256:b1"}, digestsOf(f.lastSync()))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 )
 
 // overrideDuringResolve sends an update while the group resolves its components at
@@ -32,9 +33,9 @@ func TestOverrideAtCreationIsApplied(t *testing.T) {
 	t.Run("cancel", func(t *testing.T) {
 		f := newFakeWorld("a", "b")
 		h := newHarness(t, f)
-		errs := overrideDuringResolve(t, h, UpdateCancel, CancelRequest{Reason: "applied from GitOps cancelled"})
+		errs := overrideDuringResolve(t, h, changegroupapi.UpdateCancel, changegroupapi.CancelRequest{Reason: "applied from GitOps cancelled"})
 		// Without the cancel the group would wait for b until its PR is closed.
-		h.prEvent(10*time.Hour, PREvent{Action: "closed", Number: 7, Closed: true})
+		h.prEvent(10*time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Closed: true})
 		s := h.run(Input{})
 		require.Equal(t, []error{nil}, *errs, "accepted and completed")
 		require.Equal(t, appstudiov1alpha1.PhaseCancelled, s.Phase)
@@ -44,9 +45,9 @@ func TestOverrideAtCreationIsApplied(t *testing.T) {
 	t.Run("release-now", func(t *testing.T) {
 		f := newFakeWorld("a", "b", "c")
 		h := newHarness(t, f)
-		errs := overrideDuringResolve(t, h, UpdateReleaseNow)
+		errs := overrideDuringResolve(t, h, changegroupapi.UpdateReleaseNow)
 		h.build(time.Minute, "a", "sha256:a1", time.Hour)
-		h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true, Closed: true})
+		h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true, Closed: true})
 		s := h.run(Input{})
 		require.Equal(t, []error{nil}, *errs, "accepted and completed")
 		require.True(t, s.Released, "released with what was ready")
@@ -55,8 +56,8 @@ func TestOverrideAtCreationIsApplied(t *testing.T) {
 	t.Run("drop of a non-member is still refused", func(t *testing.T) {
 		f := newFakeWorld("a", "b")
 		h := newHarness(t, f)
-		errs := overrideDuringResolve(t, h, UpdateDropComponent, DropRequest{Component: "zz"})
-		h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Closed: true})
+		errs := overrideDuringResolve(t, h, changegroupapi.UpdateDropComponent, changegroupapi.DropRequest{Component: "zz"})
+		h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Closed: true})
 		h.build(time.Minute, "a", "sha256:a1", time.Hour)
 		h.run(Input{})
 		require.Len(t, *errs, 1)

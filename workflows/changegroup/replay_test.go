@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
@@ -20,7 +21,7 @@ import (
 // workflow.GetVersion fails here. Histories are kept for each released shape.
 func TestReplayStoredHistories(t *testing.T) {
 	replaytest.ReplayAll(t, func(r worker.WorkflowReplayer) {
-		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: changegroupapi.WorkflowName})
 	})
 }
 
@@ -38,7 +39,7 @@ func TestReplayDetectsUnguardedChange(t *testing.T) {
 		return Workflow(ctx, in)
 	}
 	err = replaytest.Replay(h, replaytest.WorkflowID(file), func(r worker.WorkflowReplayer) {
-		r.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: WorkflowName})
+		r.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: changegroupapi.WorkflowName})
 	})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "TMPRL1100", "a non-determinism error")
@@ -49,10 +50,10 @@ func TestReplayDetectsUnguardedChange(t *testing.T) {
 // input and state (Component), its signals, its hand-backs and verifications.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{
-		"input":                               Input{},
-		"result":                              State{},
-		"signal " + SignalComponentBuilt:      ComponentBuilt{},
-		"activity " + handback.Activity:       handback.Request{},
-		"activity " + buildcheck.ActivityName: buildcheck.Request{},
+		"input":  Input{},
+		"result": State{},
+		"signal " + changegroupapi.SignalComponentBuilt: changegroupapi.ComponentBuilt{},
+		"activity " + handback.Activity:                 handback.Request{},
+		"activity " + buildcheck.ActivityName:           buildcheck.Request{},
 	})
 }

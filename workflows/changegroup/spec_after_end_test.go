@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 )
 
 // A spec edit that arrives after the group ended (its final status still being
@@ -20,9 +21,9 @@ func TestSpecEditAfterEndHandsBackNothingDelivered(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(time.Minute, "b", "sha256:b1", time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true, Closed: true})
 	h.at(time.Hour+30*time.Second, func() {
-		h.env.SignalWorkflow(SignalSpecChanged, SpecChanged{Generation: 2, NudgingComponents: []string{"b"}})
+		h.env.SignalWorkflow(changegroupapi.SignalSpecChanged, SpecChanged{Generation: 2, NudgingComponents: []string{"b"}})
 	})
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)

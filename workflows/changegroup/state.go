@@ -9,6 +9,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
@@ -123,7 +124,7 @@ type State struct {
 
 	// Unverified are builds received and not verified yet (versionVerifyBuilds):
 	// the cluster could not be read; they are verified before anything else.
-	Unverified []ComponentBuilt `json:"unverified,omitempty"`
+	Unverified []changegroupapi.ComponentBuilt `json:"unverified,omitempty"`
 	// Verdicts are the verdicts on the builds that entered the group, by
 	// "component@digest" (the Seen key): a verified build is never verified again,
 	// so a build whose run was pruned later stays kept; a refused one was written
@@ -244,9 +245,9 @@ func (s *State) pruneSeen() {
 
 // queueUnverified queues a received build for verification: a build seen before
 // (kept, handed back or refused) or already queued is not verified again.
-func (s *State) queueUnverified(b ComponentBuilt) bool {
+func (s *State) queueUnverified(b changegroupapi.ComponentBuilt) bool {
 	key := b.Component + "@" + b.Digest
-	if s.Seen[key] || slices.ContainsFunc(s.Unverified, func(q ComponentBuilt) bool { return q.Component+"@"+q.Digest == key }) {
+	if s.Seen[key] || slices.ContainsFunc(s.Unverified, func(q changegroupapi.ComponentBuilt) bool { return q.Component+"@"+q.Digest == key }) {
 		return false
 	}
 	s.Unverified = append(s.Unverified, b)
@@ -255,7 +256,7 @@ func (s *State) queueUnverified(b ComponentBuilt) bool {
 
 // verdict records the verdict on a queued build. A refused build is marked seen,
 // so a redelivery is not verified again, and is written nowhere.
-func (s *State) verdict(b ComponentBuilt, v buildcheck.Verdict) {
+func (s *State) verdict(b changegroupapi.ComponentBuilt, v buildcheck.Verdict) {
 	if s.Verdicts == nil {
 		s.Verdicts = map[string]buildcheck.Verdict{}
 	}
@@ -277,8 +278,8 @@ const maxRefused = 3
 
 // carriedBuilds are the builds a state holds, as signals would have brought them:
 // what an untrusted state (Workflow) is allowed to keep, once verified.
-func (s *State) carriedBuilds() []ComponentBuilt {
-	var out []ComponentBuilt
+func (s *State) carriedBuilds() []changegroupapi.ComponentBuilt {
+	var out []changegroupapi.ComponentBuilt
 	for _, c := range s.Components {
 		if c.New != "" {
 			out = append(out, c.built())
@@ -292,7 +293,7 @@ func (s *State) carriedBuilds() []ComponentBuilt {
 // handBack (the nothing-lost shape) a build the group will not collect — not a
 // member, dropped, or arriving after the group stopped collecting — is handed back
 // to normal nudging instead of being discarded.
-func (s *State) applyBuild(now time.Time, b ComponentBuilt, handBack bool) (bool, string) {
+func (s *State) applyBuild(now time.Time, b changegroupapi.ComponentBuilt, handBack bool) (bool, string) {
 	key := b.Component + "@" + b.Digest
 	if s.Seen[key] {
 		return false, "duplicate"
@@ -342,7 +343,7 @@ func (s *State) markDirty(now time.Time) {
 
 // collect makes b the component's build, whole: the member's image repository is
 // the build's (the one its digest was pushed to).
-func (c *Component) collect(b ComponentBuilt, now time.Time) {
+func (c *Component) collect(b changegroupapi.ComponentBuilt, now time.Time) {
 	member := c.Image
 	c.Build, c.New, c.PipelineRun, c.UpdatedAt = b.Build, b.Digest, b.PipelineRun, now
 	if c.Image == "" {
@@ -353,13 +354,13 @@ func (c *Component) collect(b ComponentBuilt, now time.Time) {
 }
 
 // built is the component's build as a signal brings it.
-func (c *Component) built() ComponentBuilt {
-	b := ComponentBuilt{Component: c.Name, Build: c.Build, PipelineRun: c.PipelineRun}
+func (c *Component) built() changegroupapi.ComponentBuilt {
+	b := changegroupapi.ComponentBuilt{Component: c.Name, Build: c.Build, PipelineRun: c.PipelineRun}
 	b.Digest = c.New
 	return b
 }
 
-func heldBuild(b ComponentBuilt, why string) handback.Build {
+func heldBuild(b changegroupapi.ComponentBuilt, why string) handback.Build {
 	return handback.Build{Component: b.Component, Build: b.Build, Why: why}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
@@ -15,8 +16,8 @@ import (
 // replaces one of unknown start.
 func TestBuildOfUnknownStartNeverReplacesAKnownOne(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	build := func(n int, at time.Time) ComponentBuilt {
-		return ComponentBuilt{Component: "op", Build: imagebuild.Build{Digest: fmt.Sprintf("sha256:%064x", n), PullSpec: fmt.Sprintf("quay.io/o/op@sha256:%064x", n), BuiltAt: at}}
+	build := func(n int, at time.Time) changegroupapi.ComponentBuilt {
+		return changegroupapi.ComponentBuilt{Component: "op", Build: imagebuild.Build{Digest: fmt.Sprintf("sha256:%064x", n), PullSpec: fmt.Sprintf("quay.io/o/op@sha256:%064x", n), BuiltAt: at}}
 	}
 	s := &State{Phase: appstudiov1alpha1.PhaseWaiting, Seen: map[string]bool{},
 		Components: []Component{{Name: "op", State: appstudiov1alpha1.ComponentWaiting}}}

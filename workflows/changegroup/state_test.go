@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
@@ -16,8 +17,8 @@ func TestSeenIsBoundedAcrossContinueAsNew(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	s := &State{Phase: appstudiov1alpha1.PhaseWaiting, Seen: map[string]bool{},
 		Components: []Component{{Name: "op", State: appstudiov1alpha1.ComponentWaiting}}}
-	build := func(n int) ComponentBuilt {
-		return ComponentBuilt{Component: "op", Build: imagebuild.Build{Digest: fmt.Sprintf("sha256:%064x", n), PullSpec: fmt.Sprintf("quay.io/o/op@sha256:%064x", n), BuiltAt: t0.Add(time.Duration(n) * time.Minute)}}
+	build := func(n int) changegroupapi.ComponentBuilt {
+		return changegroupapi.ComponentBuilt{Component: "op", Build: imagebuild.Build{Digest: fmt.Sprintf("sha256:%064x", n), PullSpec: fmt.Sprintf("quay.io/o/op@sha256:%064x", n), BuiltAt: t0.Add(time.Duration(n) * time.Minute)}}
 	}
 	for n := 1; n <= maxSeenBuilds+100; n++ {
 		if changed, why := s.applyBuild(t0, build(n), true); !changed {

@@ -12,6 +12,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
@@ -39,10 +40,10 @@ func TestBuildsAreVerifiedWhenTheyEnter(t *testing.T) {
 	h.build(3*time.Minute, "b", "sha256:forged", 5*time.Hour)   // redelivered
 	h.build(4*time.Minute, "z", "sha256:forged-z", 5*time.Hour) // not a member: would be handed back
 	h.at(5*time.Minute, func() {
-		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{Component: "b", Namespace: "elsewhere", Build: imagebuild.Build{Digest: "sha256:b-other-ns", PullSpec: "quay.io/org/b@sha256:b-other-ns", BuiltAt: time.Unix(0, 0).Add(6 * time.Hour)}})
+		h.env.SignalWorkflow(changegroupapi.SignalComponentBuilt, changegroupapi.ComponentBuilt{Component: "b", Namespace: "elsewhere", Build: imagebuild.Build{Digest: "sha256:b-other-ns", PullSpec: "quay.io/org/b@sha256:b-other-ns", BuiltAt: time.Unix(0, 0).Add(6 * time.Hour)}})
 	})
 	h.build(6*time.Minute, "b", "sha256:b1", 2*time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
@@ -74,7 +75,7 @@ func TestVerifiedBuildOutlivesItsRunAcrossContinueAsNew(t *testing.T) {
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.at(10*time.Minute, func() { h.env.SetContinueAsNewSuggested(true) })
 	in := Input{Namespace: "tenant", Name: "g", UID: "u", Settings: Settings{Debounce: time.Second, PollInterval: time.Hour}}
-	h.env.ExecuteWorkflow(WorkflowName, in)
+	h.env.ExecuteWorkflow(changegroupapi.WorkflowName, in)
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(h.env.GetWorkflowError(), &can), "continued as new, got %v", h.env.GetWorkflowError())
 	var next Input
@@ -87,7 +88,7 @@ func TestVerifiedBuildOutlivesItsRunAcrossContinueAsNew(t *testing.T) {
 	h.env.SetContinuedExecutionRunID("run-1")
 	h.build(time.Minute, "a", "sha256:a1", time.Hour) // redelivered by a resync
 	h.build(2*time.Minute, "b", "sha256:b1", time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(next)
 
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
@@ -103,7 +104,7 @@ func TestStateGivenAtStartIsNotTrusted(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	f.verifier.Refuse("sha256:forged")
 	h := newHarness(t, f)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	forged := &State{Phase: appstudiov1alpha1.PhaseWaiting, Repo: changegrouppr.Repo{Provider: "github", URL: "https://github.com/victim/repo"},
 		Seen:     map[string]bool{"a@sha256:forged": true, "b@sha256:b1": true},
 		Verdicts: map[string]buildcheck.Verdict{"a@sha256:forged": {Verified: true, Source: buildcheck.SourceBuildRun}},
@@ -128,14 +129,14 @@ func TestVerificationOutageKeepsTheBuildQueued(t *testing.T) {
 	h := newHarness(t, f)
 	queued := false
 	h.at(2*time.Minute, func() {
-		v, err := h.env.QueryWorkflow(QueryState)
+		v, err := h.env.QueryWorkflow(changegroupapi.QueryState)
 		require.NoError(t, err)
 		var st State
 		require.NoError(t, v.Get(&st))
 		queued = len(st.Unverified) == 1 && st.component("a").New == ""
 	})
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.prEvent(3*time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(3*time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{Namespace: "tenant", Name: "g", UID: "u", Settings: Settings{Debounce: time.Second, PollInterval: 10 * time.Minute}})
 	require.True(t, queued, "while the cluster could not be read the build waited, not collected")
 	require.Zero(t, f.verifier.Left())
@@ -153,7 +154,7 @@ func TestNoVerificationInTheShapeBefore(t *testing.T) {
 	h := newHarness(t, f)
 	h.env.OnGetVersion(versionVerifyBuilds, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	require.Equal(t, map[string]string{"a": "sha256:a1"}, digestsOf(f.lastSync()))
 	require.Empty(t, f.verifier.Asked())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
@@ -45,8 +46,8 @@ type Settings struct {
 const (
 	DefaultDebounce       = 10 * time.Second
 	DefaultPollInterval   = 2 * time.Minute
-	DefaultBranchPrefix   = "konflux/changegroup/"
-	DefaultMaxForgeOutage = 6 * time.Hour
+	defaultBranchPrefix   = "konflux/changegroup/"
+	defaultMaxForgeOutage = 6 * time.Hour
 	DefaultCIStartGrace   = 10 * time.Minute
 )
 
@@ -58,10 +59,10 @@ func (s Settings) withDefaults() Settings {
 		s.PollInterval = DefaultPollInterval
 	}
 	if s.BranchPrefix == "" {
-		s.BranchPrefix = DefaultBranchPrefix
+		s.BranchPrefix = defaultBranchPrefix
 	}
 	if s.MaxForgeOutage <= 0 {
-		s.MaxForgeOutage = DefaultMaxForgeOutage
+		s.MaxForgeOutage = defaultMaxForgeOutage
 	}
 	if s.CIStartGrace <= 0 {
 		s.CIStartGrace = DefaultCIStartGrace
@@ -141,16 +142,16 @@ func Workflow(ctx workflow.Context, in Input) (*State, error) {
 		settings:  in.Settings.withDefaults(),
 		s:         in.State,
 		id:        workflow.GetInfo(ctx).WorkflowExecution.ID,
-		built:     workflow.GetSignalChannel(ctx, SignalComponentBuilt),
-		spec:      workflow.GetSignalChannel(ctx, SignalSpecChanged),
-		prEvent:   workflow.GetSignalChannel(ctx, SignalPREvent),
-		cancel:    workflow.GetSignalChannel(ctx, SignalCancel),
+		built:     workflow.GetSignalChannel(ctx, changegroupapi.SignalComponentBuilt),
+		spec:      workflow.GetSignalChannel(ctx, changegroupapi.SignalSpecChanged),
+		prEvent:   workflow.GetSignalChannel(ctx, changegroupapi.SignalPREvent),
+		cancel:    workflow.GetSignalChannel(ctx, changegroupapi.SignalCancel),
 		lastReady: -1,
 	}
 	r.nothingLost = workflow.GetVersion(ctx, versionNothingLost, workflow.DefaultVersion, 1) >= 1
 	r.forgeSaysEnd = workflow.GetVersion(ctx, versionForgeSaysEnd, workflow.DefaultVersion, 1) >= 1
 	r.verifyBuilds = workflow.GetVersion(ctx, versionVerifyBuilds, workflow.DefaultVersion, 1) >= 1
-	var carried []ComponentBuilt
+	var carried []changegroupapi.ComponentBuilt
 	if r.verifyBuilds && r.s != nil && workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
 		// Only continue-as-new carries a state, and the server says which runs are
 		// continued: this one was started with a state someone chose. It is rebuilt
@@ -448,7 +449,7 @@ func (r *run) continueAsNew() error {
 	if r.cancelReason != "" {
 		r.s.finish(workflow.Now(r.ctx), appstudiov1alpha1.PhaseCancelled, "Cancelled", r.cancelReason)
 	}
-	return workflow.NewContinueAsNewError(r.ctx, WorkflowName, next)
+	return workflow.NewContinueAsNewError(r.ctx, changegroupapi.WorkflowName, next)
 }
 
 // finalize closes the PR of a cancelled group and writes the last status (the shape

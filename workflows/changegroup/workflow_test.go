@@ -18,10 +18,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
-	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
-	"github.com/nudgeflow/nudgeflow/activities/handback"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
@@ -29,7 +30,7 @@ import (
 // answers like the real activities would.
 type fakeWorld struct {
 	mu         sync.Mutex
-	resolved   changegroupcr.Resolved
+	resolved   changegroupcrapi.Resolved
 	syncs      []changegrouppr.SyncRequest
 	observes   int
 	closes     []changegrouppr.CloseRequest
@@ -42,7 +43,7 @@ type fakeWorld struct {
 	duringSync func()
 	// duringHandBack runs inside the next hand-back activity (once).
 	duringHandBack func()
-	handedBack     []handback.Build
+	handedBack     []handbackapi.Build
 	targets        []string
 	// resolveErr fails every resolve (the CR is gone).
 	resolveErr error
@@ -57,7 +58,7 @@ type fakeWorld struct {
 	commentFailures int
 	commentRefused  bool
 	posted          []changegrouppr.CommentRequest
-	events          []changegroupcr.EventRequest
+	events          []changegroupcrapi.EventRequest
 	// duringResolve runs inside the next resolve activity (once).
 	duringResolve func()
 	// verifier stands in for the build verification: the cluster built everything
@@ -66,23 +67,23 @@ type fakeWorld struct {
 }
 
 func newFakeWorld(components ...string) *fakeWorld {
-	f := &fakeWorld{verifier: buildchecktest.New(), resolved: changegroupcr.Resolved{
+	f := &fakeWorld{verifier: buildchecktest.New(), resolved: changegroupcrapi.Resolved{
 		NudgedComponent: "bundle-x",
 		Repo:            changegrouppr.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
 		FileMatch:       []string{".*Dockerfile.*", ".*.yaml"},
 	}}
 	for _, c := range components {
-		f.resolved.Components = append(f.resolved.Components, changegroupcr.ResolvedComponent{Name: c, Image: "quay.io/org/" + c, Original: "sha256:old-" + c})
+		f.resolved.Components = append(f.resolved.Components, changegroupcrapi.ResolvedComponent{Name: c, Image: "quay.io/org/" + c, Original: "sha256:old-" + c})
 	}
 	return f
 }
 
-func (f *fakeWorld) resolve(_ context.Context, req changegroupcr.ResolveRequest) (changegroupcr.Resolved, error) {
+func (f *fakeWorld) resolve(_ context.Context, req changegroupcrapi.ResolveRequest) (changegroupcrapi.Resolved, error) {
 	f.runOnce(&f.duringResolve)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.resolveErr != nil {
-		return changegroupcr.Resolved{}, f.resolveErr
+		return changegroupcrapi.Resolved{}, f.resolveErr
 	}
 	if len(req.Components) == 0 {
 		return f.resolved, nil
@@ -90,12 +91,12 @@ func (f *fakeWorld) resolve(_ context.Context, req changegroupcr.ResolveRequest)
 	out := f.resolved
 	out.Components = nil
 	for _, c := range req.Components {
-		out.Components = append(out.Components, changegroupcr.ResolvedComponent{Name: c, Image: "quay.io/org/" + c})
+		out.Components = append(out.Components, changegroupcrapi.ResolvedComponent{Name: c, Image: "quay.io/org/" + c})
 	}
 	return out, nil
 }
 
-func (f *fakeWorld) writeStatus(_ context.Context, req changegroupcr.StatusRequest) error {
+func (f *fakeWorld) writeStatus(_ context.Context, req changegroupcrapi.StatusRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if req.Status.Phase.IsFinal() && f.statusFailures > 0 {
@@ -118,13 +119,13 @@ func (f *fakeWorld) runOnce(hook *func()) {
 	}
 }
 
-func (f *fakeWorld) handBack(_ context.Context, req handback.Request) (handback.Result, error) {
+func (f *fakeWorld) handBack(_ context.Context, req handbackapi.Request) (handbackapi.Result, error) {
 	f.runOnce(&f.duringHandBack)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handedBack = append(f.handedBack, req.Builds...)
 	f.targets = append(f.targets, req.Target)
-	return handback.Result{}, nil
+	return handbackapi.Result{}, nil
 }
 
 // handedBackDigests is component -> digests handed back, in order.
@@ -184,7 +185,7 @@ func (f *fakeWorld) comment(_ context.Context, req changegrouppr.CommentRequest)
 	return changegrouppr.CommentResult{Posted: true, Writes: 1}, nil
 }
 
-func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcr.EventRequest) error {
+func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcrapi.EventRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, req)
@@ -257,16 +258,16 @@ func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) 
 		suite.SetMetricsHandler(m)
 	}
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterActivityWithOptions(f.resolve, activity.RegisterOptions{Name: changegroupcr.ResolveActivity})
-	env.RegisterActivityWithOptions(f.writeStatus, activity.RegisterOptions{Name: changegroupcr.WriteStatusActivity})
+	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: changegroupapi.WorkflowName})
+	env.RegisterActivityWithOptions(f.resolve, activity.RegisterOptions{Name: changegroupcrapi.ResolveActivity})
+	env.RegisterActivityWithOptions(f.writeStatus, activity.RegisterOptions{Name: changegroupcrapi.WriteStatusActivity})
 	env.RegisterActivityWithOptions(f.sync, activity.RegisterOptions{Name: changegrouppr.SyncActivity})
 	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: changegrouppr.ObserveActivity})
 	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: changegrouppr.CloseActivity})
-	env.RegisterActivityWithOptions(f.handBack, activity.RegisterOptions{Name: handback.Activity})
+	env.RegisterActivityWithOptions(f.handBack, activity.RegisterOptions{Name: handbackapi.Activity})
 	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: changegrouppr.CIActivity})
 	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: changegrouppr.CommentActivity})
-	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: changegroupcr.EventActivity})
+	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: changegroupcrapi.EventActivity})
 	f.verifier.Register(env)
 	env.SetTestTimeout(30 * time.Second)
 	return &harness{t: t, env: env, f: f}
@@ -276,7 +277,7 @@ func (h *harness) at(d time.Duration, fn func()) { h.env.RegisterDelayedCallback
 
 func (h *harness) build(d time.Duration, component, digest string, builtAt time.Duration) {
 	h.at(d, func() {
-		h.env.SignalWorkflow(SignalComponentBuilt, ComponentBuilt{
+		h.env.SignalWorkflow(changegroupapi.SignalComponentBuilt, changegroupapi.ComponentBuilt{
 			Component: component, PipelineRun: "nudge-" + component, Build: imagebuild.Build{Digest: digest, PullSpec: "quay.io/org/" + component + "@" + digest, BuiltAt: time.Unix(0, 0).Add(builtAt)},
 		})
 	})
@@ -284,7 +285,7 @@ func (h *harness) build(d time.Duration, component, digest string, builtAt time.
 
 // prEvent delivers a forge event that tells the truth: a merged or closed event
 // comes with the PR merged or closed on the (fake) forge.
-func (h *harness) prEvent(d time.Duration, ev PREvent) {
+func (h *harness) prEvent(d time.Duration, ev changegroupapi.PREvent) {
 	h.at(d, func() {
 		h.f.mu.Lock()
 		switch {
@@ -294,13 +295,13 @@ func (h *harness) prEvent(d time.Duration, ev PREvent) {
 			h.f.prState = changegrouppr.PRClosed
 		}
 		h.f.mu.Unlock()
-		h.env.SignalWorkflow(SignalPREvent, ev)
+		h.env.SignalWorkflow(changegroupapi.SignalPREvent, ev)
 	})
 }
 
 // forgedPREvent delivers an event the forge does not back: the PR stays as it is.
-func (h *harness) forgedPREvent(d time.Duration, ev PREvent) {
-	h.at(d, func() { h.env.SignalWorkflow(SignalPREvent, ev) })
+func (h *harness) forgedPREvent(d time.Duration, ev changegroupapi.PREvent) {
+	h.at(d, func() { h.env.SignalWorkflow(changegroupapi.SignalPREvent, ev) })
 }
 
 func (h *harness) update(d time.Duration, name string, wantErr bool, args ...any) {
@@ -327,7 +328,7 @@ func (h *harness) run(in Input) *State {
 			AutoRelease: in.AutoRelease, Automatic: in.Automatic,
 			Settings: Settings{Debounce: 5 * time.Second, PollInterval: time.Hour}}
 	}
-	h.env.ExecuteWorkflow(WorkflowName, in)
+	h.env.ExecuteWorkflow(changegroupapi.WorkflowName, in)
 	require.True(h.t, h.env.IsWorkflowCompleted())
 	require.NoError(h.t, h.env.GetWorkflowError())
 	var s State
@@ -355,7 +356,7 @@ func TestCollectsLatestBuildsAndReleasesOnce(t *testing.T) {
 	h.build(3*time.Minute+time.Second, "operator-img", "sha256:img2", 3*time.Hour) // redelivered
 	h.build(4*time.Minute, "operator-img", "sha256:img0-late", 30*time.Minute)     // older build arrives late
 	h.build(5*time.Minute, "operand-b", "sha256:opb1", 4*time.Hour)
-	h.prEvent(10*time.Minute, PREvent{DeliveryID: "d1", Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.prEvent(10*time.Minute, changegroupapi.PREvent{DeliveryID: "d1", Action: "closed", Number: 7, Merged: true, Closed: true})
 	s := h.run(Input{})
 
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
@@ -388,7 +389,7 @@ func TestBurstIsDebouncedIntoOnePush(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(time.Minute+time.Second, "b", "sha256:b1", time.Hour)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	h.run(Input{})
 	require.Len(t, f.syncs, 1, "two builds a second apart make one push")
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(f.syncs[0]))
@@ -399,7 +400,7 @@ func TestPRClosedCancels(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.prEvent(10*time.Minute, PREvent{DeliveryID: "d", Action: "closed", Number: 7, Closed: true})
+	h.prEvent(10*time.Minute, changegroupapi.PREvent{DeliveryID: "d", Action: "closed", Number: 7, Closed: true})
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCancelled, s.Phase)
 	require.Equal(t, "PRClosed", s.Reason)
@@ -410,7 +411,7 @@ func TestMergedBeforeAllReadyCompletes(t *testing.T) {
 	f := newFakeWorld("a", "b", "c")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.prEvent(10*time.Minute, PREvent{Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.prEvent(10*time.Minute, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true, Closed: true})
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	require.Equal(t, "1/3", f.lastStatus().Ready)
@@ -419,11 +420,11 @@ func TestMergedBeforeAllReadyCompletes(t *testing.T) {
 func TestReleaseNowWithTwoOfThree(t *testing.T) {
 	f := newFakeWorld("a", "b", "c")
 	h := newHarness(t, f)
-	h.update(30*time.Second, UpdateReleaseNow, true) // nothing ready yet: rejected
+	h.update(30*time.Second, changegroupapi.UpdateReleaseNow, true) // nothing ready yet: rejected
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(2*time.Minute, "b", "sha256:b1", 2*time.Hour)
-	h.update(5*time.Minute, UpdateReleaseNow, false)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.update(5*time.Minute, changegroupapi.UpdateReleaseNow, false)
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	last := f.lastSync()
 	require.Equal(t, changegrouppr.ModeRelease, last.Mode)
@@ -438,10 +439,10 @@ func TestDroppedComponentReleasesWhenRestReady(t *testing.T) {
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.build(2*time.Minute, "b", "sha256:b1", time.Hour)
 	h.at(5*time.Minute, func() {
-		h.env.SignalWorkflow(SignalSpecChanged, SpecChanged{Generation: 2, NudgingComponents: []string{"a", "b"}})
+		h.env.SignalWorkflow(changegroupapi.SignalSpecChanged, SpecChanged{Generation: 2, NudgingComponents: []string{"a", "b"}})
 	})
-	h.update(6*time.Minute, UpdateDropComponent, true, DropRequest{Component: "zzz"})
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.update(6*time.Minute, changegroupapi.UpdateDropComponent, true, changegroupapi.DropRequest{Component: "zzz"})
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	last := f.lastSync()
 	require.Equal(t, changegrouppr.ModeRelease, last.Mode, "with c dropped, a and b are all there is")
@@ -473,8 +474,8 @@ func TestHumanEditsPauseUntilRebase(t *testing.T) {
 	h.build(10*time.Minute, "c", "sha256:c1", time.Hour)
 	var syncsBeforeRebase int
 	h.at(20*time.Minute, func() { f.mu.Lock(); syncsBeforeRebase = len(f.syncs); f.mu.Unlock() })
-	h.update(21*time.Minute, UpdateRebase, false)
-	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
+	h.update(21*time.Minute, changegroupapi.UpdateRebase, false)
+	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	h.run(Input{})
 	require.Equal(t, 2, syncsBeforeRebase, "after the sync that found the edits, no further push happens")
 	last := f.lastSync()
@@ -486,7 +487,7 @@ func TestCancelUpdateClosesPR(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.update(10*time.Minute, UpdateCancel, false, CancelRequest{Reason: "not needed"})
+	h.update(10*time.Minute, changegroupapi.UpdateCancel, false, changegroupapi.CancelRequest{Reason: "not needed"})
 	s := h.run(Input{})
 	require.Equal(t, appstudiov1alpha1.PhaseCancelled, s.Phase)
 	require.Equal(t, "not needed", s.Message)
@@ -510,7 +511,7 @@ func TestContinueAsNewCarriesState(t *testing.T) {
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
 	h.at(5*time.Minute, func() { h.env.SetContinueAsNewSuggested(true) })
-	h.env.ExecuteWorkflow(WorkflowName, Input{Namespace: "tenant", Name: "g", UID: "u",
+	h.env.ExecuteWorkflow(changegroupapi.WorkflowName, Input{Namespace: "tenant", Name: "g", UID: "u",
 		Settings: Settings{Debounce: time.Second, PollInterval: time.Hour}})
 	err := h.env.GetWorkflowError()
 	require.Error(t, err)
@@ -531,8 +532,8 @@ func TestForgedMergedEventEndsNothing(t *testing.T) {
 	f := newFakeWorld("a", "b")
 	h := newHarness(t, f)
 	h.build(time.Minute, "a", "sha256:a1", time.Hour)
-	h.forgedPREvent(10*time.Minute, PREvent{DeliveryID: "forged-1", Action: "closed", Number: 7, Merged: true, Closed: true})
-	h.forgedPREvent(11*time.Minute, PREvent{DeliveryID: "forged-2", Action: "closed", Number: 7, Closed: true})
+	h.forgedPREvent(10*time.Minute, changegroupapi.PREvent{DeliveryID: "forged-1", Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.forgedPREvent(11*time.Minute, changegroupapi.PREvent{DeliveryID: "forged-2", Action: "closed", Number: 7, Closed: true})
 	var during appstudiov1alpha1.ChangeGroupPhase
 	checked := false
 	h.at(30*time.Minute, func() {
@@ -540,7 +541,7 @@ func TestForgedMergedEventEndsNothing(t *testing.T) {
 		during = f.lastStatus().Phase
 		require.Empty(t, f.handedBack, "a forged ending hands nothing back")
 	})
-	h.prEvent(time.Hour, PREvent{DeliveryID: "real", Action: "closed", Number: 7, Merged: true, Closed: true})
+	h.prEvent(time.Hour, changegroupapi.PREvent{DeliveryID: "real", Action: "closed", Number: 7, Merged: true, Closed: true})
 	s := h.run(Input{})
 	require.True(t, checked, "the group was still running half an hour in, after both forged events")
 	require.NotEqual(t, appstudiov1alpha1.PhaseCompleted, during, "the forged merged event did not complete the group")

@@ -49,21 +49,21 @@ const (
 	PhaseReady     = "Ready"
 	PhaseMerged    = "Merged"
 	PhaseClosed    = "Closed"
-	PhaseEnded     = "Ended" // nothing to propose
+	phaseEnded     = "Ended" // nothing to propose
 )
 
 // Where a digest comes from.
 const (
-	FromPullRequest = "pull-request"
-	FromPush        = "push"
+	fromPullRequest = "pull-request"
+	fromPush        = "push"
 )
 
 // Origin states.
 const (
-	OriginOpen    = "Open"
-	OriginMerged  = "Merged"
-	OriginClosed  = "Closed"
-	OriginUnknown = "Unknown"
+	originOpen    = "Open"
+	originMerged  = "Merged"
+	originClosed  = "Closed"
+	originUnknown = "Unknown"
 )
 
 // BranchSuffix starts the suffix of every target branch: `<group>@nudgeflow-<target>`.
@@ -75,10 +75,10 @@ func GroupOf(sourceBranch string) string {
 	return g
 }
 
-// Branch is the target PR's head branch: deterministic per group and target, so two
+// branch is the target PR's head branch: deterministic per group and target, so two
 // targets in one repository never share a branch, and a target PR's own builds stay
 // in the group.
-func Branch(group, target string) string { return group + "@" + BranchSuffix + "-" + target }
+func branch(group, target string) string { return group + "@" + BranchSuffix + "-" + target }
 
 // WorkflowID is deterministic per (namespace, group, target).
 func WorkflowID(namespace, group, target string) string {
@@ -144,7 +144,7 @@ type Settings struct {
 // Defaults.
 const (
 	DefaultPollInterval  = 5 * time.Minute
-	DefaultPushBuildWait = 2 * time.Hour
+	defaultPushBuildWait = 2 * time.Hour
 )
 
 func (s Settings) withDefaults() Settings {
@@ -152,7 +152,7 @@ func (s Settings) withDefaults() Settings {
 		s.PollInterval = DefaultPollInterval
 	}
 	if s.PushBuildWait <= 0 {
-		s.PushBuildWait = DefaultPushBuildWait
+		s.PushBuildWait = defaultPushBuildWait
 	}
 	return s
 }
@@ -253,7 +253,7 @@ func (s *State) recordVerdict(b PRBuild, v buildcheck.Verdict) {
 func (s *State) isNew(b PRBuild) bool {
 	key := b.Origin.Key()
 	for _, old := range s.Entries {
-		if old.Component == b.Component && old.Origin == key && old.From == FromPullRequest {
+		if old.Component == b.Component && old.Origin == key && old.From == fromPullRequest {
 			return old.BuildUID != b.BuildUID && !b.BuiltAt.Before(old.BuiltAt)
 		}
 	}
@@ -265,7 +265,7 @@ func (s *State) isNew(b PRBuild) bool {
 func (s *State) carriedBuilds() []PRBuild {
 	var out []PRBuild
 	for _, e := range s.Entries {
-		if e.From != FromPullRequest {
+		if e.From != fromPullRequest {
 			continue
 		}
 		b := PRBuild{Component: e.Component, Build: e.Build}
@@ -286,8 +286,8 @@ func (s *State) origin(key string) *Origin {
 	return nil
 }
 
-// MaxNotes bounds State.Notes: the latest are kept.
-const MaxNotes = 8
+// maxNotes bounds State.Notes: the latest are kept.
+const maxNotes = 8
 
 // noteKind is what makes two notes the same kind: the text before the first ": "
 // (error texts vary after it, "owner/repo#1 could not be read: <error>").
@@ -302,8 +302,8 @@ func (s *State) note(n string) {
 	kind := noteKind(n)
 	s.Notes = slices.DeleteFunc(s.Notes, func(old string) bool { return noteKind(old) == kind })
 	s.Notes = append(s.Notes, n)
-	if len(s.Notes) > MaxNotes {
-		s.Notes = slices.Delete(s.Notes, 0, len(s.Notes)-MaxNotes)
+	if len(s.Notes) > maxNotes {
+		s.Notes = slices.Delete(s.Notes, 0, len(s.Notes)-maxNotes)
 	}
 }
 
@@ -312,11 +312,11 @@ func (s *State) note(n string) {
 func (s *State) addBuild(b PRBuild) bool {
 	key := b.Origin.Key()
 	if s.origin(key) == nil {
-		s.Origins = append(s.Origins, Origin{OriginRef: b.Origin, State: OriginUnknown})
+		s.Origins = append(s.Origins, Origin{OriginRef: b.Origin, State: originUnknown})
 	}
-	e := Entry{Component: b.Component, Origin: key, From: FromPullRequest, Build: b.Build}
+	e := Entry{Component: b.Component, Origin: key, From: fromPullRequest, Build: b.Build}
 	for i, old := range s.Entries {
-		if old.Component != b.Component || old.Origin != key || old.From != FromPullRequest {
+		if old.Component != b.Component || old.Origin != key || old.From != fromPullRequest {
 			continue
 		}
 		if old.BuildUID == b.BuildUID || b.BuiltAt.Before(old.BuiltAt) {
@@ -332,7 +332,7 @@ func (s *State) addBuild(b PRBuild) bool {
 // addPush records the push build that replaces a merged origin's PR build.
 func (s *State) addPush(e Entry) bool {
 	for i, old := range s.Entries {
-		if old.Component == e.Component && old.Origin == e.Origin && old.From == FromPush {
+		if old.Component == e.Component && old.Origin == e.Origin && old.From == fromPush {
 			if old.BuildUID == e.BuildUID {
 				return false
 			}
@@ -375,9 +375,9 @@ func (s *State) plan() Plan {
 	anyOpen, anyMerged := false, false
 	for _, o := range s.Origins {
 		switch o.State {
-		case OriginMerged:
+		case originMerged:
 			anyMerged = true
-		case OriginClosed:
+		case originClosed:
 		default:
 			anyOpen = true
 		}
@@ -400,9 +400,9 @@ func (s *State) plan() Plan {
 			}
 			o := s.origin(e.Origin)
 			switch {
-			case o != nil && o.State == OriginClosed:
+			case o != nil && o.State == originClosed:
 				dropped = e
-			case e.From == FromPush:
+			case e.From == fromPush:
 				if push == nil || e.BuiltAt.After(push.BuiltAt) {
 					push = e
 				}
@@ -411,11 +411,11 @@ func (s *State) plan() Plan {
 			}
 		}
 		switch {
-		case push != nil && (best == nil || s.origin(best.Origin).State == OriginMerged):
-			p.Rows = append(p.Rows, Row{Component: c, Image: push.Image, Digest: push.Digest, From: FromPush, Origin: push.Origin})
+		case push != nil && (best == nil || s.origin(best.Origin).State == originMerged):
+			p.Rows = append(p.Rows, Row{Component: c, Image: push.Image, Digest: push.Digest, From: fromPush, Origin: push.Origin})
 		case best != nil:
-			p.Rows = append(p.Rows, Row{Component: c, Image: best.Image, Digest: best.Digest, From: FromPullRequest, Origin: best.Origin})
-			if o := s.origin(best.Origin); o != nil && o.State == OriginMerged {
+			p.Rows = append(p.Rows, Row{Component: c, Image: best.Image, Digest: best.Digest, From: fromPullRequest, Origin: best.Origin})
+			if o := s.origin(best.Origin); o != nil && o.State == originMerged {
 				p.WaitingPush = append(p.WaitingPush, *best)
 			}
 		case dropped != nil:

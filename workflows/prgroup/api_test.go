@@ -15,8 +15,8 @@ func TestGroupOfAndBranch(t *testing.T) {
 	} {
 		require.Equal(t, want, GroupOf(in), in)
 	}
-	require.Equal(t, "my-feature@nudgeflow-bundle", Branch("my-feature", "bundle"))
-	require.Equal(t, "my-feature", GroupOf(Branch("my-feature", "bundle")), "a target PR's builds stay in the group")
+	require.Equal(t, "my-feature@nudgeflow-bundle", branch("my-feature", "bundle"))
+	require.Equal(t, "my-feature", GroupOf(branch("my-feature", "bundle")), "a target PR's builds stay in the group")
 	require.Equal(t, "org/repo#7", OriginKey("https://GitHub.com/Org/Repo.git", 7))
 	require.Equal(t, "org/repo#7", OriginKey("Org/Repo", 7))
 }
@@ -35,23 +35,23 @@ func TestPlan(t *testing.T) {
 	require.True(t, p.Draft, "origins unknown count as open")
 	require.Len(t, p.applied(), 2)
 
-	s.Origins[0].State, s.Origins[1].State = OriginMerged, OriginOpen
+	s.Origins[0].State, s.Origins[1].State = originMerged, originOpen
 	p = s.plan()
 	require.True(t, p.Draft)
 	require.Len(t, p.WaitingPush, 1)
 
-	s.Origins[1].State = OriginClosed
+	s.Origins[1].State = originClosed
 	p = s.plan()
 	require.True(t, p.Draft, "a's push build is missing")
 	require.False(t, p.Close)
 	require.True(t, p.Rows[1].Dropped, "b's origin closed unmerged")
 
-	require.True(t, s.addPush(Entry{Component: "a", Origin: s.Origins[0].Key(), From: FromPush, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "p1", BuildUID: "p1"}}))
+	require.True(t, s.addPush(Entry{Component: "a", Origin: s.Origins[0].Key(), From: fromPush, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "p1", BuildUID: "p1"}}))
 	p = s.plan()
 	require.False(t, p.Draft)
 	require.Equal(t, "p1", p.Rows[0].Digest)
 	require.Len(t, p.applied(), 1)
 
-	s.Origins[0].State = OriginClosed
+	s.Origins[0].State = originClosed
 	require.True(t, s.plan().Close)
 }

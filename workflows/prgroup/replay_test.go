@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
 
@@ -28,7 +28,7 @@ func TestStoredBuildsDecodeWhole(t *testing.T) {
 		"input":                   Input{},
 		"result":                  State{},
 		"signal " + SignalPRBuild: PRBuild{},
-		"activity-result " + acts.FindPushBuildActivity: acts.PushBuild{},
-		"activity " + buildcheck.ActivityName:           buildcheck.Request{},
+		"activity-result " + prgroupapi.FindPushBuildActivity: prgroupapi.PushBuild{},
+		"activity " + buildcheck.ActivityName:                 buildcheck.Request{},
 	})
 }

@@ -275,7 +275,7 @@ func (r *run) observeOrigins() {
 		case ob.Error != "":
 			r.st.note(fmt.Sprintf("%s could not be read: %s", o.Key(), ob.Error))
 			continue
-		case !ob.Found && o.State != OriginUnknown &&
+		case !ob.Found && o.State != originUnknown &&
 			workflow.GetVersion(r.ctx, changeNotFoundIsUnreadable, workflow.DefaultVersion, 1) >= 1:
 			// Seen before: a wrong forge, a token that lost access or a renamed
 			// repository answers 404 too; never read as "closed".
@@ -284,20 +284,20 @@ func (r *run) observeOrigins() {
 			continue
 		case !ob.Found:
 			r.st.note(fmt.Sprintf("%s does not exist (any more): counted as closed", o.Key()))
-			o.State = OriginClosed
+			o.State = originClosed
 			continue
 		}
 		o.URL, o.Title, o.HeadSHA = ob.URL, ob.Title, ob.HeadSHA
 		switch {
 		case ob.Merged:
-			if o.State != OriginMerged {
+			if o.State != originMerged {
 				o.MergedSeenAt = now
 			}
-			o.State, o.MergeCommitSHA = OriginMerged, ob.MergeCommitSHA
+			o.State, o.MergeCommitSHA = originMerged, ob.MergeCommitSHA
 		case ob.Open:
-			o.State = OriginOpen
+			o.State = originOpen
 		default:
-			o.State = OriginClosed
+			o.State = originClosed
 		}
 	}
 }
@@ -313,7 +313,7 @@ func (r *run) findPushBuilds(p Plan) {
 			continue
 		}
 		if b.Found {
-			r.st.addPush(Entry{Component: w.Component, Origin: w.Origin, From: FromPush, Build: b.Build})
+			r.st.addPush(Entry{Component: w.Component, Origin: w.Origin, From: fromPush, Build: b.Build})
 			continue
 		}
 		if workflow.Now(r.ctx).Sub(o.MergedSeenAt) > r.set.PushBuildWait {
@@ -374,7 +374,7 @@ func (r *run) step() (bool, error) {
 		}
 		reason := "every originating pull request (" + strings.Join(closed, ", ") + ") was closed without merging"
 		if r.st.PR.Number == 0 && len(r.st.MergedEarly) == 0 {
-			_, err := r.end(PhaseEnded, "nothing to propose: "+reason)
+			_, err := r.end(phaseEnded, "nothing to propose: "+reason)
 			return true, err
 		}
 		_, err := r.end(PhaseClosed, r.closeTarget(reason))
@@ -394,7 +394,7 @@ func (r *run) step() (bool, error) {
 	if p.Done && r.st.PR.Number == 0 && len(r.st.MergedEarly) == 0 {
 		// A run started for builds whose PRs are already merged (a resync after the
 		// group ended): the push builds nudge through the push path.
-		_, err := r.end(PhaseEnded, "nothing to propose: every originating pull request is already merged or closed")
+		_, err := r.end(phaseEnded, "nothing to propose: every originating pull request is already merged or closed")
 		return true, err
 	}
 	if r.st.PR.Number == 0 && r.phase == PhaseClosed {
@@ -405,7 +405,7 @@ func (r *run) step() (bool, error) {
 		}
 		return false, nil
 	}
-	req := acts.SyncRequest{Namespace: r.in.Namespace, Group: r.in.Group, Target: r.in.Target, Branch: Branch(r.in.Group, r.in.Target),
+	req := acts.SyncRequest{Namespace: r.in.Namespace, Group: r.in.Group, Target: r.in.Target, Branch: branch(r.in.Group, r.in.Target),
 		Origins: r.originsFor(p), Draft: p.Draft, Notes: r.st.Notes, FileMatch: r.set.FileMatch, FollowUp: len(r.st.MergedEarly) > 0,
 		WorkflowID: r.id, Known: acts.PRRef(r.st.PR)}
 	for _, row := range p.Rows {
@@ -427,7 +427,7 @@ func (r *run) step() (bool, error) {
 	}
 	if res.NoChanges {
 		if p.Done {
-			_, err := r.end(PhaseEnded, "the base branch already references every digest: nothing to propose")
+			_, err := r.end(phaseEnded, "the base branch already references every digest: nothing to propose")
 			return true, err
 		}
 		r.setPhase(PhaseProposing)
@@ -469,7 +469,7 @@ func (r *run) step() (bool, error) {
 	}
 	switch {
 	case res.Draft:
-		if len(p.WaitingPush) > 0 && !slices.ContainsFunc(r.st.Origins, func(o Origin) bool { return o.State == OriginOpen || o.State == OriginUnknown }) {
+		if len(p.WaitingPush) > 0 && !slices.ContainsFunc(r.st.Origins, func(o Origin) bool { return o.State == originOpen || o.State == originUnknown }) {
 			r.setPhase(PhaseWaiting)
 		} else {
 			r.setPhase(PhaseDraft)

@@ -19,17 +19,18 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	acts "github.com/nudgeflow/nudgeflow/activities/prgroup"
+	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
 // fakeForge answers the activities from a script the test changes as time passes.
 type fakeForge struct {
-	origin    func(call int) acts.OriginObservation
+	origin    func(call int) prgroupapi.OriginObservation
 	observed  int
-	sync      func(call int, req acts.SyncRequest) acts.SyncResult
-	syncs     []acts.SyncRequest
+	sync      func(call int, req prgroupapi.SyncRequest) prgroupapi.SyncResult
+	syncs     []prgroupapi.SyncRequest
 	pushFound bool
-	closes    []acts.CloseRequest
+	closes    []prgroupapi.CloseRequest
 	// cluster stands in for the build verification (set by setupWorkflow when nil).
 	cluster *buildchecktest.Fake
 }
@@ -44,29 +45,29 @@ func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironmen
 	}
 	f.cluster.Register(env)
 	a := &acts.Activities{}
-	env.RegisterActivityWithOptions(a.Sync, activity.RegisterOptions{Name: acts.SyncActivity})
-	env.RegisterActivityWithOptions(a.ObserveOrigins, activity.RegisterOptions{Name: acts.ObserveOriginsActivity})
-	env.RegisterActivityWithOptions(a.FindPushBuild, activity.RegisterOptions{Name: acts.FindPushBuildActivity})
-	env.RegisterActivityWithOptions(a.Close, activity.RegisterOptions{Name: acts.CloseActivity})
-	env.OnActivity(acts.ObserveOriginsActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.ObserveRequest) ([]acts.OriginObservation, error) {
+	env.RegisterActivityWithOptions(a.Sync, activity.RegisterOptions{Name: prgroupapi.SyncActivity})
+	env.RegisterActivityWithOptions(a.ObserveOrigins, activity.RegisterOptions{Name: prgroupapi.ObserveOriginsActivity})
+	env.RegisterActivityWithOptions(a.FindPushBuild, activity.RegisterOptions{Name: prgroupapi.FindPushBuildActivity})
+	env.RegisterActivityWithOptions(a.Close, activity.RegisterOptions{Name: prgroupapi.CloseActivity})
+	env.OnActivity(prgroupapi.ObserveOriginsActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req prgroupapi.ObserveRequest) ([]prgroupapi.OriginObservation, error) {
 		f.observed++
 		ob := f.origin(f.observed)
 		ob.RepoURL, ob.Number = req.Origins[0].RepoURL, req.Origins[0].Number
-		return []acts.OriginObservation{ob}, nil
+		return []prgroupapi.OriginObservation{ob}, nil
 	}).Maybe()
-	env.OnActivity(acts.SyncActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.SyncRequest) (acts.SyncResult, error) {
+	env.OnActivity(prgroupapi.SyncActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req prgroupapi.SyncRequest) (prgroupapi.SyncResult, error) {
 		f.syncs = append(f.syncs, req)
 		return f.sync(len(f.syncs), req), nil
 	}).Maybe()
-	env.OnActivity(acts.FindPushBuildActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.FindPushBuildRequest) (acts.PushBuild, error) {
+	env.OnActivity(prgroupapi.FindPushBuildActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req prgroupapi.FindPushBuildRequest) (prgroupapi.PushBuild, error) {
 		if !f.pushFound {
-			return acts.PushBuild{}, nil
+			return prgroupapi.PushBuild{}, nil
 		}
-		return acts.PushBuild{Found: true, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("b", 64), BuildUID: "push-1", CommitSHA: req.CommitSHA}}, nil
+		return prgroupapi.PushBuild{Found: true, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("b", 64), BuildUID: "push-1", CommitSHA: req.CommitSHA}}, nil
 	}).Maybe()
-	env.OnActivity(acts.CloseActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req acts.CloseRequest) (acts.SyncResult, error) {
+	env.OnActivity(prgroupapi.CloseActivity, mock.Anything, mock.Anything).Return(func(_ context.Context, req prgroupapi.CloseRequest) (prgroupapi.SyncResult, error) {
 		f.closes = append(f.closes, req)
-		return acts.SyncResult{}, nil
+		return prgroupapi.SyncResult{}, nil
 	}).Maybe()
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(SignalPRBuild, PRBuild{Component: "a", SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/a", Number: 1}, Build: imagebuild.Build{Image: "quay.io/org/a", Digest: "sha256:" + strings.Repeat("a", 64), BuildUID: "pr-1", BuiltAt: time.Unix(10, 0)}})
@@ -74,25 +75,25 @@ func setupWorkflow(t *testing.T, f *fakeForge) *testsuite.TestWorkflowEnvironmen
 	return env
 }
 
-func openDraft(int, acts.SyncRequest) acts.SyncResult {
-	return acts.SyncResult{PR: acts.PRRef{Number: 5, URL: "https://h/org/bundle/pull/5"}, State: acts.PROpen, Draft: true}
+func openDraft(int, prgroupapi.SyncRequest) prgroupapi.SyncResult {
+	return prgroupapi.SyncResult{PR: prgroupapi.PRRef{Number: 5, URL: "https://h/org/bundle/pull/5"}, State: prgroupapi.PROpen, Draft: true}
 }
 
 // A person closes the target PR while the originating PR is open; then it merges.
 // The run ends Closed, "closed by a person", not Ended "nothing to propose".
 func TestClosedByPersonThenOriginMerged(t *testing.T) {
 	f := &fakeForge{pushFound: true}
-	f.origin = func(call int) acts.OriginObservation {
+	f.origin = func(call int) prgroupapi.OriginObservation {
 		if call >= 3 {
-			return acts.OriginObservation{Found: true, Merged: true, MergeCommitSHA: "m1"}
+			return prgroupapi.OriginObservation{Found: true, Merged: true, MergeCommitSHA: "m1"}
 		}
-		return acts.OriginObservation{Found: true, Open: true}
+		return prgroupapi.OriginObservation{Found: true, Open: true}
 	}
-	f.sync = func(call int, req acts.SyncRequest) acts.SyncResult {
+	f.sync = func(call int, req prgroupapi.SyncRequest) prgroupapi.SyncResult {
 		if call == 1 {
 			return openDraft(call, req)
 		}
-		return acts.SyncResult{PR: acts.PRRef{Number: 5}, State: acts.PRClosed}
+		return prgroupapi.SyncResult{PR: prgroupapi.PRRef{Number: 5}, State: prgroupapi.PRClosed}
 	}
 	env := setupWorkflow(t, f)
 	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
@@ -109,14 +110,14 @@ func TestClosedByPersonThenOriginMerged(t *testing.T) {
 // one note of that kind (the latest), not one per poll.
 func TestNotesBounded(t *testing.T) {
 	f := &fakeForge{sync: openDraft}
-	f.origin = func(call int) acts.OriginObservation {
+	f.origin = func(call int) prgroupapi.OriginObservation {
 		if call == 1 {
-			return acts.OriginObservation{Found: true, Open: true}
+			return prgroupapi.OriginObservation{Found: true, Open: true}
 		}
 		if call > 30 {
-			return acts.OriginObservation{Found: true}
+			return prgroupapi.OriginObservation{Found: true}
 		}
-		return acts.OriginObservation{Error: fmt.Sprintf("HTTP 502 (request id %d)", call)}
+		return prgroupapi.OriginObservation{Error: fmt.Sprintf("HTTP 502 (request id %d)", call)}
 	}
 	env := setupWorkflow(t, f)
 	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle"})
@@ -132,17 +133,17 @@ func TestNotesBounded(t *testing.T) {
 	}
 	require.Equal(t, []string{"org/a#1 could not be read: HTTP 502 (request id 30)"}, unread)
 	last := f.syncs[len(f.syncs)-1]
-	require.LessOrEqual(t, len(last.Notes), MaxNotes)
+	require.LessOrEqual(t, len(last.Notes), maxNotes)
 }
 
 func TestNoteKindsAndBound(t *testing.T) {
 	s := &State{}
-	for i := range 3 * MaxNotes {
+	for i := range 3 * maxNotes {
 		s.note(fmt.Sprintf("kind %d: detail", i))
 		s.note(fmt.Sprintf("org/a#1 could not be read: error %d", i))
 	}
-	require.Len(t, s.Notes, MaxNotes)
-	require.Equal(t, "org/a#1 could not be read: error 23", s.Notes[MaxNotes-1])
+	require.Len(t, s.Notes, maxNotes)
+	require.Equal(t, "org/a#1 could not be read: error 23", s.Notes[maxNotes-1])
 	require.Equal(t, 1, strings.Count(strings.Join(s.Notes, "\n"), "could not be read"))
 	s.note("The draft was lifted.")
 	s.note("The draft was lifted.")
@@ -152,10 +153,10 @@ func TestNoteKindsAndBound(t *testing.T) {
 // A close override and a PR build that arrive while the last step before
 // continue-as-new runs are carried into the next run, which closes the target PR.
 func TestCloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
-	f := &fakeForge{origin: func(int) acts.OriginObservation { return acts.OriginObservation{Found: true, Open: true} }}
+	f := &fakeForge{origin: func(int) prgroupapi.OriginObservation { return prgroupapi.OriginObservation{Found: true, Open: true} }}
 	var env *testsuite.TestWorkflowEnvironment
 	second := PRBuild{Component: "c", SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}, Build: imagebuild.Build{Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("c", 64), BuildUID: "pr-2", BuiltAt: time.Unix(20, 0)}}
-	f.sync = func(call int, req acts.SyncRequest) acts.SyncResult {
+	f.sync = func(call int, req prgroupapi.SyncRequest) prgroupapi.SyncResult {
 		if call == 1 {
 			// During the step: continue-as-new is suggested, a person asks to close,
 			// and another PR build succeeds.
@@ -201,19 +202,19 @@ func TestCloseAndBuildCarriedThroughContinueAsNew(t *testing.T) {
 // says so and the next poll reads it again.
 func TestOriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
 	f := &fakeForge{sync: openDraft}
-	f.origin = func(call int) acts.OriginObservation {
+	f.origin = func(call int) prgroupapi.OriginObservation {
 		switch {
 		case call == 1:
-			return acts.OriginObservation{Found: true, Open: true}
+			return prgroupapi.OriginObservation{Found: true, Open: true}
 		case call < 5:
-			return acts.OriginObservation{Found: false}
+			return prgroupapi.OriginObservation{Found: false}
 		}
-		return acts.OriginObservation{Found: true} // closed unmerged, for real
+		return prgroupapi.OriginObservation{Found: true} // closed unmerged, for real
 	}
 	var closedAt []int
 	env := setupWorkflow(t, f)
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == acts.CloseActivity {
+		if info.ActivityType.Name == prgroupapi.CloseActivity {
 			closedAt = append(closedAt, f.observed)
 		}
 	})
@@ -226,7 +227,7 @@ func TestOriginNotFoundAfterSeenIsUnreadableNotClosed(t *testing.T) {
 	require.Equal(t, []int{5}, closedAt, "the target PR is closed only when the forge says the origin closed")
 	require.GreaterOrEqual(t, f.observed, 5)
 	for i, s := range f.syncs {
-		require.Equal(t, OriginOpen, s.Origins[0].State, "sync %d: a not-found answer leaves the origin open", i+1)
+		require.Equal(t, originOpen, s.Origins[0].State, "sync %d: a not-found answer leaves the origin open", i+1)
 	}
 	require.True(t, slices.ContainsFunc(f.syncs[len(f.syncs)-1].Notes, func(n string) bool {
 		return strings.Contains(n, "org/a#1 could not be read") && strings.Contains(n, "not found")
@@ -240,11 +241,11 @@ func TestPRBuildNobodyBuiltIsNotProposed(t *testing.T) {
 	forged := PRBuild{Component: "c", SourceBranch: "g", Origin: OriginRef{RepoURL: "https://h/org/c", Number: 2}, Build: imagebuild.Build{Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64), BuildUID: "forged", BuiltAt: time.Unix(20, 0)}}
 	f := &fakeForge{sync: openDraft, cluster: buildchecktest.New()}
 	f.cluster.Refuse(forged.Digest)
-	f.origin = func(call int) acts.OriginObservation {
+	f.origin = func(call int) prgroupapi.OriginObservation {
 		if call > 3 {
-			return acts.OriginObservation{Found: true} // closed unmerged: the group ends
+			return prgroupapi.OriginObservation{Found: true} // closed unmerged: the group ends
 		}
-		return acts.OriginObservation{Found: true, Open: true}
+		return prgroupapi.OriginObservation{Found: true, Open: true}
 	}
 	env := setupWorkflow(t, f)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPRBuild, forged) }, time.Minute)
@@ -272,17 +273,17 @@ func TestPRBuildNobodyBuiltIsNotProposed(t *testing.T) {
 // A run started (not continued) with a state keeps none of it: its PR builds are
 // verified like signals.
 func TestPRGroupStateGivenAtStartIsNotTrusted(t *testing.T) {
-	forged := Entry{Component: "c", Origin: "org/c#2", From: FromPullRequest, Build: imagebuild.Build{Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64), BuildUID: "forged", BuiltAt: time.Unix(20, 0)}}
-	f := &fakeForge{sync: openDraft, cluster: buildchecktest.New(), origin: func(call int) acts.OriginObservation {
+	forged := Entry{Component: "c", Origin: "org/c#2", From: fromPullRequest, Build: imagebuild.Build{Image: "quay.io/org/c", Digest: "sha256:" + strings.Repeat("f", 64), BuildUID: "forged", BuiltAt: time.Unix(20, 0)}}
+	f := &fakeForge{sync: openDraft, cluster: buildchecktest.New(), origin: func(call int) prgroupapi.OriginObservation {
 		if call > 2 {
-			return acts.OriginObservation{Found: true}
+			return prgroupapi.OriginObservation{Found: true}
 		}
-		return acts.OriginObservation{Found: true, Open: true}
+		return prgroupapi.OriginObservation{Found: true, Open: true}
 	}}
 	f.cluster.Refuse(forged.Digest)
 	env := setupWorkflow(t, f)
 	env.ExecuteWorkflow(WorkflowName, Input{Namespace: "ns", Group: "g", Target: "bundle", State: &State{Phase: PhaseDraft,
-		Origins: []Origin{{OriginRef: OriginRef{RepoURL: "https://h/org/c", Number: 2}, State: OriginOpen}},
+		Origins: []Origin{{OriginRef: OriginRef{RepoURL: "https://h/org/c", Number: 2}, State: originOpen}},
 		Entries: []Entry{forged}, BuildVerdicts: []BuildVerdict{{Component: "c", Digest: forged.Digest, BuildUID: "forged", Verdict: buildcheck.Verdict{Verified: true}}}}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())

@@ -44,8 +44,8 @@ const (
 // Phases.
 const (
 	PhaseIdle     = "Idle"
-	PhaseWaiting  = "WaitingForTests"
-	PhaseNudging  = "Nudging"
+	phaseWaiting  = "WaitingForTests"
+	phaseNudging  = "Nudging"
 	dedupeBound   = 200
 	historyBound  = 20
 	verdictsBound = 50
@@ -281,9 +281,9 @@ func (s *State) expire() {
 func (s *State) phase() string {
 	switch {
 	case s.Running != nil || s.Ready != nil:
-		return PhaseNudging
+		return phaseNudging
 	case s.Pending != nil:
-		return PhaseWaiting
+		return phaseWaiting
 	}
 	return PhaseIdle
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
 
@@ -29,18 +30,18 @@ func newChangeGroupCommand() *cobra.Command {
 		update     func(cmd *cobra.Command, args []string) (string, []any)
 	}{
 		{"release-now NAME", "Stop waiting: release CI with the components that are ready", 1,
-			func(*cobra.Command, []string) (string, []any) { return cgwf.UpdateReleaseNow, nil }},
+			func(*cobra.Command, []string) (string, []any) { return changegroupapi.UpdateReleaseNow, nil }},
 		{"cancel NAME", "Cancel the group and close its pull request", 1,
 			func(cmd *cobra.Command, _ []string) (string, []any) {
 				reason, _ := cmd.Flags().GetString("reason")
-				return cgwf.UpdateCancel, []any{cgwf.CancelRequest{Reason: reason}}
+				return changegroupapi.UpdateCancel, []any{changegroupapi.CancelRequest{Reason: reason}}
 			}},
 		{"drop NAME COMPONENT", "Stop waiting for one component", 2,
 			func(_ *cobra.Command, args []string) (string, []any) {
-				return cgwf.UpdateDropComponent, []any{cgwf.DropRequest{Component: args[1]}}
+				return changegroupapi.UpdateDropComponent, []any{changegroupapi.DropRequest{Component: args[1]}}
 			}},
 		{"rebase NAME", "Discard manual changes on the PR and let nudgeflow update it again", 1,
-			func(*cobra.Command, []string) (string, []any) { return cgwf.UpdateRebase, nil }},
+			func(*cobra.Command, []string) (string, []any) { return changegroupapi.UpdateRebase, nil }},
 	}
 	for _, v := range verbs {
 		sub := &cobra.Command{Use: v.use, Short: v.short, Args: cobra.ExactArgs(v.args)}
@@ -83,7 +84,7 @@ func newChangeGroupCommand() *cobra.Command {
 			return err
 		}
 		defer c.Close()
-		v, err := c.QueryWorkflow(cmd.Context(), id, "", cgwf.QueryState)
+		v, err := c.QueryWorkflow(cmd.Context(), id, "", changegroupapi.QueryState)
 		if err != nil {
 			return fmt.Errorf("querying %s: %w", id, err)
 		}
@@ -112,7 +113,7 @@ func resolveGroup(ctx context.Context, kf *kubeFlags, tf *temporalFlags, name st
 	if err != nil {
 		return "", nil, err
 	}
-	return cgwf.WorkflowID(ns, name, string(cg.UID)), c, nil
+	return changegroupapi.WorkflowID(ns, name, string(cg.UID)), c, nil
 }
 
 func printState(cmd *cobra.Command, id string, st *cgwf.State) {

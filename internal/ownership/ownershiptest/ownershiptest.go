@@ -35,15 +35,15 @@ var (
 	hyphens     = regexp.MustCompile(`-+`)
 )
 
-// GitRepoURL is build-service's getGitRepoUrl: the URL without a trailing slash,
+// gitRepoURL is build-service's getGitRepoUrl: the URL without a trailing slash,
 // then without ".git".
-func GitRepoURL(gitURL string) string {
+func gitRepoURL(gitURL string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(gitURL, "/"), ".git")
 }
 
-// RepositoryName is build-service's generatePaCRepositoryNameFromGitUrl: host and
+// repositoryName is build-service's generatePaCRepositoryNameFromGitUrl: host and
 // path, lower-cased, every other character a hyphen, at most 230 characters.
-func RepositoryName(gitURL string) (string, error) {
+func repositoryName(gitURL string) (string, error) {
 	u, err := url.Parse(gitURL)
 	if err != nil {
 		return "", err
@@ -59,8 +59,8 @@ func RepositoryName(gitURL string) (string, error) {
 
 // Repository is the Repository build-service creates for gitURL in namespace.
 func Repository(namespace, gitURL string) *pacv1alpha1.Repository {
-	u := GitRepoURL(gitURL)
-	name, err := RepositoryName(u)
+	u := gitRepoURL(gitURL)
+	name, err := repositoryName(u)
 	if err != nil {
 		panic(fmt.Sprintf("ownershiptest: %v", err))
 	}
@@ -75,11 +75,11 @@ func Onboard(ctx context.Context, c client.Client, comp *mirrorv1alpha1.Componen
 	if comp.Spec.Source.GitSource == nil || comp.Spec.Source.GitSource.URL == "" {
 		return nil
 	}
-	return OnboardURL(ctx, c, comp.Namespace, comp.Spec.Source.GitSource.URL)
+	return onboardURL(ctx, c, comp.Namespace, comp.Spec.Source.GitSource.URL)
 }
 
-// OnboardURL is Onboard for a repository URL.
-func OnboardURL(ctx context.Context, c client.Client, namespace, gitURL string) error {
+// onboardURL is Onboard for a repository URL.
+func onboardURL(ctx context.Context, c client.Client, namespace, gitURL string) error {
 	repo := Repository(namespace, gitURL)
 	var list pacv1alpha1.RepositoryList
 	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
@@ -162,7 +162,7 @@ func (o onboarding) onboard(ctx context.Context, obj client.Object, dryRun bool)
 		if comp.Spec.Source.URL == "" {
 			return nil
 		}
-		return OnboardURL(ctx, o.Client, comp.Namespace, comp.Spec.Source.URL)
+		return onboardURL(ctx, o.Client, comp.Namespace, comp.Spec.Source.URL)
 	}
 	return nil
 }

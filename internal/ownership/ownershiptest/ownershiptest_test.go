@@ -22,7 +22,7 @@ func TestRepositoryIsNamedAsBuildServiceNamesIt(t *testing.T) {
 		"https://git.example.com/org/a..b--c":               "git-example-com-org-a-b-c",
 	} {
 		r := Repository("ns", url)
-		if r.Name != want || r.Spec.URL != GitRepoURL(url) {
+		if r.Name != want || r.Spec.URL != gitRepoURL(url) {
 			t.Errorf("%s: %s %s, want %s", url, r.Name, r.Spec.URL, want)
 		}
 	}

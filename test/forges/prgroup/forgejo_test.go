@@ -17,6 +17,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/prgroup"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
@@ -85,11 +86,11 @@ func TestForgejoPRGroupOnNonDefaultBase(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(a.Sync)
-	sync := func(req prgroup.SyncRequest) prgroup.SyncResult {
+	sync := func(req prgroupapi.SyncRequest) prgroupapi.SyncResult {
 		t.Helper()
 		v, err := env.ExecuteActivity(a.Sync, req)
 		require.NoError(t, err)
-		var res prgroup.SyncResult
+		var res prgroupapi.SyncResult
 		require.NoError(t, v.Get(&res))
 		return res
 	}
@@ -101,11 +102,11 @@ func TestForgejoPRGroupOnNonDefaultBase(t *testing.T) {
 	}
 
 	t.Run("digests only", func(t *testing.T) {
-		req := prgroup.SyncRequest{Namespace: "tenant", Group: "g", Target: "bundle", Branch: "g@nudgeflow-bundle", Draft: true,
-			Origins: []prgroup.Origin{{Key: "other/operand#1", State: "Open"}},
-			Rows:    []prgroup.Row{{Component: "operand", Image: "quay.io/org/operand", Digest: digest("b"), From: "pull-request", Origin: "other/operand#1"}}}
+		req := prgroupapi.SyncRequest{Namespace: "tenant", Group: "g", Target: "bundle", Branch: "g@nudgeflow-bundle", Draft: true,
+			Origins: []prgroupapi.Origin{{Key: "other/operand#1", State: "Open"}},
+			Rows:    []prgroupapi.Row{{Component: "operand", Image: "quay.io/org/operand", Digest: digest("b"), From: "pull-request", Origin: "other/operand#1"}}}
 		res := sync(req)
-		require.Equal(t, prgroup.PROpen, res.State)
+		require.Equal(t, prgroupapi.PROpen, res.State)
 		pr, err := srv.PR(owner, name, res.PR.Number)
 		require.NoError(t, err)
 		require.Equal(t, "release-1", pr.Base.Ref, "the PR is on the component's revision")
@@ -138,9 +139,9 @@ func TestForgejoPRGroupOnNonDefaultBase(t *testing.T) {
 		require.NoError(t, srv.API(http.MethodPost, fmt.Sprintf("/repos/%s/%s/pulls", owner, name), srv.HumanToken,
 			map[string]string{"head": "m@one", "base": "release-1", "title": "change the operand"}, &origin))
 		key := fmt.Sprintf("%s/%s#%d", owner, name, origin.Number)
-		req := prgroup.SyncRequest{Namespace: "tenant", Group: "m", Target: "bundle", Branch: "m@nudgeflow-bundle", Draft: true,
-			Origins: []prgroup.Origin{{Key: key, State: "Open"}},
-			Rows:    []prgroup.Row{{Component: "operand", Image: "quay.io/org/operand", Digest: digest("c"), From: "pull-request", Origin: key}}}
+		req := prgroupapi.SyncRequest{Namespace: "tenant", Group: "m", Target: "bundle", Branch: "m@nudgeflow-bundle", Draft: true,
+			Origins: []prgroupapi.Origin{{Key: key, State: "Open"}},
+			Rows:    []prgroupapi.Row{{Component: "operand", Image: "quay.io/org/operand", Digest: digest("c"), From: "pull-request", Origin: key}}}
 		res := sync(req)
 		require.True(t, res.Monorepo)
 		head, ok := srv.Head(owner, name, req.Branch)

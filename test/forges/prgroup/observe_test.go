@@ -14,6 +14,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/prgroup"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -61,10 +62,10 @@ func TestOriginOnSelfHostedForgeReadByGitProviderAnnotation(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(a.ObserveOrigins)
-	v, err := env.ExecuteActivity(a.ObserveOrigins, prgroup.ObserveRequest{Namespace: "tenant",
-		Origins: []prgroup.OriginRef{{RepoURL: repoURL, Number: mr.Number}}})
+	v, err := env.ExecuteActivity(a.ObserveOrigins, prgroupapi.ObserveRequest{Namespace: "tenant",
+		Origins: []prgroupapi.OriginRef{{RepoURL: repoURL, Number: mr.Number}}})
 	require.NoError(t, err)
-	var obs []prgroup.OriginObservation
+	var obs []prgroupapi.OriginObservation
 	require.NoError(t, v.Get(&obs))
 	require.Len(t, obs, 1)
 	require.Empty(t, obs[0].Error)

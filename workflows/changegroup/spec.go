@@ -5,50 +5,12 @@
 package changegroup
 
 import (
-	"context"
 	"time"
-
-	"go.temporal.io/sdk/client"
-
-	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 )
 
 // HistoryShape names the workflow's current command-sequence shape; histories
 // recorded from the tests carry it in their file name, beside older shapes' files.
 const HistoryShape = "verify-builds"
-
-// The workflow's contract lives in contracts/changegroupapi, where an activity
-// that signals a group finds it without linking the workflow; these names keep
-// the workflow's code reading as it did.
-const (
-	WorkflowName         = changegroupapi.WorkflowName
-	SignalComponentBuilt = changegroupapi.SignalComponentBuilt
-	SignalSpecChanged    = changegroupapi.SignalSpecChanged
-	SignalPREvent        = changegroupapi.SignalPREvent
-	SignalCancel         = changegroupapi.SignalCancel
-	UpdateReleaseNow     = changegroupapi.UpdateReleaseNow
-	UpdateCancel         = changegroupapi.UpdateCancel
-	UpdateDropComponent  = changegroupapi.UpdateDropComponent
-	UpdateRebase         = changegroupapi.UpdateRebase
-	QueryState           = changegroupapi.QueryState
-)
-
-type (
-	ComponentBuilt = changegroupapi.ComponentBuilt
-	PREvent        = changegroupapi.PREvent
-	CancelRequest  = changegroupapi.CancelRequest
-	DropRequest    = changegroupapi.DropRequest
-)
-
-// WorkflowID is changegroupapi.WorkflowID.
-func WorkflowID(namespace, name, uid string) string {
-	return changegroupapi.WorkflowID(namespace, name, uid)
-}
-
-// SignalBuilt is changegroupapi.SignalBuilt.
-func SignalBuilt(ctx context.Context, c client.Client, workflowID string, b ComponentBuilt) error {
-	return changegroupapi.SignalBuilt(ctx, c, workflowID, b)
-}
 
 // SpecChanged carries the CR's spec after an edit.
 type SpecChanged struct {
@@ -62,9 +24,9 @@ type SpecChanged struct {
 
 // AutoRelease policies (the CR's spec.autoRelease.policy).
 const (
-	AutoReleaseWindow = "window"
-	AutoReleaseQuorum = "quorum"
-	AutoReleaseAll    = "all"
+	autoReleaseWindow = "window"
+	autoReleaseQuorum = "quorum"
+	autoReleaseAll    = "all"
 )
 
 // AutoRelease lets the workflow release CI on its own: Window after the last
