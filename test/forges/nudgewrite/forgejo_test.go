@@ -166,7 +166,9 @@ func (f *fixture) gitAuthor() string {
 
 const branch = renovate.BranchPrefix + nudged + "-component-update-" + nudging
 
-func title(d string) string { return "Update " + nudging + " to " + strings.TrimPrefix(d, "sha256:")[:7] }
+func title(d string) string {
+	return "Update " + nudging + " to " + strings.TrimPrefix(d, "sha256:")[:7]
+}
 
 func files(old string) map[string]string {
 	return map[string]string{
