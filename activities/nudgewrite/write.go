@@ -162,18 +162,18 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	}
 	req := n.req
 	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build}
-	_, nudging, err := a.Launch.Components(ctx, lr)
+	_, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
 	if err != nil {
 		return st, err
 	}
-	dist, err := a.Launch.DistributionRepos(ctx, lr)
+	dist, err := renovate.DistributionReposOf(ctx, a.Launch, lr)
 	if err != nil {
 		return st, err
 	}
 	cfg := renovate.GenerateConfig(renovate.ConfigInput{
 		Platform: n.platform, GitAuthor: gitAuthor, BaseBranch: st.baseBranch,
 		Nudging: req.Nudging, Nudged: req.Nudged, BuiltRepo: n.image, DistributionRepos: dist,
-		RepoAtSHA: a.Launch.SourceLink(ctx, lr, nudging), SimpleBranch: renovate.SimpleBranch(nudging),
+		RepoAtSHA: renovate.SourceLinkOf(ctx, a.Launch, lr, nudging), SimpleBranch: renovate.SimpleBranch(nudging),
 		FileMatch: n.fileMatch, Options: n.opts, BuiltAt: req.BuiltAt, Run: runName(req.WorkflowID),
 	})
 	st.shape = shapeOf(cfg, req.Nudging, req.Nudged, renovate.SimpleBranch(nudging), req.Digest)
