@@ -80,6 +80,20 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 	if err != nil || res.Outcome != "" {
 		return res, err
 	}
+	if n.platform == forge.ProviderGitHub {
+		// Renovate pushes with the GitHub App's token wherever the App's Secret is
+		// (build-service's order); its commits are the App's, not yet matched here.
+		app := a.Launch.GitHubApp
+		if app.Name == "" {
+			app = forge.DefaultAppSecret
+		}
+		if _, ok, err := forge.FindApp(ctx, a.Kube, app); err != nil || ok {
+			if err != nil {
+				return nudgewriteapi.WriteResult{}, err
+			}
+			return fallback("the cluster has the GitHub App, whose token Renovate pushes with; the direct writer does not commit as the App yet"), nil
+		}
+	}
 	// The commit identity is Renovate's gitAuthor of the credentials Connect
 	// finds (renovate.BasicAuthIdentity); one Renovate resolves itself is not
 	// one the writer can make.
