@@ -3,9 +3,11 @@ package nudgewrite_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/test/forgeemu/faultproxy"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
@@ -54,6 +57,8 @@ type giteaRepo struct {
 	t           *testing.T
 	srv         *localenv.Forgejo
 	owner, name string
+	// proxy, when set, is what the writer reaches the server through.
+	proxy *faultproxy.Proxy
 }
 
 // newGiteaRepo makes the repository with files and the labels konflux-nudge and team-x.
@@ -68,8 +73,13 @@ func newGiteaRepo(t *testing.T, files map[string]string) *giteaRepo {
 	return g
 }
 
-func (g *giteaRepo) provider() string   { return "forgejo" }
-func (g *giteaRepo) url() string        { return g.srv.RepoURL(g.owner, g.name) }
+func (g *giteaRepo) provider() string { return "forgejo" }
+func (g *giteaRepo) url() string {
+	if g.proxy != nil {
+		return g.proxy.URL + "/" + g.owner + "/" + g.name
+	}
+	return g.srv.RepoURL(g.owner, g.name)
+}
 func (g *giteaRepo) secretUser() string { return localenv.ForgejoBot }
 func (g *giteaRepo) token() string      { return g.srv.BotToken }
 func (g *giteaRepo) head(b string) (commit, bool) {
@@ -154,6 +164,32 @@ func TestForgejo(t *testing.T) {
 			fallback(t, newFixture(t, newGiteaRepo(t, files(digest(10))), c.cm), c.says)
 		})
 	}
+	// Compare-and-swap: a person's push that lands between the writer's read of
+	// the branch and its move of it is never overwritten; the writer reads again
+	// and leaves the branch to the person.
+	t.Run("concurrent-push-kept", func(t *testing.T) {
+		old := digest(20)
+		g := newGiteaRepo(t, files(old))
+		proxy, err := faultproxy.New(g.srv.URL)
+		require.NoError(t, err)
+		t.Cleanup(proxy.Close)
+		g.proxy = proxy
+		f := newFixture(t, g, nil)
+		t0 := time.Now().Add(-time.Hour)
+		require.Equal(t, "Opened", f.write(build(digest(21), t0)).Outcome)
+		var human string
+		proxy.BeforeRequest(1, func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/branches/")
+		}, func() {
+			human, err = g.humanCommit(branch, map[string]string{"NOTES.md": "raced\n"}, "a push at the same moment")
+		})
+		res := f.write(build(digest(22), t0.Add(time.Minute)))
+		require.NoError(t, err)
+		require.NotEmpty(t, human, "the person's push happened during the write")
+		require.Equal(t, "PersonCommitted", res.Outcome, "%+v", res)
+		head, _ := g.head(branch)
+		require.Equal(t, human, head.SHA, "the person's commit stays the head")
+	})
 	t.Run("token-stays-in-the-worker", func(t *testing.T) {
 		tokenStays(t, newFixture(t, newGiteaRepo(t, files(digest(12))), nil))
 	})
