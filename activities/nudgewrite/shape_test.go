@@ -128,6 +128,14 @@ func TestDecide(t *testing.T) {
 			pr: forge.PR{Title: s.Title, Body: debug, Labels: []string{"konflux-nudge"}}}, plan{edit: true, labels: []string{"team"}}},
 		{"labels a person changed are left", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
 			pr: forge.PR{Title: s.Title, Body: debug, Labels: []string{"other"}}}, plan{edit: true}},
+		{"a label no longer configured is removed", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
+			pr: forge.PR{Title: s.Title, Body: debugWith("konflux-nudge", "old"), Labels: []string{"old", "konflux-nudge"}}},
+			plan{edit: true, labels: []string{"team"}, unlabel: []string{"old"}}},
+		{"labels as configured are kept", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
+			pr: forge.PR{Title: s.Title, Body: debugWith("konflux-nudge", "team"), Labels: []string{"team", "konflux-nudge"}}},
+			plan{edit: true}},
+		{"a PR without recorded labels is left", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
+			pr: forge.PR{Title: s.Title, Body: "no debug record"}}, plan{edit: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := decide(c.f, s, body)
@@ -140,6 +148,10 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, c.want, got)
 		})
 	}
+}
+
+func debugWith(labels ...string) string {
+	return bodyOf(shape{Labels: labels}, "r", "", "", "main", "")
 }
 
 func TestUnsupported(t *testing.T) {

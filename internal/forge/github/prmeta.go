@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	gh "github.com/google/go-github/v92/github"
 
@@ -32,6 +33,17 @@ func (c *Client) AddLabels(ctx context.Context, number int, names []string) erro
 	_, resp, err := c.rest.Issues.AddLabelsToIssue(ctx, c.repo.Owner, c.repo.Name, number, names)
 	if err != nil {
 		return classify(fmt.Sprintf("labelling PR #%d", number), err, resp, nil)
+	}
+	return nil
+}
+
+// RemoveLabels removes labels by name; one the PR does not carry is no error.
+func (c *Client) RemoveLabels(ctx context.Context, number int, names []string) error {
+	for _, n := range names {
+		resp, err := c.rest.Issues.RemoveLabelForIssue(ctx, c.repo.Owner, c.repo.Name, number, n)
+		if err != nil && (resp == nil || resp.StatusCode != http.StatusNotFound) {
+			return classify(fmt.Sprintf("unlabelling PR #%d", number), err, resp, nil)
+		}
 	}
 	return nil
 }

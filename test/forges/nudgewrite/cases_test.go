@@ -110,6 +110,20 @@ func lifecycle(t *testing.T, f *fixture, old string) {
 	f.requireNoToken(res, again, upd, late, kept, rebased, reopened)
 }
 
+// labelsFollow: the tenant changes the ConfigMap's labels; the next build's
+// write changes the open PR's labels to them, as Renovate does (a label no longer
+// configured removed). The forge defines konflux-nudge, team-x and team-y.
+func labelsFollow(t *testing.T, f *fixture) {
+	t0 := time.Now().Add(-time.Hour)
+	res := f.write(build(digest(31), t0))
+	require.Equal(t, nudgewriteapi.OutcomeOpened, res.Outcome, "%+v", res)
+	require.ElementsMatch(t, []string{renovate.NudgeLabel, "team-x"}, f.fg.pr(res.PR).Labels)
+	f.setLabels("team-y")
+	upd := f.write(build(digest(32), t0.Add(time.Minute)))
+	require.Equal(t, nudgewriteapi.OutcomeUpdated, upd.Outcome, "%+v", upd)
+	require.ElementsMatch(t, []string{renovate.NudgeLabel, "team-y"}, f.fg.pr(res.PR).Labels)
+}
+
 // alreadyCurrent: the base already holds the digest: nothing is opened.
 func alreadyCurrent(t *testing.T, f *fixture, d string) {
 	res := f.write(build(d, time.Now()))

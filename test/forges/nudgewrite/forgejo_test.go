@@ -67,7 +67,7 @@ func newGiteaRepo(t *testing.T, files map[string]string) *giteaRepo {
 	srv := forgejoServer(t)
 	g := &giteaRepo{t: t, srv: srv, owner: "acme", name: nextRepoName()}
 	require.NoError(t, srv.CreateRepo(g.owner, g.name, "main", files))
-	for _, l := range []string{renovate.NudgeLabel, "team-x"} {
+	for _, l := range []string{renovate.NudgeLabel, "team-x", "team-y"} {
 		require.NoError(t, srv.API("POST", "/repos/"+g.owner+"/"+g.name+"/labels", srv.AdminToken, map[string]any{"name": l, "color": "#00aabb"}, nil))
 	}
 	return g
@@ -130,6 +130,9 @@ func TestForgejo(t *testing.T) {
 		lifecycle(t, f, old)
 		// Labels by name, as Renovate's Gitea platform: only those the repository defines.
 		require.ElementsMatch(t, []string{renovate.NudgeLabel, "team-x"}, g.pr(1).Labels)
+	})
+	t.Run("labels-follow-the-configmap", func(t *testing.T) {
+		labelsFollow(t, newFixture(t, newGiteaRepo(t, files(digest(30))), map[string]string{"labels": "team-x"}))
 	})
 	t.Run("already-current", func(t *testing.T) {
 		d := digest(7)

@@ -30,7 +30,7 @@ func newEmuRepo(t *testing.T, files map[string]string) *emuRepo {
 	emu.AddToken(ghToken, githubemu.User{Login: "tenant-bot", Name: "tenant-bot", Email: "tenant-bot@example.com"})
 	g := &emuRepo{t: t, emu: emu, name: nextRepoName()}
 	emu.CreateRepo("org", g.name, "main", files)
-	for _, l := range []string{renovate.NudgeLabel, "team-x"} {
+	for _, l := range []string{renovate.NudgeLabel, "team-x", "team-y"} {
 		require.NoError(t, emu.CreateLabel("org", g.name, l, "00aabb"))
 	}
 	return g
@@ -77,6 +77,9 @@ func TestGitHub(t *testing.T) {
 		// Labels by name after opening, as Renovate's GitHub platform: GitHub
 		// creates those the repository lacks.
 		require.ElementsMatch(t, []string{renovate.NudgeLabel, "team-x", "not-defined"}, g.pr(1).Labels)
+	})
+	t.Run("labels-follow-the-configmap", func(t *testing.T) {
+		labelsFollow(t, newFixture(t, newEmuRepo(t, files(digest(30))), map[string]string{"labels": "team-x"}))
 	})
 	t.Run("already-current", func(t *testing.T) {
 		d := digest(7)

@@ -81,6 +81,7 @@ func nextRepoName() string { return fmt.Sprintf("consumer-%d", repoSeq.Add(1)) }
 // test activity environment whose log lines are kept.
 type fixture struct {
 	t    *testing.T
+	k8s  client.Client
 	fg   repoForge
 	env  *testsuite.TestActivityEnvironment
 	logs *logRecorder
@@ -113,6 +114,7 @@ func newFixture(t *testing.T, fg repoForge, configMap map[string]string, more ..
 	r := ownershiptest.Repository("tenant", fg.url())
 	r.CreationTimestamp = metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
 	require.NoError(t, k8s.Create(context.Background(), r))
+	f.k8s = k8s
 	owner := &ownership.Checker{Reader: k8s, Events: k8s}
 	launch := &renovate.Activities{Kube: k8s, Ownership: owner}
 	var ts testsuite.WorkflowTestSuite
@@ -166,6 +168,15 @@ func files(old string) map[string]string {
 		".tekton/consumer-push.yaml": "steps:\n  - image: " + built + ":v1@" + old + "\n",
 		"README.md":                  "outside fileMatch: " + built + "@" + old + "\n",
 	}
+}
+
+// setLabels sets the namespace's Renovate ConfigMap's labels key.
+func (f *fixture) setLabels(labels string) {
+	f.t.Helper()
+	var cm corev1.ConfigMap
+	require.NoError(f.t, f.k8s.Get(context.Background(), client.ObjectKey{Namespace: "tenant", Name: renovate.NamespaceConfigMap}, &cm))
+	cm.Data["labels"] = labels
+	require.NoError(f.t, f.k8s.Update(context.Background(), &cm))
 }
 
 // requireNoToken: no result and no log line holds the forge token.
