@@ -82,31 +82,24 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 	if err != nil || res.Outcome != "" {
 		return res, err
 	}
-	if n.platform == forge.ProviderGitHub {
-		// Renovate pushes with the GitHub App's token wherever the App's Secret is
-		// (build-service's order); its commits are the App's, not yet matched here.
-		app := a.Launch.GitHubApp
-		if app.Name == "" {
-			app = forge.DefaultAppSecret
-		}
-		if _, ok, err := forge.FindApp(ctx, a.Kube, app); err != nil || ok {
-			if err != nil {
-				return nudgewriteapi.WriteResult{}, err
-			}
-			return fallback("the cluster has the GitHub App, whose token Renovate pushes with; the direct writer does not commit as the App yet"), nil
-		}
-	}
 	// The commit identity is Renovate's gitAuthor of the credentials Connect
 	// finds (renovate.BasicAuthIdentity); one Renovate resolves itself is not
 	// one the writer can make.
 	var gitAuthor string
+	basicAuth := false
 	identity := func(provider string, repo forge.Repo, ba forge.BasicAuth) forge.Signature {
+		basicAuth = true
 		_, gitAuthor = renovate.BasicAuthIdentity(provider, repo.Host, ba.Username, ba.Password)
 		return parseAuthor(gitAuthor)
 	}
 	f, clean, err := a.PR.ConnectAs(ctx, n.repo, components.Ref(n.target), identity)
 	if err != nil {
 		return nudgewriteapi.WriteResult{}, contractError(err)
+	}
+	if !basicAuth && n.platform == forge.ProviderGitHub {
+		// The GitHub App's token (Renovate's first choice there): its commits are
+		// the App's bot's, and Renovate's gitAuthor is build-service's App identity.
+		gitAuthor = renovate.AppGitAuthor(f.Bot())
 	}
 	if sig := parseAuthor(gitAuthor); sig.Email == "" || !strings.EqualFold(f.Bot().Email, sig.Email) {
 		return fallback("the forge credentials' commit identity is one only Renovate resolves"), nil

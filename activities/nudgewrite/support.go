@@ -32,10 +32,11 @@ import (
 //   - automerge with gitLabIgnoreApprovals (GitLab's approval rules);
 //   - a forge whose commits the writer cannot make as Renovate's gitAuthor:
 //     GitLab (its API records the token's user as committer; Renovate pushes over
-//     git as gitAuthor); on GitHub, a cluster with the GitHub App's Secret
-//     (Renovate pushes with the App's token there, whose commits GitHub makes as
-//     the App: not yet matched), and automerge (GitHub's auto-merge, through
-//     GraphQL, is not driven yet);
+//     git as gitAuthor); on GitHub, automerge (GitHub's auto-merge, through
+//     GraphQL, is not driven yet). On GitHub the writer takes Renovate's
+//     credentials in Renovate's order: the GitHub App's token where the App is
+//     installed (platform-native commits, the App's bot their author, GitHub their
+//     committer, as Renovate's), else the basic-auth Secret (commits as gitAuthor);
 //   - a token whose identity only Renovate resolves (a GitHub installation token
 //     in a basic-auth Secret: BasicAuthIdentity leaves gitAuthor to Renovate).
 

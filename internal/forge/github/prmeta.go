@@ -11,9 +11,23 @@ import (
 )
 
 var (
-	_ forge.TitleEditor = (*Client)(nil)
-	_ forge.Labeler     = (*Client)(nil)
+	_ forge.TitleEditor  = (*Client)(nil)
+	_ forge.Labeler      = (*Client)(nil)
+	_ forge.BotCommitter = (*Client)(nil)
 )
+
+// WebCommitter is the committer GitHub records on a commit made through its API
+// that names none (a platform-native commit).
+var WebCommitter = forge.Signature{Name: "GitHub", Email: "noreply@github.com"}
+
+// BotCommitter is GitHub's own committer for native commits (zero otherwise: a
+// commit names its committer, the bot).
+func (c *Client) BotCommitter() forge.Signature {
+	if c.native {
+		return WebCommitter
+	}
+	return forge.Signature{}
+}
 
 // EditTitle sets the title and, with body, the description: one PATCH.
 func (c *Client) EditTitle(ctx context.Context, number int, title string, body *string) (forge.PR, error) {

@@ -1,6 +1,10 @@
 package nudgewrite_test
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"testing"
 
@@ -88,12 +92,27 @@ func TestGitHub(t *testing.T) {
 	t.Run("fallback-automerge", func(t *testing.T) {
 		fallback(t, newFixture(t, newEmuRepo(t, files(digest(10))), map[string]string{"automerge": "true"}), "automerge on GitHub")
 	})
-	// With the GitHub App's Secret in the cluster Renovate pushes with the App's
-	// token, whose commits GitHub makes as the App: left to Renovate.
-	t.Run("fallback-app", func(t *testing.T) {
+	// With the GitHub App installed, Renovate pushes with its token (before the
+	// basic-auth Secret, build-service's order): platform-native commits whose
+	// author is the App's bot; so does the writer.
+	t.Run("app-lifecycle", func(t *testing.T) {
+		old := digest(1)
+		g := newEmuRepo(t, files(old))
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		require.NoError(t, err)
+		g.emu.RegisterApp(4242, "konflux-app", &key.PublicKey)
 		app := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: forge.DefaultAppSecret.Namespace, Name: forge.DefaultAppSecret.Name},
-			Data: map[string][]byte{forge.KeyAppID: []byte("12345"), forge.KeyAppPrivateKey: []byte("not used")}}
-		fallback(t, newFixture(t, newEmuRepo(t, files(digest(10))), nil, app), "GitHub App")
+			Data: map[string][]byte{forge.KeyAppID: []byte("4242"),
+				forge.KeyAppPrivateKey: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})}}
+		f := newFixture(t, g, map[string]string{"labels": "team-x, not-defined"}, app)
+		bot := g.emu.AppBotUser()
+		f.author = renovate.AppGitAuthor(forge.Signature{Name: bot.Login, Email: bot.Email})
+		require.Equal(t, "konflux-app <"+bot.Email+">", f.author)
+		lifecycle(t, f, old)
+		require.NotEmpty(t, g.emu.WriteScopes(), "the App's token wrote")
+		for _, s := range g.emu.WriteScopes() {
+			require.Equal(t, "org/"+g.name, s, "every write with the App's token for the one repository")
+		}
 	})
 	t.Run("token-stays-in-the-worker", func(t *testing.T) {
 		tokenStays(t, newFixture(t, newEmuRepo(t, files(digest(12))), nil))

@@ -26,6 +26,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
+	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
@@ -86,6 +87,9 @@ type fixture struct {
 	env  *testsuite.TestActivityEnvironment
 	logs *logRecorder
 	base string // the base branch's head when the repository was made
+	// author, when set, is the gitAuthor Renovate commits as (else the basic-auth
+	// Secret's, renovate.BasicAuthIdentity).
+	author string
 }
 
 func newFixture(t *testing.T, fg repoForge, configMap map[string]string, more ...client.Object) *fixture {
@@ -120,7 +124,8 @@ func newFixture(t *testing.T, fg repoForge, configMap map[string]string, more ..
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(f.logs)
 	f.env = ts.NewTestActivityEnvironment()
-	nudgewrite.New(k8s, changegrouppr.New(k8s, changegrouppr.Config{Ownership: owner}), launch).Register(f.env)
+	// A token cache of the test's own (the App's tokens of one emulator).
+	nudgewrite.New(k8s, changegrouppr.New(k8s, changegrouppr.Config{Ownership: owner, AppTokens: &ghforge.AppTokens{}}), launch).Register(f.env)
 	return f
 }
 
@@ -149,6 +154,9 @@ func (f *fixture) write(b imagebuild.Build) nudgewriteapi.WriteResult {
 
 // gitAuthor is the identity Renovate commits as with the fixture's Secret.
 func (f *fixture) gitAuthor() string {
+	if f.author != "" {
+		return f.author
+	}
 	host := strings.TrimPrefix(strings.TrimPrefix(f.fg.url(), "http://"), "https://")
 	host = host[:strings.Index(host, "/")]
 	_, a := renovate.BasicAuthIdentity(f.fg.provider(), host, f.fg.secretUser(), f.fg.token())
