@@ -103,6 +103,11 @@ func (a *Activities) writeOnce(ctx context.Context, f forge.Forge, n nudge, gitA
 			return res, err
 		}
 	}
+	if p.automerge && !p.open {
+		if err := enableAutoMerge(ctx, f, st.pr); err != nil {
+			return res, err
+		}
+	}
 	if lb, ok := f.(forge.Labeler); ok && len(p.labels)+len(p.unlabel) > 0 {
 		if err := lb.AddLabels(ctx, st.pr.Number, p.labels); err != nil {
 			return res, err
@@ -178,6 +183,7 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	if !req.BuiltAt.IsZero() {
 		st.builtAt = renovate.BuiltAtStamp(req.BuiltAt)
 	}
+	st.reattempt = n.platform == forge.ProviderGitHub
 
 	rows := []changegrouppr.Row{{Component: req.Nudging, Image: n.image, New: req.Digest, State: prbody.StateReady}}
 	rw, err := a.PR.RewriteFound(ctx, f, req.Namespace, rows, n.fileMatch, st.base)
