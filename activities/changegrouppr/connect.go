@@ -81,8 +81,14 @@ func noCredentials(r Repo, repo forge.Repo, alsoApp bool) error {
 		repo.Host, forge.LabelCredentials, forge.LabelSCMHost, r.Namespace, app), "NoCredentials", nil)
 }
 
-// basicAuthBot is the configured bot, else "<username> <<username>@users.noreply.<host>>".
-func (a *Activities) basicAuthBot(repo forge.Repo, ba forge.BasicAuth) forge.Signature {
+// basicAuthBot is the identity a ConnectAs chose, else the configured bot, else
+// "<username> <<username>@users.noreply.<host>>".
+func (a *Activities) basicAuthBot(provider string, repo forge.Repo, ba forge.BasicAuth) forge.Signature {
+	if a.identity != nil {
+		if s := a.identity(provider, repo, ba); s.Email != "" {
+			return s
+		}
+	}
 	if a.cfg.Bot.Email != "" {
 		return a.cfg.Bot
 	}
@@ -115,7 +121,13 @@ func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := glforge.New(ctx, forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.cfg.Bot, Transport: a.cfg.Transport})
+	bot := a.cfg.Bot
+	if a.identity != nil {
+		if s := a.identity(forge.ProviderGitLab, repo, ba); s.Email != "" {
+			bot = s
+		}
+	}
+	f, err := glforge.New(ctx, forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: bot, Transport: a.cfg.Transport})
 	if err != nil {
 		return nil, []string{ba.Password}, err
 	}
@@ -123,32 +135,58 @@ func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 }
 
 func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error) {
+	if a.identity != nil {
+		// Writing as Renovate (ConnectAs): Renovate's order, build-service's: the
+		// App's token where the App is installed on the repository, its commits
+		// platform-native as Renovate's are; else the basic-auth Secret.
+		f, secrets, ok, err := connectGitHubApp(ctx, a, r, repo, true)
+		if err != nil || ok {
+			return f, secrets, err
+		}
+	}
 	ba, ok, err := forge.FindBasicAuth(ctx, a.k8s, r.Namespace, repo)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ok {
 		activity.GetLogger(ctx).Debug("using basic-auth credentials", "repo", repo.FullName(), "secret", ba.Secret)
-		f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(repo, ba), Transport: a.cfg.Transport})
+		f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(forge.ProviderGitHub, repo, ba), Transport: a.cfg.Transport})
 		return f, []string{ba.Password}, err
 	}
-	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !ok {
+	if a.identity != nil {
 		return nil, nil, noCredentials(r, repo, true)
 	}
+	f, secrets, ok, err := connectGitHubApp(ctx, a, r, repo, false)
+	if err == nil && !ok {
+		err = noCredentials(r, repo, true)
+	}
+	return f, secrets, err
+}
+
+// connectGitHubApp connects with the GitHub App's token for the one repository;
+// ok is false when there is no App Secret, or, asRenovate, when the App is not
+// installed on the repository (Renovate then uses the basic-auth Secret).
+// asRenovate commits platform-native as the App's bot (ClientOptions.NativeCommits);
+// otherwise as the configured bot, else the App's.
+func connectGitHubApp(ctx context.Context, a *Activities, r Repo, repo forge.Repo, asRenovate bool) (forge.Forge, []string, bool, error) {
+	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)
+	if err != nil || !ok {
+		return nil, nil, false, err
+	}
 	tok, err := a.cfg.AppTokens.Token(ctx, repo, app, a.cfg.Transport, 0)
+	var ae *temporal.ApplicationError
+	if asRenovate && errors.As(err, &ae) && ae.Type() == ghforge.ErrorTypeAppNotInstalled {
+		return nil, nil, false, nil
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	bot := tok.Bot
-	if a.cfg.Bot.Email != "" {
+	if a.cfg.Bot.Email != "" && !asRenovate {
 		bot = a.cfg.Bot
 	}
-	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: tok.Token, Bot: bot, Transport: a.cfg.Transport})
-	return f, []string{tok.Token, string(app.PrivateKey)}, err
+	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: tok.Token, Bot: bot, Transport: a.cfg.Transport, NativeCommits: asRenovate})
+	return f, []string{tok.Token, string(app.PrivateKey)}, true, err
 }
 
 // redact guarantees that no secret value leaves an activity inside an error.
