@@ -273,3 +273,21 @@ func TestWriterChoiceFailureLaunchesRenovate(t *testing.T) {
 	require.Equal(t, nudgeapi.WriterRenovate, res.Writer)
 	require.Contains(t, res.WriterReason, "the API server is down")
 }
+
+// An outcome this Nudge does not know (a newer writer's): nothing says the build
+// was delivered, so Renovate nudges it, after a Warning naming the outcome.
+func TestUnknownWriterOutcomeLaunchesRenovate(t *testing.T) {
+	env, rec, launched, _ := directEnv(t, "auto", nudgewriteapi.WriteResult{Outcome: "Queued"}, nil)
+	req := request()
+	req.PollInterval = 24 * time.Hour
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+	}, time.Minute)
+	env.ExecuteWorkflow(Workflow, req)
+	res := resultOf(t, env)
+	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Len(t, *launched, 1)
+	require.Equal(t, []string{ReasonWriterFallback, ReasonSucceeded}, rec.reasons)
+	require.True(t, rec.outcomes[0].Warning)
+	require.Contains(t, rec.outcomes[0].Message, `"Queued"`)
+}
