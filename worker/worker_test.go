@@ -38,5 +38,5 @@ func TestStopTimeoutReachesTheSDK(t *testing.T) {
 func TestRegisterEverything(t *testing.T) {
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestWorkflowEnvironment()
-	register(env, Deps{Kube: fake.NewClientBuilder().WithScheme(kube.NewScheme()).Build()})
+	register(env, Deps{Kube: fake.NewClientBuilder().WithScheme(kube.NewScheme()).Build()}, Options{})
 }

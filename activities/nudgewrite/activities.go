@@ -1,4 +1,4 @@
-// Package nudgewrite is the direct writer of immediate nudges (issue 35): the
+// Package nudgewrite is the direct writer of immediate nudges: the
 // WriteNudgePR activity opens or updates the nudge's pull request itself, through
 // the forge's API, in exactly the shape the Renovate path gives it (branch, title,
 // labels, body header and footer, commits as Renovate's gitAuthor), so that
