@@ -17,6 +17,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/handback"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/activities/writerchoice"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
@@ -65,6 +67,10 @@ type Options struct {
 	FailWorkflowOnPanic bool
 	// Tuning sizes the worker; zero fields take the defaults below.
 	Tuning Tuning
+	// ImmediateWriter is who writes an immediate nudge's pull request where no
+	// NudgeConfig says (the worker's --immediate-writer); empty: auto, nudgeflow's
+	// direct writer where it does what the tenant's configuration asks.
+	ImmediateWriter konfluxv1alpha1.ImmediateWriter
 }
 
 // Tuning sizes a worker: how many workflows it keeps in memory, how much work it
@@ -175,7 +181,7 @@ func New(c client.Client, deps Deps, opts Options) sdkworker.Worker {
 	}
 	sdkworker.SetStickyWorkflowCacheSize(opts.Tuning.WithDefaults().StickyCacheSize)
 	w := sdkworker.New(c, opts.TaskQueue, opts.sdkOptions())
-	register(w, deps)
+	register(w, deps, opts)
 	return w
 }
 
@@ -197,7 +203,7 @@ func (opts Options) sdkOptions() sdkworker.Options {
 
 // register adds every workflow (under the stable names stored histories carry)
 // and every feature's activities: the one place that says what the worker runs.
-func register(r sdkworker.Registry, deps Deps) {
+func register(r sdkworker.Registry, deps Deps, opts Options) {
 	for _, w := range []struct {
 		fn   any
 		name string
@@ -225,5 +231,7 @@ func register(r sdkworker.Registry, deps Deps) {
 	nudges.GitHubApp, nudges.Transport, nudges.Ownership, nudges.AppTokens = prConfig.AppSecret, prConfig.Transport, owner, prConfig.AppTokens
 	nudges.StandInForge = deps.StandInForge
 	r.RegisterActivity(nudges)
+	// Which writer writes an immediate nudge: nudgeflow's or a Renovate run.
+	(&writerchoice.Activities{Kube: deps.Kube, Default: opts.ImmediateWriter}).Register(r)
 	(&prgroupacts.Activities{Kube: deps.Kube, PR: changegrouppr.New(deps.Kube, prConfig)}).Register(r)
 }

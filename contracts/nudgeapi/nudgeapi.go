@@ -38,6 +38,10 @@ const (
 	// PhaseBuildNotVerified: the cluster did not build the digest the nudge was
 	// started with (buildcheck); nothing was launched.
 	PhaseBuildNotVerified = "BuildNotVerified"
+	// PhaseBranchEdited: the direct writer found a person's commit on the nudge
+	// branch and wrote nothing over it (Renovate's edited-PR rule); the next build
+	// of the nudging component nudges again.
+	PhaseBranchEdited = "BranchEdited"
 )
 
 // Defaults for Request's tuning fields.
@@ -91,6 +95,13 @@ type Result struct {
 	Attempts     int      `json:"attempts"`
 	PipelineRuns []string `json:"pipelineRuns"`
 	Reason       string   `json:"reason,omitempty"`
+	// Writer is the writer that wrote, or tried to write, the pull request
+	// (WriterDirect or WriterRenovate; empty before the direct writer existed,
+	// when it was always Renovate), and WriterReason why it was that one.
+	Writer       string `json:"writer,omitempty"`
+	WriterReason string `json:"writerReason,omitempty"`
+	// PullRequest is the URL of the pull request the direct writer wrote or found.
+	PullRequest string `json:"pullRequest,omitempty"`
 }
 
 // WithDefaults fills the tuning fields left zero.
@@ -105,6 +116,11 @@ func (r Request) WithDefaults() Request {
 		r.PollInterval = DefaultPollInterval
 	}
 	return r
+}
+
+// WriterSearchAttribute records which writer a Nudge used (NudgeWriter).
+func WriterSearchAttribute(writer string) temporal.SearchAttributeUpdate {
+	return searchattr.NudgeWriter.ValueSet(writer)
 }
 
 // SearchAttributes are the attributes a Nudge run carries from its start.

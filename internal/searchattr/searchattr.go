@@ -21,6 +21,9 @@ var (
 	NudgingComponent = temporal.NewSearchAttributeKeyKeyword("NudgingComponent")
 	// NudgeEdge is "from->to" for nudge workflows.
 	NudgeEdge = temporal.NewSearchAttributeKeyKeyword("NudgeEdge")
+	// NudgeWriter is the writer of a nudge's pull request: direct (nudgeflow
+	// writes it) or renovate (a Renovate PipelineRun).
+	NudgeWriter = temporal.NewSearchAttributeKeyKeyword("NudgeWriter")
 	// Phase is the workflow's phase, in the CR's vocabulary.
 	Phase = temporal.NewSearchAttributeKeyKeyword("Phase")
 	// ReadyCount is how many components of a ChangeGroup are ready.
@@ -37,6 +40,7 @@ func All() map[string]enums.IndexedValueType {
 		NudgedComponent.GetName():  enums.INDEXED_VALUE_TYPE_KEYWORD,
 		NudgingComponent.GetName(): enums.INDEXED_VALUE_TYPE_KEYWORD,
 		NudgeEdge.GetName():        enums.INDEXED_VALUE_TYPE_KEYWORD,
+		NudgeWriter.GetName():      enums.INDEXED_VALUE_TYPE_KEYWORD,
 		Phase.GetName():            enums.INDEXED_VALUE_TYPE_KEYWORD,
 		ReadyCount.GetName():       enums.INDEXED_VALUE_TYPE_INT,
 		PRGroup.GetName():          enums.INDEXED_VALUE_TYPE_KEYWORD,

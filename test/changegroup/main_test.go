@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
@@ -94,5 +95,7 @@ func startWorker(w *world.World) sdkworker.Worker {
 	return nfworker.New(c, nfworker.Deps{
 		Kube: w.Kube, Temporal: c, StandInForge: world.IsStandInForge,
 		PullRequest: changegrouppr.Config{Bot: bot, Transport: http.DefaultTransport},
-	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true,
+		// This world awaits Renovate PipelineRuns: the Renovate writer, pinned.
+		ImmediateWriter: konfluxv1alpha1.WriterRenovate})
 }

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	nfworker "github.com/nudgeflow/nudgeflow/worker"
@@ -46,7 +47,9 @@ func startWorker(w *world.World) (func(), error) {
 	}
 	var wk sdkworker.Worker = nfworker.New(w.TemporalClient, nfworker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace,
 		StandInForge: world.IsStandInForge},
-		nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+		nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true,
+			// This world awaits Renovate PipelineRuns: the Renovate writer, pinned.
+			ImmediateWriter: konfluxv1alpha1.WriterRenovate})
 	if err := wk.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -70,6 +71,8 @@ type Options struct {
 	NoParentDeathSignal bool
 	// Worker sizes the worker (zero fields: worker's defaults).
 	Worker nfworker.Tuning
+	// ImmediateWriter is the worker's --immediate-writer (empty: auto).
+	ImmediateWriter konfluxv1alpha1.ImmediateWriter
 	// MaxConcurrentReconciles of the bridge's controllers (zero: bridge's default).
 	MaxConcurrentReconciles int
 	// Forgejo also starts the real Gitea server (the API Forgejo shares) on
@@ -371,7 +374,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	wk := nfworker.New(tc, nfworker.Deps{Kube: wkc, Temporal: tc, OperatorNamespace: OperatorNamespace,
-		PullRequest: changegrouppr.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{Tuning: opts.Worker})
+		PullRequest: changegrouppr.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{Tuning: opts.Worker, ImmediateWriter: opts.ImmediateWriter})
 	if err := wk.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}

@@ -137,7 +137,9 @@ func devArgs(p ports, extra ...string) []string {
 		"--apiserver-port", strconv.Itoa(p.apiserver), "--temporal-port", strconv.Itoa(p.temporal),
 		"--ui-port", strconv.Itoa(p.ui), "--forge-port", strconv.Itoa(p.forge), "--forge-hook-port", strconv.Itoa(p.hook),
 		"--gitlab-port", strconv.Itoa(p.gitlab), "--forgejo-port", strconv.Itoa(p.forgejo),
-		"--registry-port", strconv.Itoa(p.registry)}, extra...)
+		"--registry-port", strconv.Itoa(p.registry),
+		// The walkthrough awaits Renovate PipelineRuns: the Renovate writer, pinned.
+		"--immediate-writer=renovate"}, extra...)
 }
 
 // startDev starts `nudgeflow-dev dev` (with extra flags) and waits for its ready banner.

@@ -110,7 +110,9 @@ func startStack(w *world.World) (func(), error) {
 	}
 	wk := worker.New(wc, worker.Deps{Kube: w.Kube, Temporal: w.TemporalClient, OperatorNamespace: operatorNamespace,
 		StandInForge: world.IsStandInForge},
-		worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+		worker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true,
+			// This world awaits Renovate PipelineRuns: the Renovate writer, pinned.
+			ImmediateWriter: konfluxv1alpha1.WriterRenovate})
 	if err := wk.Start(); err != nil {
 		return nil, fmt.Errorf("starting the worker: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
@@ -62,7 +63,9 @@ func startStack(w *world.World) (func(), error) {
 	wk := nfworker.New(w.TemporalClient, nfworker.Deps{
 		Kube: w.Kube, Temporal: w.TemporalClient, StandInForge: world.IsStandInForge,
 		PullRequest: changegrouppr.Config{Bot: bot, Transport: http.DefaultTransport},
-	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true,
+		// This world awaits Renovate PipelineRuns: the Renovate writer, pinned.
+		ImmediateWriter: konfluxv1alpha1.WriterRenovate})
 	if err := wk.Start(); err != nil {
 		_ = b.Stop()
 		return nil, err

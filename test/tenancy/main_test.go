@@ -42,6 +42,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -134,7 +135,9 @@ func startStack(w *world.World) (func(), error) {
 	wk := nfworker.New(w.TemporalClient, nfworker.Deps{
 		Kube: workerKube, Temporal: w.TemporalClient, OperatorNamespace: systemNamespace, StandInForge: world.IsStandInForge,
 		PullRequest: changegrouppr.Config{Transport: http.DefaultTransport},
-	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
+	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true,
+		// This world awaits Renovate PipelineRuns: the Renovate writer, pinned.
+		ImmediateWriter: konfluxv1alpha1.WriterRenovate})
 	if err := wk.Start(); err != nil {
 		_ = b.Stop()
 		emu.Close()

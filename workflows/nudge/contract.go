@@ -21,6 +21,7 @@ const (
 	PhaseCancelled         = nudgeapi.PhaseCancelled
 	PhaseSuperseded        = nudgeapi.PhaseSuperseded
 	PhaseBuildNotVerified  = nudgeapi.PhaseBuildNotVerified
+	PhaseBranchEdited      = nudgeapi.PhaseBranchEdited
 	DefaultMaxAttempts     = nudgeapi.DefaultMaxAttempts
 	DefaultRetryBackoff    = nudgeapi.DefaultRetryBackoff
 	DefaultPollInterval    = nudgeapi.DefaultPollInterval

@@ -15,6 +15,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
 	renovate "github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
@@ -60,8 +63,14 @@ const versionVerifyBuilds = "verify-builds"
 // and Renovate exits 0 after a pull request it failed to open.
 const versionDeliveryFromForge = "delivery-from-forge"
 
+// versionDirectWriter guards choosing the writer of an immediate nudge before its
+// first Renovate launch (nudgeapi.ChooseWriterActivity) and, when the choice is
+// nudgeflow's direct writer, writing the pull request with no PipelineRun
+// (nudgewriteapi.WriteActivity). Before it, every nudge launched Renovate.
+const versionDirectWriter = "direct-writer"
+
 // HistoryShape names the command sequence of this version, for stored histories.
-const HistoryShape = versionDeliveryFromForge
+const HistoryShape = versionDirectWriter
 
 // State is what the query shows.
 type State struct {
@@ -74,6 +83,15 @@ type State struct {
 	// Delivery is what the forge said of the last run that exited 0
 	// (versionDeliveryFromForge).
 	Delivery *renovate.DeliveryVerdict `json:"delivery,omitempty"`
+	// Writer is the writer of the pull request (nudgeapi.WriterDirect or
+	// WriterRenovate; empty before versionDirectWriter, when it was Renovate) and
+	// WriterReason why it is that one.
+	Writer       string `json:"writer,omitempty"`
+	WriterReason string `json:"writerReason,omitempty"`
+	// Choice is the writer choice the cluster gave, Write what the direct writer
+	// did (versionDirectWriter).
+	Choice *nudgeapi.WriterChoice     `json:"choice,omitempty"`
+	Write  *nudgewriteapi.WriteResult `json:"write,omitempty"`
 }
 
 // Workflow runs one nudge to its end.
@@ -130,7 +148,12 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 	result := func(phase, reason string) Result {
 		st.LastReason = reason
 		setPhase(phase)
-		return Result{Phase: phase, Digest: req.Digest, Attempts: st.Attempt, PipelineRuns: st.PipelineRuns, Reason: reason}
+		res := Result{Phase: phase, Digest: req.Digest, Attempts: st.Attempt, PipelineRuns: st.PipelineRuns, Reason: reason,
+			Writer: st.Writer, WriterReason: st.WriterReason}
+		if st.Write != nil {
+			res.PullRequest = st.Write.URL
+		}
+		return res
 	}
 
 	if workflow.GetVersion(ctx, versionVerifyBuilds, workflow.DefaultVersion, 1) >= 1 {
@@ -146,6 +169,13 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Nudges, 1, "mode", req.Mode, "outcome", PhaseBuildNotVerified)
 			log.Warn("build refused: nothing launched", "digest", req.Digest, "reason", v.Reason)
 			return result(PhaseBuildNotVerified, fmt.Sprintf("not nudging %s to %s@%s: %s", req.Nudged, req.Nudging, req.Digest, v.Reason)), nil
+		}
+	}
+
+	if workflow.GetVersion(ctx, versionDirectWriter, workflow.DefaultVersion, 1) == 1 && req.Mode != string(konfluxv1alpha1.ModeValidated) {
+		d := direct{ctx: ctx, req: req, wfID: wfID, st: st, record: record, result: result}
+		if res, done, err := d.write(); done {
+			return res, err
 		}
 	}
 

@@ -19,6 +19,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 )
@@ -47,11 +48,24 @@ func setupWithMetrics(t *testing.T, m client.MetricsHandler) (*testsuite.TestWor
 	if m != nil {
 		s.SetMetricsHandler(m)
 	}
-	env := s.NewTestWorkflowEnvironment()
+	return setupOn(t, s.NewTestWorkflowEnvironment(), &nudgeapi.WriterChoice{Writer: nudgeapi.WriterRenovate, Setting: "renovate",
+		Reason: "these tests pin the Renovate writer"})
+}
+
+// setupOn registers on env the fake activities, and a writer choice answering
+// choice (nil: none), and what register adds (activities register before mocks).
+func setupOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, choice *nudgeapi.WriterChoice,
+	register ...func(*testsuite.TestWorkflowEnvironment)) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
 	rec := &recorder{verifier: buildchecktest.New().Register(env)}
+	if choice != nil {
+		choose(env, *choice)
+	}
+	for _, r := range register {
+		r(env)
+	}
 	launched := &[]renovate.LaunchRequest{}
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(func(_ context.Context, r renovate.LaunchRequest) (renovate.LaunchResult, error) {
 		*launched = append(*launched, r)
@@ -132,6 +146,7 @@ func TestLaunchRefusedIsRecorded(t *testing.T) {
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
 	buildchecktest.New().Register(env)
+	pinRenovate(env)
 	var reasons []string
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
 		temporal.NewNonRetryableApplicationError("no SCM credentials for gitlab.com/org/repo", "NoCredentials", nil)).Once()
@@ -157,6 +172,7 @@ func TestLaunchOfARepositoryTheNamespaceDoesNotOwnIsReported(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
 	buildchecktest.New().Register(env) // the build is the cluster's: only the launch is refused
+	pinRenovate(env)
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
@@ -270,6 +286,7 @@ func TestSupersededAtLaunchEndsTheNudge(t *testing.T) {
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
 	buildchecktest.New().Register(env)
+	pinRenovate(env)
 	var outcomes []renovate.Outcome
 	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
 		temporal.NewNonRetryableApplicationError("a newer build of operand already nudges bundle", renovate.ErrorTypeSuperseded, nil, "renovate-nudge-newer-1")).Once()

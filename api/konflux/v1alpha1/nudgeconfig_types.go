@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -30,8 +33,36 @@ const (
 	ReasonStaleReferences    = "StaleReferences"
 )
 
+// ImmediateWriter says who writes an immediate nudge's pull request.
+// +kubebuilder:validation:Enum=auto;direct;renovate
+type ImmediateWriter string
+
+const (
+	// WriterAuto: nudgeflow writes the pull request itself (the direct writer)
+	// wherever it does everything the tenant's Renovate configuration asks, and
+	// launches a Renovate PipelineRun where it does not, or where the direct
+	// writer could not write (the forge failed): the default.
+	WriterAuto ImmediateWriter = "auto"
+	// WriterDirect: only the direct writer; no Renovate PipelineRun is launched for
+	// the edge. What the writer cannot do ends the nudge Failed with a Warning
+	// Event that says why.
+	WriterDirect ImmediateWriter = "direct"
+	// WriterRenovate: a Renovate PipelineRun, as before the direct writer (ADR 67).
+	WriterRenovate ImmediateWriter = "renovate"
+)
+
+// ParseImmediateWriter reads a writer setting (any case; empty is empty).
+func ParseImmediateWriter(s string) (ImmediateWriter, error) {
+	switch w := ImmediateWriter(strings.ToLower(strings.TrimSpace(s))); w {
+	case "", WriterAuto, WriterDirect, WriterRenovate:
+		return w, nil
+	}
+	return "", fmt.Errorf("immediate writer %q: want %s, %s or %s", s, WriterAuto, WriterDirect, WriterRenovate)
+}
+
 // NudgeRelationship is one directed edge: builds of From nudge To.
 // +kubebuilder:validation:XValidation:rule="self.from != self.to",messageExpression="'component ' + self.from + ' cannot nudge itself (from and to are equal)'"
+// +kubebuilder:validation:XValidation:rule="!has(self.immediateWriter) || !has(self.mode) || self.mode == 'immediate'",messageExpression="'edge ' + self.from + ' -> ' + self.to + ' sets immediateWriter, which only immediate edges use: a validated edge is nudged by a Renovate PipelineRun once its Snapshot passed; remove immediateWriter or set mode: immediate'"
 type NudgeRelationship struct {
 	// From is the source component whose build triggers the nudge.
 	// +kubebuilder:validation:MinLength=1
@@ -58,6 +89,10 @@ type NudgeRelationship struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$`
 	GatingGroup string `json:"gatingGroup,omitempty"`
+	// ImmediateWriter overrides spec.immediateWriter for this edge (immediate
+	// edges only): auto, direct or renovate. Unset: the namespace's.
+	// +optional
+	ImmediateWriter ImmediateWriter `json:"immediateWriter,omitempty"`
 }
 
 // EffectiveMode is the mode with the API default applied.
@@ -86,6 +121,29 @@ type NudgeConfigSpec struct {
 	// +listMapKey=target
 	// +kubebuilder:validation:MaxItems=500
 	Batching []BatchingPolicy `json:"batching,omitempty"`
+
+	// ImmediateWriter is who writes the pull requests of the namespace's immediate
+	// nudges: auto (nudgeflow writes them itself where it does everything the
+	// tenant's Renovate configuration asks, else a Renovate PipelineRun), direct
+	// (only nudgeflow's writer) or renovate (a Renovate PipelineRun, as ADR 67 has
+	// it). An edge's immediateWriter overrides it; unset, the worker's
+	// --immediate-writer decides (auto by default).
+	// +optional
+	ImmediateWriter ImmediateWriter `json:"immediateWriter,omitempty"`
+}
+
+// WriterOf is the writer the NudgeConfig sets for the edge from -> to: the
+// edge's own, else the namespace's, else "" (the worker's default decides).
+func (s NudgeConfigSpec) WriterOf(from, to string) (ImmediateWriter, string) {
+	for _, n := range s.Nudges {
+		if n.From == from && n.To == to && n.ImmediateWriter != "" {
+			return n.ImmediateWriter, "edge " + from + " -> " + to + " of NudgeConfig " + NudgeConfigName
+		}
+	}
+	if s.ImmediateWriter != "" {
+		return s.ImmediateWriter, "spec.immediateWriter of NudgeConfig " + NudgeConfigName
+	}
+	return "", ""
 }
 
 // BatchRelease says what a quiet window may release.

@@ -20,6 +20,9 @@ const OwnControllerLogs = ownControllerLogs
 // AddWorkerTuningFlags adds `nudgeflow worker`'s tuning flags to cmd.
 func AddWorkerTuningFlags(cmd *cobra.Command) *nfworker.Tuning { return addWorkerTuningFlags(cmd) }
 
+// AddImmediateWriterFlag adds `nudgeflow worker`'s --immediate-writer to cmd.
+func AddImmediateWriterFlag(cmd *cobra.Command) *string { return addImmediateWriterFlag(cmd) }
+
 // AddKubeFlags adds kubectl's flags to cmd. The returned function resolves them
 // into a client and the namespace; when neither --kubeconfig nor $KUBECONFIG
 // names a kubeconfig, it uses defaultKubeconfig's.

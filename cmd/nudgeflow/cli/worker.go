@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
@@ -38,10 +39,15 @@ func newWorkerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&operatorNamespace, "operator-namespace", os.Getenv("POD_NAMESPACE"),
 		"nudgeflow's namespace: a ConfigMap there labelled config.openshift.io/inject-trusted-cabundle=true gives Renovate runs the trusted CA bundle, and the cluster admin's ConfigMap "+
 			ownership.BindingConfigMap+" there binds repositories to tenant namespaces (default $POD_NAMESPACE; empty: neither)")
+	writer := addImmediateWriterFlag(cmd)
 	ops := addWorkerOpsFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := tuning.Validate(); err != nil {
 			return err
+		}
+		immediateWriter, err := konfluxv1alpha1.ParseImmediateWriter(*writer)
+		if err != nil {
+			return fmt.Errorf("--immediate-writer: %w", err)
 		}
 		kube, err := kf.client()
 		if err != nil {
@@ -84,11 +90,11 @@ func newWorkerCommand() *cobra.Command {
 				Kube: kube, Temporal: c,
 				PullRequest:       changegrouppr.Config{Bot: forge.Signature{Name: botName, Email: botEmail}, Transport: forgeTransport()},
 				OperatorNamespace: operatorNamespace,
-			}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning})
+			}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning, ImmediateWriter: immediateWriter})
 		}}
 		started.Store(runner)
 		slog.Info("worker starting", append([]any{"temporalAddress", tf.address, "temporalNamespace", tf.namespace, "taskQueue", tf.taskQueue,
-			"operatorNamespace", operatorNamespace,
+			"operatorNamespace", operatorNamespace, "immediateWriter", immediateWriter,
 			"stickyCacheSize", tuning.StickyCacheSize, "maxConcurrentActivities", tuning.MaxConcurrentActivities,
 			"maxConcurrentWorkflowTasks", tuning.MaxConcurrentWorkflowTasks,
 			"workflowTaskPollers", tuning.WorkflowTaskPollers, "activityTaskPollers", tuning.ActivityTaskPollers,
@@ -99,6 +105,14 @@ func newWorkerCommand() *cobra.Command {
 		return nil
 	}
 	return cmd
+}
+
+// addImmediateWriterFlag registers --immediate-writer (nudgeflow worker and
+// nudgeflow-dev dev): who writes an immediate nudge's pull request where no
+// NudgeConfig says (docs/nudgeconfig.md, "Who writes an immediate nudge").
+func addImmediateWriterFlag(cmd *cobra.Command) *string {
+	return cmd.Flags().String("immediate-writer", string(konfluxv1alpha1.WriterAuto),
+		"who writes an immediate nudge's pull request where the NudgeConfig does not say: auto (nudgeflow itself where it does everything the tenant's Renovate configuration asks, else a Renovate PipelineRun), direct (only nudgeflow) or renovate (a Renovate PipelineRun)")
 }
 
 // addWorkerTuningFlags registers the worker's sizing flags (nudgeflow worker and

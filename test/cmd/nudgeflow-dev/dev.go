@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/test/devenv"
@@ -23,6 +24,7 @@ func newDevCommand() *cobra.Command {
 	ports := devenv.DefaultPorts
 	var noPdeathsig, forgejo bool
 	var tuning *nfworker.Tuning
+	var writer *string
 	var reconciles int
 	cmd := &cobra.Command{
 		Use:         "dev",
@@ -49,10 +51,14 @@ the environment to use the running system (env).`,
 			if err := tuning.Validate(); err != nil {
 				return err
 			}
+			immediateWriter, err := konfluxv1alpha1.ParseImmediateWriter(*writer)
+			if err != nil {
+				return fmt.Errorf("--immediate-writer: %w", err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return devenv.Run(ctx, devenv.Options{Home: home, Ports: ports, Out: cmd.OutOrStdout(), NoParentDeathSignal: noPdeathsig,
-				Worker: *tuning, MaxConcurrentReconciles: reconciles, Forgejo: forgejo})
+				Worker: *tuning, ImmediateWriter: immediateWriter, MaxConcurrentReconciles: reconciles, Forgejo: forgejo})
 		},
 	}
 	fs := cmd.Flags()
@@ -66,6 +72,7 @@ the environment to use the running system (env).`,
 	fs.IntVar(&ports.Forgejo, "forgejo-port", ports.Forgejo, "Forgejo (Gitea) server port, with --forgejo")
 	fs.IntVar(&ports.Registry, "registry-port", ports.Registry, "OCI image registry port (HTTPS): the simulated builds' images, which Renovate looks up")
 	tuning = cli.AddWorkerTuningFlags(cmd)
+	writer = cli.AddImmediateWriterFlag(cmd)
 	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
 	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow-dev dev` (tests of the crash recovery)")
 	_ = fs.MarkHidden("no-parent-death-signal")
