@@ -15,6 +15,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/grouproute"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
+	"github.com/nudgeflow/nudgeflow/activities/nudgewrite"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/activities/writerchoice"
@@ -233,5 +234,8 @@ func register(r sdkworker.Registry, deps Deps, opts Options) {
 	r.RegisterActivity(nudges)
 	// Which writer writes an immediate nudge: nudgeflow's or a Renovate run.
 	(&writerchoice.Activities{Kube: deps.Kube, Default: opts.ImmediateWriter}).Register(r)
+	// The direct writer of immediate nudges (issue 35): Renovate's pull request,
+	// written through the forge's API with the launch's reading of a nudge.
+	nudgewrite.New(deps.Kube, changegrouppr.New(deps.Kube, prConfig), nudges).Register(r)
 	(&prgroupacts.Activities{Kube: deps.Kube, PR: changegrouppr.New(deps.Kube, prConfig)}).Register(r)
 }

@@ -40,6 +40,9 @@ type Config struct {
 type Activities struct {
 	k8s client.Reader
 	cfg Config
+	// identity, set by ConnectAs on a copy, chooses the commit identity of
+	// basic-auth credentials (nil: cfg.Bot's rule).
+	identity Identity
 }
 
 // New returns the activities; k8s needs get/list on Secrets.

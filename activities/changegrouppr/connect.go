@@ -81,8 +81,14 @@ func noCredentials(r Repo, repo forge.Repo, alsoApp bool) error {
 		repo.Host, forge.LabelCredentials, forge.LabelSCMHost, r.Namespace, app), "NoCredentials", nil)
 }
 
-// basicAuthBot is the configured bot, else "<username> <<username>@users.noreply.<host>>".
-func (a *Activities) basicAuthBot(repo forge.Repo, ba forge.BasicAuth) forge.Signature {
+// basicAuthBot is the identity a ConnectAs chose, else the configured bot, else
+// "<username> <<username>@users.noreply.<host>>".
+func (a *Activities) basicAuthBot(provider string, repo forge.Repo, ba forge.BasicAuth) forge.Signature {
+	if a.identity != nil {
+		if s := a.identity(provider, repo, ba); s.Email != "" {
+			return s
+		}
+	}
 	if a.cfg.Bot.Email != "" {
 		return a.cfg.Bot
 	}
@@ -115,7 +121,13 @@ func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := glforge.New(ctx, forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.cfg.Bot, Transport: a.cfg.Transport})
+	bot := a.cfg.Bot
+	if a.identity != nil {
+		if s := a.identity(forge.ProviderGitLab, repo, ba); s.Email != "" {
+			bot = s
+		}
+	}
+	f, err := glforge.New(ctx, forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: bot, Transport: a.cfg.Transport})
 	if err != nil {
 		return nil, []string{ba.Password}, err
 	}
@@ -129,7 +141,7 @@ func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	}
 	if ok {
 		activity.GetLogger(ctx).Debug("using basic-auth credentials", "repo", repo.FullName(), "secret", ba.Secret)
-		f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(repo, ba), Transport: a.cfg.Transport})
+		f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(forge.ProviderGitHub, repo, ba), Transport: a.cfg.Transport})
 		return f, []string{ba.Password}, err
 	}
 	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)

@@ -14,6 +14,6 @@ func connectForgejo(ctx context.Context, a *Activities, r Repo, repo forge.Repo)
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := fjforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(repo, ba), Transport: a.cfg.Transport})
+	f, err := fjforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(forge.ProviderForgejo, repo, ba), Transport: a.cfg.Transport})
 	return f, []string{ba.Password}, err
 }

@@ -26,16 +26,39 @@ func (a *Activities) Connect(ctx context.Context, r Repo, on *corev1.ObjectRefer
 	return f, clean, nil
 }
 
+// Identity chooses the commit identity of a connection from the basic-auth
+// credentials it found (provider as forge names it); a zero Signature keeps the
+// configured bot's rule.
+type Identity func(provider string, repo forge.Repo, ba forge.BasicAuth) forge.Signature
+
+// ConnectAs is Connect committing as id chooses for basic-auth credentials (a
+// GitHub App's token commits as its App either way): the direct nudge writer
+// commits as Renovate's gitAuthor, so that either writer continues the other's
+// branch.
+func (a *Activities) ConnectAs(ctx context.Context, r Repo, on *corev1.ObjectReference, id Identity) (forge.Forge, func(error) error, error) {
+	b := *a
+	b.identity = id
+	return b.Connect(ctx, r, on)
+}
+
 // Rewrite computes the files of base's tree whose digest references change when
 // every ready row's image is set to its New digest (its distribution repositories
 // too), under the fileMatch patterns. changes holds the new contents; tree is the
 // whole desired tree (path -> blob SHA), for comparing with a commit's tree.
 func (a *Activities) Rewrite(ctx context.Context, f forge.Forge, namespace string, rows []Row, fileMatch []string, base forge.Commit) (changes map[string][]byte, tree map[string]string, err error) {
+	changes, tree, _, err = a.RewriteFound(ctx, f, namespace, rows, fileMatch, base)
+	return changes, tree, err
+}
+
+// RewriteFound is Rewrite that also says, per row's component, which of its
+// repositories (the built one, its distribution repositories) the matched files
+// reference at all: none means the row's image is not referenced there.
+func (a *Activities) RewriteFound(ctx context.Context, f forge.Forge, namespace string, rows []Row, fileMatch []string, base forge.Commit) (changes map[string][]byte, tree map[string]string, found map[string][]string, err error) {
 	d, err := a.desiredTree(ctx, f, SyncRequest{Repo: Repo{Namespace: namespace}, Rows: rows, FileMatch: fileMatch}, base)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return d.changes, d.files, nil
+	return d.changes, d.files, d.refs, nil
 }
 
 // TreeHolds reports whether commit c's tree is exactly tree (path -> blob SHA).
