@@ -201,6 +201,7 @@ func TestWriterOnForgejo(t *testing.T) {
 	require.True(t, strings.HasPrefix(pr.Body, "Image created from 'https://example.com/org/operand?rev="+strings.Repeat("a", 40)+"'\n\n"), pr.Body)
 	require.Contains(t, pr.Body, "\n---\n\nTo execute skipped test pipelines write comment `/ok-to-test`\nThis is Konflux nudging PR, not Mintmaker.\n<!--renovate-debug:")
 	require.Contains(t, pr.Body, "- [ ] <!-- rebase-check -->If you want to rebase/retry this PR, check this box")
+	require.Contains(t, pr.Body, "\n| "+built+" | digest | `"+old[7:14]+"` -> `"+first[7:14]+"` |\n", "Renovate's table")
 	require.ElementsMatch(t, []string{renovate.NudgeLabel, "team-x"}, f.labels(res.PR), "the configured labels the repository defines")
 	head, ok := f.srv.Head(f.owner, f.name, branch)
 	require.True(t, ok)
