@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 )
 
@@ -55,11 +57,13 @@ func TestReplayOlderShapeWithNewerSignals(t *testing.T) {
 }
 
 // TestStoredBuildsDecodeWhole proves that the Nudge's request, whose Build is now
-// imagebuild.Build, still reads every field the stored histories hold, as does the
-// verification it asks for.
+// imagebuild.Build, still reads every field the stored histories hold, as do the
+// verification, the writer choice and the direct write it asks for.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{
 		"input":                               Request{},
 		"activity " + buildcheck.ActivityName: buildcheck.Request{},
+		"activity " + nudgeapi.ChooseWriterActivity: nudgeapi.WriterChoiceRequest{},
+		"activity " + nudgewriteapi.WriteActivity:   nudgewriteapi.WriteRequest{},
 	})
 }
