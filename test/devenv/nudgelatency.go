@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -120,6 +121,8 @@ type latencyEnv struct {
 	tc   client.Client
 	fj   *localenv.Forgejo
 	reg  *ociregistry.Registry
+	// hooks wakes the wait for a pull request at the bundles' webhook deliveries.
+	hooks *hookWaker
 }
 
 // MeasureNudgeLatency seeds LatencyNamespace in the `nudgeflow-dev dev --forgejo`
@@ -173,6 +176,10 @@ func MeasureNudgeLatency(ctx context.Context, home string, opts LatencyOptions) 
 		return nil, fmt.Errorf("connecting to Temporal at %s: %w", e.run.TemporalAddress, err)
 	}
 	defer e.tc.Close()
+	if e.hooks, err = startHookWaker(); err != nil {
+		return nil, err
+	}
+	defer e.hooks.srv.Close()
 
 	if err := e.seed(ctx); err != nil {
 		return nil, err
@@ -300,6 +307,11 @@ func (e *latencyEnv) freshRepo(owner, name, nudger string) error {
 		map[string]string{"name": renovate.NudgeLabel, "color": "#00aabb"}, nil); err != nil {
 		return fmt.Errorf("creating the nudge label on %s/%s: %w", owner, name, err)
 	}
+	if err := e.fj.API(http.MethodPost, "/repos/"+owner+"/"+name+"/hooks", e.fj.AdminToken, map[string]any{
+		"type": "gitea", "active": true, "events": []string{"push", "pull_request"},
+		"config": map[string]string{"url": e.hooks.url, "content_type": "json"}}, nil); err != nil {
+		return fmt.Errorf("adding the measure's webhook to %s/%s: %w", owner, name, err)
+	}
 	return nil
 }
 
@@ -355,43 +367,67 @@ type visiblePR struct {
 	seen   time.Time
 }
 
-// waitVisible polls the bundle's open pull requests until one's head holds want
-// in the CSV, or deadline. The first two seconds it reads every 50 ms, then every
-// 250 ms, after ten seconds every 500 ms: a latency is at most one interval high,
-// and the reads' cost on the Gitea server stays small beside a nudge's.
+// waitVisible reads the bundle's open pull requests until one's head holds want
+// in the CSV, or deadline: at once, then at each of the repository's webhook
+// deliveries (a push or a pull request event: the forge says something changed)
+// and every two seconds without one. It reads the file only at a head it has not
+// read yet. So the measure's own reads, whose cost on the Gitea server is in the
+// stack's CPU, stay a few per nudge, and a latency is high by the delivery's delay
+// at most (two seconds when a delivery is lost).
 func (e *latencyEnv) waitVisible(ctx context.Context, owner, name, want string, deadline time.Time) (visiblePR, int, error) {
 	began := time.Now()
 	polls := 0
+	read := map[string]bool{} // heads whose file lacked want
 	for {
 		polls++
-		prs, err := e.fj.PRs(owner, name)
-		if err != nil {
+		var prs []localenv.ForgejoPR
+		if err := e.fj.API(http.MethodGet, "/repos/"+owner+"/"+name+"/pulls?state=open&limit=50", e.fj.AdminToken, nil, &prs); err != nil {
 			return visiblePR{}, polls, fmt.Errorf("listing the pull requests of %s/%s: %w", owner, name, err)
 		}
 		for _, p := range prs {
-			if p.State != "open" {
+			if read[p.Head.SHA] {
 				continue
 			}
 			if csv, ok := e.fj.FileAt(owner, name, p.Head.SHA, CSVPath); ok && strings.Contains(csv, want) {
 				return visiblePR{number: p.Number, seen: time.Now()}, polls, nil
 			}
+			read[p.Head.SHA] = true
 		}
 		if time.Now().After(deadline) {
 			return visiblePR{}, polls, fmt.Errorf("no open pull request of %s/%s holds %s after %s", owner, name, want, time.Since(began).Round(time.Second))
 		}
-		wait := 500 * time.Millisecond
-		switch since := time.Since(began); {
-		case since < 2*time.Second:
-			wait = 50 * time.Millisecond
-		case since < 10*time.Second:
-			wait = 250 * time.Millisecond
-		}
 		select {
 		case <-ctx.Done():
 			return visiblePR{}, polls, context.Cause(ctx)
-		case <-time.After(wait):
+		case <-e.hooks.wake:
+		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// hookWaker receives the bundles' webhook deliveries: each wakes waitVisible.
+type hookWaker struct {
+	url  string
+	wake chan struct{}
+	srv  *http.Server
+}
+
+func startHookWaker() (*hookWaker, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listening for the bundles' webhooks: %w", err)
+	}
+	w := &hookWaker{url: "http://" + ln.Addr().String() + "/", wake: make(chan struct{}, 1)}
+	w.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case w.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+		rw.WriteHeader(http.StatusNoContent)
+	})}
+	go func() { _ = w.srv.Serve(ln) }()
+	return w, nil
 }
 
 // nudgeOutcome is what the measure reads of a Nudge's result.
