@@ -69,8 +69,11 @@ type LatencyOptions struct {
 
 // LatencyResult is one writer's figures.
 type LatencyResult struct {
-	Writer        string
-	Latencies     []time.Duration
+	Writer    string
+	Latencies []time.Duration
+	// Starts are from the build reported succeeded to its Nudge workflow's start
+	// (the bridge and Temporal): the rest of a latency is the writer's.
+	Starts        []time.Duration
 	CPUSeconds    float64            // every process of the stack, over the writer's window
 	CPUByProcess  map[string]float64 // the same, by process name
 	Wall          time.Duration      // the writer's window
@@ -80,13 +83,25 @@ type LatencyResult struct {
 }
 
 // Quantile is the nearest-rank quantile q of the latencies.
-func (r LatencyResult) Quantile(q float64) time.Duration {
-	if len(r.Latencies) == 0 {
+func (r LatencyResult) Quantile(q float64) time.Duration { return quantile(r.Latencies, q) }
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
 		return 0
 	}
-	s := slices.Clone(r.Latencies)
+	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[max(int(math.Ceil(q*float64(len(s))))-1, 0)]
+}
+
+// forgeProcess is the forge's process name in the stack (with the git processes
+// it reaped).
+const forgeProcess = "gitea"
+
+// CPUPerNudgeWithoutForge is CPUPerNudge less the forge's: what nudgeflow, the
+// Renovate runs, Temporal and the API server spent.
+func (r LatencyResult) CPUPerNudgeWithoutForge() float64 {
+	return (r.CPUSeconds - r.CPUByProcess[forgeProcess]) / float64(len(r.Latencies))
 }
 
 // CPUPerNudge is the stack's CPU seconds per nudge.
@@ -94,9 +109,9 @@ func (r LatencyResult) CPUPerNudge() float64 { return r.CPUSeconds / float64(len
 
 // Line is the result line of the writer.
 func (r LatencyResult) Line() string {
-	return fmt.Sprintf("nudge-latency writer=%s n=%d p50_s=%.2f p99_s=%.2f cpu_s_per_nudge=%.2f wall_s=%.1f busy_cores=%.2f polls=%d cpu_s=%s",
+	return fmt.Sprintf("nudge-latency writer=%s n=%d p50_s=%.2f p99_s=%.2f cpu_s_per_nudge=%.2f start_p50_s=%.2f cpu_s_per_nudge_without_forge=%.2f wall_s=%.1f busy_cores=%.2f polls=%d cpu_s=%s",
 		r.Writer, len(r.Latencies), r.Quantile(0.5).Seconds(), r.Quantile(0.99).Seconds(), r.CPUPerNudge(),
-		r.Wall.Seconds(), r.BusyCores, r.Polls, formatCPU(r.CPUByProcess))
+		quantile(r.Starts, 0.5).Seconds(), r.CPUPerNudgeWithoutForge(), r.Wall.Seconds(), r.BusyCores, r.Polls, formatCPU(r.CPUByProcess))
 }
 
 // RatioLine compares direct to renovate: each figure is direct's over Renovate's.
@@ -107,10 +122,11 @@ func RatioLine(renovateRes, direct LatencyResult) string {
 		}
 		return a / b
 	}
-	return fmt.Sprintf("nudge-latency ratio of=direct/renovate p50=%.3f p99=%.3f cpu=%.3f",
+	return fmt.Sprintf("nudge-latency ratio of=direct/renovate p50=%.3f p99=%.3f cpu=%.3f cpu_without_forge=%.3f",
 		div(direct.Quantile(0.5).Seconds(), renovateRes.Quantile(0.5).Seconds()),
 		div(direct.Quantile(0.99).Seconds(), renovateRes.Quantile(0.99).Seconds()),
-		div(direct.CPUPerNudge(), renovateRes.CPUPerNudge()))
+		div(direct.CPUPerNudge(), renovateRes.CPUPerNudge()),
+		div(direct.CPUPerNudgeWithoutForge(), renovateRes.CPUPerNudgeWithoutForge()))
 }
 
 // latencyEnv is what the measure uses of the running stack.
@@ -338,10 +354,16 @@ func (e *latencyEnv) measure(ctx context.Context, writer string) (LatencyResult,
 		if err := e.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: b.Build}, &plr); err != nil {
 			return res, fmt.Errorf("reading build %s/%s: %w", ns, b.Build, err)
 		}
-		out, err := e.waitNudge(ctx, nudgeapi.WorkflowID(ns, string(plr.UID), bundle), b.Succeeded.Add(e.opts.Timeout))
+		id := nudgeapi.WorkflowID(ns, string(plr.UID), bundle)
+		out, err := e.waitNudge(ctx, id, b.Succeeded.Add(e.opts.Timeout))
 		if err != nil {
 			return res, fmt.Errorf("nudge %d (%s): %w", i, b.Build, err)
 		}
+		desc, err := e.tc.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return res, fmt.Errorf("describing Nudge %s: %w", id, err)
+		}
+		res.Starts = append(res.Starts, desc.GetWorkflowExecutionInfo().GetStartTime().AsTime().Sub(b.Succeeded))
 		// The figure is the writer's: a nudge another writer wrote (a fallback) fails
 		// the measure rather than count for this one.
 		if out.Phase != nudgeapi.PhaseSucceeded || (out.Writer != writer && (writer != LatencyRenovate || out.Writer != "")) {
