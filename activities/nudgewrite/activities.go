@@ -61,6 +61,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 type nudge struct {
 	req       nudgewriteapi.WriteRequest
 	target    *mirrorv1alpha1.Component
+	nudging   *mirrorv1alpha1.Component
 	repo      changegrouppr.Repo
 	platform  string
 	opts      renovate.Options
@@ -79,6 +80,20 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 	n, res, err := a.read(ctx, req)
 	if err != nil || res.Outcome != "" {
 		return res, err
+	}
+	if n.platform == forge.ProviderGitHub {
+		// Renovate pushes with the GitHub App's token wherever the App's Secret is
+		// (build-service's order); its commits are the App's, not yet matched here.
+		app := a.Launch.GitHubApp
+		if app.Name == "" {
+			app = forge.DefaultAppSecret
+		}
+		if _, ok, err := forge.FindApp(ctx, a.Kube, app); err != nil || ok {
+			if err != nil {
+				return nudgewriteapi.WriteResult{}, err
+			}
+			return fallback("the cluster has the GitHub App, whose token Renovate pushes with; the direct writer does not commit as the App yet"), nil
+		}
 	}
 	// The commit identity is Renovate's gitAuthor of the credentials Connect
 	// finds (renovate.BasicAuthIdentity); one Renovate resolves itself is not
@@ -107,7 +122,7 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (nudge, nudgewriteapi.WriteResult, error) {
 	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged,
 		Build: req.Build, HandedBackBy: req.HandedBackBy}
-	target, _, err := renovate.ComponentsOf(ctx, a.Launch, lr)
+	target, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
 	if err != nil {
 		return nudge{}, nudgewriteapi.WriteResult{}, err
 	}
@@ -133,7 +148,7 @@ func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (
 	if image == "" {
 		image = digestref.Repository(req.ImageURL)
 	}
-	return nudge{req: req, target: target, platform: platform, opts: opts, tier: tier, image: image,
+	return nudge{req: req, target: target, nudging: nudging, platform: platform, opts: opts, tier: tier, image: image,
 		repo:      changegrouppr.Repo{Provider: platform, URL: git.URL, BaseBranch: git.Revision, Namespace: req.Namespace},
 		fileMatch: renovate.FileMatch(opts, req.NudgeFiles)}, nudgewriteapi.WriteResult{}, nil
 }

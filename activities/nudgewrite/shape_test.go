@@ -167,7 +167,9 @@ func TestUnsupported(t *testing.T) {
 		{opts("automerge", "true", "automergeSchedule", "after 10pm"), "forgejo", "automergeSchedule"},
 		{opts("automerge", "true", "gitLabIgnoreApprovals", "true"), "forgejo", "gitLabIgnoreApprovals"},
 		{opts(), "gitlab", "GitLab"},
-		{opts(), "github", "github"},
+		{opts(), "github", ""},
+		{opts("automerge", "true"), "github", "GitHub"},
+		{opts(), "bitbucket", "bitbucket"},
 	} {
 		got := unsupported(c.o, c.platform)
 		if c.says == "" {

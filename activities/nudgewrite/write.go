@@ -162,10 +162,7 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	}
 	req := n.req
 	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build}
-	_, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
-	if err != nil {
-		return st, err
-	}
+	nudging := n.nudging
 	dist, err := renovate.DistributionReposOf(ctx, a.Launch, lr)
 	if err != nil {
 		return st, err

@@ -369,7 +369,7 @@ func toPR(p *gh.PullRequest) forge.PR {
 	return forge.PR{Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
 		Open: p.GetState() == "open", Merged: p.GetMerged() || p.MergedAt != nil, Draft: p.GetDraft(),
 		Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Base: p.GetBase().GetRef(),
-		MergeCommitSHA: mergeCommit(p), Author: p.GetUser().GetLogin()}
+		MergeCommitSHA: mergeCommit(p), Author: p.GetUser().GetLogin(), Labels: labelNames(p.Labels)}
 }
 
 func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {
