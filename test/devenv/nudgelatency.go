@@ -55,12 +55,17 @@ const (
 // LatencyOptions size the measure.
 type LatencyOptions struct {
 	// N nudges per writer, one after the other (each waits for the previous
-	// nudge's workflow to end), so no latency includes a queue.
+	// nudge's workflow to end), so no latency includes a queue; the writers take
+	// turns.
 	N int
-	// Writers in the order they run (default renovate, then direct).
+	// Writers in the order they take turns (default renovate, then direct).
 	Writers []string
 	// Idle is how long the stack's idle CPU is read before the first nudge (0: not read).
 	Idle time.Duration
+	// Poll, when set, also reads the pull requests at this interval (besides the
+	// webhook deliveries): a finer clock for the latencies, at the cost of the
+	// reads' CPU on the Gitea server, which the figures include.
+	Poll time.Duration
 	// Timeout bounds each nudge (default 5 minutes).
 	Timeout time.Duration
 	// Out receives the result lines, Log the progress.
@@ -73,13 +78,12 @@ type LatencyResult struct {
 	Latencies []time.Duration
 	// Starts are from the build reported succeeded to its Nudge workflow's start
 	// (the bridge and Temporal): the rest of a latency is the writer's.
-	Starts        []time.Duration
-	CPUSeconds    float64            // every process of the stack, over the writer's window
-	CPUByProcess  map[string]float64 // the same, by process name
-	Wall          time.Duration      // the writer's window
-	BusyCores     float64            // the whole machine's busy cores over the window (other jobs too)
-	Polls         int                // the measure's own reads of the forge
-	ChosenBecause string             // the Nudge's writerReason of the last nudge
+	Starts       []time.Duration
+	CPUSeconds   float64            // every process of the stack, over the writer's windows
+	CPUByProcess map[string]float64 // the same, by process name
+	Wall         time.Duration      // the writer's windows, one per nudge
+	BusyCores    float64            // the whole machine's busy cores over the windows (other jobs too)
+	Polls        int                // the measure's own reads of the forge
 }
 
 // Quantile is the nearest-rank quantile q of the latencies.
@@ -142,8 +146,8 @@ type latencyEnv struct {
 }
 
 // MeasureNudgeLatency seeds LatencyNamespace in the `nudgeflow-dev dev --forgejo`
-// running in home, then nudges N times per writer and prints a line per writer and
-// the ratio line. Each writer's bundle repository is made anew, so the first
+// running in home, then nudges N times per writer, the writers taking turns, and
+// prints a line per writer and the ratio line. Each writer's bundle repository is made anew, so the first
 // nudge opens the pull request and the others update it, for both writers.
 func MeasureNudgeLatency(ctx context.Context, home string, opts LatencyOptions) ([]LatencyResult, error) {
 	if opts.N < 1 {
@@ -211,14 +215,25 @@ func MeasureNudgeLatency(ctx context.Context, home string, opts LatencyOptions) 
 		after, _ := TreeCPU(e.run.PID)
 		fmt.Fprintf(opts.Out, "nudge-latency idle seconds=%.0f cpu_s_per_s=%.3f\n", opts.Idle.Seconds(), (after-before)/opts.Idle.Seconds())
 	}
-	var results []LatencyResult
-	for _, w := range opts.Writers {
-		res, err := e.measure(ctx, w)
-		if err != nil {
-			return results, fmt.Errorf("writer %s: %w", w, err)
+	// The writers take turns, nudge by nudge: on a machine other jobs share, both
+	// see the same load.
+	results := make([]LatencyResult, len(opts.Writers))
+	for j, w := range opts.Writers {
+		results[j] = LatencyResult{Writer: w, CPUByProcess: map[string]float64{}}
+	}
+	busy := make([]float64, len(opts.Writers))
+	for i := 1; i <= opts.N; i++ {
+		for j := range results {
+			b, err := e.nudge(ctx, &results[j], i)
+			if err != nil {
+				return nil, fmt.Errorf("writer %s: %w", results[j].Writer, err)
+			}
+			busy[j] += b
 		}
-		fmt.Fprintln(opts.Out, res.Line())
-		results = append(results, res)
+	}
+	for j := range results {
+		results[j].BusyCores = busy[j] / results[j].Wall.Seconds()
+		fmt.Fprintln(opts.Out, results[j].Line())
 	}
 	if len(results) == 2 && results[0].Writer == LatencyRenovate && results[1].Writer == LatencyDirect {
 		fmt.Fprintln(opts.Out, RatioLine(results[0], results[1]))
@@ -331,57 +346,56 @@ func (e *latencyEnv) freshRepo(owner, name, nudger string) error {
 	return nil
 }
 
-// measure runs N nudges with the writer, one after the other, and reads the
-// stack's CPU from before the first build to after the last nudge's end.
-func (e *latencyEnv) measure(ctx context.Context, writer string) (LatencyResult, error) {
-	res := LatencyResult{Writer: writer}
+// nudge runs the i-th nudge of res's writer and adds it to res: its latency, its
+// workflow's start, and the stack's CPU from before the build to after the
+// nudge's end (the Renovate run reaped). It returns the machine's busy CPU
+// seconds over that window.
+func (e *latencyEnv) nudge(ctx context.Context, res *LatencyResult, i int) (float64, error) {
+	writer := res.Writer
 	ns, nudger, bundle := LatencyNamespace, latencyNudger(writer), latencyBundle(writer)
 	cpu0, by0 := TreeCPU(e.run.PID)
 	busy0, began := MachineBusy(), time.Now()
-	for i := 1; i <= e.opts.N; i++ {
-		b, err := Build(ctx, e.kube, e.reg, ns, nudger)
-		if err != nil {
-			return res, err
-		}
-		want := ImageOf(e.run.Registry, nudger) + "@" + b.Digest
-		pr, polls, err := e.waitVisible(ctx, ns, bundle, want, b.Succeeded.Add(e.opts.Timeout))
-		res.Polls += polls
-		if err != nil {
-			return res, fmt.Errorf("nudge %d (%s): %w", i, b.Build, err)
-		}
-		lat := pr.seen.Sub(b.Succeeded)
-		var plr tektonv1.PipelineRun
-		if err := e.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: b.Build}, &plr); err != nil {
-			return res, fmt.Errorf("reading build %s/%s: %w", ns, b.Build, err)
-		}
-		id := nudgeapi.WorkflowID(ns, string(plr.UID), bundle)
-		out, err := e.waitNudge(ctx, id, b.Succeeded.Add(e.opts.Timeout))
-		if err != nil {
-			return res, fmt.Errorf("nudge %d (%s): %w", i, b.Build, err)
-		}
-		desc, err := e.tc.DescribeWorkflowExecution(ctx, id, "")
-		if err != nil {
-			return res, fmt.Errorf("describing Nudge %s: %w", id, err)
-		}
-		res.Starts = append(res.Starts, desc.GetWorkflowExecutionInfo().GetStartTime().AsTime().Sub(b.Succeeded))
-		// The figure is the writer's: a nudge another writer wrote (a fallback) fails
-		// the measure rather than count for this one.
-		if out.Phase != nudgeapi.PhaseSucceeded || (out.Writer != writer && (writer != LatencyRenovate || out.Writer != "")) {
-			return res, fmt.Errorf("nudge %d (%s) ended %s by writer %q (%s), want Succeeded by %s", i, b.Build, out.Phase, out.Writer, out.WriterReason, writer)
-		}
-		res.ChosenBecause = out.WriterReason
-		res.Latencies = append(res.Latencies, lat)
-		e.progress("writer %s nudge %d/%d: %s -> PR #%d with the digest after %.2fs", writer, i, e.opts.N, b.Build, pr.number, lat.Seconds())
+	b, err := Build(ctx, e.kube, e.reg, ns, nudger)
+	if err != nil {
+		return 0, err
+	}
+	want := ImageOf(e.run.Registry, nudger) + "@" + b.Digest
+	pr, polls, err := e.waitVisible(ctx, ns, bundle, want, b.Succeeded.Add(e.opts.Timeout))
+	res.Polls += polls
+	if err != nil {
+		return 0, fmt.Errorf("nudge %d (%s): %w", i, b.Build, err)
+	}
+	lat := pr.seen.Sub(b.Succeeded)
+	var plr tektonv1.PipelineRun
+	if err := e.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: b.Build}, &plr); err != nil {
+		return 0, fmt.Errorf("reading build %s/%s: %w", ns, b.Build, err)
+	}
+	id := nudgeapi.WorkflowID(ns, string(plr.UID), bundle)
+	out, err := e.waitNudge(ctx, id, b.Succeeded.Add(e.opts.Timeout))
+	if err != nil {
+		return 0, fmt.Errorf("nudge %d (%s): %w", i, b.Build, err)
 	}
 	cpu1, by1 := TreeCPU(e.run.PID)
-	res.Wall = time.Since(began)
-	res.BusyCores = (MachineBusy() - busy0) / res.Wall.Seconds()
-	res.CPUSeconds = cpu1 - cpu0
-	res.CPUByProcess = map[string]float64{}
-	for k, v := range by1 {
-		res.CPUByProcess[k] = v - by0[k]
+	busy := MachineBusy() - busy0
+	res.Wall += time.Since(began)
+	// The figure is the writer's: a nudge another writer wrote (a fallback) fails
+	// the measure rather than count for this one.
+	if out.Phase != nudgeapi.PhaseSucceeded || (out.Writer != writer && (writer != LatencyRenovate || out.Writer != "")) {
+		return 0, fmt.Errorf("nudge %d (%s) ended %s by writer %q (%s), want Succeeded by %s", i, b.Build, out.Phase, out.Writer, out.WriterReason, writer)
 	}
-	return res, nil
+	desc, err := e.tc.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return 0, fmt.Errorf("describing Nudge %s: %w", id, err)
+	}
+	res.Starts = append(res.Starts, desc.GetWorkflowExecutionInfo().GetStartTime().AsTime().Sub(b.Succeeded))
+	res.Latencies = append(res.Latencies, lat)
+	res.CPUSeconds += cpu1 - cpu0
+	for k, v := range by1 {
+		res.CPUByProcess[k] += v - by0[k]
+	}
+	e.progress("writer %s nudge %d/%d: %s -> PR #%d with the digest after %.2fs; CPU %.2fs, of it the forge's %.2fs", writer, i, e.opts.N, b.Build,
+		pr.number, lat.Seconds(), cpu1-cpu0, by1[forgeProcess]-by0[forgeProcess])
+	return busy, nil
 }
 
 type visiblePR struct {
@@ -418,11 +432,15 @@ func (e *latencyEnv) waitVisible(ctx context.Context, owner, name, want string, 
 		if time.Now().After(deadline) {
 			return visiblePR{}, polls, fmt.Errorf("no open pull request of %s/%s holds %s after %s", owner, name, want, time.Since(began).Round(time.Second))
 		}
+		wait := 2 * time.Second
+		if e.opts.Poll > 0 {
+			wait = e.opts.Poll
+		}
 		select {
 		case <-ctx.Done():
 			return visiblePR{}, polls, context.Cause(ctx)
 		case <-e.hooks.wake:
-		case <-time.After(2 * time.Second):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -56,6 +56,7 @@ whose cost on the Gitea server is in the CPU.`,
 	fs.IntVarP(&opts.N, "n", "n", opts.N, "nudges per writer")
 	fs.StringVar(&writers, "writers", "renovate,direct", "the writers to measure, in order")
 	fs.DurationVar(&opts.Idle, "idle", opts.Idle, "how long to read the idle stack's CPU first (0: not)")
+	fs.DurationVar(&opts.Poll, "poll", 0, "also read the pull requests at this interval, not only at the forge's webhook deliveries (a finer clock; the reads' CPU on the Gitea server counts in the figures)")
 	fs.DurationVar(&opts.Timeout, "timeout", opts.Timeout, "deadline of each nudge")
 	return cmd
 }
