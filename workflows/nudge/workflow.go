@@ -1,5 +1,8 @@
-// Package nudge is the Nudge workflow: one per (nudging build, nudged component). It
-// launches a Renovate PipelineRun, waits for its end (the bridge's signal, with a
+// Package nudge is the Nudge workflow: one per (nudging build, nudged component). An
+// immediate nudge first asks which writer writes it (direct.go): nudgeflow's direct
+// writer opens or updates the pull request itself with no PipelineRun; otherwise,
+// or when that writer leaves the nudge to Renovate, the workflow launches a
+// Renovate PipelineRun, waits for its end (the bridge's signal, with a
 // polling activity as the fallback), retries a failed run with backoff up to a limit
 // (a new deterministic run name per attempt) and records every outcome: an Event on
 // the nudged Component per attempt and the Phase search attribute. A Renovate failure
