@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -182,18 +183,24 @@ func parseAuthor(s string) forge.Signature {
 }
 
 // contractError gives the errors a retry never fixes the contract's types: a
-// repository the namespace does not own is Refused; a missing credential is
-// NoCredentials (changegrouppr's type of the same name).
+// repository the namespace does not own, or a forge's refusal for good, is
+// Refused; a repository nudgeflow cannot write to is NotNudgeable; a missing
+// credential is NoCredentials (changegrouppr's type of the same name). Retryable
+// errors (rate limits with their delay, 5xx, a moved branch) pass unchanged.
 func contractError(err error) error {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) {
 		return err
 	}
-	switch ae.Type() {
-	case ownership.ErrorType:
-		return temporal.NewNonRetryableApplicationError(err.Error(), nudgewriteapi.ErrorTypeRefused, nil)
-	case "InvalidRepository", "UnsupportedProvider", "BaseBranchMissing":
+	switch {
+	case slices.Contains(nudgewriteapi.NonRetryableErrorTypes, ae.Type()):
+		return err
+	case ae.Type() == "InvalidRepository" || ae.Type() == "UnsupportedProvider" || ae.Type() == "BaseBranchMissing":
 		return temporal.NewNonRetryableApplicationError(err.Error(), nudgewriteapi.ErrorTypeNotNudgeable, nil)
+	case ae.Type() == ownership.ErrorType || ae.NonRetryable():
+		// The namespace does not own the repository, or the forge refused a
+		// request for good (a 4xx): the same write is refused again.
+		return temporal.NewNonRetryableApplicationError(err.Error(), nudgewriteapi.ErrorTypeRefused, nil)
 	}
 	return err
 }

@@ -62,7 +62,7 @@ func TestShapeIsRenovates(t *testing.T) {
 
 func TestTitleTakesPrefixSuffixAndLabels(t *testing.T) {
 	cfg := renovate.GenerateConfig(input(renovate.ParseOptions(map[string]string{
-		"commitMessagePrefix": "chore(deps):", "commitMessageSuffix": " [nudge] ", "labels": "a, b", "automerge": "true"})))
+		"commitMessagePrefix": "chore(deps):", "commitMessageSuffix": " [nudge] ", "labels": "a, konflux-nudge, b, a", "automerge": "true"})))
 	s := shapeOf(cfg, "operand", "dockerfile", true, "sha256:8b470ee"+strings.Repeat("1", 57))
 	require.Equal(t, "chore(deps): Update operand to 8b470ee [nudge]", s.Title)
 	require.Equal(t, "konflux/component-updates/component-update-operand", s.Branch, "simple branch")
