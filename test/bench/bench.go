@@ -10,6 +10,8 @@
 //	bench worker groups=G ...                  worker RSS with G open, idle ChangeGroups
 //	bridge-scale plrs=P ...                    `nudgeflow bridge` (its own process) with P PipelineRuns
 //	                                           in the cluster: RSS, interception p99, cache sync
+//	nudge-latency writer=W n=N ...             immediate nudges, Renovate's and the direct writer's, on
+//	                                           a `nudgeflow-dev dev --forgejo` of its own (devenv.MeasureNudgeLatency)
 //
 // Waits are on conditions with deadlines (counted signals, CR status, the task
 // queue's backlog, Temporal visibility), never on sleeps. The ChangeGroup workflows
