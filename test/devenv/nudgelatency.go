@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
@@ -25,11 +24,8 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
-	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
-	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
 	"github.com/nudgeflow/nudgeflow/internal/temporalconn"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"
@@ -263,12 +259,7 @@ func (e *latencyEnv) seed(ctx context.Context) error {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		// The Gitea bot's token for the host: the bundles are the only
 		// repositories of the namespace on it.
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: forgejoSecret, Namespace: ns, Labels: map[string]string{
-				forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
-			Type: corev1.SecretTypeBasicAuth,
-			Data: map[string][]byte{"username": []byte(localenv.ForgejoBot), "password": []byte(e.fj.BotToken)},
-		},
+		scmSecret(ns, forgejoSecret, localenv.ForgejoBot, e.fj.BotToken),
 	}
 	nc := &konfluxv1alpha1.NudgeConfig{ObjectMeta: metav1.ObjectMeta{Name: konfluxv1alpha1.NudgeConfigName, Namespace: ns}}
 	for _, w := range e.opts.Writers {
@@ -277,15 +268,8 @@ func (e *latencyEnv) seed(ctx context.Context) error {
 			Mode: konfluxv1alpha1.ModeImmediate, ImmediateWriter: konfluxv1alpha1.ImmediateWriter(w)})
 	}
 	objs = append(objs, nc)
-	for _, o := range objs {
-		if err := e.kube.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("seeding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
-		}
-		if c, ok := o.(*mirrorv1alpha1.Component); ok {
-			if err := ownershiptest.Onboard(ctx, e.kube, c); err != nil {
-				return err
-			}
-		}
+	if err := createOnboarded(ctx, e.kube, objs); err != nil {
+		return err
 	}
 	// A NudgeConfig a previous measure left with other writers gets these edges.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -301,21 +285,11 @@ func (e *latencyEnv) seed(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("writing NudgeConfig %s/%s: %w", ns, nc.Name, err)
 	}
+	var nudgers []string
 	for _, w := range e.opts.Writers {
-		c := latencyNudger(w)
-		var comp mirrorv1alpha1.Component
-		if err := e.kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: c}, &comp); err != nil {
-			return fmt.Errorf("reading component %s/%s: %w", ns, c, err)
-		}
-		if comp.Status.LastPromotedImage != "" {
-			continue
-		}
-		comp.Status.LastPromotedImage = ImageOf(e.run.Registry, c) + "@" + DigestOf(ns, c, 0)
-		if err := e.kube.Status().Update(ctx, &comp); err != nil {
-			return fmt.Errorf("setting lastPromotedImage of %s/%s: %w", ns, c, err)
-		}
+		nudgers = append(nudgers, latencyNudger(w))
 	}
-	return nil
+	return promoteDigestZero(ctx, e.kube, ns, e.run.Registry, nudgers)
 }
 
 // freshRepo deletes owner/name on Gitea when a previous measure left it, then
