@@ -10,6 +10,8 @@
 //	bench worker groups=G ...                  worker RSS with G open, idle ChangeGroups
 //	bridge-scale plrs=P ...                    `nudgeflow bridge` (its own process) with P PipelineRuns
 //	                                           in the cluster: RSS, interception p99, cache sync
+//	nudge-latency writer=W n=N ...             immediate nudges, Renovate's and the direct writer's, on
+//	                                           a `nudgeflow-dev dev --forgejo` of its own (devenv.MeasureNudgeLatency)
 //
 // Waits are on conditions with deadlines (counted signals, CR status, the task
 // queue's backlog, Temporal visibility), never on sleeps. The ChangeGroup workflows
@@ -55,10 +57,13 @@ const (
 	PhaseAdmission = "changegroup-admission"
 	PhaseWorker    = "worker"
 	PhaseScale     = "bridge-scale"
+	// PhaseNudgeLatency runs on a stack of its own (`nudgeflow-dev dev --forgejo`),
+	// only when named.
+	PhaseNudgeLatency = "nudge-latency"
 )
 
 // Phases are every measure, in order.
-var Phases = []string{PhaseBridge, PhaseIntercept, PhaseAdmission, PhaseWorker, PhaseScale}
+var Phases = []string{PhaseBridge, PhaseIntercept, PhaseAdmission, PhaseWorker, PhaseScale, PhaseNudgeLatency}
 
 // Options size the bench.
 type Options struct {
@@ -82,6 +87,8 @@ type Options struct {
 	// bridge-scale measure runs, one after the other on the same PipelineRuns (nil:
 	// this one), to compare two builds without writing the runs twice.
 	BridgeBinaries []string
+	// Nudges per writer of the nudge-latency measure.
+	Nudges int
 	// WorkerArgs are extra flags of `nudgeflow worker` (its tuning).
 	WorkerArgs []string
 	// BridgeArgs are extra flags of the bridge-scale measure's `nudgeflow bridge`.
@@ -103,20 +110,21 @@ type Options struct {
 // Defaults are a large tenant's sizes (1,000 groups, 1,000 builds, 10,000 open
 // groups) and a Konflux cluster's (100,000 PipelineRuns).
 func Defaults() Options {
-	return Options{Groups: 1000, GroupsPerBundle: 10, Samples: 500, Builds: 1000, Edges: 4, WorkerGroups: 10000, PipelineRuns: 100000}
+	return Options{Groups: 1000, GroupsPerBundle: 10, Samples: 500, Builds: 1000, Edges: 4, WorkerGroups: 10000, PipelineRuns: 100000, Nudges: 10}
 }
 
 // Quick are small sizes for a smoke run (tens of seconds).
 func Quick() Options {
-	return Options{Groups: 20, GroupsPerBundle: 10, Samples: 20, Builds: 40, Edges: 4, WorkerGroups: 40, PipelineRuns: 2000}
+	return Options{Groups: 20, GroupsPerBundle: 10, Samples: 20, Builds: 40, Edges: 4, WorkerGroups: 40, PipelineRuns: 2000, Nudges: 2}
 }
 
 // runs: the measures asked for with --only, else every measure but bridge-scale,
 // which is asked for by name: 100,000 PipelineRuns take the better part of an hour
-// to write on 2 cores.
+// to write on 2 cores; and nudge-latency, which starts a stack of its own with the
+// Gitea server.
 func (o Options) runs(phase string) bool {
 	if len(o.Phases) == 0 {
-		return phase != PhaseScale
+		return phase != PhaseScale && phase != PhaseNudgeLatency
 	}
 	return slices.Contains(o.Phases, phase)
 }
@@ -128,7 +136,7 @@ func (o Options) Validate() error {
 			return fmt.Errorf("unknown measure %q (measures: %s)", p, strings.Join(Phases, ", "))
 		}
 	}
-	if o.Groups < 1 || o.GroupsPerBundle < 1 || o.Samples < 1 || o.Builds < 1 || o.Edges < 1 || o.WorkerGroups < 1 || o.PipelineRuns < 1 {
+	if o.Groups < 1 || o.GroupsPerBundle < 1 || o.Samples < 1 || o.Builds < 1 || o.Edges < 1 || o.WorkerGroups < 1 || o.PipelineRuns < 1 || o.Nudges < 1 {
 		return errors.New("every size must be at least 1")
 	}
 	return nil
@@ -197,12 +205,18 @@ func Run(ctx context.Context, opts Options) (err error) {
 			_ = os.RemoveAll(s.logDir)
 		}
 	}()
-	if err := s.start(ctx); err != nil {
-		return err
+	// nudge-latency brings its own stack; the others share this one.
+	if slices.ContainsFunc(Phases, func(p string) bool { return p != PhaseNudgeLatency && opts.runs(p) }) {
+		if err := s.start(ctx); err != nil {
+			return err
+		}
 	}
 	measures := map[string]func(context.Context) error{
 		PhaseBridge: s.benchBridge, PhaseIntercept: s.benchIntercept, PhaseAdmission: s.benchAdmission, PhaseWorker: s.benchWorker,
 		PhaseScale: s.benchBridgeScale,
+		PhaseNudgeLatency: func(ctx context.Context) error {
+			return benchNudgeLatency(ctx, s.opts, s.logDir, s.progress)
+		},
 	}
 	for _, p := range Phases {
 		if !opts.runs(p) {

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/nudgeflow/nudgeflow/test/devenv"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
@@ -210,29 +211,8 @@ func cpuSeconds(workerPID int) map[string]float64 {
 }
 
 // machineBusy is the CPU time (seconds, all CPUs) the whole machine spent busy so
-// far: everything in /proc/stat's first line but idle and iowait. Over an interval
-// it tells whether a measure was bound by the CPUs, whoever used them.
-func machineBusy() float64 {
-	raw, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(raw), "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 5 || fields[0] != "cpu" {
-		return 0
-	}
-	busy := 0.0
-	for i, f := range fields[1:] {
-		// user nice system idle iowait irq softirq steal (guest time is in user already)
-		if i == 3 || i == 4 || i >= 8 {
-			continue
-		}
-		v, _ := strconv.ParseFloat(f, 64)
-		busy += v
-	}
-	return busy / clockTicks
-}
+// far (devenv.MachineBusy).
+func machineBusy() float64 { return devenv.MachineBusy() }
 
 // cpuUse is what one interval of a measure cost: each process's CPU seconds and
 // the machine's busy cores.

@@ -213,6 +213,7 @@ func TestForgejoWalkthrough(t *testing.T) {
 	if ran != len(checks) {
 		t.Fatalf("ran %d of the %d Forgejo walkthrough steps: the README lost some", ran, len(checks))
 	}
+	checkNudgeLatency(t, dir, childEnv)
 	usersBefore := readFile(t, filepath.Join(home, "forgejo", "users.json"))
 
 	// Ctrl-C, then start again (its servers this time outliving it, for the crash

@@ -158,3 +158,113 @@ func signalAndWait(p Proc, sig syscall.Signal, d time.Duration) bool {
 	}
 	return true
 }
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on Linux).
+const clockTicks = 100
+
+// TreeCPU is the CPU time (user + system, seconds) the process root and every
+// live descendant used so far, with the children each of them waited for
+// (cutime + cstime: a Renovate run the runner reaped, the git processes the Gitea
+// server reaped), and the same by process name. Root's reaped children are named
+// "<root>-reaped". Two readings' difference is what the tree spent between them,
+// a process that exited meanwhile included once its parent reaped it.
+func TreeCPU(root int) (float64, map[string]float64) {
+	type stat struct {
+		name        string
+		ppid        int
+		own, reaped float64
+	}
+	stats := map[int]stat{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		open, closing := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		f := strings.Fields(string(b[closing+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		// f[1] is field 4 (ppid); f[11..14] fields 14-17: utime stime cutime cstime.
+		var t [4]float64
+		for i := range t {
+			t[i], _ = strconv.ParseFloat(f[11+i], 64)
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		stats[pid] = stat{name: string(b[open+1 : closing]), ppid: ppid, own: (t[0] + t[1]) / clockTicks, reaped: (t[2] + t[3]) / clockTicks}
+	}
+	in := map[int]bool{root: true}
+	// Walk down from root: a pid is in the tree when its parent is.
+	for changed := true; changed; {
+		changed = false
+		for pid, s := range stats {
+			if !in[pid] && in[s.ppid] {
+				in[pid], changed = true, true
+			}
+		}
+	}
+	total, by := 0.0, map[string]float64{}
+	for pid := range in {
+		s, ok := stats[pid]
+		if !ok {
+			continue
+		}
+		total += s.own + s.reaped
+		if pid == root {
+			by[s.name] += s.own
+			by[s.name+"-reaped"] += s.reaped
+			continue
+		}
+		by[s.name] += s.own + s.reaped
+	}
+	return total, by
+}
+
+// MachineBusy is the CPU time (seconds, all CPUs) the whole machine spent busy so
+// far: /proc/stat's first line but idle and iowait. Over an interval it tells how
+// loaded the machine was, whoever loaded it.
+func MachineBusy() float64 {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0
+	}
+	busy := 0.0
+	for i, f := range fields[1:] {
+		// user nice system idle iowait irq softirq steal (guest time is in user already)
+		if i == 3 || i == 4 || i >= 8 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f, 64)
+		busy += v
+	}
+	return busy / clockTicks
+}
+
+// formatCPU writes CPU seconds by process, busiest first: "etcd:1.2,gitea:0.8".
+func formatCPU(by map[string]float64) string {
+	names := make([]string, 0, len(by))
+	for n, v := range by {
+		if v >= 0.05 {
+			names = append(names, n)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(by[b], by[a]) })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s:%.1f", n, by[n])
+	}
+	return strings.Join(parts, ",")
+}

@@ -3,6 +3,7 @@ package devenv
 import (
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -105,5 +106,43 @@ func TestProcStateReadsPastTheCommand(t *testing.T) {
 	ppid, state, start, err := procState(self().PID)
 	if err != nil || ppid <= 0 || state == 0 || start == 0 {
 		t.Fatalf("procState(self) = %d, %q, %d, %v", ppid, state, start, err)
+	}
+}
+
+// TestTreeCPUCountsReapedChildren: a child's CPU is in the tree while it runs
+// (its own line) and after this process reaped it (the root's "-reaped" line),
+// as a Renovate run the PipelineRun runner waited for is.
+func TestTreeCPUCountsReapedChildren(t *testing.T) {
+	self := os.Getpid()
+	before, byBefore := TreeCPU(self)
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	running, byRunning := TreeCPU(self)
+	if _, ok := byRunning["sh"]; !ok {
+		t.Fatalf("the running child is not in the tree: %v", byRunning)
+	}
+	if running < before {
+		t.Fatalf("the tree's CPU went down: %.2f then %.2f", before, running)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	child := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	after, byAfter := TreeCPU(self)
+	name := ""
+	for n := range byAfter {
+		if strings.HasSuffix(n, "-reaped") {
+			name = n
+		}
+	}
+	reaped := byAfter[name] - byBefore[name]
+	// /proc counts in ticks of 10 ms; the shell's loop takes far more.
+	if child < 0.1 || reaped < child-0.02 || after-before < child-0.02 {
+		t.Fatalf("the child used %.2fs; the tree's reaped line grew %.2fs (%s) and its total %.2fs", child, reaped, name, after-before)
+	}
+	if got := formatCPU(map[string]float64{"a": 0.04, "b": 2, "c": 1.25}); got != "b:2.0,c:1.2" && got != "b:2.0,c:1.3" {
+		t.Fatalf("formatCPU = %q", got)
 	}
 }

@@ -245,12 +245,7 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 	forgeURL, gitlabURL, botToken, registry := o.forgeURL, o.gitlabURL, o.botToken, o.registry
 	objs := []ctrlclient.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: forgeSecret, Namespace: ns, Labels: map[string]string{
-				forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
-			Type: corev1.SecretTypeBasicAuth,
-			Data: map[string][]byte{"username": []byte(forgeBotUser), "password": []byte(botToken)},
-		},
+		scmSecret(ns, forgeSecret, forgeBotUser, botToken),
 	}
 	for _, c := range append([]string{Bundle}, Nudgers...) {
 		objs = append(objs, &mirrorv1alpha1.Component{
@@ -291,18 +286,8 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 		nc.Spec.Nudges = append(nc.Spec.Nudges, forgejoEdges...)
 	}
 	objs = append(objs, nc, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ReleasesNamespace}}, releasePlanAdmission())
-	for _, o := range objs {
-		if err := kube.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("seeding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
-		}
-		// build-service onboards every Component: the Pipelines as Code Repository
-		// of its repository makes the namespace its owner (nudgeflow writes only to
-		// repositories a namespace owns). Also on a restart of an older state.
-		if c, ok := o.(*mirrorv1alpha1.Component); ok {
-			if err := ownershiptest.Onboard(ctx, kube, c); err != nil {
-				return err
-			}
-		}
+	if err := createOnboarded(ctx, kube, objs); err != nil {
+		return err
 	}
 	if o.forgejoURL != "" {
 		if err := seedForgejoAccess(ctx, kube, nc.Name, forgejoEdges, o.forgejoBotToken); err != nil {
@@ -314,20 +299,55 @@ func seedCluster(ctx context.Context, kube ctrlclient.Client, o seedOptions) err
 	if o.forgejoURL != "" {
 		nudgers = append(nudgers, ForgejoNudgers...)
 	}
-	for _, c := range nudgers {
+	return promoteDigestZero(ctx, kube, ns, registry, nudgers)
+}
+
+// createOnboarded creates each object unless it exists, and onboards each
+// Component as build-service does: the Pipelines as Code Repository of its
+// repository makes the namespace its owner (nudgeflow writes only to repositories
+// a namespace owns). Also on a restart of an older state.
+func createOnboarded(ctx context.Context, kube ctrlclient.Client, objs []ctrlclient.Object) error {
+	for _, o := range objs {
+		if err := kube.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("seeding %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
+		}
+		if c, ok := o.(*mirrorv1alpha1.Component); ok {
+			if err := ownershiptest.Onboard(ctx, kube, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// promoteDigestZero sets the lastPromotedImage of each component that has none to
+// its digest 0, which the bundles reference when seeded.
+func promoteDigestZero(ctx context.Context, kube ctrlclient.Client, ns, registry string, components []string) error {
+	for _, c := range components {
 		var comp mirrorv1alpha1.Component
 		if err := kube.Get(ctx, ctrlclient.ObjectKey{Namespace: ns, Name: c}, &comp); err != nil {
-			return fmt.Errorf("reading component %s: %w", c, err)
+			return fmt.Errorf("reading component %s/%s: %w", ns, c, err)
 		}
 		if comp.Status.LastPromotedImage != "" {
 			continue
 		}
 		comp.Status.LastPromotedImage = ImageOf(registry, c) + "@" + DigestOf(ns, c, 0)
 		if err := kube.Status().Update(ctx, &comp); err != nil {
-			return fmt.Errorf("setting lastPromotedImage of %s: %w", c, err)
+			return fmt.Errorf("setting lastPromotedImage of %s/%s: %w", ns, c, err)
 		}
 	}
 	return nil
+}
+
+// scmSecret is the basic-auth Secret of a forge token for the loopback host
+// (label values hold no port, so it names every local forge).
+func scmSecret(ns, name, user, token string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			forge.LabelCredentials: "scm", forge.LabelSCMHost: "127.0.0.1"}},
+		Type: corev1.SecretTypeBasicAuth,
+		Data: map[string][]byte{"username": []byte(user), "password": []byte(token)},
+	}
 }
 
 // seedForgejoAccess adds the Forgejo edges to a NudgeConfig seeded by a start

@@ -43,6 +43,9 @@ type BuildResult struct {
 	Nudge    string // build-service's nudge PipelineRun ("" when it would create none)
 	ImageURL string
 	Digest   string
+	// Succeeded is when the build was reported succeeded: just before its status
+	// was written (a latency measured from it includes that write).
+	Succeeded time.Time
 }
 
 // Build simulates the n-th push build of component succeeding, n counting the
@@ -96,6 +99,7 @@ func BuildAt(ctx context.Context, kube ctrlclient.Client, reg *ociregistry.Regis
 	if err := kube.Create(ctx, plr); err != nil {
 		return nil, fmt.Errorf("creating build PipelineRun %s/%s: %w", ns, res.Build, err)
 	}
+	res.Succeeded = time.Now()
 	if err := markBuildSucceeded(ctx, kube, plr, res.ImageURL, res.Digest, "simulated by nudgeflow-dev dev build", now); err != nil {
 		return nil, err
 	}

@@ -433,6 +433,18 @@ func (f *Forgejo) Stop() error {
 	return nil
 }
 
+// ConnectForgejo is a client of the server another process started in dir and
+// serves at url (`nudgeflow-dev dev --forgejo`): the users' stored tokens and the
+// API, nothing to stop (Stop does nothing).
+func ConnectForgejo(dir, url string) (*Forgejo, error) {
+	users, err := ReadForgejoUsers(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Forgejo{URL: url, dir: dir, done: make(chan struct{}), hc: &http.Client{Timeout: 2 * time.Minute},
+		AdminToken: users[ForgejoAdmin], BotToken: users[ForgejoBot], HumanToken: users[ForgejoHuman]}, nil
+}
+
 // Dir is the folder holding the server's state and log.
 func (f *Forgejo) Dir() string { return f.dir }
 

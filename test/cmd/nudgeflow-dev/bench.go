@@ -39,6 +39,11 @@ line per measure:
                                             cache for PipelineRuns: lists, the bridge's sync
                                             included, come from etcd; the writing stops when
                                             the machine has less than 2 GiB available)
+  nudge-latency writer=W n=N p50_s=… ...    immediate nudges, build succeeded -> PR on the Gitea
+                                            server with the digest, and the stack's CPU per
+                                            nudge, Renovate's and the direct writer's in one run
+                                            (only with --only; its own stack: ` + "`nudgeflow-dev dev --forgejo`" + `
+                                            as a child process; see ` + "`nudgeflow-dev dev nudge-latency --help`" + `)
 
 p50/p99 are the webhook handler's own time (nudgeflow_admission_duration_seconds,
 native histogram: each quantile is its bucket's upper bound, at most 5% high);
@@ -49,9 +54,9 @@ Everything runs in a temporary folder; its logs are kept when a measure fails.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if quick {
 				q := bench.Quick()
-				for name, v := range map[string]*int{"groups": &opts.Groups, "samples": &opts.Samples, "builds": &opts.Builds, "worker-groups": &opts.WorkerGroups, "plrs": &opts.PipelineRuns} {
+				for name, v := range map[string]*int{"groups": &opts.Groups, "samples": &opts.Samples, "builds": &opts.Builds, "worker-groups": &opts.WorkerGroups, "plrs": &opts.PipelineRuns, "nudges": &opts.Nudges} {
 					if !cmd.Flags().Changed(name) {
-						*v = map[string]int{"groups": q.Groups, "samples": q.Samples, "builds": q.Builds, "worker-groups": q.WorkerGroups, "plrs": q.PipelineRuns}[name]
+						*v = map[string]int{"groups": q.Groups, "samples": q.Samples, "builds": q.Builds, "worker-groups": q.WorkerGroups, "plrs": q.PipelineRuns, "nudges": q.Nudges}[name]
 					}
 				}
 			}
@@ -71,6 +76,7 @@ Everything runs in a temporary folder; its logs are kept when a measure fails.`,
 	fs.IntVar(&opts.Builds, "builds", opts.Builds, "succeeded push builds for the bridge measure")
 	fs.IntVar(&opts.Edges, "edges", opts.Edges, "validated nudge edges per build")
 	fs.IntVar(&opts.WorkerGroups, "worker-groups", opts.WorkerGroups, "open ChangeGroups for the worker's memory")
+	fs.IntVar(&opts.Nudges, "nudges", opts.Nudges, "nudges per writer for the nudge-latency measure")
 	fs.IntVar(&opts.PipelineRuns, "plrs", opts.PipelineRuns, "PipelineRuns in the cluster for the bridge-scale measure")
 	fs.StringArrayVar(&opts.BridgeBinaries, "bridge-binary", nil, "nudgeflow binary whose bridge the bridge-scale measure runs (default: this one); repeat to compare builds on the same PipelineRuns")
 	fs.IntVar(&opts.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, "the bridge's --max-concurrent-reconciles (default: the bridge's)")
@@ -78,7 +84,7 @@ Everything runs in a temporary folder; its logs are kept when a measure fails.`,
 	fs.StringArrayVar(&opts.WorkerArgs, "worker-flag", nil, "extra flag of `nudgeflow worker`, for example --worker-flag=--sticky-cache-size=10000 (repeatable)")
 	fs.StringArrayVar(&opts.TemporalArgs, "temporal-flag", nil, "extra flag of `temporal server start-dev`, for example --temporal-flag=--dynamic-config-value=KEY=VALUE (repeatable)")
 	fs.StringVar(&phases, "only", "", "comma-separated measures to run: "+strings.Join(bench.Phases, ",")+" (default: all but bridge-scale, which runs only when named)")
-	fs.BoolVar(&quick, "quick", false, "small sizes (groups 20, samples 20, builds 40, worker-groups 40, plrs 2000) for a smoke run; explicit flags still win")
+	fs.BoolVar(&quick, "quick", false, "small sizes (groups 20, samples 20, builds 40, worker-groups 40, plrs 2000, nudges 2) for a smoke run; explicit flags still win")
 	fs.BoolVar(&opts.KeepLogs, "keep-logs", false, "keep the servers', bridge's and worker's logs")
 	fs.StringVar(&opts.ProfileDir, "profile-dir", "", "write a CPU and an allocation profile of this process (the bench and the in-process bridge) per measure into this folder (cpu-<measure>.pprof, allocs-<measure>.pprof)")
 	return cmd

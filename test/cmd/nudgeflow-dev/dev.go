@@ -76,7 +76,7 @@ the environment to use the running system (env).`,
 	fs.IntVar(&reconciles, "max-concurrent-reconciles", bridge.DefaultMaxConcurrentReconciles, "objects each bridge controller reconciles at once")
 	fs.BoolVar(&noPdeathsig, "no-parent-death-signal", false, "let the servers outlive a killed `nudgeflow-dev dev` (tests of the crash recovery)")
 	_ = fs.MarkHidden("no-parent-death-signal")
-	cmd.AddCommand(newDevEnvCommand(), newDevBuildCommand(), newDevSnapshotCommand(), newDevMergeCommand())
+	cmd.AddCommand(newDevEnvCommand(), newDevBuildCommand(), newDevSnapshotCommand(), newDevMergeCommand(), newDevNudgeLatencyCommand())
 	return cmd
 }
 
