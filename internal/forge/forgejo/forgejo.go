@@ -7,6 +7,10 @@
 //     the PR branch and a force flag, creates or force-moves that branch to the commit.
 //     The flag is force_push on Gitea (>= 1.24) and force_overwrite_new_branch on
 //     Forgejo; both are sent, each server ignores the other's.
+//   - A caller that asks for it (forge.Push.GitProtocol: the direct nudge writer)
+//     pushes over git's smart HTTP instead (gitpush.go): one receive-pack request,
+//     one ref update whose old value is the head read, a compare-and-swap on every
+//     version of both servers, where the API's compare-and-swap is three ref writes.
 //   - A draft is a title prefix (WORK_IN_PROGRESS_PREFIXES, "WIP:" and "[WIP]" by
 //     default on both; "Draft:" is not one unless an admin adds it). Lifting it and
 //     setting the description is one PATCH of the pull request.
@@ -266,6 +270,11 @@ type identity struct {
 // fresh commit on the base), and the next sync sees the new base. When the base
 // changed one of the pushed files, the server refuses it (422 "sha does not match"):
 // a retryable BaseMoved error.
+//
+// With p.GitProtocol (and a bot identity to commit as) the push is one git push
+// instead (pushGit): the commit is built on p.Parent itself and the branch moved
+// from p.ExpectedHead (created, when it does not exist) in one request; only a
+// server that takes no push over HTTP gets the API's writes.
 func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	base, err := c.baseBranchOf(ctx, p)
 	if err != nil {
