@@ -62,7 +62,10 @@ func (a *Activities) writeOnce(ctx context.Context, f forge.Forge, n nudge, gitA
 	res.Outcome = nudgewriteapi.OutcomeUpdated
 	if p.push {
 		c, err := f.Push(ctx, forge.Push{Branch: st.shape.Branch, Parent: st.base, Base: st.baseBranch, Files: st.changes,
-			Message: st.shape.Message, Exists: st.branch, ExpectedHead: st.head.SHA})
+			Message: st.shape.Message, Exists: st.branch, ExpectedHead: st.head.SHA,
+			// One ref write where the forge takes a git push (Forgejo, Gitea), with
+			// the same compare-and-swap on the head the writer read.
+			GitProtocol: true})
 		if err != nil {
 			return res, err
 		}

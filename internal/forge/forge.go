@@ -188,6 +188,11 @@ type Push struct {
 	// Exists says the branch exists; then ExpectedHead is the head it must still be at.
 	Exists       bool
 	ExpectedHead string
+	// GitProtocol lets a forge client that can push over git's own protocol do so
+	// (Forgejo, Gitea: one receive-pack request, one ref update with
+	// ExpectedHead as its old value, a compare-and-swap inside git), instead of its
+	// API's writes. Clients without it ignore it.
+	GitProtocol bool
 }
 
 // ChangedFile is one file a pull request changes (against its merge base).

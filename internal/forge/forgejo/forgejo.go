@@ -7,6 +7,10 @@
 //     the PR branch and a force flag, creates or force-moves that branch to the commit.
 //     The flag is force_push on Gitea (>= 1.24) and force_overwrite_new_branch on
 //     Forgejo; both are sent, each server ignores the other's.
+//   - A caller that asks for it (forge.Push.GitProtocol: the direct nudge writer)
+//     pushes over git's smart HTTP instead (gitpush.go): one receive-pack request,
+//     one ref update whose old value is the head read, a compare-and-swap on every
+//     version of both servers, where the API's compare-and-swap is three ref writes.
 //   - A draft is a title prefix (WORK_IN_PROGRESS_PREFIXES, "WIP:" and "[WIP]" by
 //     default on both; "Draft:" is not one unless an admin adds it). Lifting it and
 //     setting the description is one PATCH of the pull request.
@@ -25,6 +29,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -51,13 +56,29 @@ type Client struct {
 	api  *gitea.Client
 	hc   *http.Client
 	tr   *forge.Transport
+
+	// trees are the listings Files read last, by tree SHA (immutable): the push
+	// that follows a rewrite of the same tree reads it no second time.
+	treesMu sync.Mutex
+	trees   map[string][]gitea.GitEntry
 }
+
+// maxCachedTrees bounds the listings a Client keeps (a write reads two or three).
+const maxCachedTrees = 4
 
 var _ forge.Forge = (*Client)(nil)
 
 // New returns a Client authenticating with a token (an access token of the bot user).
 func New(o forge.ClientOptions) (*Client, error) {
-	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, func(r *http.Request) { r.Header.Set("Authorization", "token "+o.Token) })
+	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, func(r *http.Request) {
+		if isReceivePack(r) {
+			// git's smart HTTP takes the token as a basic-auth password (the user
+			// name is not checked); the token stays in this closure, never in a URL.
+			r.SetBasicAuth("nudgeflow", o.Token)
+			return
+		}
+		r.Header.Set("Authorization", "token "+o.Token)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("forgejo: %w", err)
 	}
@@ -142,25 +163,55 @@ func toCommit(cm *gitea.Commit) forge.Commit {
 // [api] DEFAULT_GIT_TREES_PER_PAGE entries, 1000 by default, and says truncated while
 // more follow).
 func (c *Client) Files(ctx context.Context, tree string) ([]forge.File, error) {
+	entries, err := c.listTree(ctx, tree)
+	if err != nil {
+		return nil, err
+	}
 	var out []forge.File
+	for _, e := range entries {
+		if e.Type == "blob" {
+			out = append(out, forge.File{Path: e.Path, Mode: e.Mode, SHA: e.SHA})
+		}
+	}
+	return out, nil
+}
+
+// listTree reads every entry of a tree (blobs, trees, submodules), recursively,
+// and keeps the listing for treeEntries.
+func (c *Client) listTree(ctx context.Context, tree string) ([]gitea.GitEntry, error) {
+	var out []gitea.GitEntry
 	for page := 1; ; page++ {
 		t, resp, err := c.with(ctx).GetTrees(c.repo.Owner, c.repo.Name, gitea.ListTreeOptions{
 			Ref: tree, Recursive: true, ListOptions: gitea.ListOptions{Page: page}})
 		if err != nil {
 			return nil, classify(fmt.Sprintf("reading tree %s (page %d)", tree, page), err, resp)
 		}
-		for _, e := range t.Entries {
-			if e.Type == "blob" {
-				out = append(out, forge.File{Path: e.Path, Mode: e.Mode, SHA: e.SHA})
-			}
-		}
+		out = append(out, t.Entries...)
 		if !t.Truncated || len(t.Entries) == 0 {
+			c.treesMu.Lock()
+			if c.trees == nil || len(c.trees) >= maxCachedTrees {
+				c.trees = map[string][]gitea.GitEntry{}
+			}
+			c.trees[tree] = out
+			c.treesMu.Unlock()
 			return out, nil
 		}
 		if page >= 10000 {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("tree %s of %s has too many pages", tree, c.repo.FullName()), "TreeTruncated", nil)
 		}
 	}
+}
+
+// treeEntries is the listing of tree: the one Files read last when it is kept,
+// else read now.
+func (c *Client) treeEntries(ctx context.Context, tree string) ([]gitea.GitEntry, error) {
+	c.treesMu.Lock()
+	entries, ok := c.trees[tree]
+	c.treesMu.Unlock()
+	if ok {
+		return entries, nil
+	}
+	return c.listTree(ctx, tree)
 }
 
 func (c *Client) Blob(ctx context.Context, sha string) ([]byte, error) {
@@ -219,6 +270,11 @@ type identity struct {
 // fresh commit on the base), and the next sync sees the new base. When the base
 // changed one of the pushed files, the server refuses it (422 "sha does not match"):
 // a retryable BaseMoved error.
+//
+// With p.GitProtocol (and a bot identity to commit as) the push is one git push
+// instead (pushGit): the commit is built on p.Parent itself and the branch moved
+// from p.ExpectedHead (created, when it does not exist) in one request; only a
+// server that takes no push over HTTP gets the API's writes.
 func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	base, err := c.baseBranchOf(ctx, p)
 	if err != nil {
@@ -227,6 +283,14 @@ func (c *Client) Push(ctx context.Context, p forge.Push) (forge.Commit, error) {
 	files, err := c.fileOps(ctx, p)
 	if err != nil {
 		return forge.Commit{}, err
+	}
+	if p.GitProtocol && len(files) > 0 && c.bot.Email != "" {
+		cm, served, err := c.pushGit(ctx, p)
+		if err != nil || served {
+			return cm, err
+		}
+		// The server takes no push over HTTP (git over HTTP disabled, or no git
+		// there at all): nothing was written, the API's writes follow.
 	}
 	if p.Exists {
 		cm, swapped, err := c.pushWithLease(ctx, p, base, files)
@@ -309,13 +373,16 @@ func (c *Client) fileOps(ctx context.Context, p forge.Push) ([]changeFile, error
 	slices.Sort(paths)
 	var have map[string]string
 	if len(paths) > 0 {
-		files, err := c.Files(ctx, p.Parent.Tree)
+		// The caller's rewrite read this tree just before (Files): not read again.
+		entries, err := c.treeEntries(ctx, p.Parent.Tree)
 		if err != nil {
 			return nil, err
 		}
-		have = make(map[string]string, len(files))
-		for _, f := range files {
-			have[f.Path] = f.SHA
+		have = make(map[string]string, len(entries))
+		for _, e := range entries {
+			if e.Type == "blob" {
+				have[e.Path] = e.SHA
+			}
 		}
 	}
 	ops := make([]changeFile, 0, len(paths))

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ type Proxy struct {
 
 	mu          sync.Mutex
 	writes      int
+	requests    []string
 	fails       []fault
 	failWriteAt int
 	failStatus  int
@@ -84,6 +86,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	var status int
 	var before func()
 	p.mu.Lock()
+	p.requests = append(p.requests, r.Method+" "+r.URL.Path)
 	if write {
 		p.writes++
 		if p.failWriteAt > 0 && p.writes == p.failWriteAt {
@@ -175,6 +178,14 @@ func (p *Proxy) BeforeRequest(nth int, match func(*http.Request) bool, fn func()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.hook = &requestHook{nth: nth, match: match, fn: fn}
+}
+
+// Requests are the requests that reached the proxy so far ("METHOD /path"),
+// injected failures of FailNext aside.
+func (p *Proxy) Requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.requests)
 }
 
 // Writes counts the write requests that reached the proxy (injected failures of

@@ -182,7 +182,10 @@ func TestForgejo(t *testing.T) {
 		require.Equal(t, "Opened", f.write(build(digest(21), t0)).Outcome)
 		var human string
 		proxy.BeforeRequest(1, func(r *http.Request) bool {
-			return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/branches/")
+			// The write that moves the branch: the push over git (or, where the
+			// server takes none, the API's branch update).
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") ||
+				r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/branches/")
 		}, func() {
 			human, err = g.humanCommit(branch, map[string]string{"NOTES.md": "raced\n"}, "a push at the same moment")
 		})
@@ -216,6 +219,54 @@ func TestForgejo(t *testing.T) {
 		require.Equal(t, theirs.Number, res.PR)
 		require.Len(t, g.prs(), 1, "no second PR")
 		require.Equal(t, title(digest(24)), g.pr(theirs.Number).Title, "Renovate's title on it")
+	})
+	// What an update costs the forge: one ref write (the push over git, a
+	// compare-and-swap), no scratch branch, and no tree read twice.
+	t.Run("requests-per-update", func(t *testing.T) {
+		g := newGiteaRepo(t, files(digest(25)))
+		proxy, err := faultproxy.New(g.srv.URL)
+		require.NoError(t, err)
+		t.Cleanup(proxy.Close)
+		g.proxy = proxy
+		f := newFixture(t, g, nil)
+		t0 := time.Now().Add(-time.Hour)
+		require.Equal(t, "Opened", f.write(build(digest(26), t0)).Outcome)
+		opened := proxy.Requests()
+		require.Equal(t, "Updated", f.write(build(digest(27), t0.Add(time.Minute))).Outcome)
+		updated := proxy.Requests()[len(opened):]
+		count := func(reqs []string) (reads, writes, refWrites int) {
+			for _, r := range reqs {
+				switch {
+				case strings.HasPrefix(r, "GET "):
+					reads++
+				case strings.HasSuffix(r, "/git-receive-pack") || strings.HasSuffix(r, "/contents") || strings.Contains(r, "/branches/"):
+					writes++
+					refWrites++
+				default:
+					writes++
+				}
+			}
+			return reads, writes, refWrites
+		}
+		for name, reqs := range map[string][]string{"open": opened, "update": updated} {
+			reads, writes, refs := count(reqs)
+			t.Logf("nudge-write requests %s: reads=%d writes=%d ref_writes=%d: %s", name, reads, writes, refs, strings.Join(reqs, ", "))
+		}
+		_, _, refs := count(updated)
+		require.Equal(t, 1, refs, "one ref write per update: %v", updated)
+		require.Contains(t, updated, "POST /"+g.owner+"/"+g.name+".git/git-receive-pack")
+		seen := map[string]bool{}
+		for _, r := range updated {
+			if strings.Contains(r, "/git/trees/") {
+				require.False(t, seen[r], "tree read twice: %s", r)
+				seen[r] = true
+			}
+		}
+		head, _ := g.head(branch)
+		main, _ := g.head("main")
+		require.Equal(t, []string{main.SHA}, head.Parents, "one commit on the base")
+		require.Contains(t, strings.ToLower(f.gitAuthor()), "<"+strings.ToLower(head.AuthorEmail)+">")
+		require.Equal(t, head.AuthorEmail, head.CommitterEmail)
 	})
 	t.Run("token-stays-in-the-worker", func(t *testing.T) {
 		tokenStays(t, newFixture(t, newGiteaRepo(t, files(digest(12))), nil))
