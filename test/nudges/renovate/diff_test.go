@@ -1,0 +1,463 @@
+package renovate_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/nudgeflow/nudgeflow/activities/renovate"
+)
+
+// TestNudgeDiff is the differential test of the direct writer, with the real
+// Renovate as the oracle (issue 35, item 3): every case's repository is created
+// alike in two tenants on one real Gitea; each build of the case is written into
+// one tenant's repository by the Renovate PipelineRun nudgeflow launches (the
+// pinned Renovate, run by test/plrunner) and into the other's by the direct
+// writer; after each step both repositories are read back through the forge's
+// API and compared: every pull request's branch, base, title, labels, draft
+// state, body (header and footer; the middle is a named deliberate difference
+// when it differs), its commits above main (author, committer, subject, body),
+// the branch's whole tree file by file, and the branches besides main.
+// Normalised first, and only: the tenant's name (the organisation), the PR's
+// number (compared as "the same PR as the previous step" instead), commit SHAs
+// and dates (not read) and the Nudgeflow-Run trailer's value (the run's or
+// workflow's own name). A difference fails the test unless it is one of
+// deliberateDifferences, which docs/nudging.md lists too. It prints one line:
+// nudge-diff repos=N cases=C identical=I deliberate=D unexplained=U.
+func TestNudgeDiff(t *testing.T) {
+	d := newDiffWorld(t, writeDirect)
+	cases := diffCases()
+	var (
+		mu      sync.Mutex
+		results []stepResult
+	)
+	t.Run("cases", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.Name, func(t *testing.T) {
+				t.Parallel()
+				for _, r := range runDiffCase(t, d, c) {
+					mu.Lock()
+					results = append(results, r)
+					mu.Unlock()
+				}
+			})
+		}
+	})
+	steps := 0
+	for _, c := range cases {
+		steps += len(c.Steps)
+	}
+	identical, deliberate, unexplained := 0, 0, 0
+	for _, r := range results {
+		switch {
+		case len(r.Unexplained) > 0:
+			unexplained++
+		case len(r.Deliberate) > 0:
+			deliberate++
+		default:
+			identical++
+		}
+	}
+	line := fmt.Sprintf("nudge-diff repos=%d cases=%d identical=%d deliberate=%d unexplained=%d",
+		len(cases), len(results), identical, deliberate, unexplained)
+	t.Log(line)
+	fmt.Println(line)
+	require.Equal(t, steps, len(results), "every step of every case was compared (a case that stopped early is reported above)")
+	require.GreaterOrEqual(t, len(results), 10)
+	require.Zero(t, unexplained, "unexplained differences (listed above)")
+}
+
+// ---- the cases ----
+
+// diffCase is one repository: its files (with {built}, {old}, {released}
+// standing for the case's image repository, the digest the files refer to, and
+// the released name), the nudged component's own ConfigMap tier when set, and
+// the builds written into it one after another.
+type diffCase struct {
+	Name      string
+	Files     map[string]string
+	ConfigMap map[string]string
+	Steps     []diffStep
+	// Current makes the files already refer to the first build's digest.
+	Current bool
+}
+
+// diffStep is one build: a new image pushed under the case's tag (or, Late, the
+// build of step LateOf again, after newer builds: its tag moved on).
+type diffStep struct {
+	Name       string
+	NudgeFiles string
+	// Late repeats the build of an earlier step (LateOf, its index) after the
+	// newer ones: an older build's nudge that comes late.
+	Late   bool
+	LateOf int
+}
+
+func diffCases() []diffCase {
+	one := []diffStep{{Name: "build"}}
+	return []diffCase{
+		{Name: "dockerfile", Steps: one, Files: map[string]string{
+			"Dockerfile": "FROM {built}@{old}\nRUN true\n"}},
+		{Name: "containerfile", Steps: one, Files: map[string]string{
+			"Containerfile": "FROM {built}:v1@{old} AS build\nCOPY . /src\nFROM registry.example.com/base/ubi:9@{old}\n"}},
+		{Name: "tekton", Steps: one, Files: map[string]string{
+			".tekton/consumer-push.yaml": "apiVersion: tekton.dev/v1\nkind: PipelineRun\nmetadata:\n  name: consumer-on-push\nspec:\n  pipelineSpec:\n    tasks:\n" +
+				"      - name: check\n        taskSpec:\n          steps:\n            - name: run\n              image: {built}:v1@{old}\n" +
+				"      - name: other\n        taskSpec:\n          steps:\n            - name: run\n              image: '{built}@{old}'\n",
+			".tekton/consumer-pull-request.yaml": "apiVersion: tekton.dev/v1\nkind: PipelineRun\nspec:\n  params:\n    - name: operand-image\n      value: \"{built}@{old}\"\n"}},
+		{Name: "olm-csv", Steps: one, Files: map[string]string{
+			"bundle/manifests/consumer.clusterserviceversion.yaml": "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\n" +
+				"metadata:\n  name: consumer.v0.1.0\n  annotations:\n    containerImage: {built}@{old}\n" +
+				"spec:\n  install:\n    strategy: deployment\n    spec:\n      deployments:\n        - name: consumer-controller\n          spec:\n            template:\n              spec:\n" +
+				"                containers:\n                  - name: manager\n                    image: {built}:v1@{old}\n                    env:\n" +
+				"                      - name: RELATED_IMAGE_OPERAND\n                        value: {released}@{old}\n" +
+				"  relatedImages:\n    - name: operand\n      image: {built}@{old}\n    - name: operand-released\n      image: {released}:v1@{old}\n",
+			"bundle/metadata/annotations.yaml": "annotations:\n  operators.operatorframework.io.bundle.package.v1: consumer\n"}},
+		{Name: "kustomization", Steps: one, Files: map[string]string{
+			// kustomize's images transformer: the digest on a line of its own,
+			// and a resource that names the image whole.
+			"config/kustomization.yaml": "resources:\n  - manager.yaml\nimages:\n  - name: controller\n    newName: {built}\n    digest: {old}\n" +
+				"  - name: operand\n    newName: {built}\n    newTag: v1\n",
+			"config/manager.yaml": "apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n        - name: operand\n          image: {built}:v1@{old}\n"}},
+		{Name: "distribution", Steps: one, Files: map[string]string{
+			// Only the released name: the ReleasePlanAdmission's repository aliases the built one.
+			"Dockerfile":      "FROM {released}:v1@{old}\n",
+			"deploy/app.yaml": "image: {released}@{old}\nsidecar: {built}@{old}\n"}},
+		{Name: "forms", Steps: one, Files: map[string]string{
+			"deploy/forms.yaml": "tagged: {built}:v1@{old}\nbare: {built}@{old}\nother-tag: {built}:v2@{old}\n" +
+				"other-image: {built}-other@{old}\nquoted: \"{built}:v1@{old}\"\ntwo: {built}@{old} {built}:v1@{old}\n"}},
+		{Name: "one-line-two-images", Steps: one, Files: map[string]string{
+			// Two references on one line, the nudged image's first: the regex
+			// Renovate is given, <repo>(:.*)?@(sha256:…), is greedy.
+			"deploy/pair.yaml": "images: {built}:v1@{old} registry.example.com/other/sidecar:v2@{old}\n"}},
+		{Name: "excluded", Steps: one, Files: map[string]string{
+			// The default patterns (.*Dockerfile.*, .*.yaml, .*Containerfile.*) leave these out.
+			"Dockerfile":     "FROM {built}@{old}\n",
+			"README.md":      "Built from {built}@{old}\n",
+			"docs/notes.txt": "{built}:v1@{old}\n",
+			"deploy/app.yml": "image: {built}@{old}\n"}},
+		{Name: "tenant-config", Steps: one, ConfigMap: map[string]string{"fileMatch": "deploy/.*", "labels": diffExtraLabel},
+			Files: map[string]string{
+				"Dockerfile":      "FROM {built}@{old}\n",
+				"deploy/app.yaml": "image: {built}@{old}\n",
+				"deploy/app.txt":  "{built}@{old}\n"}},
+		{Name: "nudge-files", Steps: []diffStep{{Name: "build", NudgeFiles: "manifests/.*, .*Containerfile"}}, Files: map[string]string{
+			"Dockerfile":         "FROM {built}@{old}\n",
+			"Containerfile":      "FROM {built}@{old}\n",
+			"manifests/app.json": "{\"image\": \"{built}@{old}\"}\n"}},
+		{Name: "already-current", Steps: one, Current: true, Files: map[string]string{
+			"Dockerfile": "FROM {built}@{old}\n"}},
+		{Name: "second-build", Steps: []diffStep{{Name: "first"}, {Name: "second"}, {Name: "first-again-late", Late: true, LateOf: 0}},
+			Files: map[string]string{
+				"Dockerfile":         "FROM {built}@{old}\n",
+				".tekton/build.yaml": "image: {built}:v1@{old}\n"}},
+	}
+}
+
+// stepResult is one compared step.
+type stepResult struct {
+	Case, Step  string
+	Deliberate  []string // names of the deliberate differences seen
+	Unexplained []difference
+}
+
+// difference is one field that differs after normalisation.
+type difference struct {
+	Field              string
+	Renovate, Direct   string
+	renovateHas, dirHas bool
+}
+
+// runDiffCase sets the case up, runs its steps on both sides, and compares
+// after each. A failure to write or read is fatal for the case (the step count
+// then shows it); a difference is recorded and the next step runs.
+func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
+	ctx := context.Background()
+	repoPath := "diff/" + c.Name
+	built := d.w.registry.Host + "/" + repoPath
+	image := built + ":v1"
+	// The digest the files refer to: an image pushed before the builds.
+	old, err := d.w.registry.PushImage(ctx, repoPath+":v1")
+	require.NoError(t, err)
+	files := map[string]string{}
+	for p, content := range c.Files {
+		files[p] = strings.NewReplacer("{built}", built, "{old}", old, "{released}", diffReleased).Replace(content)
+	}
+	d.setUp(t, repoSpec{Name: c.Name, Files: files, ConfigMap: c.ConfigMap})
+
+	var out []stepResult
+	var digests []string
+	var prev map[string]repoShot
+	start := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	for i, st := range c.Steps {
+		n := diffNudge{ID: fmt.Sprintf("%d-%s", i+1, st.Name), Nudged: c.Name, Image: image, NudgeFiles: st.NudgeFiles}
+		switch {
+		case st.Late:
+			n.Digest, n.BuiltAt = digests[st.LateOf], start.Add(time.Duration(st.LateOf)*time.Minute)
+		case c.Current && i == 0:
+			n.Digest, n.BuiltAt = old, start
+		default:
+			n.Digest, err = d.w.registry.PushImage(ctx, repoPath+":v1")
+			require.NoError(t, err)
+			n.BuiltAt = start.Add(time.Duration(i) * time.Minute)
+		}
+		digests = append(digests, n.Digest)
+		shots := map[string]repoShot{}
+		for _, s := range d.sides {
+			w, err := s.write(ctx, t, d, s, n)
+			require.NoError(t, err, "%s writer, case %s step %s", s.name, c.Name, st.Name)
+			shot, err := d.read(s.ns, c.Name)
+			require.NoError(t, err, "read %s/%s", s.ns, c.Name)
+			normalise(&shot, s.ns, prev[s.name])
+			shots[s.name] = shot
+			t.Logf("case %s step %s: %s writer: outcome=%q %s", c.Name, st.Name, s.name, w.Outcome, w.Detail)
+		}
+		recordShape(c, st, shots[sideRenovate])
+		r := stepResult{Case: c.Name, Step: st.Name}
+		for _, diff := range compareShots(shots[sideRenovate], shots[sideDirect]) {
+			if name := deliberateFor(c, diff); name != "" {
+				r.Deliberate = append(r.Deliberate, name)
+				t.Logf("case %s step %s: deliberate difference %s in %s", c.Name, st.Name, name, diff.Field)
+				continue
+			}
+			r.Unexplained = append(r.Unexplained, diff)
+			t.Errorf("case %s step %s: %s differs (unexplained):\n%s", c.Name, st.Name, diff.Field, diff.show())
+		}
+		out = append(out, r)
+		prev = shots
+	}
+	return out
+}
+
+// tenantToken and runToken stand for what must differ between the sides.
+const (
+	tenantToken = "<tenant>"
+	runToken    = "<run>"
+)
+
+var runTrailer = regexp.MustCompile(`(?m)^(` + renovate.TrailerRun + `): .*$`)
+
+// normalise replaces what must differ: the tenant (the organisation's name)
+// wherever it appears, and the Nudgeflow-Run trailer's value; and records
+// whether each pull request is the one the previous step read.
+func normalise(shot *repoShot, tenant string, prev repoShot) {
+	n := func(s string) string { return strings.ReplaceAll(s, tenant, tenantToken) }
+	for i := range shot.PRs {
+		p := &shot.PRs[i]
+		p.Title, p.Body, p.Branch = n(p.Title), n(p.Body), n(p.Branch)
+		for j := range p.Commits {
+			c := &p.Commits[j]
+			c.Subject, c.Body = n(c.Subject), runTrailer.ReplaceAllString(n(c.Body), "$1: "+runToken)
+		}
+		for path, content := range p.Tree {
+			p.Tree[path] = n(content)
+		}
+		for _, q := range prev.PRs {
+			if q.Number == p.Number {
+				p.SameAsPrevious = true
+			}
+		}
+	}
+	for i := range shot.Branches {
+		shot.Branches[i] = n(shot.Branches[i])
+	}
+}
+
+// compareShots lists every difference between Renovate's repository and the
+// direct writer's.
+func compareShots(r, dw repoShot) []difference {
+	var out []difference
+	add := func(field, a, b string) {
+		if a != b {
+			out = append(out, difference{Field: field, Renovate: a, Direct: b, renovateHas: true, dirHas: true})
+		}
+	}
+	add("branches", strings.Join(r.Branches, "\n"), strings.Join(dw.Branches, "\n"))
+	add("pull requests (count)", fmt.Sprint(len(r.PRs)), fmt.Sprint(len(dw.PRs)))
+	for i := 0; i < len(r.PRs) && i < len(dw.PRs); i++ {
+		a, b := r.PRs[i], dw.PRs[i]
+		pr := fmt.Sprintf("pr[%d].", i)
+		add(pr+"state", a.State, b.State)
+		add(pr+"branch", a.Branch, b.Branch)
+		add(pr+"base", a.Base, b.Base)
+		add(pr+"title", a.Title, b.Title)
+		add(pr+"labels", strings.Join(a.Labels, ","), strings.Join(b.Labels, ","))
+		add(pr+"draft", fmt.Sprint(a.Draft), fmt.Sprint(b.Draft))
+		add(pr+"same PR as the previous step", fmt.Sprint(a.SameAsPrevious), fmt.Sprint(b.SameAsPrevious))
+		ah, am, af := splitBody(a.Body)
+		bh, bm, bf := splitBody(b.Body)
+		add(pr+"body.header", ah, bh)
+		add(pr+"body.footer", af, bf)
+		add(pr+"body.middle", am, bm)
+		add(pr+"body.renovate-debug", debugData(a.Body), debugData(b.Body))
+		add(pr+"commits above main (count)", fmt.Sprint(len(a.Commits)), fmt.Sprint(len(b.Commits)))
+		for j := 0; j < len(a.Commits) && j < len(b.Commits); j++ {
+			ca, cb := a.Commits[j], b.Commits[j]
+			c := fmt.Sprintf("%scommit[%d].", pr, j)
+			add(c+"author", ca.AuthorName+" <"+ca.AuthorEmail+">", cb.AuthorName+" <"+cb.AuthorEmail+">")
+			add(c+"committer", ca.CommitterName+" <"+ca.CommitterEmail+">", cb.CommitterName+" <"+cb.CommitterEmail+">")
+			add(c+"subject", ca.Subject, cb.Subject)
+			add(c+"body", ca.Body, cb.Body)
+		}
+		paths := map[string]bool{}
+		for p := range a.Tree {
+			paths[p] = true
+		}
+		for p := range b.Tree {
+			paths[p] = true
+		}
+		for _, p := range sortedKeys(paths) {
+			ac, aok := a.Tree[p]
+			bc, bok := b.Tree[p]
+			if aok != bok || ac != bc {
+				out = append(out, difference{Field: pr + "tree:" + p, Renovate: ac, Direct: bc, renovateHas: aok, dirHas: bok})
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// splitBody cuts a PR body into its header (the first paragraph: the config's
+// prHeader), its footer (from the config's prFooter's first line to the end,
+// without Renovate's trailing hidden comments) and what is between.
+func splitBody(body string) (header, middle, footer string) {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	header, rest, _ := strings.Cut(body, "\n\n")
+	if i := strings.Index(rest, footerStart); i >= 0 {
+		middle, footer = rest[:i], rest[i:]
+	} else {
+		middle = rest
+	}
+	footer = strings.TrimSpace(hiddenComment.ReplaceAllString(footer, ""))
+	return header, middle, footer
+}
+
+// footerStart is the first line of the prFooter nudgeflow's config gives Renovate.
+const footerStart = "To execute skipped test pipelines"
+
+var (
+	hiddenComment = regexp.MustCompile(`(?s)<!--.*?-->`)
+	renovateDebug = regexp.MustCompile(`<!--renovate-debug:([A-Za-z0-9+/=]+)-->`)
+)
+
+// debugData is the hidden comment Renovate ends its body with and reads back on
+// its next run (the labels it set, the target branch), decoded, without the
+// versions of Renovate that wrote it: "" when there is none.
+func debugData(body string) string {
+	m := renovateDebug.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(m[1])
+	if err != nil {
+		return "undecodable: " + m[1]
+	}
+	var data map[string]any
+	if err := json.Unmarshal(raw, &data); err != nil {
+		return "undecodable: " + string(raw)
+	}
+	delete(data, "createdInVer")
+	delete(data, "updatedInVer")
+	out, _ := json.Marshal(data)
+	return string(out)
+}
+
+// show prints a difference: both values, and for multi-line values the lines
+// only one side has.
+func (d difference) show() string {
+	var b strings.Builder
+	val := func(has bool, s string) string {
+		if !has {
+			return "(absent)"
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	fmt.Fprintf(&b, "  renovate (expected): %s\n  direct   (got):      %s\n", val(d.renovateHas, d.Renovate), val(d.dirHas, d.Direct))
+	if strings.Contains(d.Renovate, "\n") || strings.Contains(d.Direct, "\n") {
+		in := func(s string) map[string]bool {
+			m := map[string]bool{}
+			for _, l := range strings.Split(s, "\n") {
+				m[l] = true
+			}
+			return m
+		}
+		ra, da := in(d.Renovate), in(d.Direct)
+		for _, l := range strings.Split(d.Renovate, "\n") {
+			if !da[l] {
+				fmt.Fprintf(&b, "  - %s\n", l)
+			}
+		}
+		for _, l := range strings.Split(d.Direct, "\n") {
+			if !ra[l] {
+				fmt.Fprintf(&b, "  + %s\n", l)
+			}
+		}
+	}
+	return b.String()
+}
+
+// ---- deliberate differences ----
+
+// deliberateDifference is a difference the direct writer makes on purpose. The
+// same names, with the same reasons, are listed in docs/nudging.md under
+// "Direct writer vs Renovate: deliberate differences"
+// (TestNudgeDiffDeliberateDifferencesDocumented).
+type deliberateDifference struct {
+	Name, Reason string
+	// Matches says whether a difference in a case is this one.
+	Matches func(c diffCase, d difference) bool
+}
+
+var deliberateDifferences = []deliberateDifference{}
+
+// deliberateFor names the deliberate difference d is, or "".
+func deliberateFor(c diffCase, d difference) string {
+	for _, dd := range deliberateDifferences {
+		if dd.Matches(c, d) {
+			return dd.Name
+		}
+	}
+	return ""
+}
+
+// ---- the shape Renovate gives, for the writer's authors ----
+
+var (
+	shapeMu   sync.Mutex
+	shapeDump = map[string]repoShot{}
+)
+
+// recordShape keeps what Renovate made of a step; with NUDGE_DIFF_SHAPES set
+// (a file), TestNudgeDiff's cleanup writes them all there as JSON, for the
+// direct writer's authors to read.
+func recordShape(c diffCase, st diffStep, shot repoShot) {
+	if os.Getenv("NUDGE_DIFF_SHAPES") == "" {
+		return
+	}
+	shapeMu.Lock()
+	defer shapeMu.Unlock()
+	shapeDump[c.Name+"/"+st.Name] = shot
+	b, err := json.MarshalIndent(shapeDump, "", "  ")
+	if err == nil {
+		_ = os.WriteFile(os.Getenv("NUDGE_DIFF_SHAPES"), b, 0o644)
+	}
+}
