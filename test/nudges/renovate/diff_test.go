@@ -173,8 +173,8 @@ type stepResult struct {
 
 // difference is one field that differs after normalisation.
 type difference struct {
-	Field              string
-	Renovate, Direct   string
+	Field               string
+	Renovate, Direct    string
 	renovateHas, dirHas bool
 }
 

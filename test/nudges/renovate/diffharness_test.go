@@ -405,4 +405,3 @@ func (d *diffWorld) tree(base, sha string) (map[string]string, error) {
 	}
 	return files, nil
 }
-
