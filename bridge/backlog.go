@@ -12,7 +12,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
@@ -55,7 +55,7 @@ func ReadBacklog(ctx context.Context, r ctrlclient.Reader, now time.Time) (metri
 			phase = string(appstudiov1alpha1.PhaseInitialized)
 		}
 		b.OldestWaiting[phase] = max(b.OldestWaiting[phase], now.Sub(cg.CreationTimestamp.Time))
-		if changegroup.WorkflowClosed(cg.UID) {
+		if changegroupcontroller.WorkflowClosed(cg.UID) {
 			b.WorkflowClosed++
 		}
 		// The timeout ends a group still collecting; once CI is released (Ready) the

@@ -23,15 +23,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	newmodel "github.com/nudgeflow/nudgeflow/api/mirror/konflux/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/bridge/batching"
+	"github.com/nudgeflow/nudgeflow/bridge/autogroupprune"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/bridge/forgehook"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/bridge/plrcache"
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/bridge/receiverapi"
-	ibatching "github.com/nudgeflow/nudgeflow/internal/batching"
+	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/serving"
 	changegroupwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -88,7 +88,7 @@ const ReceiverServiceAccount = "nudgeflow-receiver"
 // Bridge is what Setup wired, for the parts that serve outside the manager.
 type Bridge struct {
 	// PREvents delivers forge pull request events to ChangeGroup workflows.
-	PREvents *changegroup.PREventRouter
+	PREvents *changegroupcontroller.PREventRouter
 	// CachesSynced is the replica's readiness: nil once the informer caches the
 	// admission webhooks read (and the receiver API's) have synced (readiness.go).
 	CachesSynced healthz.Checker
@@ -238,8 +238,8 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 	}
 	// One opener for both ways a build reaches a batch (its own routing and another
 	// service's held nudge): its per-target lock makes them open one group.
-	batches := &ibatching.Opener{Kube: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	groups := changegroup.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup, Batches: batches}
+	batches := &autogroups.Opener{Kube: mgr.GetClient(), Live: mgr.GetAPIReader()}
+	groups := changegroupcontroller.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Settings: deps.ChangeGroup, Batches: batches}
 	nudges := builds.Options{Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Peers: peers,
 		ChangeGroups: groups.Starter(mgr.GetClient()), Batches: batches, ISDecisionDeadline: deps.ISDecisionDeadline,
 		FailedSnapshotGrace: deps.FailedSnapshotGrace}
@@ -247,13 +247,13 @@ func Setup(mgr ctrl.Manager, deps Deps) (*Bridge, error) {
 		return nil, err
 	}
 	groups.Renudger = &builds.Renudger{Client: mgr.GetClient(), Options: nudges}
-	router, err := changegroup.Setup(mgr, groups)
+	router, err := changegroupcontroller.Setup(mgr, groups)
 	if err != nil {
 		return nil, err
 	}
 	// Batched nudging: manual groups take over automatic ones; automatic groups
 	// follow their NudgeConfig.
-	if err := (&batching.Reconciler{Kube: mgr.GetClient(), Live: mgr.GetAPIReader(),
+	if err := (&autogroupprune.Reconciler{Kube: mgr.GetClient(), Live: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorderFor("nudgeflow")}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the batching reconciler: %w", err)
 	}

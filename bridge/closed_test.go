@@ -18,7 +18,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
@@ -43,9 +43,9 @@ func TestWorkflowClosedGaugeCountsGroupsStuckInAnOpenPhase(t *testing.T) {
 	}
 	orphan, readyOrphan := group("orphan", appstudiov1alpha1.PhaseWaiting), group("ready-orphan", appstudiov1alpha1.PhaseReady)
 	ended, running := group("ended", appstudiov1alpha1.PhaseCompleted), group("running", appstudiov1alpha1.PhaseWaiting)
-	starter := &changegroup.Starter{Temporal: closedTemporal{}, TaskQueue: "q"}
+	starter := &changegroupcontroller.Starter{Temporal: closedTemporal{}, TaskQueue: "q"}
 	for _, cg := range []*appstudiov1alpha1.ChangeGroup{orphan, readyOrphan, group("ended", appstudiov1alpha1.PhaseWaiting)} {
-		require.True(t, errors.Is(starter.SignalWithStart(context.Background(), cg, "spec", nil), changegroup.ErrEnded))
+		require.True(t, errors.Is(starter.SignalWithStart(context.Background(), cg, "spec", nil), changegroupcontroller.ErrEnded))
 	}
 	indexed := fake.NewClientBuilder().WithScheme(kube.NewScheme()).WithObjects(orphan, readyOrphan, ended, running)
 	require.NoError(t, builds.IndexHeldBuilds(fakeIndexer{indexed}))

@@ -10,14 +10,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/batching"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/activities/grouproute"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
+	"github.com/nudgeflow/nudgeflow/activities/nudgewrite"
 	prgroupacts "github.com/nudgeflow/nudgeflow/activities/prgroup"
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
-	internalbatching "github.com/nudgeflow/nudgeflow/internal/batching"
+	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -39,7 +40,7 @@ type Deps struct {
 	// Temporal lets activities signal other workflows.
 	Temporal client.Client
 	// PullRequest configures the forge activities (bot identity, App Secret).
-	PullRequest pullrequest.Config
+	PullRequest changegrouppr.Config
 	// OperatorNamespace is nudgeflow's own namespace; Renovate runs get the trusted
 	// CA bundle of a ConfigMap there labelled
 	// config.openshift.io/inject-trusted-cabundle=true, and the cluster admin's
@@ -215,14 +216,17 @@ func register(r sdkworker.Registry, deps Deps) {
 	prConfig := deps.PullRequest
 	prConfig.Ownership = owner
 	(&changegroupcr.Activities{Kube: deps.Kube, Ownership: owner}).Register(r)
-	batches := &internalbatching.Opener{Kube: deps.Kube, Live: deps.Kube}
+	batches := &autogroups.Opener{Kube: deps.Kube, Live: deps.Kube}
 	(&handback.Activities{Kube: deps.Kube, Temporal: deps.Temporal, Batches: batches}).Register(r)
-	(&batching.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
-	pullrequest.New(deps.Kube, prConfig).Register(r)
+	(&grouproute.Activities{Temporal: deps.Temporal, Batches: batches}).Register(r)
+	changegrouppr.New(deps.Kube, prConfig).Register(r)
 	// The Renovate activities the Nudge and ValidatedNudge workflows run.
 	nudges := renovate.New(deps.Kube, deps.OperatorNamespace)
 	nudges.GitHubApp, nudges.Transport, nudges.Ownership, nudges.AppTokens = prConfig.AppSecret, prConfig.Transport, owner, prConfig.AppTokens
 	nudges.StandInForge = deps.StandInForge
 	r.RegisterActivity(nudges)
-	(&prgroupacts.Activities{Kube: deps.Kube, PR: pullrequest.New(deps.Kube, prConfig)}).Register(r)
+	// The direct writer of immediate nudges (issue 35): Renovate's pull request,
+	// written through the forge's API with the launch's reading of a nudge.
+	nudgewrite.New(deps.Kube, changegrouppr.New(deps.Kube, prConfig), nudges).Register(r)
+	(&prgroupacts.Activities{Kube: deps.Kube, PR: changegrouppr.New(deps.Kube, prConfig)}).Register(r)
 }

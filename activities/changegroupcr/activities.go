@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
@@ -272,17 +272,17 @@ func (a *Activities) RecordEvent(ctx context.Context, req EventRequest) error {
 
 // repoOf derives the forge and branch from the Component's source, as build-service
 // does: the git-provider annotation wins, else the URL's host.
-func repoOf(c *mirrorv1alpha1.Component) (pullrequest.Repo, error) {
+func repoOf(c *mirrorv1alpha1.Component) (changegrouppr.Repo, error) {
 	git := c.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
-		return pullrequest.Repo{}, fmt.Errorf("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", c.Name)
+		return changegrouppr.Repo{}, fmt.Errorf("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", c.Name)
 	}
 	u, err := url.Parse(git.URL)
 	if err != nil || u.Host == "" {
-		return pullrequest.Repo{}, fmt.Errorf("component %q has a source URL nudgeflow cannot parse: %q", c.Name, git.URL)
+		return changegrouppr.Repo{}, fmt.Errorf("component %q has a source URL nudgeflow cannot parse: %q", c.Name, git.URL)
 	}
 	provider := forge.ProviderOrGitHub(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], u.Hostname())
-	return pullrequest.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
+	return changegrouppr.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
 }
 
 // imageAndDigest splits the last promoted image (repo@sha256:...) into the image

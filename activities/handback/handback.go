@@ -29,7 +29,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	nudge "github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
-	"github.com/nudgeflow/nudgeflow/internal/batching"
+	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
@@ -40,7 +40,7 @@ type Activities struct {
 	Temporal client.Client
 	// Batches opens the next batch of a batched target (nil: late builds of a
 	// released batch are nudged instead).
-	Batches *batching.Opener
+	Batches *autogroups.Opener
 	// HeldOutcomeWait is how long a hand-back waits for the bridge to write where
 	// a held run's build went before it fails open (DefaultHeldOutcomeWait when zero).
 	HeldOutcomeWait time.Duration
@@ -182,7 +182,7 @@ func (a *Activities) handOver(ctx context.Context, req Request, b Build) (string
 			others = append(others, cg)
 		}
 	}
-	cg := batching.Pick(others, b.Component, req.Target)
+	cg := autogroups.Pick(others, b.Component, req.Target)
 	if cg == nil && b.Next && a.Batches != nil {
 		// The next batch of the target, when the NudgeConfig still batches it.
 		var err error

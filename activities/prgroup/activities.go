@@ -16,7 +16,7 @@ import (
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
@@ -44,7 +44,7 @@ const (
 // from Secrets at call time) is the pull request activities'.
 type Activities struct {
 	Kube client.Reader
-	PR   *pullrequest.Activities
+	PR   *changegrouppr.Activities
 }
 
 // Register registers the activities under their contract names.
@@ -61,14 +61,14 @@ func invalid(format string, args ...any) error {
 
 // repoOf is the target component's repository, as build-service reads it, and the
 // Component (where a refused write records its Event).
-func (a *Activities) repoOf(ctx context.Context, namespace, component string) (pullrequest.Repo, *corev1.ObjectReference, error) {
+func (a *Activities) repoOf(ctx context.Context, namespace, component string) (changegrouppr.Repo, *corev1.ObjectReference, error) {
 	var c mirrorv1alpha1.Component
 	if err := components.Get(ctx, a.Kube, namespace, component, &c); err != nil {
-		return pullrequest.Repo{}, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
+		return changegrouppr.Repo{}, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
 	}
 	git := c.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
-		return pullrequest.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
+		return changegrouppr.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
 	}
 	ref := components.Ref(&c) // the kind read (either Component kind)
 	return RepoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), ref, nil
@@ -76,12 +76,12 @@ func (a *Activities) repoOf(ctx context.Context, namespace, component string) (p
 
 // RepoOf is a pull request repository for a clone URL (provider from the
 // annotation, else the host).
-func RepoOf(namespace, cloneURL, base, provider string) pullrequest.Repo {
+func RepoOf(namespace, cloneURL, base, provider string) changegrouppr.Repo {
 	host := ""
 	if u, err := url.Parse(cloneURL); err == nil {
 		host = u.Hostname()
 	}
-	return pullrequest.Repo{Provider: forge.ProviderOrGitHub(provider, host), URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
+	return changegrouppr.Repo{Provider: forge.ProviderOrGitHub(provider, host), URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
 }
 
 // providerOf is the git-provider annotation of a component of the namespace built
@@ -173,7 +173,7 @@ func result(pr forge.PR) SyncResult {
 	return r
 }
 
-func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.Repo, req SyncRequest, fileMatch []string) (SyncResult, error) {
+func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr.Repo, req SyncRequest, fileMatch []string) (SyncResult, error) {
 	log := activity.GetLogger(ctx)
 	pr, found, err := f.FindPR(ctx, req.Branch, req.Known.Number)
 	if err != nil {
@@ -204,10 +204,10 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 	if !ok {
 		return SyncResult{}, temporal.NewNonRetryableApplicationError("base branch "+baseBranch+" does not exist", "BaseBranchMissing", nil)
 	}
-	var rows []pullrequest.Row
+	var rows []changegrouppr.Row
 	for _, r := range req.Rows {
 		if !r.Dropped {
-			rows = append(rows, pullrequest.Row{Component: r.Component, Image: r.Image, New: r.Digest, State: prbody.StateReady})
+			rows = append(rows, changegrouppr.Row{Component: r.Component, Image: r.Image, New: r.Digest, State: prbody.StateReady})
 		}
 	}
 	changes, tree, err := a.PR.Rewrite(ctx, f, req.Namespace, rows, fileMatch, base)
@@ -219,7 +219,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 		return SyncResult{}, err
 	}
 	res := SyncResult{Monorepo: monorepo}
-	if exists && !pullrequest.IsBot(f, head) {
+	if exists && !changegrouppr.IsBot(f, head) {
 		// A person pushed to the branch: their commit is kept; nudgeflow only reports.
 		res.HumanEdits = fmt.Sprintf("commit %.7s on %s is not nudgeflow's", head.SHA, req.Branch)
 	}
@@ -248,7 +248,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo pullrequest.R
 		if exists {
 			// The head is current when it sits on the base head and holds the tree.
 			if slices.Equal(head.Parents, []string{base.SHA}) {
-				if same, err = pullrequest.TreeHolds(ctx, f, head, tree); err != nil {
+				if same, err = changegrouppr.TreeHolds(ctx, f, head, tree); err != nil {
 					return SyncResult{}, err
 				}
 			}
@@ -308,7 +308,7 @@ func headMoved() error {
 // commit is written without moving the branch, so the branch moves once (one
 // CI-triggering event); without one it is pushed first with [skip ci] in its
 // message (PaC reads the marker in the head commit only), then the digest commit.
-func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req SyncRequest, rows []pullrequest.Row, fileMatch []string,
+func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req SyncRequest, rows []changegrouppr.Row, fileMatch []string,
 	base forge.Commit, baseBranch string, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
 	log := activity.GetLogger(ctx)
 	synTree := syn.tree(baseFiles)
@@ -318,8 +318,8 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 		if err != nil {
 			return err
 		}
-		if pullrequest.IsBot(f, parent) && slices.Equal(parent.Parents, []string{base.SHA}) {
-			ok, err := pullrequest.TreeHolds(ctx, f, parent, synTree)
+		if changegrouppr.IsBot(f, parent) && slices.Equal(parent.Parents, []string{base.SHA}) {
+			ok, err := changegrouppr.TreeHolds(ctx, f, parent, synTree)
 			if err != nil {
 				return err
 			}
@@ -351,7 +351,7 @@ func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req S
 		return err
 	}
 	if exists && expected == head.SHA && slices.Equal(head.Parents, []string{synth.SHA}) {
-		same, err := pullrequest.TreeHolds(ctx, f, head, tree)
+		same, err := changegrouppr.TreeHolds(ctx, f, head, tree)
 		if err != nil || same {
 			return err
 		}

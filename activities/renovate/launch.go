@@ -41,11 +41,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	// annotation, is refused. A build a ChangeGroup hands back goes where the
 	// group's pull request for this target went (forge.ProviderOrGitHub), or it
 	// would fail for good after the group had worked there.
-	providerOf := forge.ProviderOf
-	if req.HandedBackBy != "" {
-		providerOf = forge.ProviderOrGitHub
-	}
-	forge, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider], providerOf)
+	forge, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider], forgeProviderOf(req.HandedBackBy != ""))
 	if err != nil {
 		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNotNudgeable, err)
 	}
@@ -152,6 +148,16 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		return LaunchResult{}, a.withdraw(ctx, plr, err)
 	}
 	return LaunchResult{Name: req.Name, Created: created}, nil
+}
+
+// forgeProviderOf is the provider rule of a launch: build-service's
+// (forge.ProviderOf), or, for a build a ChangeGroup handed back, GitHub when
+// neither the annotation nor the host tells (forge.ProviderOrGitHub).
+func forgeProviderOf(handedBack bool) func(annotation, host string) string {
+	if handedBack {
+		return forge.ProviderOrGitHub
+	}
+	return forge.ProviderOf
 }
 
 // withdraw deletes the run a launch could not release, if it is still pending,

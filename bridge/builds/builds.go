@@ -40,10 +40,10 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
-	"github.com/nudgeflow/nudgeflow/internal/batching"
-	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/autogroups"
+	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
@@ -79,10 +79,10 @@ type Options struct {
 	FailedSnapshotGrace time.Duration
 	// ChangeGroups starts and signals ChangeGroup workflows (nil: one on Temporal
 	// and TaskQueue with default settings).
-	ChangeGroups *cgbridge.Starter
+	ChangeGroups *changegroupcontroller.Starter
 	// Batches opens the automatic ChangeGroups of batched targets (nil: Setup
 	// makes one on the manager's client and API reader).
-	Batches *batching.Opener
+	Batches *autogroups.Opener
 	// ISDecisionDeadline is how long after a build finished the bridge waits for
 	// integration-service's verdict before it takes the edges IS runs over
 	// (takeover.go; zero: DefaultISDecisionDeadline).
@@ -92,11 +92,11 @@ type Options struct {
 	Recorder record.EventRecorder
 }
 
-func (o Options) changeGroups() *cgbridge.Starter {
+func (o Options) changeGroups() *changegroupcontroller.Starter {
 	if o.ChangeGroups != nil {
 		return o.ChangeGroups
 	}
-	return &cgbridge.Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue}
+	return &changegroupcontroller.Starter{Temporal: o.Temporal, TaskQueue: o.TaskQueue}
 }
 
 // The bridge patches build PipelineRuns' metadata (the build-routing finalizer and
@@ -112,7 +112,7 @@ func (o Options) changeGroups() *cgbridge.Starter {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	c := mgr.GetClient()
 	if opts.Batches == nil {
-		opts.Batches = &batching.Opener{Kube: c, Live: mgr.GetAPIReader()}
+		opts.Batches = &autogroups.Opener{Kube: c, Live: mgr.GetAPIReader()}
 	}
 	if opts.Recorder == nil {
 		opts.Recorder = mgr.GetEventRecorderFor("nudgeflow")
@@ -401,7 +401,7 @@ func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) 
 func (r *BuildReconciler) nudge(ctx context.Context, plr *tektonv1.PipelineRun, e Edge, b validatednudge.Build, finishedAt time.Time, is isVerdict) (bool, error) {
 	namespace := plr.Namespace
 	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest)
-	cg, err := changegroups.FindHoldingAt(ctx, r.Client, namespace, e.From, e.To, finishedAt)
+	cg, err := grouplookup.FindHoldingAt(ctx, r.Client, namespace, e.From, e.To, finishedAt)
 	if err != nil {
 		return false, err
 	}
@@ -458,7 +458,7 @@ func (r *BuildReconciler) nudge(ctx context.Context, plr *tektonv1.PipelineRun, 
 }
 
 // batch gives the build of an immediate edge to a batched target's automatic
-// ChangeGroup, opening it when none is open (batching.Opener). Validated edges
+// ChangeGroup, opening it when none is open (autogroups.Opener). Validated edges
 // join a batch later, when their Snapshot passed (the ValidatedNudge workflow's
 // batching activity). It reports false when the target is not batched, or the
 // group ended without taking the build: then the edge is nudged normally.
@@ -478,7 +478,7 @@ func (r *BuildReconciler) batch(ctx context.Context, namespace string, e Edge, b
 }
 
 // deliverToGroup gives the build to the group that held the edge when it finished;
-// the group's workflow decides whether it takes it (cgbridge.Starter.Deliver).
+// the group's workflow decides whether it takes it (changegroupcontroller.Starter.Deliver).
 func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, e Edge, b validatednudge.Build) (bool, error) {
 	took, err := r.Options.changeGroups().Deliver(ctx, cg, changegroup.ComponentBuilt{Component: e.From, Build: b})
 	if took {

@@ -16,7 +16,7 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -175,7 +175,7 @@ func ExplainBuild(ctx context.Context, r Reader, namespace, name string, peers b
 				er.Runs = append(er.Runs, run.Name)
 			}
 		}
-		cg, err := changegroups.FindHoldingAt(ctx, r, namespace, e.From, e.To, at)
+		cg, err := grouplookup.FindHoldingAt(ctx, r, namespace, e.From, e.To, at)
 		if err != nil {
 			return nil, fmt.Errorf("reading the ChangeGroups of %s: %w", e.To, err)
 		}

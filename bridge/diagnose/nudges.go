@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
@@ -70,11 +70,11 @@ func UnheldNudges(ctx context.Context, r Reader, namespace string, since time.Ti
 		for _, t := range n.Targets {
 			var holding []appstudiov1alpha1.ChangeGroup
 			for _, cg := range groups[n.Namespace] {
-				if changegroups.Holds(&cg, n.From, t) {
+				if grouplookup.Holds(&cg, n.From, t) {
 					holding = append(holding, cg)
 				}
 			}
-			if cg := changegroups.Preferred(holding); cg != nil {
+			if cg := grouplookup.Preferred(holding); cg != nil {
 				n.OutsideGroups = append(n.OutsideGroups, t+"="+cg.Name)
 			}
 		}
@@ -87,7 +87,7 @@ func UnheldNudges(ctx context.Context, r Reader, namespace string, since time.Ti
 func openGroups(ctx context.Context, r Reader, namespace string, chunk int64) (map[string][]appstudiov1alpha1.ChangeGroup, error) {
 	out := map[string][]appstudiov1alpha1.ChangeGroup{}
 	err := eachGroup(ctx, r, namespace, chunk, func(cg *appstudiov1alpha1.ChangeGroup) {
-		if changegroups.Collecting(cg) {
+		if grouplookup.Collecting(cg) {
 			out[cg.Namespace] = append(out[cg.Namespace], *cg)
 		}
 	})

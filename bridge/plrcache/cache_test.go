@@ -20,7 +20,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/bridge/prgroups"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -106,7 +106,7 @@ func TestStripPipelineRunKeepsWhatTheBridgeReads(t *testing.T) {
 	u2, d2 := konflux.BuildResults(got)
 	require.Equal(t, [2]string{u1, d1}, [2]string{u2, d2})
 	require.NotEmpty(t, d2)
-	require.Equal(t, changegroup.ParseHeldBy(want.Annotations[konflux.AnnotationHeldBy]), changegroup.ParseHeldBy(got.Annotations[konflux.AnnotationHeldBy]))
+	require.Equal(t, changegroupcontroller.ParseHeldBy(want.Annotations[konflux.AnnotationHeldBy]), changegroupcontroller.ParseHeldBy(got.Annotations[konflux.AnnotationHeldBy]))
 
 	// Anything else passes untouched (client-go does not transform tombstones).
 	other := "not a PipelineRun"
@@ -131,7 +131,7 @@ var keysReadersRead = []string{
 	renovaterun.AnnotationBuiltAt, renovaterun.AnnotationSupersededBy, konflux.AnnotationNudging,
 	konflux.AnnotationNudgingImg, konflux.AnnotationNudgingPLR, konflux.AnnotationNudged,
 	konflux.AnnotationNudgingSHA,
-	// changegroup.HeldReconciler, heldOnly
+	// changegroupcontroller.HeldReconciler, heldOnly
 	konflux.AnnotationHeldBy, konflux.AnnotationHeldOutcome, konflux.AnnotationHeldForBatch,
 	konflux.AnnotationHeldSettled, konflux.AnnotationCancelReason, konflux.AnnotationRenudge,
 	konflux.AnnotationHandedBackBy, konflux.AnnotationWorkflowID,

@@ -4,7 +4,7 @@ package changegroupcrapi
 
 import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 )
 
 // Activity names; never rename (histories replay by name).
@@ -35,10 +35,10 @@ type ResolvedComponent struct {
 
 // Resolved is what the workflow needs from the cluster.
 type Resolved struct {
-	NudgedComponent string              `json:"nudgedComponent"`
-	Repo            pullrequest.Repo    `json:"repo"`
-	FileMatch       []string            `json:"fileMatch"`
-	Components      []ResolvedComponent `json:"components"`
+	NudgedComponent string                `json:"nudgedComponent"`
+	Repo            changegroupprapi.Repo `json:"repo"`
+	FileMatch       []string              `json:"fileMatch"`
+	Components      []ResolvedComponent   `json:"components"`
 	// SpecFilled says the CR's empty nudgingComponents was filled by this call.
 	SpecFilled bool `json:"specFilled,omitempty"`
 }

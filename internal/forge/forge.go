@@ -151,12 +151,16 @@ type PR struct {
 	// Author is the login of the account that opened the PR (whom Pipelines as
 	// Code's ACL checks).
 	Author string
+	// Labels are the names of the PR's labels.
+	Labels []string
 }
 
 // NewPR is a pull request to open.
 type NewPR struct {
 	Title, Head, Base, Body string
 	Draft                   bool
+	// Labels are label names to open it with (as Labeler adds them; none: none).
+	Labels []string
 }
 
 // Comment is an issue comment on a PR.

@@ -14,8 +14,8 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/internal/batching"
-	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/internal/autogroups"
+	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
@@ -65,15 +65,15 @@ func TestTwoReplicasOpenOneBatch(t *testing.T) {
 
 	var barrier sync.WaitGroup
 	barrier.Add(2)
-	replica := func() *batching.Opener {
+	replica := func() *autogroups.Opener {
 		c := newClient()
-		return &batching.Opener{Kube: c, Live: &barrierReader{Reader: c, barrier: &barrier}}
+		return &autogroups.Opener{Kube: c, Live: &barrierReader{Reader: c, barrier: &barrier}}
 	}
 	r1, r2 := replica(), replica()
 	got := make([]string, 2)
 	var wg sync.WaitGroup
 	for i, run := range []struct {
-		o      *batching.Opener
+		o      *autogroups.Opener
 		source string
 	}{{r1, "a"}, {r2, "b"}} {
 		wg.Add(1)
@@ -94,7 +94,7 @@ func TestTwoReplicasOpenOneBatch(t *testing.T) {
 	}
 	var batches []string
 	for _, cg := range list.Items {
-		if changegroups.IsAutomatic(&cg) {
+		if grouplookup.IsAutomatic(&cg) {
 			batches = append(batches, cg.Name)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
@@ -352,8 +352,8 @@ func (s *stack) benchIntercept(ctx context.Context) error {
 	}
 	nb, gpb := s.bundlesFor(s.opts.Groups), s.opts.GroupsPerBundle
 	probes := []*probe{
-		{metric: changegroup.AdmissionMetric, labels: map[string]string{"webhook": changegroup.WebhookIntercept, "operation": "CREATE"}},
-		{metric: "controller_runtime_webhook_latency_seconds", labels: map[string]string{"webhook": changegroup.InterceptPath}},
+		{metric: changegroupcontroller.AdmissionMetric, labels: map[string]string{"webhook": changegroupcontroller.WebhookIntercept, "operation": "CREATE"}},
+		{metric: "controller_runtime_webhook_latency_seconds", labels: map[string]string{"webhook": changegroupcontroller.InterceptPath}},
 	}
 	base, grp, err := admit(s.opts.Samples, probes, func(ns string, i int) (bool, error) {
 		b, round := i%nb, i/nb
@@ -405,7 +405,7 @@ func (s *stack) benchAdmission(ctx context.Context) error {
 	}
 	nb, first := s.bundlesFor(s.opts.Groups), membersPerGroup*s.opts.GroupsPerBundle
 	n := min(s.opts.Samples, 2*nb)
-	probes := []*probe{{metric: changegroup.AdmissionMetric, labels: map[string]string{"webhook": changegroup.WebhookChangeGroup, "operation": "CREATE"}}}
+	probes := []*probe{{metric: changegroupcontroller.AdmissionMetric, labels: map[string]string{"webhook": changegroupcontroller.WebhookChangeGroup, "operation": "CREATE"}}}
 	base, grp, err := admit(n, probes, func(ns string, i int) (bool, error) {
 		set := (i / nb) % 2
 		cg := &appstudiov1alpha1.ChangeGroup{

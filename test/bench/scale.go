@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
@@ -305,7 +305,7 @@ func (s *stack) measureBridgeProcess(ctx context.Context, binary string, n int) 
 		return err
 	}
 
-	intercept := &probe{metric: changegroup.AdmissionMetric, labels: map[string]string{"webhook": changegroup.WebhookIntercept, "operation": "CREATE"}}
+	intercept := &probe{metric: changegroupcontroller.AdmissionMetric, labels: map[string]string{"webhook": changegroupcontroller.WebhookIntercept, "operation": "CREATE"}}
 	var handler, nudgeClient, buildClient samples
 	families, err := scrape()
 	if err != nil {

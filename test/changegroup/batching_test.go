@@ -18,8 +18,8 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
-	bridgebatching "github.com/nudgeflow/nudgeflow/bridge/batching"
-	"github.com/nudgeflow/nudgeflow/internal/changegroups"
+	"github.com/nudgeflow/nudgeflow/bridge/autogroupprune"
+	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -88,7 +88,7 @@ func (s *scenario) waitGroups(what string, timeout time.Duration, cond func([]ap
 		}
 		var parts []string
 		for _, cg := range got {
-			parts = append(parts, fmt.Sprintf("%s automatic=%t phase=%q ready=%q members=%d", cg.Name, changegroups.IsAutomatic(&cg), cg.Status.Phase, cg.Status.Ready, len(cg.Spec.NudgingComponents)))
+			parts = append(parts, fmt.Sprintf("%s automatic=%t phase=%q ready=%q members=%d", cg.Name, grouplookup.IsAutomatic(&cg), cg.Status.Phase, cg.Status.Ready, len(cg.Spec.NudgingComponents)))
 		}
 		return false, fmt.Errorf("groups: %s", strings.Join(parts, "; "))
 	})
@@ -99,8 +99,8 @@ func (s *scenario) waitGroups(what string, timeout time.Duration, cond func([]ap
 // owner, the policy carried into the spec.
 func (s *scenario) requireAutomatic(cg *appstudiov1alpha1.ChangeGroup, nc *konfluxv1alpha1.NudgeConfig) {
 	s.t.Helper()
-	require.True(s.t, changegroups.IsAutomatic(cg), "ChangeGroup %s is labelled automatic", cg.Name)
-	require.Equal(s.t, "bundle", cg.Labels[changegroups.LabelBatchTarget])
+	require.True(s.t, grouplookup.IsAutomatic(cg), "ChangeGroup %s is labelled automatic", cg.Name)
+	require.Equal(s.t, "bundle", cg.Labels[grouplookup.LabelBatchTarget])
 	require.True(s.t, strings.HasPrefix(cg.Name, "bundle-batch-"), "generateName: %s", cg.Name)
 	require.Len(s.t, cg.OwnerReferences, 1)
 	require.Equal(s.t, "NudgeConfig", cg.OwnerReferences[0].Kind)
@@ -340,7 +340,7 @@ func TestManualChangeGroupTakesPrecedenceOverBatch(t *testing.T) {
 			return false, err
 		}
 		return slices.ContainsFunc(list.Items, func(e corev1.Event) bool {
-			return e.InvolvedObject.Name == auto.Name && e.Reason == bridgebatching.ReasonSupersededByManual
+			return e.InvolvedObject.Name == auto.Name && e.Reason == autogroupprune.ReasonSupersededByManual
 		}), nil
 	})
 

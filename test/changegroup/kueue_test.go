@@ -29,7 +29,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -107,7 +107,7 @@ func TestHeldNudgesStayCancelledUnderKueue(t *testing.T) {
 			assert.True(t, ok, "%s admitted by Kueue is cancelled again (spec.status %q)", plr.Name, last.Spec.Status)
 		}
 		for _, plr := range held {
-			waitEvent(t, s.w, plr, changegroup.ReasonHoldReapplied, "another webhook or controller changed spec.status")
+			waitEvent(t, s.w, plr, changegroupcontroller.ReasonHoldReapplied, "another webhook or controller changed spec.status")
 		}
 	})
 	// Held runs seen started (spec.status empty while not done) once the reconciler
@@ -121,7 +121,7 @@ func TestHeldNudgesStayCancelledUnderKueue(t *testing.T) {
 	var got tektonv1.PipelineRun
 	require.NoError(t, s.w.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(unheld), &got))
 	require.Empty(t, string(got.Spec.Status), "the worker's release of a run no group holds stands")
-	require.Empty(t, eventsOf(t, s.w, &got, changegroup.ReasonHoldReapplied))
+	require.Empty(t, eventsOf(t, s.w, &got, changegroupcontroller.ReasonHoldReapplied))
 	// The group has the build either way: held, not lost.
 	s.waitFor("g", "the group has operand-a's newest build", 60*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool {
 		return statusOf(cg, "operand-a").NewBuild == digestOf("operand-a", 2)

@@ -13,7 +13,7 @@ import (
 
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
@@ -93,6 +93,6 @@ func startWorker(w *world.World) sdkworker.Worker {
 	c := w.TemporalClient
 	return nfworker.New(c, nfworker.Deps{
 		Kube: w.Kube, Temporal: c, StandInForge: world.IsStandInForge,
-		PullRequest: pullrequest.Config{Bot: bot, Transport: http.DefaultTransport},
+		PullRequest: changegrouppr.Config{Bot: bot, Transport: http.DefaultTransport},
 	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 }

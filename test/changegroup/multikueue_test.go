@@ -15,7 +15,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -33,7 +33,7 @@ import (
 func TestHeldAndOwnNudgesStayOffMultiKueue(t *testing.T) {
 	s := newScenario(t, "operand-a", "operand-b")
 	ctx := context.Background()
-	kueue := installKueueStandInWith(t, s.w, s.ns, changegroup.ManagedByMultiKueue)
+	kueue := installKueueStandInWith(t, s.w, s.ns, changegroupcontroller.ManagedByMultiKueue)
 	nudgeflowFirst(t, s.w, kueue.configName)
 	s.createGroup("g", []string{"operand-a", "operand-b"}, 0)
 	s.explainOnFailure("g")
@@ -74,7 +74,7 @@ func TestHeldAndOwnNudgesStayOffMultiKueue(t *testing.T) {
 	require.Nil(t, own.Spec.ManagedBy, "nudgeflow's own run stays where its Secret is")
 	require.NoError(t, s.w.Kube.Create(ctx, other))
 	require.False(t, konflux.HeldAtAdmission(other.Annotations))
-	require.Equal(t, changegroup.ManagedByMultiKueue, ptr.Deref(other.Spec.ManagedBy, ""), "another service's run no group holds is left to MultiKueue")
+	require.Equal(t, changegroupcontroller.ManagedByMultiKueue, ptr.Deref(other.Spec.ManagedBy, ""), "another service's run no group holds is left to MultiKueue")
 
 	// integration-service's objects of the held run go; the namespace's others stay.
 	world.Eventually(t, 30*time.Second, "integration-service's objects of the cancelled run deleted", func() (bool, error) {
@@ -89,7 +89,7 @@ func TestHeldAndOwnNudgesStayOffMultiKueue(t *testing.T) {
 		}
 		return true, nil
 	})
-	waitEvent(t, s.w, isRun, changegroup.ReasonRunObjectsDeleted, "integration-service created them for this run")
+	waitEvent(t, s.w, isRun, changegroupcontroller.ReasonRunObjectsDeleted, "integration-service created them for this run")
 	require.NoError(t, s.w.Kube.Get(ctx, ctrlclient.ObjectKey{Namespace: s.ns, Name: "forge"}, &corev1.Secret{}), "the tenant's SCM Secret stays")
 	s.waitFor("g", "the group has operand-a's build", 60*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool {
 		return statusOf(cg, "operand-a").NewBuild == digestOf("operand-a", 1)

@@ -13,7 +13,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
 )
@@ -32,7 +32,7 @@ func TestATerminatedGroupWorkflowIsCountedAndToldOnTheGroup(t *testing.T) {
 	cg := s.waitFor("g", "its workflow wrote a status", time.Minute, func(cg *appstudiov1alpha1.ChangeGroup) bool {
 		return cg.Status.WorkflowID != "" && !cg.Status.Phase.IsFinal()
 	})
-	require.False(t, changegroup.WorkflowClosed(cg.UID))
+	require.False(t, changegroupcontroller.WorkflowClosed(cg.UID))
 
 	// What an operator's `temporal workflow terminate` does.
 	require.NoError(t, s.w.TemporalClient.TerminateWorkflow(ctx, cgwf.WorkflowID(s.ns, cg.Name, string(cg.UID)), "", "terminated by hand"))
@@ -42,7 +42,7 @@ func TestATerminatedGroupWorkflowIsCountedAndToldOnTheGroup(t *testing.T) {
 	require.NoError(t, s.w.Kube.Patch(ctx, cg, patch))
 
 	world.Eventually(t, time.Minute, "the bridge marks the group", func() (bool, error) {
-		return changegroup.WorkflowClosed(cg.UID), nil
+		return changegroupcontroller.WorkflowClosed(cg.UID), nil
 	})
 	world.Eventually(t, 30*time.Second, "a Warning event on the group says its workflow has closed", func() (bool, error) {
 		var list corev1.EventList

@@ -33,7 +33,7 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/bridge/nudgeconfig"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
@@ -310,7 +310,7 @@ func deliveries(runs []tektonv1.PipelineRun) (got map[string]int, by map[string]
 		}
 		for _, part := range strings.Fields(r.Annotations[konflux.AnnotationHeldSettled]) {
 			if delivered, ok := strings.CutPrefix(part, "delivered="); ok {
-				for target, group := range changegroup.ParseHeldBy(delivered) {
+				for target, group := range changegroupcontroller.ParseHeldBy(delivered) {
 					got[key(target)]++
 					by[key(target)] = builds.Runner("ChangeGroup " + group)
 				}

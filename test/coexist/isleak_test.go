@@ -17,7 +17,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/test/konfluxpeers"
@@ -119,12 +119,12 @@ func TestISLeak(t *testing.T) {
 	for _, r := range held {
 		require.Equal(t, konfluxpeers.CreatedByIntegrationService, r.Labels[konfluxpeers.ManagedByLabel], "held: integration-service's run %s", r.Name)
 		require.Equal(t, "operand-a", r.Annotations[konflux.AnnotationNudging])
-		secrets, configMaps, ok := changegroup.ISRunObjects(&r)
+		secrets, configMaps, ok := changegroupcontroller.ISRunObjects(&r)
 		require.True(t, ok, "run %s references integration-service's objects", r.Name)
 		require.Equal(t, []string{r.Name}, secrets)
 		require.Equal(t, []string{r.Name}, configMaps)
-		world.Eventually(t, waitFor, "Event "+changegroup.ReasonRunObjectsDeleted+" on "+r.Name, func() (bool, error) {
-			return hasEvent(t, w, ns, r.Name, changegroup.ReasonRunObjectsDeleted), nil
+		world.Eventually(t, waitFor, "Event "+changegroupcontroller.ReasonRunObjectsDeleted+" on "+r.Name, func() (bool, error) {
+			return hasEvent(t, w, ns, r.Name, changegroupcontroller.ReasonRunObjectsDeleted), nil
 		})
 	}
 

@@ -863,7 +863,7 @@ func temporalConfigMap(t *testing.T, m manifests, c corev1.Container) *corev1.Co
 }
 
 // pipelineRunWebhookScopes: the label each PipelineRun webhook's handler acts on
-// (bridge/changegroup's interception: nudge runs; bridge/builds' routing: build
+// (bridge/changegroupcontroller's interception: nudge runs; bridge/builds' routing: build
 // runs), in both of ADR 69's forms: each webhook's "-new-keys" twin takes the runs
 // labelled with the konflux-ci.dev key and not the appstudio one (konflux.Key.Selectors).
 var pipelineRunWebhookScopes = func() map[string]metav1.LabelSelector {

@@ -39,7 +39,7 @@ import (
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
-	"github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
@@ -931,16 +931,16 @@ func TestPipelineRunWebhooksCallTheBridgeForTheirRunsOnly(t *testing.T) {
 	calls := func(why string, wantNudge, wantBuild int) {
 		t.Helper()
 		world.Eventually(t, time.Minute, why, func() (bool, error) {
-			n, b := c.webhookRequests(t, changegroup.InterceptPath), c.webhookRequests(t, builds.HoldPath)
+			n, b := c.webhookRequests(t, changegroupcontroller.InterceptPath), c.webhookRequests(t, builds.HoldPath)
 			if n < wantNudge || b < wantBuild {
 				return false, fmt.Errorf("interception %d, build routing %d", n, b)
 			}
 			return true, nil
 		})
-		require.Equal(t, wantNudge, c.webhookRequests(t, changegroup.InterceptPath), why)
+		require.Equal(t, wantNudge, c.webhookRequests(t, changegroupcontroller.InterceptPath), why)
 		require.Equal(t, wantBuild, c.webhookRequests(t, builds.HoldPath), why)
 	}
-	nudges, buildRuns := c.webhookRequests(t, changegroup.InterceptPath), c.webhookRequests(t, builds.HoldPath)
+	nudges, buildRuns := c.webhookRequests(t, changegroupcontroller.InterceptPath), c.webhookRequests(t, builds.HoldPath)
 
 	// Unlabelled runs (a tenant's own pipeline, a test) and runs of other types:
 	// no call. The nudge run after them is the marker the counts wait for.

@@ -27,7 +27,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -371,7 +371,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	wk := nfworker.New(tc, nfworker.Deps{Kube: wkc, Temporal: tc, OperatorNamespace: OperatorNamespace,
-		PullRequest: pullrequest.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{Tuning: opts.Worker})
+		PullRequest: changegrouppr.Config{Bot: Bot, Transport: http.DefaultTransport}}, nfworker.Options{Tuning: opts.Worker})
 	if err := wk.Start(); err != nil {
 		return fmt.Errorf("starting the worker: %w", err)
 	}

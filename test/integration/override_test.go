@@ -9,7 +9,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	cgbridge "github.com/nudgeflow/nudgeflow/bridge/changegroup"
+	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -31,14 +31,14 @@ func TestClearingAnOverrideKeepsOneWrittenMeanwhile(t *testing.T) {
 	latest := cg.DeepCopy()
 	latest.Annotations[konflux.AnnotationAction] = "cancel=no longer needed"
 	require.NoError(t, w.Kube.Update(ctx, latest))
-	replaced, err := cgbridge.ClearOverride(ctx, w.Kube, handled)
+	replaced, err := changegroupcontroller.ClearOverride(ctx, w.Kube, handled)
 	require.NoError(t, err)
 	require.True(t, replaced)
 	require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(cg), latest))
 	require.Equal(t, "cancel=no longer needed", latest.Annotations[konflux.AnnotationAction], "the newer override is kept")
 
 	// Handled as read: removed.
-	replaced, err = cgbridge.ClearOverride(ctx, w.Kube, latest)
+	replaced, err = changegroupcontroller.ClearOverride(ctx, w.Kube, latest)
 	require.NoError(t, err)
 	require.False(t, replaced)
 	require.NoError(t, w.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(cg), latest))

@@ -23,7 +23,7 @@ import (
 // (createIfNotExists). integration-service also copies a trusted CA bundle,
 // renovate-ca-<suffix>, when its own namespace holds one: the stand-ins model a
 // cluster without (they see only the tenant's namespace); the bridge's deletion
-// of the copy is tested in bridge/changegroup and test/tenancy.
+// of the copy is tested in bridge/changegroupcontroller and test/tenancy.
 func WithISObjects(ctx context.Context, c ctrlclient.Client, run *tektonv1.PipelineRun, targets []string) error {
 	tokens, configs := map[string]string{}, map[string]string{}
 	for i, t := range targets {

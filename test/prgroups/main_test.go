@@ -14,7 +14,7 @@ import (
 
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
@@ -61,7 +61,7 @@ func startStack(w *world.World) (func(), error) {
 	}
 	wk := nfworker.New(w.TemporalClient, nfworker.Deps{
 		Kube: w.Kube, Temporal: w.TemporalClient, StandInForge: world.IsStandInForge,
-		PullRequest: pullrequest.Config{Bot: bot, Transport: http.DefaultTransport},
+		PullRequest: changegrouppr.Config{Bot: bot, Transport: http.DefaultTransport},
 	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {
 		_ = b.Stop()

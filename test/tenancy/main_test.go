@@ -41,7 +41,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/bridge"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -133,7 +133,7 @@ func startStack(w *world.World) (func(), error) {
 	}
 	wk := nfworker.New(w.TemporalClient, nfworker.Deps{
 		Kube: workerKube, Temporal: w.TemporalClient, OperatorNamespace: systemNamespace, StandInForge: world.IsStandInForge,
-		PullRequest: pullrequest.Config{Transport: http.DefaultTransport},
+		PullRequest: changegrouppr.Config{Transport: http.DefaultTransport},
 	}, nfworker.Options{TaskQueue: taskQueue, FailWorkflowOnPanic: true})
 	if err := wk.Start(); err != nil {
 		_ = b.Stop()

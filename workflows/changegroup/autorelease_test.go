@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 )
 
@@ -15,7 +15,7 @@ func releases(f *fakeWorld) (int, map[string]string) {
 	n := 0
 	var first map[string]string
 	for _, req := range f.syncs {
-		if req.Mode == pullrequest.ModeRelease {
+		if req.Mode == changegrouppr.ModeRelease {
 			if n == 0 {
 				first = digestsOf(req)
 			}

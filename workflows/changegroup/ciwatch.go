@@ -9,7 +9,7 @@ import (
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
-	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -99,7 +99,7 @@ func shortSHA(sha string) string {
 
 // watchCI starts looking for the pipeline the release should have started (the
 // versionCIStart shape; asked once, at the release).
-func (r *run) watchCI(now time.Time, obs pullrequest.Observed) {
+func (r *run) watchCI(now time.Time, obs changegroupprapi.Observed) {
 	if workflow.GetVersion(r.ctx, versionCIStart, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
@@ -139,14 +139,14 @@ func (r *run) checkCI() {
 		r.warnCI() // only the Event saying it started is left
 		return
 	}
-	var obs pullrequest.CIObserved
-	err := workflow.ExecuteActivity(r.ciCtx("look for the pipeline the release should have started"), pullrequest.CIActivity,
-		pullrequest.CIRequest{Repo: s.Repo, Known: s.PR, SHA: w.SHA}).Get(r.ctx, &obs)
+	var obs changegroupprapi.CIObserved
+	err := workflow.ExecuteActivity(r.ciCtx("look for the pipeline the release should have started"), changegroupprapi.CIActivity,
+		changegroupprapi.CIRequest{Repo: s.Repo, Known: s.PR, SHA: w.SHA}).Get(r.ctx, &obs)
 	if err != nil {
 		workflow.GetLogger(r.ctx).Warn("CI reports not read; trying again at the next check", "sha", w.SHA, "error", err)
 		return
 	}
-	if obs.State != pullrequest.PROpen {
+	if obs.State != changegroupprapi.PROpen {
 		// Merged or closed meanwhile: the next observation ends the group.
 		s.ObserveRequested = true
 		return
@@ -176,9 +176,9 @@ func (r *run) checkCI() {
 func (r *run) warnCI() {
 	s, w := r.s, r.s.CI
 	if ciWarning(w.Reason) && !w.Commented && w.CommentRefused == "" {
-		var res pullrequest.CommentResult
-		err := workflow.ExecuteActivity(r.ciCtx("comment on the PR: CI did not start"), pullrequest.CommentActivity,
-			pullrequest.CommentRequest{Repo: s.Repo, Known: s.PR, Key: ciCommentKey, Body: r.ciComment()}).Get(r.ctx, &res)
+		var res changegroupprapi.CommentResult
+		err := workflow.ExecuteActivity(r.ciCtx("comment on the PR: CI did not start"), changegroupprapi.CommentActivity,
+			changegroupprapi.CommentRequest{Repo: s.Repo, Known: s.PR, Key: ciCommentKey, Body: r.ciComment()}).Get(r.ctx, &res)
 		var appErr *temporal.ApplicationError
 		switch {
 		case errors.As(err, &appErr) && appErr.NonRetryable():

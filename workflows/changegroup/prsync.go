@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
-	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 
@@ -30,11 +30,11 @@ func (r *run) syncDue(now time.Time) bool {
 	return r.urgent || s.allReady() || !now.Before(s.LastChange.Add(r.settings.Debounce))
 }
 
-func (r *run) mode() pullrequest.Mode {
+func (r *run) mode() changegroupprapi.Mode {
 	if r.s.Released || r.s.ReleaseRequested || r.s.allReady() {
-		return pullrequest.ModeRelease
+		return changegroupprapi.ModeRelease
 	}
-	return pullrequest.ModeHold
+	return changegroupprapi.ModeHold
 }
 
 // branch is the PR's head branch.
@@ -58,7 +58,7 @@ func (r *run) sync() {
 	s := r.s
 	mode := r.mode()
 	revision, overwriteRevision := s.Revision, s.OverwriteRevision
-	req := pullrequest.SyncRequest{
+	req := changegroupprapi.SyncRequest{
 		Repo:            s.Repo,
 		Branch:          r.branch(),
 		Namespace:       r.in.Namespace,
@@ -75,11 +75,11 @@ func (r *run) sync() {
 		req.DiscardHead = s.OverwriteHead
 	}
 	summary := "push ready digests to the draft PR, CI held"
-	if mode == pullrequest.ModeRelease {
+	if mode == changegroupprapi.ModeRelease {
 		summary = "release CI: lift draft and push the final commit"
 	}
-	var obs pullrequest.Observed
-	err := workflow.ExecuteActivity(r.syncCtx(summary), pullrequest.SyncActivity, req).Get(r.ctx, &obs)
+	var obs changegroupprapi.Observed
+	err := workflow.ExecuteActivity(r.syncCtx(summary), changegroupprapi.SyncActivity, req).Get(r.ctx, &obs)
 	if err != nil {
 		r.forgeFailed(err)
 		return
@@ -109,7 +109,7 @@ func (r *run) sync() {
 		for _, row := range req.Rows {
 			c := s.component(row.Component)
 			switch {
-			case c == nil || obs.State != pullrequest.PROpen:
+			case c == nil || obs.State != changegroupprapi.PROpen:
 			case row.State == string(appstudiov1alpha1.ComponentReady):
 				c.Pushed = row.New
 			default:
@@ -125,9 +125,9 @@ func (r *run) sync() {
 func (r *run) observe() {
 	r.s.ObserveRequested = false
 	r.nextPoll = workflow.Now(r.ctx).Add(r.settings.PollInterval)
-	var obs pullrequest.Observed
-	err := workflow.ExecuteActivity(r.observeCtx("read the pull request's state"), pullrequest.ObserveActivity,
-		pullrequest.ObserveRequest{Repo: r.s.Repo, Branch: r.branch(), Known: r.s.PR}).Get(r.ctx, &obs)
+	var obs changegroupprapi.Observed
+	err := workflow.ExecuteActivity(r.observeCtx("read the pull request's state"), changegroupprapi.ObserveActivity,
+		changegroupprapi.ObserveRequest{Repo: r.s.Repo, Branch: r.branch(), Known: r.s.PR}).Get(r.ctx, &obs)
 	if err != nil {
 		r.forgeFailed(err)
 		return
@@ -137,7 +137,7 @@ func (r *run) observe() {
 
 // applyObserved folds what the forge says into the state. synced is the mode of a
 // successful sync, or "" for a plain observation.
-func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
+func (r *run) applyObserved(obs changegroupprapi.Observed, synced changegroupprapi.Mode) {
 	s := r.s
 	now := workflow.Now(r.ctx)
 	if r.nothingLost {
@@ -154,10 +154,10 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		s.applyReferences(obs.References)
 	}
 	switch obs.State {
-	case pullrequest.PRMerged:
+	case changegroupprapi.PRMerged:
 		s.finish(now, appstudiov1alpha1.PhaseCompleted, "PRMerged", "the pull request was merged")
 		return
-	case pullrequest.PRClosed:
+	case changegroupprapi.PRClosed:
 		s.finish(now, appstudiov1alpha1.PhaseCancelled, "PRClosed", "the pull request was closed without merging")
 		return
 	}
@@ -186,14 +186,14 @@ func (r *run) applyObserved(obs pullrequest.Observed, synced pullrequest.Mode) {
 		s.Phase = appstudiov1alpha1.PhaseWaiting
 		s.StatusStale = true
 	}
-	if synced == pullrequest.ModeRelease && !s.Released {
+	if synced == changegroupprapi.ModeRelease && !s.Released {
 		ready, _ := s.counts()
 		r.count(metrics.CIBuildsSaved, ready-1)
 		s.Released = true
 		s.Phase, s.ReadyTime = appstudiov1alpha1.PhaseReady, now
 		s.StatusStale = true
 		r.watchCI(now, obs)
-	} else if synced == pullrequest.ModeRelease && s.CI != nil && s.CI.Reason != appstudiov1alpha1.CIReasonStarted &&
+	} else if synced == changegroupprapi.ModeRelease && s.CI != nil && s.CI.Reason != appstudiov1alpha1.CIReasonStarted &&
 		obs.HeadSHA != "" && obs.HeadSHA != s.CI.SHA {
 		// A push after the release (a rebuild): its head is the one CI runs for now.
 		s.CI.SHA = obs.HeadSHA

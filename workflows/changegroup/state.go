@@ -10,8 +10,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
-	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
@@ -55,12 +55,12 @@ type State struct {
 	// SpecGeneration is the newest spec applied (spec signals are resent on resync).
 	SpecGeneration int64 `json:"specGeneration,omitempty"`
 
-	NudgedComponent string           `json:"nudgedComponent"`
-	Repo            pullrequest.Repo `json:"repo"`
-	FileMatch       []string         `json:"fileMatch"`
-	Components      []Component      `json:"components"`
+	NudgedComponent string                `json:"nudgedComponent"`
+	Repo            changegroupprapi.Repo `json:"repo"`
+	FileMatch       []string              `json:"fileMatch"`
+	Components      []Component           `json:"components"`
 
-	PR pullrequest.PRRef `json:"pr"`
+	PR changegroupprapi.PRRef `json:"pr"`
 	// Released: CI was released (all ready, or a person asked for it).
 	Released bool `json:"released,omitempty"`
 	// ReleaseRequested: a person asked to stop waiting.
@@ -529,10 +529,10 @@ func (s *State) finish(now time.Time, phase appstudiov1alpha1.ChangeGroupPhase, 
 }
 
 // rows are the PR's status table.
-func (s *State) rows() []pullrequest.Row {
-	rows := make([]pullrequest.Row, 0, len(s.Components))
+func (s *State) rows() []changegroupprapi.Row {
+	rows := make([]changegroupprapi.Row, 0, len(s.Components))
 	for _, c := range s.Components {
-		rows = append(rows, pullrequest.Row{
+		rows = append(rows, changegroupprapi.Row{
 			Component: c.Name, Image: c.Image, Current: c.Original, New: c.New,
 			State: string(c.State), UpdatedAt: c.UpdatedAt,
 		})
@@ -542,7 +542,7 @@ func (s *State) rows() []pullrequest.Row {
 
 // applyReferences records where the last file search found each component
 // referenced; the status shows it (a change is a status change).
-func (s *State) applyReferences(refs []pullrequest.RowReferences) {
+func (s *State) applyReferences(refs []changegroupprapi.RowReferences) {
 	for _, ref := range refs {
 		c := s.component(ref.Component)
 		if c == nil {

@@ -10,7 +10,7 @@ import (
 )
 
 // A build of unknown start (the bridge delivered it from a held run whose build
-// run was pruned, with no start on the run: bridge/changegroup buildOf) never
+// run was pruned, with no start on the run: bridge/changegroupcontroller buildOf) never
 // replaces a build of known start the group holds; a build of known start
 // replaces one of unknown start.
 func TestBuildOfUnknownStartNeverReplacesAKnownOne(t *testing.T) {

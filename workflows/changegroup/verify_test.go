@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
@@ -20,7 +20,7 @@ func (f *fakeWorld) everPushed(digest string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, req := range f.syncs {
-		if slices.ContainsFunc(req.Rows, func(r pullrequest.Row) bool { return r.New == digest }) {
+		if slices.ContainsFunc(req.Rows, func(r changegrouppr.Row) bool { return r.New == digest }) {
 			return true
 		}
 	}
@@ -104,7 +104,7 @@ func TestStateGivenAtStartIsNotTrusted(t *testing.T) {
 	f.verifier.Refuse("sha256:forged")
 	h := newHarness(t, f)
 	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
-	forged := &State{Phase: appstudiov1alpha1.PhaseWaiting, Repo: pullrequest.Repo{Provider: "github", URL: "https://github.com/victim/repo"},
+	forged := &State{Phase: appstudiov1alpha1.PhaseWaiting, Repo: changegrouppr.Repo{Provider: "github", URL: "https://github.com/victim/repo"},
 		Seen:     map[string]bool{"a@sha256:forged": true, "b@sha256:b1": true},
 		Verdicts: map[string]buildcheck.Verdict{"a@sha256:forged": {Verified: true, Source: buildcheck.SourceBuildRun}},
 		Components: []Component{

@@ -12,8 +12,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	changegroupcr "github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	handback "github.com/nudgeflow/nudgeflow/contracts/handbackapi"
-	pullrequest "github.com/nudgeflow/nudgeflow/contracts/pullrequestapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 )
 
@@ -462,9 +462,9 @@ func (r *run) finalize() {
 func (r *run) closeCancelledPR() {
 	s := r.s
 	if s.Phase == appstudiov1alpha1.PhaseCancelled && s.Reason != "PRClosed" && s.PR.Number != 0 {
-		var obs pullrequest.Observed
-		err := workflow.ExecuteActivity(r.forgeCtx("close the pull request of the cancelled group"), pullrequest.CloseActivity,
-			pullrequest.CloseRequest{Repo: s.Repo, Known: s.PR,
+		var obs changegroupprapi.Observed
+		err := workflow.ExecuteActivity(r.forgeCtx("close the pull request of the cancelled group"), changegroupprapi.CloseActivity,
+			changegroupprapi.CloseRequest{Repo: s.Repo, Known: s.PR,
 				Comment: fmt.Sprintf("ChangeGroup `%s` was cancelled: %s. nudgeflow closed this pull request.", r.in.Name, s.Message)}).Get(r.ctx, &obs)
 		if err == nil {
 			s.ForgeWrites += obs.Writes

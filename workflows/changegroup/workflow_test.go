@@ -19,8 +19,8 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/changegroupcr"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/handback"
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
@@ -30,11 +30,11 @@ import (
 type fakeWorld struct {
 	mu         sync.Mutex
 	resolved   changegroupcr.Resolved
-	syncs      []pullrequest.SyncRequest
+	syncs      []changegrouppr.SyncRequest
 	observes   int
-	closes     []pullrequest.CloseRequest
+	closes     []changegrouppr.CloseRequest
 	statuses   []appstudiov1alpha1.ChangeGroupStatus
-	prState    pullrequest.PRState
+	prState    changegrouppr.PRState
 	humanEdits bool
 	syncErr    error
 	// duringSync runs inside the next sync activity (once), as an event that
@@ -49,14 +49,14 @@ type fakeWorld struct {
 	// statusFailures fails that many status writes of a final phase.
 	statusFailures int
 	// ci answers the CI reads (nil: a pipeline reported); ciReads are the reads.
-	ci      func() pullrequest.CIObserved
-	ciReads []pullrequest.CIRequest
+	ci      func() changegrouppr.CIObserved
+	ciReads []changegrouppr.CIRequest
 	// comments are the comment requests (commentFailures fail first), posted the
 	// ones that posted; events the Events recorded.
-	comments        []pullrequest.CommentRequest
+	comments        []changegrouppr.CommentRequest
 	commentFailures int
 	commentRefused  bool
-	posted          []pullrequest.CommentRequest
+	posted          []changegrouppr.CommentRequest
 	events          []changegroupcr.EventRequest
 	// duringResolve runs inside the next resolve activity (once).
 	duringResolve func()
@@ -68,7 +68,7 @@ type fakeWorld struct {
 func newFakeWorld(components ...string) *fakeWorld {
 	f := &fakeWorld{verifier: buildchecktest.New(), resolved: changegroupcr.Resolved{
 		NudgedComponent: "bundle-x",
-		Repo:            pullrequest.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
+		Repo:            changegrouppr.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
 		FileMatch:       []string{".*Dockerfile.*", ".*.yaml"},
 	}}
 	for _, c := range components {
@@ -138,10 +138,10 @@ func (f *fakeWorld) handedBackDigests() map[string][]string {
 	return out
 }
 
-func (f *fakeWorld) observed(mode pullrequest.Mode) pullrequest.Observed {
-	return pullrequest.Observed{
-		PR:    pullrequest.PRRef{Number: 7, URL: "https://github.com/org/bundle/pull/7", NodeID: "PR_7"},
-		State: orOpen(f.prState), Draft: mode != pullrequest.ModeRelease, HumanEdits: f.humanEdits,
+func (f *fakeWorld) observed(mode changegrouppr.Mode) changegrouppr.Observed {
+	return changegrouppr.Observed{
+		PR:    changegrouppr.PRRef{Number: 7, URL: "https://github.com/org/bundle/pull/7", NodeID: "PR_7"},
+		State: orOpen(f.prState), Draft: mode != changegrouppr.ModeRelease, HumanEdits: f.humanEdits,
 		HumanEditReason: "commit abc by alice is not nudgeflow's", Writes: 2, HeadSHA: f.head(),
 	}
 }
@@ -149,11 +149,11 @@ func (f *fakeWorld) observed(mode pullrequest.Mode) pullrequest.Observed {
 // head is the PR's head: one commit per sync.
 func (f *fakeWorld) head() string { return fmt.Sprintf("%040d", len(f.syncs)) }
 
-func (f *fakeWorld) readCI(_ context.Context, req pullrequest.CIRequest) (pullrequest.CIObserved, error) {
+func (f *fakeWorld) readCI(_ context.Context, req changegrouppr.CIRequest) (changegrouppr.CIObserved, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ciReads = append(f.ciReads, req)
-	o := pullrequest.CIObserved{Started: true, Names: []string{"Pipelines as Code CI / bundle-on-pull-request"}}
+	o := changegrouppr.CIObserved{Started: true, Names: []string{"Pipelines as Code CI / bundle-on-pull-request"}}
 	if f.ci != nil {
 		o = f.ci()
 	}
@@ -164,24 +164,24 @@ func (f *fakeWorld) readCI(_ context.Context, req pullrequest.CIRequest) (pullre
 	return o, nil
 }
 
-func (f *fakeWorld) comment(_ context.Context, req pullrequest.CommentRequest) (pullrequest.CommentResult, error) {
+func (f *fakeWorld) comment(_ context.Context, req changegrouppr.CommentRequest) (changegrouppr.CommentResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.comments = append(f.comments, req)
 	if f.commentFailures > 0 {
 		f.commentFailures--
-		return pullrequest.CommentResult{}, temporal.NewApplicationError("GitHub answered 502", "GitHub502")
+		return changegrouppr.CommentResult{}, temporal.NewApplicationError("GitHub answered 502", "GitHub502")
 	}
 	if f.commentRefused {
-		return pullrequest.CommentResult{}, temporal.NewNonRetryableApplicationError("GitHub answered 403: Resource not accessible by integration", "GitHub403", nil)
+		return changegrouppr.CommentResult{}, temporal.NewNonRetryableApplicationError("GitHub answered 403: Resource not accessible by integration", "GitHub403", nil)
 	}
 	for _, p := range f.posted {
 		if p.Key == req.Key {
-			return pullrequest.CommentResult{}, nil // the activity looks before it writes
+			return changegrouppr.CommentResult{}, nil // the activity looks before it writes
 		}
 	}
 	f.posted = append(f.posted, req)
-	return pullrequest.CommentResult{Posted: true, Writes: 1}, nil
+	return changegrouppr.CommentResult{Posted: true, Writes: 1}, nil
 }
 
 func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcr.EventRequest) error {
@@ -191,19 +191,19 @@ func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcr.EventReques
 	return nil
 }
 
-func orOpen(s pullrequest.PRState) pullrequest.PRState {
+func orOpen(s changegrouppr.PRState) changegrouppr.PRState {
 	if s == "" {
-		return pullrequest.PROpen
+		return changegrouppr.PROpen
 	}
 	return s
 }
 
-func (f *fakeWorld) sync(_ context.Context, req pullrequest.SyncRequest) (pullrequest.Observed, error) {
+func (f *fakeWorld) sync(_ context.Context, req changegrouppr.SyncRequest) (changegrouppr.Observed, error) {
 	f.runOnce(&f.duringSync)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.syncErr != nil {
-		return pullrequest.Observed{}, f.syncErr
+		return changegrouppr.Observed{}, f.syncErr
 	}
 	f.syncs = append(f.syncs, req)
 	if req.Overwrite {
@@ -212,24 +212,24 @@ func (f *fakeWorld) sync(_ context.Context, req pullrequest.SyncRequest) (pullre
 	return f.observed(req.Mode), nil
 }
 
-func (f *fakeWorld) observe(_ context.Context, _ pullrequest.ObserveRequest) (pullrequest.Observed, error) {
+func (f *fakeWorld) observe(_ context.Context, _ changegrouppr.ObserveRequest) (changegrouppr.Observed, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.observes++
-	o := f.observed(pullrequest.ModeHold)
+	o := f.observed(changegrouppr.ModeHold)
 	o.Writes = 0
 	return o, nil
 }
 
-func (f *fakeWorld) close(_ context.Context, req pullrequest.CloseRequest) (pullrequest.Observed, error) {
+func (f *fakeWorld) close(_ context.Context, req changegrouppr.CloseRequest) (changegrouppr.Observed, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closes = append(f.closes, req)
-	f.prState = pullrequest.PRClosed
-	return f.observed(pullrequest.ModeHold), nil
+	f.prState = changegrouppr.PRClosed
+	return f.observed(changegrouppr.ModeHold), nil
 }
 
-func (f *fakeWorld) lastSync() pullrequest.SyncRequest {
+func (f *fakeWorld) lastSync() changegrouppr.SyncRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.syncs[len(f.syncs)-1]
@@ -260,12 +260,12 @@ func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) 
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(f.resolve, activity.RegisterOptions{Name: changegroupcr.ResolveActivity})
 	env.RegisterActivityWithOptions(f.writeStatus, activity.RegisterOptions{Name: changegroupcr.WriteStatusActivity})
-	env.RegisterActivityWithOptions(f.sync, activity.RegisterOptions{Name: pullrequest.SyncActivity})
-	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: pullrequest.ObserveActivity})
-	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: pullrequest.CloseActivity})
+	env.RegisterActivityWithOptions(f.sync, activity.RegisterOptions{Name: changegrouppr.SyncActivity})
+	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: changegrouppr.ObserveActivity})
+	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: changegrouppr.CloseActivity})
 	env.RegisterActivityWithOptions(f.handBack, activity.RegisterOptions{Name: handback.Activity})
-	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: pullrequest.CIActivity})
-	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: pullrequest.CommentActivity})
+	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: changegrouppr.CIActivity})
+	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: changegrouppr.CommentActivity})
 	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: changegroupcr.EventActivity})
 	f.verifier.Register(env)
 	env.SetTestTimeout(30 * time.Second)
@@ -289,9 +289,9 @@ func (h *harness) prEvent(d time.Duration, ev PREvent) {
 		h.f.mu.Lock()
 		switch {
 		case ev.Merged:
-			h.f.prState = pullrequest.PRMerged
+			h.f.prState = changegrouppr.PRMerged
 		case ev.Closed:
-			h.f.prState = pullrequest.PRClosed
+			h.f.prState = changegrouppr.PRClosed
 		}
 		h.f.mu.Unlock()
 		h.env.SignalWorkflow(SignalPREvent, ev)
@@ -335,7 +335,7 @@ func (h *harness) run(in Input) *State {
 	return &s
 }
 
-func digestsOf(req pullrequest.SyncRequest) map[string]string {
+func digestsOf(req changegrouppr.SyncRequest) map[string]string {
 	out := map[string]string{}
 	for _, r := range req.Rows {
 		if r.State == string(appstudiov1alpha1.ComponentReady) {
@@ -361,7 +361,7 @@ func TestCollectsLatestBuildsAndReleasesOnce(t *testing.T) {
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	var holds, releases int
 	for _, req := range f.syncs {
-		if req.Mode == pullrequest.ModeRelease {
+		if req.Mode == changegrouppr.ModeRelease {
 			releases++
 		} else {
 			holds++
@@ -370,7 +370,7 @@ func TestCollectsLatestBuildsAndReleasesOnce(t *testing.T) {
 	require.Equal(t, 1, releases, "CI is released exactly once")
 	require.Equal(t, 3, holds, "one held push per debounced change: img1, opa1, img2 (duplicates and older builds change nothing)")
 	last := f.lastSync()
-	require.Equal(t, pullrequest.ModeRelease, last.Mode)
+	require.Equal(t, changegrouppr.ModeRelease, last.Mode)
 	require.Equal(t, map[string]string{"operator-img": "sha256:img2", "operand-a": "sha256:opa1", "operand-b": "sha256:opb1"}, digestsOf(last))
 	require.Equal(t, "konflux/changegroup/tenant/bundle-x-update-uid-1", last.Branch, "the branch is unique per namespace and UID")
 	require.Empty(t, f.handedBack, "every build is in the merged PR: nothing handed back")
@@ -392,7 +392,7 @@ func TestBurstIsDebouncedIntoOnePush(t *testing.T) {
 	h.run(Input{})
 	require.Len(t, f.syncs, 1, "two builds a second apart make one push")
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(f.syncs[0]))
-	require.Equal(t, pullrequest.ModeHold, f.syncs[0].Mode)
+	require.Equal(t, changegrouppr.ModeHold, f.syncs[0].Mode)
 }
 
 func TestPRClosedCancels(t *testing.T) {
@@ -426,7 +426,7 @@ func TestReleaseNowWithTwoOfThree(t *testing.T) {
 	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	last := f.lastSync()
-	require.Equal(t, pullrequest.ModeRelease, last.Mode)
+	require.Equal(t, changegrouppr.ModeRelease, last.Mode)
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(last))
 	require.True(t, s.Released)
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
@@ -444,7 +444,7 @@ func TestDroppedComponentReleasesWhenRestReady(t *testing.T) {
 	h.prEvent(time.Hour, PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	last := f.lastSync()
-	require.Equal(t, pullrequest.ModeRelease, last.Mode, "with c dropped, a and b are all there is")
+	require.Equal(t, changegrouppr.ModeRelease, last.Mode, "with c dropped, a and b are all there is")
 	require.Equal(t, appstudiov1alpha1.ComponentDropped, s.component("c").State)
 	require.Equal(t, "2/2", f.lastStatus().Ready)
 }
@@ -479,7 +479,7 @@ func TestHumanEditsPauseUntilRebase(t *testing.T) {
 	require.Equal(t, 2, syncsBeforeRebase, "after the sync that found the edits, no further push happens")
 	last := f.lastSync()
 	require.True(t, last.Overwrite)
-	require.Equal(t, pullrequest.ModeRelease, last.Mode)
+	require.Equal(t, changegrouppr.ModeRelease, last.Mode)
 }
 
 func TestCancelUpdateClosesPR(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/batching"
+	"github.com/nudgeflow/nudgeflow/activities/grouproute"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -25,8 +25,8 @@ func TestReplayStoredHistories(t *testing.T) {
 // hold, as does the batching request that carries one to a ChangeGroup.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{
-		"input":                         Input{},
-		"signal " + SignalBuild:         Build{},
-		"activity " + batching.Activity: batching.Request{},
+		"input":                           Input{},
+		"signal " + SignalBuild:           Build{},
+		"activity " + grouproute.Activity: grouproute.Request{},
 	})
 }

@@ -23,8 +23,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/batching"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
+	"github.com/nudgeflow/nudgeflow/activities/grouproute"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -504,8 +504,8 @@ func batch(ctx workflow.Context, in Input, b Build) *NudgeRecord {
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 30},
 		Summary:             fmt.Sprintf("give %s to the ChangeGroup batching %s, if any", b.PullSpec, in.To),
 	})
-	var res batching.Result
-	err := workflow.ExecuteActivity(actx, batching.Activity, batching.Request{Namespace: in.Namespace, From: in.From, To: in.To, Build: b}).Get(ctx, &res)
+	var res grouproute.Result
+	err := workflow.ExecuteActivity(actx, grouproute.Activity, grouproute.Request{Namespace: in.Namespace, From: in.From, To: in.To, Build: b}).Get(ctx, &res)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("could not offer the build to a ChangeGroup; nudging it", "digest", b.Digest, "error", err)
 		return nil

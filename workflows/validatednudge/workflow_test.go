@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/batching"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
+	"github.com/nudgeflow/nudgeflow/activities/grouproute"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
@@ -88,12 +88,12 @@ func runInput(t *testing.T, in Input, cluster *buildchecktest.Fake, nudgeTakes t
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "operand", "bundle")})
 	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterActivityWithOptions(func(_ context.Context, req batching.Request) (batching.Result, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, req grouproute.Request) (grouproute.Result, error) {
 		if group == "" {
-			return batching.Result{}, nil
+			return grouproute.Result{}, nil
 		}
-		return batching.Result{ChangeGroup: group, WorkflowID: "changegroup/ns/" + group + "/uid"}, nil
-	}, activity.RegisterOptions{Name: batching.Activity})
+		return grouproute.Result{ChangeGroup: group, WorkflowID: "changegroup/ns/" + group + "/uid"}, nil
+	}, activity.RegisterOptions{Name: grouproute.Activity})
 	var nudged []string
 	call := env.OnWorkflow(nudge.WorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, req nudge.Request) (nudge.Result, error) {
 		nudged = append(nudged, req.Digest)

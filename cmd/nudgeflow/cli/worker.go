@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	nfkube "github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
@@ -82,7 +82,7 @@ func newWorkerCommand() *cobra.Command {
 		runner := &nfworker.Runner{Client: c, New: func() sdkworker.Worker {
 			return nfworker.New(c, nfworker.Deps{
 				Kube: kube, Temporal: c,
-				PullRequest:       pullrequest.Config{Bot: forge.Signature{Name: botName, Email: botEmail}, Transport: forgeTransport()},
+				PullRequest:       changegrouppr.Config{Bot: forge.Signature{Name: botName, Email: botEmail}, Transport: forgeTransport()},
 				OperatorNamespace: operatorNamespace,
 			}, nfworker.Options{TaskQueue: tf.taskQueue, Tuning: *tuning})
 		}}

@@ -51,6 +51,11 @@ func toPR(p *gitea.PullRequest) forge.PR {
 	if p.Poster != nil {
 		out.Author = p.Poster.UserName
 	}
+	for _, l := range p.Labels {
+		if l != nil {
+			out.Labels = append(out.Labels, l.Name)
+		}
+	}
 	if out.Merged && p.MergedCommitID != nil {
 		// merge_commit_sha: the commit the merge put on the base (a merge, squash
 		// or rebase commit; the head itself for a fast-forward).
@@ -153,14 +158,19 @@ func (c *Client) BranchPRs(ctx context.Context, branch string, max int) ([]forge
 	return out, nil
 }
 
-// CreatePR opens the PR; a draft gets the WIP: title prefix.
+// CreatePR opens the PR; a draft gets the WIP: title prefix. Labels are given by
+// id in the same request (those the repository defines, as AddLabels).
 func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
 	title := in.Title
 	if in.Draft && !IsDraftTitle(title) {
 		title = DraftPrefix + title
 	}
+	labels, err := c.labelIDs(ctx, in.Labels)
+	if err != nil {
+		return forge.PR{}, err
+	}
 	p, resp, err := c.with(ctx).CreatePullRequest(c.repo.Owner, c.repo.Name, gitea.CreatePullRequestOption{
-		Head: in.Head, Base: in.Base, Title: title, Body: in.Body})
+		Head: in.Head, Base: in.Base, Title: title, Body: in.Body, Labels: labels})
 	if err != nil {
 		return forge.PR{}, classify("creating a PR from "+in.Head, err, resp)
 	}

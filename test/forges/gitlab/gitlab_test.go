@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	emu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
@@ -207,7 +207,7 @@ func TestGitLabOwnCommitsAreTheBots(t *testing.T) {
 			head, ok, err := c.BranchHead(ctx, branch)
 			require.NoError(t, err)
 			require.True(t, ok)
-			require.True(t, pullrequest.IsBot(c, head), "nudgeflow's own commit (author %s, committer %s) is the bot's", head.Author.Email, head.Committer.Email)
+			require.True(t, changegrouppr.IsBot(c, head), "nudgeflow's own commit (author %s, committer %s) is the bot's", head.Author.Email, head.Committer.Email)
 
 			// A person's git push on the branch is not the bot's.
 			human, err := e.HumanCommit("group", "bundle", branch, emu.User{Name: "Dev", Email: "dev@example.com"}, map[string]string{"b": "x"}, "mine")
@@ -215,7 +215,7 @@ func TestGitLabOwnCommitsAreTheBots(t *testing.T) {
 			head, _, err = c.BranchHead(ctx, branch)
 			require.NoError(t, err)
 			require.Equal(t, human, head.SHA)
-			require.False(t, pullrequest.IsBot(c, head), "a person's commit is not the bot's")
+			require.False(t, changegrouppr.IsBot(c, head), "a person's commit is not the bot's")
 
 			// A person writing through the API with the bot's name as author: GitLab
 			// records the person as committer; still not the bot's.
@@ -224,7 +224,7 @@ func TestGitLabOwnCommitsAreTheBots(t *testing.T) {
 			forged, err := pc.Push(ctx, forge.Push{Branch: branch, Parent: head, Files: map[string][]byte{"c": []byte("y")}, New: []string{"c"}, Message: "also mine", Exists: true, ExpectedHead: head.SHA})
 			require.NoError(t, err)
 			require.Equal(t, "dev@example.com", forged.Committer.Email)
-			require.False(t, pullrequest.IsBot(c, forged), "a commit GitLab wrote for a person is not the bot's")
+			require.False(t, changegrouppr.IsBot(c, forged), "a commit GitLab wrote for a person is not the bot's")
 		})
 	}
 }

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/prgroup"
-	"github.com/nudgeflow/nudgeflow/activities/pullrequest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
@@ -57,7 +57,7 @@ func TestOriginOnSelfHostedForgeReadByGitProviderAnnotation(t *testing.T) {
 		// build-service's onboarding: the namespace owns the repository.
 		ownershiptest.Repository("tenant", repoURL),
 	).Build()
-	a := &prgroup.Activities{Kube: k8s, PR: pullrequest.New(k8s, pullrequest.Config{})}
+	a := &prgroup.Activities{Kube: k8s, PR: changegrouppr.New(k8s, changegrouppr.Config{})}
 	var ts testsuite.WorkflowTestSuite
 	env := ts.NewTestActivityEnvironment()
 	env.RegisterActivity(a.ObserveOrigins)

@@ -1,0 +1,47 @@
+package renovate
+
+import (
+	"time"
+
+	"context"
+
+	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+)
+
+// What the direct writer (activities/nudgewrite) reuses of a launch, so that both
+// writers read a nudge alike: the same Components, provider rule, source link,
+// distribution repositories and branch, and the same config (GenerateConfig)
+// from them.
+
+// Components reads the nudged (target) and nudging Components of req, with the
+// launch's errors (a missing one is a non-retryable TargetMissing).
+func (a *Activities) Components(ctx context.Context, req LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
+	return a.components(ctx, req)
+}
+
+// Platform is Renovate's platform of a git URL (github, gitlab, forgejo) and its
+// API endpoint, by the launch's rule: the git-provider annotation, else the host;
+// a build a ChangeGroup handed back falls back to GitHub.
+func Platform(gitURL, providerAnnotation string, handedBack bool) (platform, endpoint string, err error) {
+	providerOf := forgeProviderOf(handedBack)
+	f, err := parseForge(gitURL, providerAnnotation, providerOf)
+	return f.platform, f.endpoint, err
+}
+
+// SourceLink is what the nudge names as the image's source (the PR header's
+// "Image created from '<link>'").
+func (a *Activities) SourceLink(ctx context.Context, req LaunchRequest, nudging *mirrorv1alpha1.Component) string {
+	return a.sourceLink(ctx, req, nudging)
+}
+
+// DistributionRepos are the repositories the nudging component is released to.
+func (a *Activities) DistributionRepos(ctx context.Context, req LaunchRequest) ([]string, error) {
+	return a.distributionRepos(ctx, req)
+}
+
+// SimpleBranch reads the nudging component's build-nudge-simple-branch annotation.
+func SimpleBranch(nudging *mirrorv1alpha1.Component) bool { return simpleBranch(nudging) }
+
+// BuiltAtStamp is a build start as the Nudgeflow-Built-At trailer writes it
+// (fixed width: two stamps compare as strings).
+func BuiltAtStamp(t time.Time) string { return builtAtStamp(t) }
