@@ -75,6 +75,9 @@ func TestNudgeDiff(t *testing.T) {
 	require.Equal(t, steps, len(results), "every step of every case was compared (a case that stopped early is reported above)")
 	require.GreaterOrEqual(t, len(results), 10)
 	require.Zero(t, unexplained, "unexplained differences (listed above)")
+	for _, dd := range deliberateDifferences {
+		require.True(t, seenDeliberate[dd.Name], "the deliberate difference %s is in no case any more: remove it from deliberateDifferences and docs/nudging.md", dd.Name)
+	}
 }
 
 // ---- the cases ----
@@ -225,7 +228,7 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 		recordShape(c, st, shots[sideRenovate])
 		r := stepResult{Case: c.Name, Step: st.Name}
 		for _, diff := range compareShots(shots[sideRenovate], shots[sideDirect]) {
-			if name := deliberateFor(c, diff); name != "" {
+			if name := deliberateFor(diffContext{Case: c, Built: built, Old: old, New: n.Digest, Seeded: files}, diff); name != "" {
 				r.Deliberate = append(r.Deliberate, name)
 				t.Logf("case %s step %s: deliberate difference %s in %s", c.Name, st.Name, name, diff.Field)
 				continue
@@ -391,8 +394,11 @@ func (d difference) show() string {
 		}
 		return fmt.Sprintf("%q", s)
 	}
-	fmt.Fprintf(&b, "  renovate (expected): %s\n  direct   (got):      %s\n", val(d.renovateHas, d.Renovate), val(d.dirHas, d.Direct))
-	if strings.Contains(d.Renovate, "\n") || strings.Contains(d.Direct, "\n") {
+	if !strings.Contains(d.Renovate, "\n") && !strings.Contains(d.Direct, "\n") || !d.renovateHas || !d.dirHas {
+		fmt.Fprintf(&b, "  renovate (expected): %s\n  direct   (got):      %s\n", val(d.renovateHas, d.Renovate), val(d.dirHas, d.Direct))
+	}
+	if d.renovateHas && d.dirHas && (strings.Contains(d.Renovate, "\n") || strings.Contains(d.Direct, "\n")) {
+		b.WriteString("  lines only Renovate wrote (-, expected) and only the direct writer wrote (+, got):\n")
 		in := func(s string) map[string]bool {
 			m := map[string]bool{}
 			for _, l := range strings.Split(s, "\n") {
@@ -420,24 +426,114 @@ func (d difference) show() string {
 // deliberateDifference is a difference the direct writer makes on purpose. The
 // same names, with the same reasons, are listed in docs/nudging.md under
 // "Direct writer vs Renovate: deliberate differences"
-// (TestNudgeDiffDeliberateDifferencesDocumented).
+// (TestNudgeDiffDeliberateDifferencesDocumented). Each rule is narrow: it
+// accepts the difference only in the shape the reason explains.
 type deliberateDifference struct {
 	Name, Reason string
-	// Matches says whether a difference in a case is this one.
-	Matches func(c diffCase, d difference) bool
+	// Matches says whether a difference seen in a step is this one.
+	Matches func(x diffContext, d difference) bool
 }
 
-var deliberateDifferences = []deliberateDifference{}
+// diffContext is what a rule may look at besides the difference: the case, its
+// image repository, the digest main's files hold, the build's, and the files
+// the repository was seeded with.
+type diffContext struct {
+	Case            diffCase
+	Built, Old, New string
+	Seeded          map[string]string
+}
 
-// deliberateFor names the deliberate difference d is, or "".
-func deliberateFor(c diffCase, d difference) string {
+var deliberateDifferences = []deliberateDifference{
+	{
+		Name: "pr-body-table",
+		Reason: "the table in the middle of the PR body names the new digest only, where Renovate's also names the digest main's files held; " +
+			"the header, the footer and the hidden data Renovate reads back are the same",
+		Matches: func(x diffContext, d difference) bool {
+			if !strings.HasSuffix(d.Field, ".body.middle") || !d.renovateHas || !d.dirHas {
+				return false
+			}
+			rOther, rRows := tableRows(d.Renovate)
+			dOther, dRows := tableRows(d.Direct)
+			if rOther != dOther || len(rRows) != len(dRows) {
+				return false
+			}
+			for i := range rRows {
+				// The same package, update and new digest: Renovate's change
+				// "`<old>` -> `<new>`", the direct writer's "`<new>`".
+				if !changeFromTo.MatchString(rRows[i]) || dRows[i] != changeFromTo.ReplaceAllString(rRows[i], "| $1 |") {
+					return false
+				}
+			}
+			return true
+		},
+	},
+	{
+		Name: "greedy-same-line",
+		Reason: "on a line naming the nudged image and then another image, Renovate's pattern <repo>(:.*)?@sha256:… runs on to the other image's digest and rewrites it too; " +
+			"the direct writer rewrites only the nudged image's references",
+		Matches: func(x diffContext, d difference) bool {
+			path, ok := strings.CutPrefix(d.Field[strings.Index(d.Field, ".")+1:], "tree:")
+			seeded, was := x.Seeded[path]
+			if !ok || !was || !d.renovateHas || !d.dirHas {
+				return false
+			}
+			// The direct writer's file is main's with the nudged image's references,
+			// and only those, at the new digest; Renovate's differs from it only
+			// on lines that name another image after the nudged one.
+			if d.Direct != nudgedRefs(x.Built).ReplaceAllString(seeded, x.Built+"${1}@"+x.New) {
+				return false
+			}
+			rl, dl := strings.Split(d.Renovate, "\n"), strings.Split(d.Direct, "\n")
+			if len(rl) != len(dl) {
+				return false
+			}
+			for i := range rl {
+				if rl[i] != dl[i] && len(digestRef.FindAllString(dl[i], -1)) < 2 {
+					return false
+				}
+			}
+			return true
+		},
+	},
+}
+
+var (
+	tableRow = regexp.MustCompile("(?m)^\\| .* \\| digest \\| .*\\|$")
+	// changeFromTo is a row's change column, "`<old7>` -> `<new7>`".
+	changeFromTo = regexp.MustCompile("\\| `[0-9a-f]{7}` -> (`[0-9a-f]{7}`) \\|$")
+	digestRef    = regexp.MustCompile(`@sha256:[a-f0-9]{64}`)
+)
+
+// tableRows cuts the update rows out of a body's middle.
+func tableRows(middle string) (rest string, rows []string) {
+	rows = tableRow.FindAllString(middle, -1)
+	return tableRow.ReplaceAllString(middle, ""), rows
+}
+
+// nudgedRefs matches a reference of the nudged repository, exactly that one
+// (another repository sharing its prefix is not it), up to its digest.
+func nudgedRefs(built string) *regexp.Regexp {
+	return regexp.MustCompile(regexp.QuoteMeta(built) + `((?::[\w][\w.-]*)?)@sha256:[a-f0-9]{64}`)
+}
+
+// deliberateFor names the deliberate difference d is, or "", and remembers
+// which were seen: a listed difference that no case shows any more is stale.
+func deliberateFor(x diffContext, d difference) string {
 	for _, dd := range deliberateDifferences {
-		if dd.Matches(c, d) {
+		if dd.Matches(x, d) {
+			seenMu.Lock()
+			seenDeliberate[dd.Name] = true
+			seenMu.Unlock()
 			return dd.Name
 		}
 	}
 	return ""
 }
+
+var (
+	seenMu         sync.Mutex
+	seenDeliberate = map[string]bool{}
+)
 
 // ---- the shape Renovate gives, for the writer's authors ----
 

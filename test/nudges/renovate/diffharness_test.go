@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -214,8 +215,8 @@ func writeRenovate(ctx context.Context, t *testing.T, d *diffWorld, s *side, n d
 		Nudging: diffNudging, Nudged: n.Nudged, Build: d.build(n)}
 	a := &renovate.Activities{Kube: d.kube, OperatorNamespace: diffOperatorNamespace}
 	ae := activityEnv(t)
-	ae.RegisterActivity(a)
-	if _, err := ae.ExecuteActivity(a.LaunchRenovate, req); err != nil {
+	ae.RegisterActivityWithOptions(a.LaunchRenovate, activity.RegisterOptions{Name: renovateapi.LaunchActivity})
+	if _, err := ae.ExecuteActivity(renovateapi.LaunchActivity, req); err != nil {
 		// An older build than the one the nudge branch's run carries: the
 		// launch refuses it (supersede.go) and nothing is written, the Renovate
 		// path's answer to a late build.
