@@ -70,7 +70,7 @@ func TestNudgeDiff(t *testing.T) {
 	}
 	line := fmt.Sprintf("nudge-diff repos=%d cases=%d identical=%d deliberate=%d unexplained=%d",
 		len(cases), len(results), identical, deliberate, unexplained)
-	t.Log(line)
+	// One line, at the start of its own line in the verbose log: make test shows it.
 	fmt.Println(line)
 	require.Equal(t, steps, len(results), "every step of every case was compared (a case that stopped early is reported above)")
 	require.GreaterOrEqual(t, len(results), 10)
