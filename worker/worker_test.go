@@ -5,6 +5,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/nudgeflow/nudgeflow/internal/kube"
 )
 
 func TestTuningDefaultsAndLimits(t *testing.T) {
@@ -26,4 +30,13 @@ func TestStopTimeoutReachesTheSDK(t *testing.T) {
 	require.Equal(t, DefaultStopTimeout, Options{Tuning: Tuning{StopTimeout: DefaultStopTimeout}}.sdkOptions().WorkerStopTimeout)
 	require.Zero(t, Options{}.sdkOptions().WorkerStopTimeout, "zero is kept: tests stop at once")
 	require.Less(t, DefaultStopTimeout, 90*time.Second, "below deploy/base/worker.yaml's terminationGracePeriodSeconds")
+}
+
+// TestRegisterEverything registers every workflow and activity as the worker
+// does: the SDK refuses (panics on) an exported method of a registered struct
+// that is not an activity, and a name registered twice.
+func TestRegisterEverything(t *testing.T) {
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestWorkflowEnvironment()
+	register(env, Deps{Kube: fake.NewClientBuilder().WithScheme(kube.NewScheme()).Build()})
 }

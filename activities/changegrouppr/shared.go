@@ -46,19 +46,29 @@ func (a *Activities) ConnectAs(ctx context.Context, r Repo, on *corev1.ObjectRef
 // too), under the fileMatch patterns. changes holds the new contents; tree is the
 // whole desired tree (path -> blob SHA), for comparing with a commit's tree.
 func (a *Activities) Rewrite(ctx context.Context, f forge.Forge, namespace string, rows []Row, fileMatch []string, base forge.Commit) (changes map[string][]byte, tree map[string]string, err error) {
-	changes, tree, _, err = a.RewriteFound(ctx, f, namespace, rows, fileMatch, base)
-	return changes, tree, err
+	r, err := a.RewriteFound(ctx, f, namespace, rows, fileMatch, base)
+	return r.Changes, r.Tree, err
 }
 
-// RewriteFound is Rewrite that also says, per row's component, which of its
-// repositories (the built one, its distribution repositories) the matched files
-// reference at all: none means the row's image is not referenced there.
-func (a *Activities) RewriteFound(ctx context.Context, f forge.Forge, namespace string, rows []Row, fileMatch []string, base forge.Commit) (changes map[string][]byte, tree map[string]string, found map[string][]string, err error) {
+// Rewritten is a rewrite's result in full: Changes and Tree as Rewrite returns
+// them; Found names, per row's component, which of its repositories (the built
+// one, its distribution repositories) the matched files reference at all (none:
+// the image is not referenced there); Before holds the changed files' contents
+// before the rewrite.
+type Rewritten struct {
+	Changes map[string][]byte
+	Tree    map[string]string
+	Found   map[string][]string
+	Before  map[string]string
+}
+
+// RewriteFound is Rewrite with everything it found (Rewritten).
+func (a *Activities) RewriteFound(ctx context.Context, f forge.Forge, namespace string, rows []Row, fileMatch []string, base forge.Commit) (Rewritten, error) {
 	d, err := a.desiredTree(ctx, f, SyncRequest{Repo: Repo{Namespace: namespace}, Rows: rows, FileMatch: fileMatch}, base)
 	if err != nil {
-		return nil, nil, nil, err
+		return Rewritten{}, err
 	}
-	return d.changes, d.files, d.refs, nil
+	return Rewritten{Changes: d.changes, Tree: d.files, Found: d.refs, Before: d.before}, nil
 }
 
 // TreeHolds reports whether commit c's tree is exactly tree (path -> blob SHA).

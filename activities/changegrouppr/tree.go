@@ -23,6 +23,7 @@ type desired struct {
 	base       forge.Commit
 	baseBranch string
 	changes    map[string][]byte
+	before     map[string]string // the changed files' contents before
 	files      map[string]string // path -> blob SHA of the whole desired tree
 	// refs are, per row, the repositories referenced in the matched files (the
 	// built one and its distribution repositories), in the row's order.
@@ -44,7 +45,7 @@ type rowRewriters struct {
 var placeholderDigest = "sha256:" + strings.Repeat("0", 64)
 
 func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncRequest, base forge.Commit) (desired, error) {
-	d := desired{base: base, changes: map[string][]byte{}, files: map[string]string{}, refs: map[string][]string{}}
+	d := desired{base: base, changes: map[string][]byte{}, before: map[string]string{}, files: map[string]string{}, refs: map[string][]string{}}
 	m, _ := digestref.NewFileMatcher(req.FileMatch) // validated
 	rows, err := a.rewriters(ctx, req)
 	if err != nil {
@@ -89,6 +90,7 @@ func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncReq
 		}
 		if text != original {
 			d.changes[file.Path] = []byte(text)
+			d.before[file.Path] = original
 			d.files[file.Path] = gitBlobSHA([]byte(text))
 		}
 	}

@@ -107,7 +107,7 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (nudge, nudgewriteapi.WriteResult, error) {
 	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged,
 		Build: req.Build, HandedBackBy: req.HandedBackBy}
-	target, _, err := a.Launch.Components(ctx, lr)
+	target, _, err := renovate.ComponentsOf(ctx, a.Launch, lr)
 	if err != nil {
 		return nudge{}, nudgewriteapi.WriteResult{}, err
 	}

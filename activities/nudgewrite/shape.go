@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
@@ -113,13 +114,13 @@ func rebaseRequested(body string) bool {
 // bodyOf is Renovate's body layout (update/pr/body): header, the updates table,
 // the configuration notes, the rebase checkbox, the footer, and the debug record
 // (kept from prev, the body found, when it has one).
-func bodyOf(s shape, image, to, baseBranch, prev string) string {
+func bodyOf(s shape, image, from, to, baseBranch, prev string) string {
 	var b strings.Builder
 	if s.Header != "" {
 		b.WriteString(s.Header + "\n\n")
 	}
 	b.WriteString("\n\nThis PR contains the following updates:\n\n| Package | Update | Change |\n|---|---|---|\n")
-	b.WriteString("| " + image + " | digest | `" + digestShort(to) + "` |\n\n\n")
+	b.WriteString("| " + image + " | digest | `" + digestShort(from) + "` -> `" + digestShort(to) + "` |\n\n\n")
 	b.WriteString("\n\n---\n\n### Configuration\n\n")
 	b.WriteString("📅 **Schedule**: Branch creation - At any time (no schedule defined), Automerge - At any time (no schedule defined).\n\n")
 	if s.Automerge {
@@ -144,6 +145,29 @@ func bodyOf(s shape, image, to, baseBranch, prev string) string {
 	}
 	raw, _ := json.Marshal(d)
 	return body + "\n<!--renovate-debug:" + base64.StdEncoding.EncodeToString(raw) + "-->\n"
+}
+
+// previousDigest is the digest the base's files held (the table's "from"):
+// Renovate's currentDigest of the first reference found, in path order, that
+// differs from to. Its regex, per repository: the repository, any tag (greedy, to
+// the line's last digest), the digest.
+func previousDigest(before map[string]string, repos []string, to string) string {
+	paths := make([]string, 0, len(before))
+	for p := range before {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		for _, r := range repos {
+			re := regexp.MustCompile(regexp.QuoteMeta(r) + `(:.*)?@(sha256:[a-f0-9]+)`)
+			for _, m := range re.FindAllStringSubmatch(before[p], -1) {
+				if m[2] != to {
+					return m[2]
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // runName names the direct write in its commit's Nudgeflow-Run trailer (a run of

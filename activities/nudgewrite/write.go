@@ -162,18 +162,18 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	}
 	req := n.req
 	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build}
-	_, nudging, err := a.Launch.Components(ctx, lr)
+	_, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
 	if err != nil {
 		return st, err
 	}
-	dist, err := a.Launch.DistributionRepos(ctx, lr)
+	dist, err := renovate.DistributionReposOf(ctx, a.Launch, lr)
 	if err != nil {
 		return st, err
 	}
 	cfg := renovate.GenerateConfig(renovate.ConfigInput{
 		Platform: n.platform, GitAuthor: gitAuthor, BaseBranch: st.baseBranch,
 		Nudging: req.Nudging, Nudged: req.Nudged, BuiltRepo: n.image, DistributionRepos: dist,
-		RepoAtSHA: a.Launch.SourceLink(ctx, lr, nudging), SimpleBranch: renovate.SimpleBranch(nudging),
+		RepoAtSHA: renovate.SourceLinkOf(ctx, a.Launch, lr, nudging), SimpleBranch: renovate.SimpleBranch(nudging),
 		FileMatch: n.fileMatch, Options: n.opts, BuiltAt: req.BuiltAt, Run: runName(req.WorkflowID),
 	})
 	st.shape = shapeOf(cfg, req.Nudging, req.Nudged, renovate.SimpleBranch(nudging), req.Digest)
@@ -182,11 +182,13 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	}
 
 	rows := []changegrouppr.Row{{Component: req.Nudging, Image: n.image, New: req.Digest, State: prbody.StateReady}}
-	changes, tree, found, err := a.PR.RewriteFound(ctx, f, req.Namespace, rows, n.fileMatch, st.base)
+	rw, err := a.PR.RewriteFound(ctx, f, req.Namespace, rows, n.fileMatch, st.base)
 	if err != nil {
 		return st, err
 	}
-	st.changes, st.found = changes, len(found[req.Nudging]) > 0
+	tree := rw.Tree
+	st.changes, st.found = rw.Changes, len(rw.Found[req.Nudging]) > 0
+	from := previousDigest(rw.Before, append([]string{n.image}, dist...), req.Digest)
 
 	if st.head, st.branch, err = f.BranchHead(ctx, st.shape.Branch); err != nil {
 		return st, err
@@ -209,6 +211,6 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	if st.hasPR {
 		prev = st.pr.Body
 	}
-	st.body = bodyOf(st.shape, n.image, req.Digest, st.baseBranch, prev)
+	st.body = bodyOf(st.shape, n.image, from, req.Digest, st.baseBranch, prev)
 	return st, nil
 }

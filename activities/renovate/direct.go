@@ -13,9 +13,12 @@ import (
 // distribution repositories and branch, and the same config (GenerateConfig)
 // from them.
 
-// Components reads the nudged (target) and nudging Components of req, with the
+// These are functions, not methods: the worker registers every exported method of
+// Activities as an activity.
+
+// ComponentsOf reads the nudged (target) and nudging Components of req, with the
 // launch's errors (a missing one is a non-retryable TargetMissing).
-func (a *Activities) Components(ctx context.Context, req LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
+func ComponentsOf(ctx context.Context, a *Activities, req LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
 	return a.components(ctx, req)
 }
 
@@ -28,14 +31,14 @@ func Platform(gitURL, providerAnnotation string, handedBack bool) (platform, end
 	return f.platform, f.endpoint, err
 }
 
-// SourceLink is what the nudge names as the image's source (the PR header's
+// SourceLinkOf is what the nudge names as the image's source (the PR header's
 // "Image created from '<link>'").
-func (a *Activities) SourceLink(ctx context.Context, req LaunchRequest, nudging *mirrorv1alpha1.Component) string {
+func SourceLinkOf(ctx context.Context, a *Activities, req LaunchRequest, nudging *mirrorv1alpha1.Component) string {
 	return a.sourceLink(ctx, req, nudging)
 }
 
-// DistributionRepos are the repositories the nudging component is released to.
-func (a *Activities) DistributionRepos(ctx context.Context, req LaunchRequest) ([]string, error) {
+// DistributionReposOf are the repositories the nudging component is released to.
+func DistributionReposOf(ctx context.Context, a *Activities, req LaunchRequest) ([]string, error) {
 	return a.distributionRepos(ctx, req)
 }
 
