@@ -25,8 +25,8 @@ import (
 // pinned Renovate, run by test/plrunner) and into the other's by the direct
 // writer; after each step both repositories are read back through the forge's
 // API and compared: every pull request's branch, base, title, labels, draft
-// state, body (header and footer; the middle is a named deliberate difference
-// when it differs), its commits above main (author, committer, subject, body),
+// state, body (header, middle and footer, each its own field, and the hidden
+// renovate-debug data Renovate reads back), its commits above main (author, committer, subject, body),
 // the branch's whole tree file by file, and the branches besides main.
 // Normalised first, and only: the tenant's name (the organisation), the PR's
 // number (compared as "the same PR as the previous step" instead), commit SHAs
@@ -445,29 +445,6 @@ type diffContext struct {
 
 var deliberateDifferences = []deliberateDifference{
 	{
-		Name: "pr-body-table",
-		Reason: "the table in the middle of the PR body names the new digest only, where Renovate's also names the digest main's files held; " +
-			"the header, the footer and the hidden data Renovate reads back are the same",
-		Matches: func(x diffContext, d difference) bool {
-			if !strings.HasSuffix(d.Field, ".body.middle") || !d.renovateHas || !d.dirHas {
-				return false
-			}
-			rOther, rRows := tableRows(d.Renovate)
-			dOther, dRows := tableRows(d.Direct)
-			if rOther != dOther || len(rRows) != len(dRows) {
-				return false
-			}
-			for i := range rRows {
-				// The same package, update and new digest: Renovate's change
-				// "`<old>` -> `<new>`", the direct writer's "`<new>`".
-				if !changeFromTo.MatchString(rRows[i]) || dRows[i] != changeFromTo.ReplaceAllString(rRows[i], "| $1 |") {
-					return false
-				}
-			}
-			return true
-		},
-	},
-	{
 		Name: "greedy-same-line",
 		Reason: "on a line naming the nudged image and then another image, Renovate's pattern <repo>(:.*)?@sha256:… runs on to the other image's digest and rewrites it too; " +
 			"the direct writer rewrites only the nudged image's references",
@@ -497,18 +474,8 @@ var deliberateDifferences = []deliberateDifference{
 	},
 }
 
-var (
-	tableRow = regexp.MustCompile("(?m)^\\| .* \\| digest \\| .*\\|$")
-	// changeFromTo is a row's change column, "`<old7>` -> `<new7>`".
-	changeFromTo = regexp.MustCompile("\\| `[0-9a-f]{7}` -> (`[0-9a-f]{7}`) \\|$")
-	digestRef    = regexp.MustCompile(`@sha256:[a-f0-9]{64}`)
-)
-
-// tableRows cuts the update rows out of a body's middle.
-func tableRows(middle string) (rest string, rows []string) {
-	rows = tableRow.FindAllString(middle, -1)
-	return tableRow.ReplaceAllString(middle, ""), rows
-}
+// digestRef is a reference's digest.
+var digestRef = regexp.MustCompile(`@sha256:[a-f0-9]{64}`)
 
 // nudgedRefs matches a reference of the nudged repository, exactly that one
 // (another repository sharing its prefix is not it), up to its digest.
