@@ -158,6 +158,10 @@ func diffCases() []diffCase {
 			"Dockerfile":         "FROM {built}@{old}\n",
 			"Containerfile":      "FROM {built}@{old}\n",
 			"manifests/app.json": "{\"image\": \"{built}@{old}\"}\n"}},
+		{Name: "platform-automerge", Steps: one, ConfigMap: map[string]string{"automerge": "true"}, Files: map[string]string{
+			// automerge with the forge's own auto-merge (platformAutomerge, true
+			// unless the ConfigMap says otherwise).
+			"Dockerfile": "FROM {built}@{old}\n"}},
 		{Name: "already-current", Steps: one, Current: true, Files: map[string]string{
 			"Dockerfile": "FROM {built}@{old}\n"}},
 		{Name: "second-build", Steps: []diffStep{{Name: "first"}, {Name: "second"}, {Name: "first-again-late", Late: true, LateOf: 0}},
@@ -296,6 +300,8 @@ func compareShots(r, dw repoShot) []difference {
 		add(pr+"title", a.Title, b.Title)
 		add(pr+"labels", strings.Join(a.Labels, ","), strings.Join(b.Labels, ","))
 		add(pr+"draft", fmt.Sprint(a.Draft), fmt.Sprint(b.Draft))
+		add(pr+"merged", fmt.Sprint(a.Merged), fmt.Sprint(b.Merged))
+		add(pr+"timeline", strings.Join(a.Timeline, "\n"), strings.Join(b.Timeline, "\n"))
 		add(pr+"same PR as the previous step", fmt.Sprint(a.SameAsPrevious), fmt.Sprint(b.SameAsPrevious))
 		ah, am, af := splitBody(a.Body)
 		bh, bm, bf := splitBody(b.Body)
@@ -398,27 +404,72 @@ func (d difference) show() string {
 		fmt.Fprintf(&b, "  renovate (expected): %s\n  direct   (got):      %s\n", val(d.renovateHas, d.Renovate), val(d.dirHas, d.Direct))
 	}
 	if d.renovateHas && d.dirHas && (strings.Contains(d.Renovate, "\n") || strings.Contains(d.Direct, "\n")) {
-		b.WriteString("  lines only Renovate wrote (-, expected) and only the direct writer wrote (+, got):\n")
-		in := func(s string) map[string]bool {
-			m := map[string]bool{}
-			for _, l := range strings.Split(s, "\n") {
-				m[l] = true
-			}
-			return m
-		}
-		ra, da := in(d.Renovate), in(d.Direct)
-		for _, l := range strings.Split(d.Renovate, "\n") {
-			if !da[l] {
-				fmt.Fprintf(&b, "  - %s\n", l)
-			}
-		}
-		for _, l := range strings.Split(d.Direct, "\n") {
-			if !ra[l] {
-				fmt.Fprintf(&b, "  + %s\n", l)
+		b.WriteString("  line by line, - Renovate's (expected), + the direct writer's (got):\n")
+		b.WriteString(lineDiff(d.Renovate, d.Direct))
+	}
+	return b.String()
+}
+
+// lineDiff shows two texts' lines in order, each marked " " (both), "-" (only
+// a) or "+" (only b), by their longest common subsequence; long stretches of
+// common lines are cut to the ones beside a change.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	// lcs[i][j]: the longest common subsequence of al[i:] and bl[j:].
+	lcs := make([][]int, len(al)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(bl)+1)
+	}
+	for i := len(al) - 1; i >= 0; i-- {
+		for j := len(bl) - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
 			}
 		}
 	}
-	return b.String()
+	type line struct {
+		mark byte
+		text string
+	}
+	var lines []line
+	i, j := 0, 0
+	for i < len(al) || j < len(bl) {
+		switch {
+		case i < len(al) && j < len(bl) && al[i] == bl[j]:
+			lines = append(lines, line{' ', al[i]})
+			i, j = i+1, j+1
+		case j < len(bl) && (i == len(al) || lcs[i][j+1] >= lcs[i+1][j]):
+			lines = append(lines, line{'+', bl[j]})
+			j++
+		default:
+			lines = append(lines, line{'-', al[i]})
+			i++
+		}
+	}
+	near := func(k int) bool {
+		for d := -2; d <= 2; d++ {
+			if k+d >= 0 && k+d < len(lines) && lines[k+d].mark != ' ' {
+				return true
+			}
+		}
+		return false
+	}
+	var out strings.Builder
+	cut := false
+	for k, l := range lines {
+		if !near(k) {
+			if !cut {
+				out.WriteString("    …\n")
+			}
+			cut = true
+			continue
+		}
+		cut = false
+		fmt.Fprintf(&out, "  %c %s\n", l.mark, l.text)
+	}
+	return out.String()
 }
 
 // ---- deliberate differences ----

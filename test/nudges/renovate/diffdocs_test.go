@@ -45,3 +45,12 @@ func TestNudgeDiffDeliberateDifferencesDocumented(t *testing.T) {
 	}
 	require.Equal(t, inTest, inDocs, "the deliberate differences in %s (section %q) and in deliberateDifferences (diff_test.go)", diffDocsPage, diffDocsSection)
 }
+
+// TestNudgeDiffShowsLinesInOrder: a difference is printed line by line in
+// order, so that a reordered or repeated line shows, not only a changed one.
+func TestNudgeDiffShowsLinesInOrder(t *testing.T) {
+	got := lineDiff("label\npull_push\npull_push\nchange_title", "label\npull_push\nchange_title")
+	require.Equal(t, "    label\n    pull_push\n  - pull_push\n    change_title\n", got)
+	got = lineDiff("a\nb", "b\na")
+	require.Equal(t, "  + b\n    a\n  - b\n", got)
+}

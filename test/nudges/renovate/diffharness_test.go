@@ -269,12 +269,16 @@ type commitShot struct {
 
 // prShot is one pull request, its branch and the branch's whole tree.
 type prShot struct {
-	Number         int
-	State          string
-	Branch, Base   string
-	Title, Body    string
-	Labels         []string
-	Draft          bool
+	Number        int
+	State         string
+	Branch, Base  string
+	Title, Body   string
+	Labels        []string
+	Draft, Merged bool
+	// Timeline is the pull request's events as the forge lists them (their
+	// types and who made them): a scheduled auto-merge, label and title
+	// changes, pushes.
+	Timeline       []string
 	Commits        []commitShot      // above the base branch's head, oldest first
 	Tree           map[string]string // every file at the branch's head
 	HeadSHA        string
@@ -317,6 +321,7 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 		Title  string
 		Body   string
 		Draft  bool
+		Merged bool
 		Head   struct{ Ref, SHA string }
 		Base   struct{ Ref string }
 		Labels []struct{ Name string }
@@ -326,7 +331,7 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 	}
 	for _, p := range prs {
 		pr := prShot{Number: p.Number, State: p.State, Branch: p.Head.Ref, Base: p.Base.Ref, Title: p.Title, Body: p.Body,
-			Draft: p.Draft, HeadSHA: p.Head.SHA}
+			Draft: p.Draft, Merged: p.Merged, HeadSHA: p.Head.SHA}
 		for _, l := range p.Labels {
 			pr.Labels = append(pr.Labels, l.Name)
 		}
@@ -336,6 +341,16 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 			return shot, err
 		}
 		pr.Commits = commits
+		var events []struct {
+			Type string
+			User struct{ Login string }
+		}
+		if err := d.api(fmt.Sprintf("%s/issues/%d/timeline?limit=50", base, p.Number), &events); err != nil {
+			return shot, fmt.Errorf("timeline of #%d: %w", p.Number, err)
+		}
+		for _, e := range events {
+			pr.Timeline = append(pr.Timeline, e.Type+" by "+e.User.Login)
+		}
 		if pr.Tree, err = d.tree(base, p.Head.SHA); err != nil {
 			return shot, err
 		}
