@@ -229,7 +229,9 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 			shots[s.name] = shot
 			t.Logf("case %s step %s: %s writer: outcome=%q %s", c.Name, st.Name, s.name, w.Outcome, w.Detail)
 		}
-		recordShape(c, st, shots[sideRenovate])
+		for _, s := range d.sides {
+			recordShape(c.Name+"/"+st.Name+"/"+s.name, shots[s.name])
+		}
 		r := stepResult{Case: c.Name, Step: st.Name}
 		for _, diff := range compareShots(shots[sideRenovate], shots[sideDirect]) {
 			if name := deliberateFor(diffContext{Case: c, Built: built, Old: old, New: n.Digest, Seeded: files}, diff); name != "" {
@@ -560,16 +562,16 @@ var (
 	shapeDump = map[string]repoShot{}
 )
 
-// recordShape keeps what Renovate made of a step; with NUDGE_DIFF_SHAPES set
-// (a file), TestNudgeDiff's cleanup writes them all there as JSON, for the
-// direct writer's authors to read.
-func recordShape(c diffCase, st diffStep, shot repoShot) {
+// recordShape keeps what a writer made of a step (key case/step/side); with
+// NUDGE_DIFF_SHAPES set (a file), every step rewrites that file with all it
+// kept, as JSON, for the direct writer's authors to read.
+func recordShape(key string, shot repoShot) {
 	if os.Getenv("NUDGE_DIFF_SHAPES") == "" {
 		return
 	}
 	shapeMu.Lock()
 	defer shapeMu.Unlock()
-	shapeDump[c.Name+"/"+st.Name] = shot
+	shapeDump[key] = shot
 	b, err := json.MarshalIndent(shapeDump, "", "  ")
 	if err == nil {
 		_ = os.WriteFile(os.Getenv("NUDGE_DIFF_SHAPES"), b, 0o644)

@@ -341,15 +341,8 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 			return shot, err
 		}
 		pr.Commits = commits
-		var events []struct {
-			Type string
-			User struct{ Login string }
-		}
-		if err := d.api(fmt.Sprintf("%s/issues/%d/timeline?limit=50", base, p.Number), &events); err != nil {
-			return shot, fmt.Errorf("timeline of #%d: %w", p.Number, err)
-		}
-		for _, e := range events {
-			pr.Timeline = append(pr.Timeline, e.Type+" by "+e.User.Login)
+		if pr.Timeline, err = d.timeline(base, p.Number, p.Head.SHA); err != nil {
+			return shot, err
 		}
 		if pr.Tree, err = d.tree(base, p.Head.SHA); err != nil {
 			return shot, err
@@ -358,6 +351,42 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 	}
 	sort.Slice(shot.PRs, func(i, j int) bool { return shot.PRs[i].Number < shot.PRs[j].Number })
 	return shot, nil
+}
+
+// timelineWait bounds the wait for the forge to record a branch's push in its
+// pull request's timeline (Gitea does it from its push queue, after the write
+// returned).
+const timelineWait = 30 * time.Second
+
+// timeline reads pull request number's events, sorted (events of one second
+// come in no set order: a push recorded from the queue and a title edit race),
+// once the forge has recorded the push of head: it waits, up to timelineWait,
+// for a pull_push event naming head; past that it reads what there is, and the
+// comparison shows what is missing.
+func (d *diffWorld) timeline(base string, number int, head string) ([]string, error) {
+	deadline := time.Now().Add(timelineWait)
+	for {
+		var events []struct {
+			Type string
+			Body string
+			User struct{ Login string }
+		}
+		if err := d.api(fmt.Sprintf("%s/issues/%d/timeline?limit=50", base, number), &events); err != nil {
+			return nil, fmt.Errorf("timeline of #%d: %w", number, err)
+		}
+		var out []string
+		recorded := false
+		for _, e := range events {
+			out = append(out, e.Type+" by "+e.User.Login)
+			recorded = recorded || e.Type == "pull_push" && strings.Contains(e.Body, head)
+		}
+		if recorded || time.Now().After(deadline) {
+			sort.Strings(out)
+			return out, nil
+		}
+		// The poll's pace; the condition and its deadline are above.
+		<-time.After(100 * time.Millisecond)
+	}
 }
 
 // commitsAbove walks first parents from head down to stop (main's head).
