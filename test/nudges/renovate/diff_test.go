@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
 )
 
 // TestNudgeDiff is the differential test of the direct writer, with the real
@@ -55,10 +56,23 @@ func TestNudgeDiff(t *testing.T) {
 	})
 	steps := 0
 	for _, c := range cases {
-		steps += len(c.Steps)
+		for _, st := range c.Steps {
+			if !st.Setup {
+				steps++
+			}
+		}
 	}
-	identical, deliberate, unexplained := 0, 0, 0
+	counted, identical, deliberate, unexplained := 0, 0, 0, 0
 	for _, r := range results {
+		if r.Setup {
+			// Compared (a difference there is reported above and fails the
+			// test), not counted: both tenants ran Renovate from one start.
+			if len(r.Unexplained) > 0 {
+				unexplained++
+			}
+			continue
+		}
+		counted++
 		switch {
 		case len(r.Unexplained) > 0:
 			unexplained++
@@ -69,11 +83,11 @@ func TestNudgeDiff(t *testing.T) {
 		}
 	}
 	line := fmt.Sprintf("nudge-diff repos=%d cases=%d identical=%d deliberate=%d unexplained=%d",
-		len(cases), len(results), identical, deliberate, unexplained)
+		len(cases), counted, identical, deliberate, unexplained)
 	// One line, at the start of its own line in the verbose log: make test shows it.
 	fmt.Println(line)
-	require.Equal(t, steps, len(results), "every step of every case was compared (a case that stopped early is reported above)")
-	require.GreaterOrEqual(t, len(results), 10)
+	require.Equal(t, steps, counted, "every step of every case was compared (a case that stopped early is reported above)")
+	require.GreaterOrEqual(t, counted, 10)
 	require.Zero(t, unexplained, "unexplained differences (listed above)")
 	for _, dd := range deliberateDifferences {
 		require.True(t, seenDeliberate[dd.Name], "the deliberate difference %s is in no case any more: remove it from deliberateDifferences and docs/nudging.md", dd.Name)
@@ -104,6 +118,14 @@ type diffStep struct {
 	// newer ones: an older build's nudge that comes late.
 	Late   bool
 	LateOf int
+	// Want is the outcome the direct writer must report (Opened when empty).
+	Want string
+	// RenovateOnBoth: Renovate writes this step in both tenants, continuing
+	// whatever the previous step left (the direct writer's branch, in one).
+	RenovateOnBoth bool
+	// Setup: a step that only prepares the next (Renovate on both, from the
+	// same start); compared like every step, not counted as a case.
+	Setup bool
 }
 
 func diffCases() []diffCase {
@@ -162,9 +184,17 @@ func diffCases() []diffCase {
 			// automerge with the forge's own auto-merge (platformAutomerge, true
 			// unless the ConfigMap says otherwise).
 			"Dockerfile": "FROM {built}@{old}\n"}},
-		{Name: "already-current", Steps: one, Current: true, Files: map[string]string{
+		// Either writer continues the other's branch: Renovate takes the
+		// direct writer's pull request as its own and updates it, and the direct
+		// writer updates Renovate's.
+		{Name: "renovate-continues-direct", Steps: []diffStep{{Name: "first"}, {Name: "second", RenovateOnBoth: true}},
+			Files: map[string]string{"Dockerfile": "FROM {built}@{old}\n", ".tekton/build.yaml": "image: {built}:v1@{old}\n"}},
+		{Name: "direct-continues-renovate", Steps: []diffStep{{Name: "first", RenovateOnBoth: true, Setup: true}, {Name: "second", Want: nudgewriteapi.OutcomeUpdated}},
+			Files: map[string]string{"Dockerfile": "FROM {built}@{old}\n", ".tekton/build.yaml": "image: {built}:v1@{old}\n"}},
+		{Name: "already-current", Steps: []diffStep{{Name: "build", Want: nudgewriteapi.OutcomeAlreadyCurrent}}, Current: true, Files: map[string]string{
 			"Dockerfile": "FROM {built}@{old}\n"}},
-		{Name: "second-build", Steps: []diffStep{{Name: "first"}, {Name: "second"}, {Name: "first-again-late", Late: true, LateOf: 0}},
+		{Name: "second-build", Steps: []diffStep{{Name: "first"}, {Name: "second", Want: nudgewriteapi.OutcomeUpdated},
+			{Name: "first-again-late", Late: true, LateOf: 0, Want: nudgewriteapi.OutcomeSuperseded}},
 			Files: map[string]string{
 				"Dockerfile":         "FROM {built}@{old}\n",
 				".tekton/build.yaml": "image: {built}:v1@{old}\n"}},
@@ -174,6 +204,7 @@ func diffCases() []diffCase {
 // stepResult is one compared step.
 type stepResult struct {
 	Case, Step  string
+	Setup       bool
 	Deliberate  []string // names of the deliberate differences seen
 	Unexplained []difference
 }
@@ -221,18 +252,25 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 		digests = append(digests, n.Digest)
 		shots := map[string]repoShot{}
 		for _, s := range d.sides {
-			w, err := s.write(ctx, t, d, s, n)
-			require.NoError(t, err, "%s writer, case %s step %s", s.name, c.Name, st.Name)
+			write, writer := s.write, s.name
+			if st.RenovateOnBoth {
+				write, writer = writeRenovate, sideRenovate
+			}
+			w, err := write(ctx, t, d, s, n)
+			require.NoError(t, err, "%s writer in tenant %s, case %s step %s", writer, s.ns, c.Name, st.Name)
 			shot, err := d.read(s.ns, c.Name)
 			require.NoError(t, err, "read %s/%s", s.ns, c.Name)
+			if writer == sideDirect {
+				checkReport(t, c.Name+" step "+st.Name, st.Want, w, shot, files)
+			}
 			normalise(&shot, s.ns, prev[s.name])
 			shots[s.name] = shot
-			t.Logf("case %s step %s: %s writer: outcome=%q %s", c.Name, st.Name, s.name, w.Outcome, w.Detail)
+			t.Logf("case %s step %s: tenant %s, %s writer: outcome=%q %s", c.Name, st.Name, s.ns, writer, w.Outcome, w.Detail)
 		}
 		for _, s := range d.sides {
 			recordShape(c.Name+"/"+st.Name+"/"+s.name, shots[s.name])
 		}
-		r := stepResult{Case: c.Name, Step: st.Name}
+		r := stepResult{Case: c.Name, Step: st.Name, Setup: st.Setup}
 		for _, diff := range compareShots(shots[sideRenovate], shots[sideDirect]) {
 			if name := deliberateFor(diffContext{Case: c, Built: built, Old: old, New: n.Digest, Seeded: files}, diff); name != "" {
 				r.Deliberate = append(r.Deliberate, name)
@@ -246,6 +284,45 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 		prev = shots
 	}
 	return out
+}
+
+// checkReport: what the direct writer says it did (the result the Nudge's
+// status and Events show) is what the forge shows: the outcome the step
+// expects, the pull request and branch it names, and the files its commit
+// changed (those whose content differs from main's).
+func checkReport(t *testing.T, step, want string, w written, shot repoShot, seeded map[string]string) {
+	t.Helper()
+	if want == "" {
+		want = nudgewriteapi.OutcomeOpened
+	}
+	if w.Outcome != want {
+		t.Errorf("%s: the direct writer reported %q, want %q (%s)", step, w.Outcome, want, w.Detail)
+	}
+	if len(shot.PRs) == 0 {
+		if w.PR != 0 || len(w.Files) != 0 {
+			t.Errorf("%s: the direct writer reported PR #%d and files %v, the forge has no pull request", step, w.PR, w.Files)
+		}
+		return
+	}
+	pr := shot.PRs[len(shot.PRs)-1]
+	if w.PR != pr.Number || w.Branch != pr.Branch {
+		t.Errorf("%s: the direct writer reported PR #%d on %q, the forge has #%d on %q", step, w.PR, w.Branch, pr.Number, pr.Branch)
+	}
+	if want != nudgewriteapi.OutcomeOpened && want != nudgewriteapi.OutcomeUpdated {
+		return // nothing committed: no files
+	}
+	var changed []string
+	for path, content := range pr.Tree {
+		if seeded[path] != content {
+			changed = append(changed, path)
+		}
+	}
+	sort.Strings(changed)
+	got := append([]string(nil), w.Files...)
+	sort.Strings(got)
+	if strings.Join(got, ",") != strings.Join(changed, ",") {
+		t.Errorf("%s: the direct writer reported files %v, its commit changed %v", step, got, changed)
+	}
 }
 
 // tenantToken and runToken stand for what must differ between the sides.

@@ -45,5 +45,6 @@ func writeDirect(ctx context.Context, t *testing.T, d *diffWorld, s *side, n dif
 		// configured as the writer supports, so a fallback is a failure.
 		return written{}, fmt.Errorf("WriteNudgePR fell back to Renovate: %s", res.Reason)
 	}
-	return written{Outcome: res.Outcome, Detail: fmt.Sprintf("pr=%d branch=%s files=%v reason=%q", res.PR, res.Branch, res.Files, res.Reason)}, nil
+	return written{Outcome: res.Outcome, Detail: fmt.Sprintf("pr=%d branch=%s files=%v reason=%q", res.PR, res.Branch, res.Files, res.Reason),
+		PR: res.PR, Branch: res.Branch, Files: res.Files}, nil
 }

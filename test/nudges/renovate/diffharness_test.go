@@ -94,6 +94,10 @@ type diffNudge struct {
 type written struct {
 	Outcome string
 	Detail  string
+	// PR, Branch and Files: what the direct writer reports (nudgewriteapi.WriteResult).
+	PR     int
+	Branch string
+	Files  []string
 }
 
 // writeFunc writes n in s's tenant and returns when the forge holds what it wrote.
