@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -62,7 +61,7 @@ const (
 	diffExtraLabel = "team-nudges"
 )
 
-// writerName names a side of the comparison.
+// The sides of the comparison, by their writer.
 const (
 	sideRenovate = "renovate"
 	sideDirect   = "direct"
@@ -109,11 +108,9 @@ type diffWorld struct {
 	kube  ctrlclient.Client
 	forge *landingforge.Forgejo
 	sides []*side
-	// repoMu serialises the forge's organisation and repository creation.
-	repoMu sync.Mutex
 }
 
-// request is the nudge as the Nudge workflow hands it to either writer.
+// build is n's build as the Nudge workflow hands it to either writer.
 func (d *diffWorld) build(n diffNudge) imagebuild.Build {
 	repo, _, _ := cutLast(n.Image, ":")
 	return imagebuild.Build{
@@ -125,7 +122,6 @@ func (d *diffWorld) build(n diffNudge) imagebuild.Build {
 
 func newDiffWorld(t *testing.T, direct writeFunc) *diffWorld {
 	t.Helper()
-	ctx := context.Background()
 	w := sharedWorld(t)
 	c, err := ctrlclient.New(w.Config(), ctrlclient.Options{Scheme: kube.NewScheme()})
 	require.NoError(t, err)
@@ -157,7 +153,6 @@ func newDiffWorld(t *testing.T, direct writeFunc) *diffWorld {
 		d.create(t, &mirrorv1alpha1.ReleasePlanAdmission{ObjectMeta: metav1.ObjectMeta{Name: "release-" + s.ns, Namespace: diffManagedNamespace},
 			Spec: mirrorv1alpha1.ReleasePlanAdmissionSpec{Origin: s.ns, Data: &runtime.RawExtension{Raw: data}}})
 	}
-	_ = ctx
 	return d
 }
 
@@ -183,9 +178,7 @@ type repoSpec struct {
 func (d *diffWorld) setUp(t *testing.T, r repoSpec) {
 	t.Helper()
 	for _, s := range d.sides {
-		d.repoMu.Lock()
 		d.forge.CreateRepo(t, s.ns, r.Name, "main", r.Files)
-		d.repoMu.Unlock()
 		for _, l := range []string{renovate.NudgeLabel, diffExtraLabel} {
 			d.forge.CreateLabel(t, s.ns, r.Name, l)
 		}
