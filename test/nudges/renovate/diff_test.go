@@ -126,7 +126,17 @@ type diffStep struct {
 	// Setup: a step that only prepares the next (Renovate on both, from the
 	// same start); compared like every step, not counted as a case.
 	Setup bool
+	// Before is what a person does in both tenants before the step's build:
+	// "" nothing, personCommits (a commit of theirs on the nudge branch) or
+	// personCloses (the open nudge pull request closed, unmerged).
+	Before string
 }
+
+// What a person does before a step (diffStep.Before).
+const (
+	personCommits = "person-commits"
+	personCloses  = "person-closes"
+)
 
 func diffCases() []diffCase {
 	one := []diffStep{{Name: "build"}}
@@ -184,6 +194,15 @@ func diffCases() []diffCase {
 			// automerge with the forge's own auto-merge (platformAutomerge, true
 			// unless the ConfigMap says otherwise).
 			"Dockerfile": "FROM {built}@{old}\n"}},
+		// A person's commit on the nudge branch: neither writer writes over it.
+		{Name: "person-committed", Steps: []diffStep{{Name: "first"},
+			{Name: "second", Before: personCommits, Want: nudgewriteapi.OutcomePersonCommitted},
+			{Name: "third", Want: nudgewriteapi.OutcomePersonCommitted}},
+			Files: map[string]string{"Dockerfile": "FROM {built}@{old}\n"}},
+		// The nudge pull request closed unmerged: recreateWhen "always"
+		// (build-service's), so the next build opens it again.
+		{Name: "closed-pr", Steps: []diffStep{{Name: "first"}, {Name: "second", Before: personCloses}},
+			Files: map[string]string{"Dockerfile": "FROM {built}@{old}\n"}},
 		// Either writer continues the other's branch: Renovate takes the
 		// direct writer's pull request as its own and updates it, and the direct
 		// writer updates Renovate's.
@@ -251,6 +270,9 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 		}
 		digests = append(digests, n.Digest)
 		shots := map[string]repoShot{}
+		for _, s := range d.sides {
+			d.person(t, s.ns, c.Name, st.Before)
+		}
 		for _, s := range d.sides {
 			write, writer := s.write, s.name
 			if st.RenovateOnBoth {

@@ -196,6 +196,30 @@ func (d *diffWorld) setUp(t *testing.T, r repoSpec) {
 	}
 }
 
+// person does what a person does in owner/repo before a step (diffStep.Before),
+// as the forge's human user.
+func (d *diffWorld) person(t *testing.T, owner, repo, what string) {
+	t.Helper()
+	if what == "" {
+		return
+	}
+	var open []struct {
+		Number int
+		Head   struct{ Ref string }
+	}
+	require.NoError(t, d.api("/repos/"+url.PathEscape(owner)+"/"+url.PathEscape(repo)+"/pulls?state=open&limit=50", &open))
+	require.Len(t, open, 1, "%s/%s: the nudge pull request a person acts on", owner, repo)
+	switch what {
+	case personCommits:
+		_, err := d.forge.Server.HumanCommit(owner, repo, open[0].Head.Ref, map[string]string{"NOTES.md": "Checked by hand before merging.\n"}, "Add a note")
+		require.NoError(t, err)
+	case personCloses:
+		require.NoError(t, d.forge.Server.ClosePR(owner, repo, open[0].Number))
+	default:
+		t.Fatalf("no such thing a person does: %q", what)
+	}
+}
+
 // writeRenovate is the Renovate path: nudgeflow's LaunchRenovate activity
 // creates and releases the PipelineRun (reading the tenant's objects as in a
 // cluster), test/plrunner runs it with the pinned Renovate, and the run's end
@@ -273,8 +297,8 @@ type prShot struct {
 	Labels        []string
 	Draft, Merged bool
 	// Timeline is the pull request's events as the forge lists them (their
-	// types and who made them): a scheduled auto-merge, label and title
-	// changes, pushes.
+	// types and who made them, a comment's text too): a scheduled auto-merge,
+	// label and title changes, pushes, comments.
 	Timeline       []string
 	Commits        []commitShot      // above the base branch's head, oldest first
 	Tree           map[string]string // every file at the branch's head
@@ -374,7 +398,11 @@ func (d *diffWorld) timeline(base string, number int, head string) ([]string, er
 		var out []string
 		recorded := false
 		for _, e := range events {
-			out = append(out, e.Type+" by "+e.User.Login)
+			ev := e.Type + " by " + e.User.Login
+			if e.Type == "comment" {
+				ev += ": " + e.Body // what a person reads: compared whole
+			}
+			out = append(out, ev)
 			recorded = recorded || e.Type == "pull_push" && strings.Contains(e.Body, head)
 		}
 		if recorded || time.Now().After(deadline) {
