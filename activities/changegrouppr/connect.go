@@ -135,6 +135,15 @@ func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 }
 
 func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error) {
+	if a.identity != nil {
+		// Writing as Renovate (ConnectAs): Renovate's order, build-service's: the
+		// App's token where the App is installed on the repository, its commits
+		// platform-native as Renovate's are; else the basic-auth Secret.
+		f, secrets, ok, err := connectGitHubApp(ctx, a, r, repo, true)
+		if err != nil || ok {
+			return f, secrets, err
+		}
+	}
 	ba, ok, err := forge.FindBasicAuth(ctx, a.k8s, r.Namespace, repo)
 	if err != nil {
 		return nil, nil, err
@@ -144,23 +153,40 @@ func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 		f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: ba.Password, Bot: a.basicAuthBot(forge.ProviderGitHub, repo, ba), Transport: a.cfg.Transport})
 		return f, []string{ba.Password}, err
 	}
-	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !ok {
+	if a.identity != nil {
 		return nil, nil, noCredentials(r, repo, true)
 	}
+	f, secrets, ok, err := connectGitHubApp(ctx, a, r, repo, false)
+	if err == nil && !ok {
+		err = noCredentials(r, repo, true)
+	}
+	return f, secrets, err
+}
+
+// connectGitHubApp connects with the GitHub App's token for the one repository;
+// ok is false when there is no App Secret, or, asRenovate, when the App is not
+// installed on the repository (Renovate then uses the basic-auth Secret).
+// asRenovate commits platform-native as the App's bot (ClientOptions.NativeCommits);
+// otherwise as the configured bot, else the App's.
+func connectGitHubApp(ctx context.Context, a *Activities, r Repo, repo forge.Repo, asRenovate bool) (forge.Forge, []string, bool, error) {
+	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)
+	if err != nil || !ok {
+		return nil, nil, false, err
+	}
 	tok, err := a.cfg.AppTokens.Token(ctx, repo, app, a.cfg.Transport, 0)
+	var ae *temporal.ApplicationError
+	if asRenovate && errors.As(err, &ae) && ae.Type() == ghforge.ErrorTypeAppNotInstalled {
+		return nil, nil, false, nil
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	bot := tok.Bot
-	if a.cfg.Bot.Email != "" {
+	if a.cfg.Bot.Email != "" && !asRenovate {
 		bot = a.cfg.Bot
 	}
-	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: tok.Token, Bot: bot, Transport: a.cfg.Transport})
-	return f, []string{tok.Token, string(app.PrivateKey)}, err
+	f, err := ghforge.New(forge.ClientOptions{Repo: repo, Token: tok.Token, Bot: bot, Transport: a.cfg.Transport, NativeCommits: asRenovate})
+	return f, []string{tok.Token, string(app.PrivateKey)}, true, err
 }
 
 // redact guarantees that no secret value leaves an activity inside an error.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -61,6 +62,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 type nudge struct {
 	req       nudgewriteapi.WriteRequest
 	target    *mirrorv1alpha1.Component
+	nudging   *mirrorv1alpha1.Component
 	repo      changegrouppr.Repo
 	platform  string
 	opts      renovate.Options
@@ -84,13 +86,20 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 	// finds (renovate.BasicAuthIdentity); one Renovate resolves itself is not
 	// one the writer can make.
 	var gitAuthor string
+	basicAuth := false
 	identity := func(provider string, repo forge.Repo, ba forge.BasicAuth) forge.Signature {
+		basicAuth = true
 		_, gitAuthor = renovate.BasicAuthIdentity(provider, repo.Host, ba.Username, ba.Password)
 		return parseAuthor(gitAuthor)
 	}
 	f, clean, err := a.PR.ConnectAs(ctx, n.repo, components.Ref(n.target), identity)
 	if err != nil {
 		return nudgewriteapi.WriteResult{}, contractError(err)
+	}
+	if !basicAuth && n.platform == forge.ProviderGitHub {
+		// The GitHub App's token (Renovate's first choice there): its commits are
+		// the App's bot's, and Renovate's gitAuthor is build-service's App identity.
+		gitAuthor = renovate.AppGitAuthor(f.Bot())
 	}
 	if sig := parseAuthor(gitAuthor); sig.Email == "" || !strings.EqualFold(f.Bot().Email, sig.Email) {
 		return fallback("the forge credentials' commit identity is one only Renovate resolves"), nil
@@ -107,7 +116,7 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (nudge, nudgewriteapi.WriteResult, error) {
 	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged,
 		Build: req.Build, HandedBackBy: req.HandedBackBy}
-	target, _, err := renovate.ComponentsOf(ctx, a.Launch, lr)
+	target, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
 	if err != nil {
 		return nudge{}, nudgewriteapi.WriteResult{}, err
 	}
@@ -133,7 +142,7 @@ func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (
 	if image == "" {
 		image = digestref.Repository(req.ImageURL)
 	}
-	return nudge{req: req, target: target, platform: platform, opts: opts, tier: tier, image: image,
+	return nudge{req: req, target: target, nudging: nudging, platform: platform, opts: opts, tier: tier, image: image,
 		repo:      changegrouppr.Repo{Provider: platform, URL: git.URL, BaseBranch: git.Revision, Namespace: req.Namespace},
 		fileMatch: renovate.FileMatch(opts, req.NudgeFiles)}, nudgewriteapi.WriteResult{}, nil
 }
@@ -167,18 +176,24 @@ func parseAuthor(s string) forge.Signature {
 }
 
 // contractError gives the errors a retry never fixes the contract's types: a
-// repository the namespace does not own is Refused; a missing credential is
-// NoCredentials (changegrouppr's type of the same name).
+// repository the namespace does not own, or a forge's refusal for good, is
+// Refused; a repository nudgeflow cannot write to is NotNudgeable; a missing
+// credential is NoCredentials (changegrouppr's type of the same name). Retryable
+// errors (rate limits with their delay, 5xx, a moved branch) pass unchanged.
 func contractError(err error) error {
 	var ae *temporal.ApplicationError
 	if !errors.As(err, &ae) {
 		return err
 	}
-	switch ae.Type() {
-	case ownership.ErrorType:
-		return temporal.NewNonRetryableApplicationError(err.Error(), nudgewriteapi.ErrorTypeRefused, nil)
-	case "InvalidRepository", "UnsupportedProvider", "BaseBranchMissing":
+	switch {
+	case slices.Contains(nudgewriteapi.NonRetryableErrorTypes, ae.Type()):
+		return err
+	case ae.Type() == "InvalidRepository" || ae.Type() == "UnsupportedProvider" || ae.Type() == "BaseBranchMissing":
 		return temporal.NewNonRetryableApplicationError(err.Error(), nudgewriteapi.ErrorTypeNotNudgeable, nil)
+	case ae.Type() == ownership.ErrorType || ae.NonRetryable():
+		// The namespace does not own the repository, or the forge refused a
+		// request for good (a 4xx): the same write is refused again.
+		return temporal.NewNonRetryableApplicationError(err.Error(), nudgewriteapi.ErrorTypeRefused, nil)
 	}
 	return err
 }

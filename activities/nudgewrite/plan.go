@@ -39,8 +39,8 @@ type plan struct {
 	push bool
 	// open a pull request (none is open); edit the open one's title and body.
 	open, edit bool
-	// labels to add to the open pull request.
-	labels []string
+	// labels to add to and unlabel to remove from the open pull request.
+	labels, unlabel []string
 	// automerge enables the forge's auto-merge on the opened pull request.
 	automerge bool
 }
@@ -75,25 +75,30 @@ func decide(f facts, s shape, body string) plan {
 		return p
 	}
 	p.edit = f.pr.Title != s.Title || f.pr.Body != body
-	p.labels = missingLabels(f.pr, s.Labels)
+	p.labels, p.unlabel = labelChanges(f.pr, s.Labels)
 	return p
 }
 
-// missingLabels are the configured labels an open pull request lacks, added as
-// Renovate updates labels: only while the PR's labels are still those its debug
-// record says were set (a person's label edits are left alone).
-func missingLabels(pr forge.PR, want []string) []string {
+// labelChanges are the labels to add to and remove from an open pull request so
+// it carries want, changed as Renovate changes them (shouldUpdateLabels): only
+// when its debug record says which labels were set, the PR still carries
+// exactly those (a person's label edits are left alone), and want differs.
+func labelChanges(pr forge.PR, want []string) (add, remove []string) {
 	d, ok := readDebug(pr.Body)
-	if !ok || !sameSet(d.Labels, pr.Labels) {
-		return nil
+	if !ok || d.Labels == nil || !sameSet(d.Labels, pr.Labels) || sameSet(d.Labels, want) {
+		return nil, nil
 	}
-	var out []string
 	for _, l := range want {
 		if !slices.Contains(pr.Labels, l) {
-			out = append(out, l)
+			add = append(add, l)
 		}
 	}
-	return out
+	for _, l := range pr.Labels {
+		if !slices.Contains(want, l) {
+			remove = append(remove, l)
+		}
+	}
+	return add, remove
 }
 
 func sameSet(a, b []string) bool {

@@ -64,11 +64,22 @@ func shapeOf(cfg renovate.Config, nudging, nudged string, simpleBranch bool, dig
 		Branch:    renovaterun.BranchName(nudging, nudged, simpleBranch),
 		Title:     title,
 		Message:   title + "\n\n" + r.CommitBody,
-		Labels:    append([]string(nil), cfg.Labels...),
+		Labels:    unique(cfg.Labels),
 		Header:    r.PRHeader,
 		Footer:    r.PRFooter,
 		Automerge: cfg.Automerge && cfg.PlatformAutomerge,
 	}
+}
+
+// unique keeps the first of each label, in order (Renovate's label set).
+func unique(labels []string) []string {
+	var out []string
+	for _, l := range labels {
+		if l != "" && !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // debugData is Renovate's hidden record at the end of a body

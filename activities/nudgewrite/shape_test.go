@@ -62,7 +62,7 @@ func TestShapeIsRenovates(t *testing.T) {
 
 func TestTitleTakesPrefixSuffixAndLabels(t *testing.T) {
 	cfg := renovate.GenerateConfig(input(renovate.ParseOptions(map[string]string{
-		"commitMessagePrefix": "chore(deps):", "commitMessageSuffix": " [nudge] ", "labels": "a, b", "automerge": "true"})))
+		"commitMessagePrefix": "chore(deps):", "commitMessageSuffix": " [nudge] ", "labels": "a, konflux-nudge, b, a", "automerge": "true"})))
 	s := shapeOf(cfg, "operand", "dockerfile", true, "sha256:8b470ee"+strings.Repeat("1", 57))
 	require.Equal(t, "chore(deps): Update operand to 8b470ee [nudge]", s.Title)
 	require.Equal(t, "konflux/component-updates/component-update-operand", s.Branch, "simple branch")
@@ -128,6 +128,14 @@ func TestDecide(t *testing.T) {
 			pr: forge.PR{Title: s.Title, Body: debug, Labels: []string{"konflux-nudge"}}}, plan{edit: true, labels: []string{"team"}}},
 		{"labels a person changed are left", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
 			pr: forge.PR{Title: s.Title, Body: debug, Labels: []string{"other"}}}, plan{edit: true}},
+		{"a label no longer configured is removed", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
+			pr: forge.PR{Title: s.Title, Body: debugWith("konflux-nudge", "old"), Labels: []string{"old", "konflux-nudge"}}},
+			plan{edit: true, labels: []string{"team"}, unlabel: []string{"old"}}},
+		{"labels as configured are kept", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
+			pr: forge.PR{Title: s.Title, Body: debugWith("konflux-nudge", "team"), Labels: []string{"team", "konflux-nudge"}}},
+			plan{edit: true}},
+		{"a PR without recorded labels is left", facts{changes: changes, branch: true, head: ours, headOurs: true, headHolds: true, hasPR: true,
+			pr: forge.PR{Title: s.Title, Body: "no debug record"}}, plan{edit: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := decide(c.f, s, body)
@@ -140,6 +148,10 @@ func TestDecide(t *testing.T) {
 			require.Equal(t, c.want, got)
 		})
 	}
+}
+
+func debugWith(labels ...string) string {
+	return bodyOf(shape{Labels: labels}, "r", "", "", "main", "")
 }
 
 func TestUnsupported(t *testing.T) {
@@ -167,7 +179,9 @@ func TestUnsupported(t *testing.T) {
 		{opts("automerge", "true", "automergeSchedule", "after 10pm"), "forgejo", "automergeSchedule"},
 		{opts("automerge", "true", "gitLabIgnoreApprovals", "true"), "forgejo", "gitLabIgnoreApprovals"},
 		{opts(), "gitlab", "GitLab"},
-		{opts(), "github", "github"},
+		{opts(), "github", ""},
+		{opts("automerge", "true"), "github", "GitHub"},
+		{opts(), "bitbucket", "bitbucket"},
 	} {
 		got := unsupported(c.o, c.platform)
 		if c.says == "" {

@@ -32,8 +32,11 @@ import (
 //   - automerge with gitLabIgnoreApprovals (GitLab's approval rules);
 //   - a forge whose commits the writer cannot make as Renovate's gitAuthor:
 //     GitLab (its API records the token's user as committer; Renovate pushes over
-//     git as gitAuthor), GitHub (an App token's commits, and Renovate's choice of
-//     the App before a basic-auth Secret, are not yet matched);
+//     git as gitAuthor); on GitHub, automerge (GitHub's auto-merge, through
+//     GraphQL, is not driven yet). On GitHub the writer takes Renovate's
+//     credentials in Renovate's order: the GitHub App's token where the App is
+//     installed (platform-native commits, the App's bot their author, GitHub their
+//     committer, as Renovate's), else the basic-auth Secret (commits as gitAuthor);
 //   - a token whose identity only Renovate resolves (a GitHub installation token
 //     in a basic-auth Secret: BasicAuthIdentity leaves gitAuthor to Renovate).
 
@@ -44,16 +47,19 @@ var Keys = []string{"fileMatch", "labels", "commitMessagePrefix", "commitMessage
 // to Renovate ("" when it writes it itself).
 func unsupported(o renovate.Options, platform string) string {
 	switch forge.NormalizeProvider(platform) {
-	case forge.ProviderForgejo:
+	case forge.ProviderForgejo, forge.ProviderGitHub:
 	case forge.ProviderGitLab:
 		return "the repository is on GitLab, whose API commits as the token's user, not as Renovate's gitAuthor"
 	default:
-		return fmt.Sprintf("the repository is on %s, where the direct writer does not yet commit as Renovate's gitAuthor", platform)
+		return fmt.Sprintf("the repository is on %s, where the direct writer does not commit", platform)
 	}
 	if !o.Automerge {
 		return ""
 	}
 	var why []string
+	if forge.NormalizeProvider(platform) == forge.ProviderGitHub {
+		why = append(why, "automerge on GitHub (its auto-merge is not driven by the direct writer yet)")
+	}
 	switch o.AutomergeType {
 	case "", "pr":
 	default:

@@ -103,11 +103,12 @@ func (a *Activities) writeOnce(ctx context.Context, f forge.Forge, n nudge, gitA
 			return res, err
 		}
 	}
-	if len(p.labels) > 0 {
-		if lb, ok := f.(forge.Labeler); ok {
-			if err := lb.AddLabels(ctx, st.pr.Number, p.labels); err != nil {
-				return res, err
-			}
+	if lb, ok := f.(forge.Labeler); ok && len(p.labels)+len(p.unlabel) > 0 {
+		if err := lb.AddLabels(ctx, st.pr.Number, p.labels); err != nil {
+			return res, err
+		}
+		if err := lb.RemoveLabels(ctx, st.pr.Number, p.unlabel); err != nil {
+			return res, err
 		}
 	}
 	return res, nil
@@ -162,10 +163,7 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	}
 	req := n.req
 	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build}
-	_, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
-	if err != nil {
-		return st, err
-	}
+	nudging := n.nudging
 	dist, err := renovate.DistributionReposOf(ctx, a.Launch, lr)
 	if err != nil {
 		return st, err

@@ -126,11 +126,16 @@ func (a *Activities) appCredential(ctx context.Context, f forgeInfo) (scm, bool,
 		// Never the key or a token in the message: the token's errors carry neither.
 		return scm{}, false, err
 	}
-	slug := strings.TrimSuffix(tok.Bot.Name, "[bot]")
-	// build-service's App identity: "<slug>[bot]", committing as "<slug> <<bot user id>+<slug>[bot]@users.noreply.github.com>"
-	// (the bot user's id, not the App's: tok.Bot reads it, BS:internal/controller/renovate_util.go:316-321,358).
 	return scm{cred: credentials.Credential{SecretName: secret.String(), Username: tok.Bot.Name, Password: tok.Token},
-		gitAuthor: fmt.Sprintf("%s <%s>", slug, tok.Bot.Email), expires: tok.Expires}, true, nil
+		gitAuthor: AppGitAuthor(tok.Bot), expires: tok.Expires}, true, nil
+}
+
+// AppGitAuthor is build-service's gitAuthor for the GitHub App whose bot is bot
+// ("<slug>[bot]"): "<slug> <<bot user id>+<slug>[bot]@users.noreply.github.com>"
+// (the bot user's id, not the App's: the token's Bot reads it,
+// BS:internal/controller/renovate_util.go:316-321,358).
+func AppGitAuthor(bot forge.Signature) string {
+	return fmt.Sprintf("%s <%s>", strings.TrimSuffix(bot.Name, "[bot]"), bot.Email)
 }
 
 func (a *Activities) appTokens() *ghforge.AppTokens {

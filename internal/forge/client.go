@@ -14,6 +14,11 @@ type ClientOptions struct {
 	Token string
 	// Bot is the identity commits are made as (GitLab: empty means the token's user).
 	Bot Signature
+	// NativeCommits (GitHub) makes commits without naming their author or
+	// committer, as Renovate's platform-native commits with an App token: GitHub
+	// makes the token's App the author and itself the committer (and signs them).
+	// Bot is then the App's bot, whose commits these are.
+	NativeCommits bool
 	// Transport is the base round tripper (http.DefaultTransport when nil).
 	Transport http.RoundTripper
 	// Timeout bounds each HTTP request (the forge package's default when zero).

@@ -12,11 +12,13 @@ type TitleEditor interface {
 	EditTitle(ctx context.Context, number int, title string, body *string) (PR, error)
 }
 
-// Labeler is optional: it adds labels, by name, to a pull request. A forge that
-// applies only the labels a repository defines (Forgejo, Gitea) skips the others,
-// as Renovate does there; GitHub and GitLab create them.
+// Labeler is optional: it adds and removes labels, by name, on a pull request. A
+// forge that applies only the labels a repository defines (Forgejo, Gitea) skips
+// the others, as Renovate does there; GitHub and GitLab create them. Removing a
+// label the PR does not carry is no error.
 type Labeler interface {
 	AddLabels(ctx context.Context, number int, names []string) error
+	RemoveLabels(ctx context.Context, number int, names []string) error
 }
 
 // AutoMerger is optional: it asks the forge to merge the pull request itself

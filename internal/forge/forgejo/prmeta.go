@@ -42,6 +42,21 @@ func (c *Client) AddLabels(ctx context.Context, number int, names []string) erro
 	return nil
 }
 
+// RemoveLabels removes the labels, by name (those the repository defines).
+func (c *Client) RemoveLabels(ctx context.Context, number int, names []string) error {
+	ids, err := c.labelIDs(ctx, names)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		resp, err := c.with(ctx).DeleteIssueLabel(c.repo.Owner, c.repo.Name, int64(number), id)
+		if err != nil && (resp == nil || resp.StatusCode != http.StatusNotFound) {
+			return classify(fmt.Sprintf("unlabelling PR #%d", number), err, resp)
+		}
+	}
+	return nil
+}
+
 // labelIDs looks names up among the repository's labels, then its organization's
 // (a user's repository has none: not an error).
 func (c *Client) labelIDs(ctx context.Context, names []string) ([]int64, error) {

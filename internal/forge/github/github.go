@@ -46,6 +46,8 @@ type Client struct {
 	fails *failRecorder
 	// repoNodeID is the repository's GraphQL ID (read once, for updateRefs).
 	repoNodeID string
+	// native: commits name no author or committer (forge.ClientOptions.NativeCommits).
+	native bool
 }
 
 var _ forge.Forge = (*Client)(nil)
@@ -70,7 +72,7 @@ func New(o forge.ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("github client for %s: %w", o.Repo.Host, err)
 	}
-	return &Client{repo: o.Repo, bot: o.Bot, rest: c, gql: githubv4.NewEnterpriseClient(gql, hc), tr: tr, fails: fails}, nil
+	return &Client{repo: o.Repo, bot: o.Bot, rest: c, gql: githubv4.NewEnterpriseClient(gql, hc), tr: tr, fails: fails, native: o.NativeCommits}, nil
 }
 
 // failRecorder remembers the last failed answer: its status and headers, and for
@@ -340,7 +342,7 @@ func (c *Client) createCommit(ctx context.Context, tree string, parents []string
 	for _, p := range parents {
 		in.Parents = append(in.Parents, &gh.Commit{SHA: new(p)})
 	}
-	if c.bot.Email != "" {
+	if c.bot.Email != "" && !c.native {
 		in.Author = &gh.CommitAuthor{Name: new(c.bot.Name), Email: new(c.bot.Email)}
 		in.Committer = in.Author
 	}
@@ -369,7 +371,7 @@ func toPR(p *gh.PullRequest) forge.PR {
 	return forge.PR{Number: p.GetNumber(), NodeID: p.GetNodeID(), URL: p.GetHTMLURL(), Title: p.GetTitle(), Body: p.GetBody(),
 		Open: p.GetState() == "open", Merged: p.GetMerged() || p.MergedAt != nil, Draft: p.GetDraft(),
 		Head: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(), Base: p.GetBase().GetRef(),
-		MergeCommitSHA: mergeCommit(p), Author: p.GetUser().GetLogin()}
+		MergeCommitSHA: mergeCommit(p), Author: p.GetUser().GetLogin(), Labels: labelNames(p.Labels)}
 }
 
 func (c *Client) FindPR(ctx context.Context, branch string, number int) (forge.PR, bool, error) {
