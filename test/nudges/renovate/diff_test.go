@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
+	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
 
 // TestNudgeDiff is the differential test of the direct writer, with the real
@@ -36,32 +38,41 @@ import (
 // deliberateDifferences, which docs/nudging.md lists too. It prints one line:
 // nudge-diff repos=N cases=C identical=I deliberate=D unexplained=U.
 func TestNudgeDiff(t *testing.T) {
-	d := newDiffWorld(t, writeDirect)
-	cases := diffCases()
+	d := newDiffWorld(t)
 	var (
 		mu      sync.Mutex
 		results []stepResult
 	)
+	repos, steps := 0, 0
 	t.Run("cases", func(t *testing.T) {
-		for _, c := range cases {
-			t.Run(c.Name, func(t *testing.T) {
+		for _, forge := range diffForges {
+			t.Run(forge, func(t *testing.T) {
 				t.Parallel()
-				for _, r := range runDiffCase(t, d, c) {
+				p := d.pair(t, startDiffForge(t, forge), writeDirect)
+				for _, c := range diffCases() {
+					if c.Forges != nil && !slices.Contains(c.Forges, forge) {
+						continue
+					}
 					mu.Lock()
-					results = append(results, r)
+					repos++
+					for _, st := range c.Steps {
+						if !st.Setup {
+							steps++
+						}
+					}
 					mu.Unlock()
+					t.Run(c.Name, func(t *testing.T) {
+						t.Parallel()
+						for _, r := range runDiffCase(t, d, p, c) {
+							mu.Lock()
+							results = append(results, r)
+							mu.Unlock()
+						}
+					})
 				}
 			})
 		}
 	})
-	steps := 0
-	for _, c := range cases {
-		for _, st := range c.Steps {
-			if !st.Setup {
-				steps++
-			}
-		}
-	}
 	counted, identical, deliberate, unexplained := 0, 0, 0, 0
 	for _, r := range results {
 		if r.Setup {
@@ -83,7 +94,7 @@ func TestNudgeDiff(t *testing.T) {
 		}
 	}
 	line := fmt.Sprintf("nudge-diff repos=%d cases=%d identical=%d deliberate=%d unexplained=%d",
-		len(cases), counted, identical, deliberate, unexplained)
+		repos, counted, identical, deliberate, unexplained)
 	// One line, at the start of its own line in the verbose log: make test shows it.
 	fmt.Println(line)
 	require.Equal(t, steps, counted, "every step of every case was compared (a case that stopped early is reported above)")
@@ -107,6 +118,25 @@ type diffCase struct {
 	Steps     []diffStep
 	// Current makes the files already refer to the first build's digest.
 	Current bool
+	// Forges are the forges the case runs on (nil: every one of diffForges).
+	Forges []string
+}
+
+// diffForges are the forges the direct writer writes on itself, each with its
+// two tenants: the real Gitea and the GitHub emulator. (On GitLab the writer
+// leaves the nudge to Renovate: nothing of its own to compare.)
+var diffForges = []string{"forgejo", "github"}
+
+// startDiffForge starts forge for t.
+func startDiffForge(t *testing.T, forge string) diffForge {
+	switch forge {
+	case "forgejo":
+		return giteaForge{landingforge.StartForgejo(t)}
+	case "github":
+		return githubForge{landingforge.StartGitHub(t)}
+	}
+	t.Fatalf("no forge %q for the differential test", forge)
+	return nil
 }
 
 // diffStep is one build: a new image pushed under the case's tag (or, Late, the
@@ -139,7 +169,28 @@ const (
 )
 
 func diffCases() []diffCase {
+	cases := allDiffCases()
+	for i := range cases {
+		if cases[i].Forges == nil && !alsoOnGitHub[cases[i].Name] {
+			cases[i].Forges = []string{"forgejo"}
+		}
+	}
+	return cases
+}
+
+// alsoOnGitHub are the cases that run on the GitHub emulator too: what is
+// forge-specific (the branch, the commit's identity, the pull request and its
+// labels, an update, a hand-over, nothing opened). The file rewriting is the
+// same code on every forge: its cases run on Gitea only, which keeps the test
+// to its time (each Renovate run costs seconds of a core).
+var alsoOnGitHub = map[string]bool{"tekton": true, "distribution": true, "tenant-config": true,
+	"second-build": true, "renovate-continues-direct": true, "direct-continues-renovate": true, "already-current": true}
+
+func allDiffCases() []diffCase {
 	one := []diffStep{{Name: "build"}}
+	// Gitea only: a person's commit and closing are set up through Gitea's API
+	// here; and on GitHub the direct writer leaves automerge to Renovate.
+	onGitea := []string{"forgejo"}
 	return []diffCase{
 		{Name: "dockerfile", Steps: one, Files: map[string]string{
 			"Dockerfile": "FROM {built}@{old}\nRUN true\n"}},
@@ -190,18 +241,18 @@ func diffCases() []diffCase {
 			"Dockerfile":         "FROM {built}@{old}\n",
 			"Containerfile":      "FROM {built}@{old}\n",
 			"manifests/app.json": "{\"image\": \"{built}@{old}\"}\n"}},
-		{Name: "platform-automerge", Steps: one, ConfigMap: map[string]string{"automerge": "true"}, Files: map[string]string{
+		{Name: "platform-automerge", Steps: one, Forges: onGitea, ConfigMap: map[string]string{"automerge": "true"}, Files: map[string]string{
 			// automerge with the forge's own auto-merge (platformAutomerge, true
 			// unless the ConfigMap says otherwise).
 			"Dockerfile": "FROM {built}@{old}\n"}},
 		// A person's commit on the nudge branch: neither writer writes over it.
-		{Name: "person-committed", Steps: []diffStep{{Name: "first"},
+		{Name: "person-committed", Forges: onGitea, Steps: []diffStep{{Name: "first"},
 			{Name: "second", Before: personCommits, Want: nudgewriteapi.OutcomePersonCommitted},
 			{Name: "third", Want: nudgewriteapi.OutcomePersonCommitted}},
 			Files: map[string]string{"Dockerfile": "FROM {built}@{old}\n"}},
 		// The nudge pull request closed unmerged: recreateWhen "always"
 		// (build-service's), so the next build opens it again.
-		{Name: "closed-pr", Steps: []diffStep{{Name: "first"}, {Name: "second", Before: personCloses}},
+		{Name: "closed-pr", Forges: onGitea, Steps: []diffStep{{Name: "first"}, {Name: "second", Before: personCloses}},
 			Files: map[string]string{"Dockerfile": "FROM {built}@{old}\n"}},
 		// Either writer continues the other's branch: Renovate takes the
 		// direct writer's pull request as its own and updates it, and the direct
@@ -238,9 +289,9 @@ type difference struct {
 // runDiffCase sets the case up, runs its steps on both sides, and compares
 // after each. A failure to write or read is fatal for the case (the step count
 // then shows it); a difference is recorded and the next step runs.
-func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
+func runDiffCase(t *testing.T, d *diffWorld, p *forgePair, c diffCase) []stepResult {
 	ctx := context.Background()
-	repoPath := "diff/" + c.Name
+	repoPath := "diff/" + p.forge.Name() + "/" + c.Name
 	built := d.w.registry.Host + "/" + repoPath
 	image := built + ":v1"
 	// The digest the files refer to: an image pushed before the builds.
@@ -250,7 +301,7 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 	for p, content := range c.Files {
 		files[p] = strings.NewReplacer("{built}", built, "{old}", old, "{released}", diffReleased).Replace(content)
 	}
-	d.setUp(t, repoSpec{Name: c.Name, Files: files, ConfigMap: c.ConfigMap})
+	d.setUp(t, p, repoSpec{Name: c.Name, Files: files, ConfigMap: c.ConfigMap})
 
 	var out []stepResult
 	var digests []string
@@ -270,17 +321,17 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 		}
 		digests = append(digests, n.Digest)
 		shots := map[string]repoShot{}
-		for _, s := range d.sides {
-			d.person(t, s.ns, c.Name, st.Before)
+		for _, s := range p.sides {
+			p.forge.person(t, s.ns, c.Name, st.Before)
 		}
-		for _, s := range d.sides {
+		for _, s := range p.sides {
 			write, writer := s.write, s.name
 			if st.RenovateOnBoth {
 				write, writer = writeRenovate, sideRenovate
 			}
 			w, err := write(ctx, t, d, s, n)
 			require.NoError(t, err, "%s writer in tenant %s, case %s step %s", writer, s.ns, c.Name, st.Name)
-			shot, err := d.read(s.ns, c.Name)
+			shot, err := read(p.forge, s.ns, c.Name)
 			require.NoError(t, err, "read %s/%s", s.ns, c.Name)
 			if writer == sideDirect {
 				checkReport(t, c.Name+" step "+st.Name, st.Want, w, shot, files)
@@ -289,10 +340,10 @@ func runDiffCase(t *testing.T, d *diffWorld, c diffCase) []stepResult {
 			shots[s.name] = shot
 			t.Logf("case %s step %s: tenant %s, %s writer: outcome=%q %s", c.Name, st.Name, s.ns, writer, w.Outcome, w.Detail)
 		}
-		for _, s := range d.sides {
-			recordShape(c.Name+"/"+st.Name+"/"+s.name, shots[s.name])
+		for _, s := range p.sides {
+			recordShape(p.forge.Name()+"/"+c.Name+"/"+st.Name+"/"+s.name, shots[s.name])
 		}
-		r := stepResult{Case: c.Name, Step: st.Name, Setup: st.Setup}
+		r := stepResult{Case: p.forge.Name() + "/" + c.Name, Step: st.Name, Setup: st.Setup}
 		for _, diff := range compareShots(shots[sideRenovate], shots[sideDirect]) {
 			if name := deliberateFor(diffContext{Case: c, Built: built, Old: old, New: n.Digest, Seeded: files}, diff); name != "" {
 				r.Deliberate = append(r.Deliberate, name)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -73,6 +72,7 @@ type side struct {
 	name  string // sideRenovate or sideDirect
 	ns    string
 	write writeFunc
+	forge diffForge
 }
 
 // diffNudge is one build to write: a build of diffNudging for the nudged
@@ -102,11 +102,15 @@ type written struct {
 // writeFunc writes n in s's tenant and returns when the forge holds what it wrote.
 type writeFunc func(ctx context.Context, t *testing.T, d *diffWorld, s *side, n diffNudge) (written, error)
 
-// diffWorld is the shared world plus the forge and the two tenants.
+// diffWorld is the shared world and a client of nudgeflow's kinds.
 type diffWorld struct {
-	w     *world
-	kube  ctrlclient.Client
-	forge *landingforge.Forgejo
+	w    *world
+	kube ctrlclient.Client
+}
+
+// forgePair is one forge and its two tenants, set up alike.
+type forgePair struct {
+	forge diffForge
 	sides []*side
 }
 
@@ -120,32 +124,43 @@ func (d *diffWorld) build(n diffNudge) imagebuild.Build {
 	}
 }
 
-func newDiffWorld(t *testing.T, direct writeFunc) *diffWorld {
+func newDiffWorld(t *testing.T) *diffWorld {
 	t.Helper()
 	w := sharedWorld(t)
 	c, err := ctrlclient.New(w.Config(), ctrlclient.Options{Scheme: kube.NewScheme()})
 	require.NoError(t, err)
-	d := &diffWorld{w: w, kube: c, forge: landingforge.StartForgejo(t),
-		sides: []*side{{name: sideRenovate, ns: "diff-renovate", write: writeRenovate}, {name: sideDirect, ns: "diff-direct", write: direct}}}
-	for _, ns := range []string{diffOperatorNamespace, diffManagedNamespace, d.sides[0].ns, d.sides[1].ns} {
+	d := &diffWorld{w: w, kube: c}
+	for _, ns := range []string{diffOperatorNamespace, diffManagedNamespace} {
 		d.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	// The cluster's trusted bundle holds the registry's CA, as a cluster's
 	// holds its registries' (Renovate's run mounts it; the direct writer reads
-	// no registry).
+	// no registry; the forges here serve plain http).
 	d.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "trusted-ca", Namespace: diffOperatorNamespace,
 		Labels: map[string]string{renovate.LabelInjectTrustedCABundle: "true"}},
 		Data: map[string]string{renovate.CABundleKey: string(w.ca.PEM)}})
-	u, err := url.Parse(d.forge.RepoURL("o", "r"))
+	return d
+}
+
+// pair makes forge's two tenants, diff-<forge>-renovate and diff-<forge>-direct
+// (also their organisations on the forge), alike: the SCM Secret for the
+// forge's host, the nudging Component, its ReleasePlanAdmission.
+func (d *diffWorld) pair(t *testing.T, forge diffForge, direct writeFunc) *forgePair {
+	t.Helper()
+	p := &forgePair{forge: forge, sides: []*side{
+		{name: sideRenovate, ns: "diff-" + forge.Name() + "-renovate", write: writeRenovate, forge: forge},
+		{name: sideDirect, ns: "diff-" + forge.Name() + "-direct", write: direct, forge: forge}}}
+	u, err := url.Parse(forge.RepoURL("o", "r"))
 	require.NoError(t, err)
-	for _, s := range d.sides {
+	for _, s := range p.sides {
+		d.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns}})
 		// The tenant's SCM Secret: the forge bot's token, for the forge's host.
-		d.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "scm-forgejo", Namespace: s.ns, Labels: map[string]string{
+		d.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "scm-" + forge.Name(), Namespace: s.ns, Labels: map[string]string{
 			credentials.LabelCredentials: credentials.LabelCredentialsSCM, credentials.LabelSCMHost: u.Hostname()}},
 			Type: corev1.SecretTypeBasicAuth,
-			Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte(d.forge.Username()), corev1.BasicAuthPasswordKey: []byte(d.forge.Token())}})
+			Data: map[string][]byte{corev1.BasicAuthUsernameKey: []byte(forge.Username()), corev1.BasicAuthPasswordKey: []byte(forge.Token())}})
 		d.create(t, &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: diffNudging, Namespace: s.ns},
-			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: diffNudging, ContainerImage: w.registry.Host + "/diff/" + diffNudging}})
+			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: diffNudging, ContainerImage: d.w.registry.Host + "/diff/" + diffNudging}})
 		// diffNudging is released to diffReleased: both writers rewrite that name too.
 		data, err := json.Marshal(map[string]any{"mapping": map[string]any{"components": []any{map[string]any{
 			"name": diffNudging, "repositories": []any{map[string]string{"url": diffReleased}}}}}})
@@ -153,7 +168,7 @@ func newDiffWorld(t *testing.T, direct writeFunc) *diffWorld {
 		d.create(t, &mirrorv1alpha1.ReleasePlanAdmission{ObjectMeta: metav1.ObjectMeta{Name: "release-" + s.ns, Namespace: diffManagedNamespace},
 			Spec: mirrorv1alpha1.ReleasePlanAdmissionSpec{Origin: s.ns, Data: &runtime.RawExtension{Raw: data}}})
 	}
-	return d
+	return p
 }
 
 func (d *diffWorld) create(t *testing.T, obj ctrlclient.Object) {
@@ -175,48 +190,24 @@ type repoSpec struct {
 
 // setUp creates the repository in both organisations, its labels, the nudged
 // Component (onboarded: the tenant owns the repository) and its ConfigMap.
-func (d *diffWorld) setUp(t *testing.T, r repoSpec) {
+func (d *diffWorld) setUp(t *testing.T, p *forgePair, r repoSpec) {
 	t.Helper()
-	for _, s := range d.sides {
-		d.forge.CreateRepo(t, s.ns, r.Name, "main", r.Files)
+	for _, s := range p.sides {
+		p.forge.CreateRepo(t, s.ns, r.Name, "main", r.Files)
 		for _, l := range []string{renovate.NudgeLabel, diffExtraLabel} {
-			d.forge.CreateLabel(t, s.ns, r.Name, l)
+			p.forge.CreateLabel(t, s.ns, r.Name, l)
 		}
-		annotations := map[string]string{mirrorv1alpha1.AnnotationGitProvider: d.forge.Platform()}
+		annotations := map[string]string{mirrorv1alpha1.AnnotationGitProvider: p.forge.Platform()}
 		if r.ConfigMap != nil {
 			cm := r.Name + "-renovate"
 			d.create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: s.ns}, Data: r.ConfigMap})
 			annotations = konflux.NudgeRenovateConfigMapKey.Set(annotations, cm)
 		}
-		gitURL := d.forge.RepoURL(s.ns, r.Name)
+		gitURL := p.forge.RepoURL(s.ns, r.Name)
 		d.create(t, &mirrorv1alpha1.Component{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: s.ns, Annotations: annotations},
 			Spec: mirrorv1alpha1.ComponentSpec{ComponentName: r.Name, ContainerImage: d.w.registry.Host + "/diff/" + r.Name,
 				Source: mirrorv1alpha1.ComponentSource{GitSource: &mirrorv1alpha1.GitSource{URL: gitURL, Revision: "main"}}}})
 		require.NoError(t, ownershiptest.OnboardURL(context.Background(), d.kube, s.ns, gitURL))
-	}
-}
-
-// person does what a person does in owner/repo before a step (diffStep.Before),
-// as the forge's human user.
-func (d *diffWorld) person(t *testing.T, owner, repo, what string) {
-	t.Helper()
-	if what == "" {
-		return
-	}
-	var open []struct {
-		Number int
-		Head   struct{ Ref string }
-	}
-	require.NoError(t, d.api("/repos/"+url.PathEscape(owner)+"/"+url.PathEscape(repo)+"/pulls?state=open&limit=50", &open))
-	require.Len(t, open, 1, "%s/%s: the nudge pull request a person acts on", owner, repo)
-	switch what {
-	case personCommits:
-		_, err := d.forge.Server.HumanCommit(owner, repo, open[0].Head.Ref, map[string]string{"NOTES.md": "Checked by hand before merging.\n"}, "Add a note")
-		require.NoError(t, err)
-	case personCloses:
-		require.NoError(t, d.forge.Server.ClosePR(owner, repo, open[0].Number))
-	default:
-		t.Fatalf("no such thing a person does: %q", what)
 	}
 }
 
@@ -313,29 +304,40 @@ type repoShot struct {
 	Branches []string
 }
 
-func (d *diffWorld) api(path string, out any) error {
-	return d.forge.Server.API(http.MethodGet, path, d.forge.Server.AdminToken, nil, out)
+// diffForge is a forge the test reads both tenants' repositories from, through
+// its REST API (Gitea's and GitHub's share the git data and pull request
+// calls), and where a person acts.
+type diffForge interface {
+	landingforge.Forge
+	// get sends one GET of the forge's REST API (path from "/repos/…") and
+	// decodes the answer into out.
+	get(path string, out any) error
+	// branches lists the repository's branches (base is "/repos/<owner>/<name>")
+	// and main's head.
+	branches(base string) (names []string, mainHead string, err error)
+	// timeline lists pull request number's events as comparable lines, once
+	// the forge has recorded head.
+	timeline(base string, number int, head string) ([]string, error)
+	// person does what a person does in owner/repo before a step
+	// (diffStep.Before), as the forge's human user.
+	person(t *testing.T, owner, repo, what string)
 }
 
 // read reads owner/name's pull requests (every state), branches, and for each
-// pull request its commits above main and its tree.
-func (d *diffWorld) read(owner, name string) (repoShot, error) {
+// pull request its commits above main, its timeline and its tree.
+func read(f diffForge, owner, name string) (repoShot, error) {
 	base := "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name)
 	var shot repoShot
-	var branches []struct{ Name string }
-	if err := d.api(base+"/branches?limit=50", &branches); err != nil {
-		return shot, fmt.Errorf("branches: %w", err)
+	branches, mainHead, err := f.branches(base)
+	if err != nil {
+		return shot, err
 	}
 	for _, b := range branches {
-		if b.Name != "main" {
-			shot.Branches = append(shot.Branches, b.Name)
+		if b != "main" {
+			shot.Branches = append(shot.Branches, b)
 		}
 	}
 	sort.Strings(shot.Branches)
-	var mainHead struct{ Commit struct{ ID string } }
-	if err := d.api(base+"/branches/main", &mainHead); err != nil {
-		return shot, fmt.Errorf("main: %w", err)
-	}
 	var prs []struct {
 		Number int
 		State  string
@@ -347,7 +349,7 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 		Base   struct{ Ref string }
 		Labels []struct{ Name string }
 	}
-	if err := d.api(base+"/pulls?state=all&limit=50", &prs); err != nil {
+	if err := f.get(base+"/pulls?state=all&limit=50&per_page=50", &prs); err != nil {
 		return shot, fmt.Errorf("pulls: %w", err)
 	}
 	for _, p := range prs {
@@ -357,15 +359,13 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 			pr.Labels = append(pr.Labels, l.Name)
 		}
 		sort.Strings(pr.Labels)
-		commits, err := d.commitsAbove(base, p.Head.SHA, mainHead.Commit.ID)
-		if err != nil {
+		if pr.Commits, err = commitsAbove(f, base, p.Head.SHA, mainHead); err != nil {
 			return shot, err
 		}
-		pr.Commits = commits
-		if pr.Timeline, err = d.timeline(base, p.Number, p.Head.SHA); err != nil {
+		if pr.Timeline, err = f.timeline(base, p.Number, p.Head.SHA); err != nil {
 			return shot, err
 		}
-		if pr.Tree, err = d.tree(base, p.Head.SHA); err != nil {
+		if pr.Tree, err = tree(f, base, p.Head.SHA); err != nil {
 			return shot, err
 		}
 		shot.PRs = append(shot.PRs, pr)
@@ -374,67 +374,34 @@ func (d *diffWorld) read(owner, name string) (repoShot, error) {
 	return shot, nil
 }
 
-// timelineWait bounds the wait for the forge to record a branch's push in its
-// pull request's timeline (Gitea does it from its push queue, after the write
-// returned).
-const timelineWait = 30 * time.Second
-
-// timeline reads pull request number's events, sorted (events of one second
-// come in no set order: a push recorded from the queue and a title edit race),
-// once the forge has recorded the push of head: it waits, up to timelineWait,
-// for a pull_push event naming head; past that it reads what there is, and the
-// comparison shows what is missing.
-func (d *diffWorld) timeline(base string, number int, head string) ([]string, error) {
-	deadline := time.Now().Add(timelineWait)
-	for {
-		var events []struct {
-			Type string
-			Body string
-			User struct{ Login string }
-		}
-		if err := d.api(fmt.Sprintf("%s/issues/%d/timeline?limit=50", base, number), &events); err != nil {
-			return nil, fmt.Errorf("timeline of #%d: %w", number, err)
-		}
-		var out []string
-		recorded := false
-		for _, e := range events {
-			ev := e.Type + " by " + e.User.Login
-			if e.Type == "comment" {
-				ev += ": " + e.Body // what a person reads: compared whole
-			}
-			out = append(out, ev)
-			recorded = recorded || e.Type == "pull_push" && strings.Contains(e.Body, head)
-		}
-		if recorded || time.Now().After(deadline) {
-			sort.Strings(out)
-			return out, nil
-		}
-		// The poll's pace; the condition and its deadline are above.
-		<-time.After(100 * time.Millisecond)
-	}
-}
-
 // commitsAbove walks first parents from head down to stop (main's head).
-func (d *diffWorld) commitsAbove(base, head, stop string) ([]commitShot, error) {
+func commitsAbove(f diffForge, base, head, stop string) ([]commitShot, error) {
+	type person struct{ Name, Email string }
 	var out []commitShot
 	for sha := head; sha != stop; {
 		if len(out) > 20 {
 			return nil, fmt.Errorf("more than 20 commits above main on %s", head)
 		}
+		// GitHub's git data API answers the commit itself; Gitea's nests it
+		// under "commit".
 		var c struct {
-			Commit struct {
-				Message   string
-				Author    struct{ Name, Email string }
-				Committer struct{ Name, Email string }
+			Message           string
+			Author, Committer person
+			Commit            struct {
+				Message           string
+				Author, Committer person
 			}
 			Parents []struct{ SHA string }
 		}
-		if err := d.api(base+"/git/commits/"+sha+"?stat=false&verification=false&files=false", &c); err != nil {
+		if err := f.get(base+"/git/commits/"+sha+"?stat=false&verification=false&files=false", &c); err != nil {
 			return nil, fmt.Errorf("commit %s: %w", sha, err)
 		}
-		subject, body, _ := strings.Cut(strings.TrimRight(c.Commit.Message, "\n"), "\n")
-		out = append([]commitShot{{AuthorName: c.Commit.Author.Name, AuthorEmail: c.Commit.Author.Email,
-			CommitterName: c.Commit.Committer.Name, CommitterEmail: c.Commit.Committer.Email,
+		if c.Commit.Message != "" {
+			c.Message, c.Author, c.Committer = c.Commit.Message, c.Commit.Author, c.Commit.Committer
+		}
+		subject, body, _ := strings.Cut(strings.TrimRight(c.Message, "\n"), "\n")
+		out = append([]commitShot{{AuthorName: c.Author.Name, AuthorEmail: c.Author.Email,
+			CommitterName: c.Committer.Name, CommitterEmail: c.Committer.Email,
 			Subject: subject, Body: strings.TrimLeft(body, "\n")}}, out...)
 		if len(c.Parents) == 0 {
 			return nil, fmt.Errorf("commit %s has no parent and is not main's head %s", sha, stop)
@@ -445,18 +412,33 @@ func (d *diffWorld) commitsAbove(base, head, stop string) ([]commitShot, error) 
 }
 
 // tree reads every file at commit sha.
-func (d *diffWorld) tree(base, sha string) (map[string]string, error) {
+func tree(f diffForge, base, sha string) (map[string]string, error) {
+	// The commit's tree (GitHub's flat, Gitea's nested under "commit").
+	var c struct {
+		Tree   struct{ SHA string }
+		Commit struct{ Tree struct{ SHA string } }
+	}
+	if err := f.get(base+"/git/commits/"+sha+"?stat=false&verification=false&files=false", &c); err != nil {
+		return nil, fmt.Errorf("commit %s: %w", sha, err)
+	}
+	treeSHA := c.Tree.SHA
+	if treeSHA == "" {
+		treeSHA = c.Commit.Tree.SHA
+	}
+	if treeSHA == "" {
+		return nil, fmt.Errorf("commit %s names no tree", sha)
+	}
 	var tr struct {
 		Tree []struct {
 			Path, Type, SHA string
 		}
 		Truncated bool
 	}
-	if err := d.api(base+"/git/trees/"+sha+"?recursive=true&per_page=1000", &tr); err != nil {
-		return nil, fmt.Errorf("tree %s: %w", sha, err)
+	if err := f.get(base+"/git/trees/"+treeSHA+"?recursive=1&per_page=1000", &tr); err != nil {
+		return nil, fmt.Errorf("tree %s of %s: %w", treeSHA, sha, err)
 	}
 	if tr.Truncated {
-		return nil, fmt.Errorf("tree %s truncated", sha)
+		return nil, fmt.Errorf("tree %s of %s truncated", treeSHA, sha)
 	}
 	files := map[string]string{}
 	for _, e := range tr.Tree {
@@ -464,10 +446,10 @@ func (d *diffWorld) tree(base, sha string) (map[string]string, error) {
 			continue
 		}
 		var blob struct{ Content string }
-		if err := d.api(base+"/git/blobs/"+e.SHA, &blob); err != nil {
+		if err := f.get(base+"/git/blobs/"+e.SHA, &blob); err != nil {
 			return nil, fmt.Errorf("blob %s (%s): %w", e.SHA, e.Path, err)
 		}
-		b, err := base64.StdEncoding.DecodeString(blob.Content)
+		b, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(blob.Content, "\n", ""))
 		if err != nil {
 			return nil, fmt.Errorf("blob %s (%s): %w", e.SHA, e.Path, err)
 		}
