@@ -28,6 +28,9 @@ type facts struct {
 	hasPR bool
 	// builtAt is the request's build start as a trailer stamp ("" unknown).
 	builtAt string
+	// reattempt: the forge's auto-merge is enabled again on an open PR (Renovate's
+	// reattemptPlatformAutomerge: GitHub, GitLab).
+	reattempt bool
 }
 
 // plan is what the writer does: an outcome with nothing to write, or the writes.
@@ -41,7 +44,7 @@ type plan struct {
 	open, edit bool
 	// labels to add to and unlabel to remove from the open pull request.
 	labels, unlabel []string
-	// automerge enables the forge's auto-merge on the opened pull request.
+	// automerge enables the forge's auto-merge on the pull request.
 	automerge bool
 }
 
@@ -75,6 +78,7 @@ func decide(f facts, s shape, body string) plan {
 		return p
 	}
 	p.edit = f.pr.Title != s.Title || f.pr.Body != body
+	p.automerge = s.Automerge && f.reattempt
 	p.labels, p.unlabel = labelChanges(f.pr, s.Labels)
 	return p
 }

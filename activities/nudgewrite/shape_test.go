@@ -150,6 +150,21 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideAutomerge: the forge's auto-merge is enabled on opening, and again on
+// an update where Renovate re-attempts it (GitHub).
+func TestDecideAutomerge(t *testing.T) {
+	s := shape{Title: "t", Automerge: true}
+	changes := map[string][]byte{"Dockerfile": []byte("x")}
+	ours := forge.Commit{SHA: "1"}
+	require.True(t, decide(facts{changes: changes}, s, "b").automerge, "on opening")
+	open := facts{changes: changes, branch: true, head: ours, headOurs: true, hasPR: true, pr: forge.PR{Title: "t", Body: "b"}}
+	require.False(t, decide(open, s, "b").automerge, "Gitea: not again")
+	open.reattempt = true
+	require.True(t, decide(open, s, "b").automerge, "GitHub: again")
+	s.Automerge = false
+	require.False(t, decide(open, s, "b").automerge, "not configured")
+}
+
 func debugWith(labels ...string) string {
 	return bodyOf(shape{Labels: labels}, "r", "", "", "main", "")
 }
@@ -180,7 +195,8 @@ func TestUnsupported(t *testing.T) {
 		{opts("automerge", "true", "gitLabIgnoreApprovals", "true"), "forgejo", "gitLabIgnoreApprovals"},
 		{opts(), "gitlab", "GitLab"},
 		{opts(), "github", ""},
-		{opts("automerge", "true"), "github", "GitHub"},
+		{opts("automerge", "true"), "github", ""},
+		{opts("automerge", "true", "automergeType", "branch"), "github", "branch"},
 		{opts(), "bitbucket", "bitbucket"},
 	} {
 		got := unsupported(c.o, c.platform)

@@ -17,7 +17,10 @@ import (
 //     only those the repository or its organization defines, as Renovate);
 //   - commitMessagePrefix, commitMessageSuffix: the title and the commit's subject;
 //   - automerge with automergeType pr (or unset) and platformAutomerge: the forge's
-//     own auto-merge, enabled on opening the pull request, as Renovate does;
+//     own auto-merge, enabled on opening the pull request, as Renovate does (and,
+//     on GitHub, enabled again on each update, Renovate's reattempt), where the
+//     repository allows it (Gitea >= 1.24, Forgejo >= 10; GitHub's
+//     autoMergeAllowed);
 //   - ignoreTests and gitLabIgnoreApprovals without automerge: no effect on the
 //     pull request (Renovate reads them only to merge);
 //   - automergeSchedule without automerge: no effect either.
@@ -32,8 +35,7 @@ import (
 //   - automerge with gitLabIgnoreApprovals (GitLab's approval rules);
 //   - a forge whose commits the writer cannot make as Renovate's gitAuthor:
 //     GitLab (its API records the token's user as committer; Renovate pushes over
-//     git as gitAuthor); on GitHub, automerge (GitHub's auto-merge, through
-//     GraphQL, is not driven yet). On GitHub the writer takes Renovate's
+//     git as gitAuthor). On GitHub the writer takes Renovate's
 //     credentials in Renovate's order: the GitHub App's token where the App is
 //     installed (platform-native commits, the App's bot their author, GitHub their
 //     committer, as Renovate's), else the basic-auth Secret (commits as gitAuthor);
@@ -57,9 +59,6 @@ func unsupported(o renovate.Options, platform string) string {
 		return ""
 	}
 	var why []string
-	if forge.NormalizeProvider(platform) == forge.ProviderGitHub {
-		why = append(why, "automerge on GitHub (its auto-merge is not driven by the direct writer yet)")
-	}
 	switch o.AutomergeType {
 	case "", "pr":
 	default:

@@ -26,8 +26,8 @@ type state struct {
 }
 
 // write reads the forge, plans (decide) and writes. A branch that moved between
-// the read and the push (a person, or another writer) is read and planned again
-// once: what moved it decides.
+// the read and the push, or a pull request opened meanwhile (a person, or another
+// writer), is read and planned again once: what moved it decides.
 func (a *Activities) write(ctx context.Context, f forge.Forge, n nudge, gitAuthor string) (nudgewriteapi.WriteResult, error) {
 	res, err := a.writeOnce(ctx, f, n, gitAuthor)
 	if errors.Is(err, forge.ErrHeadMoved) {
@@ -79,6 +79,11 @@ func (a *Activities) writeOnce(ctx context.Context, f forge.Forge, n nudge, gitA
 	case p.open:
 		pr, err := f.CreatePR(ctx, forge.NewPR{Title: st.shape.Title, Head: st.shape.Branch, Base: st.baseBranch, Body: st.body, Labels: st.shape.Labels})
 		if err != nil {
+			// Another writer (Renovate, a retry of this nudge elsewhere) may have
+			// opened it since the read: then the branch is read and planned again.
+			if _, open, ferr := f.FindPR(ctx, st.shape.Branch, 0); ferr == nil && open {
+				return res, forge.ErrHeadMoved
+			}
 			return res, err
 		}
 		res.Outcome, res.PR, res.URL = nudgewriteapi.OutcomeOpened, pr.Number, pr.URL
@@ -90,9 +95,7 @@ func (a *Activities) writeOnce(ctx context.Context, f forge.Forge, n nudge, gitA
 			}
 		}
 		if p.automerge {
-			if err := enableAutoMerge(ctx, f, pr); err != nil {
-				return res, err
-			}
+			enableAutoMerge(ctx, f, pr)
 		}
 	case p.edit:
 		te, ok := f.(forge.TitleEditor)
@@ -102,6 +105,9 @@ func (a *Activities) writeOnce(ctx context.Context, f forge.Forge, n nudge, gitA
 		if _, err := te.EditTitle(ctx, st.pr.Number, st.shape.Title, &st.body); err != nil {
 			return res, err
 		}
+	}
+	if p.automerge && !p.open {
+		enableAutoMerge(ctx, f, st.pr)
 	}
 	if lb, ok := f.(forge.Labeler); ok && len(p.labels)+len(p.unlabel) > 0 {
 		if err := lb.AddLabels(ctx, st.pr.Number, p.labels); err != nil {
@@ -116,21 +122,21 @@ func (a *Activities) writeOnce(ctx context.Context, f forge.Forge, n nudge, gitA
 
 // enableAutoMerge asks the forge to merge the PR once its checks pass, as
 // Renovate's platformAutomerge; a forge without it enables none (Renovate's
-// platforms without it do the same).
-func enableAutoMerge(ctx context.Context, f forge.Forge, pr forge.PR) error {
+// platforms without it do the same). A refusal is logged and the PR stays open,
+// as Renovate logs it and goes on.
+func enableAutoMerge(ctx context.Context, f forge.Forge, pr forge.PR) {
+	log := activity.GetLogger(ctx)
 	am, ok := f.(forge.AutoMerger)
 	if !ok {
-		activity.GetLogger(ctx).Info("the forge has no auto-merge; the pull request is left to be merged by hand", "pr", pr.Number)
-		return nil
+		log.Info("the forge has no auto-merge; the pull request is left to be merged by hand", "pr", pr.Number)
+		return
 	}
 	enabled, err := am.EnableAutoMerge(ctx, pr)
 	if err != nil {
-		// Renovate logs a failed platform automerge and keeps the PR: so does the writer.
-		activity.GetLogger(ctx).Warn("the forge refused its auto-merge; the pull request stays open", "pr", pr.Number, "error", err)
-		return nil
+		log.Warn("the forge refused its auto-merge; the pull request stays open", "pr", pr.Number, "error", err)
+		return
 	}
-	activity.GetLogger(ctx).Info("auto-merge", "pr", pr.Number, "enabled", enabled)
-	return nil
+	log.Info("auto-merge", "pr", pr.Number, "enabled", enabled)
 }
 
 func missing(have, want []string) []string {
@@ -178,6 +184,7 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	if !req.BuiltAt.IsZero() {
 		st.builtAt = renovate.BuiltAtStamp(req.BuiltAt)
 	}
+	st.reattempt = n.platform == forge.ProviderGitHub
 
 	rows := []changegrouppr.Row{{Component: req.Nudging, Image: n.image, New: req.Digest, State: prbody.StateReady}}
 	rw, err := a.PR.RewriteFound(ctx, f, req.Namespace, rows, n.fileMatch, st.base)

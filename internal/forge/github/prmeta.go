@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	gh "github.com/google/go-github/v92/github"
+	"github.com/shurcooL/githubv4"
 
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
@@ -14,7 +15,52 @@ var (
 	_ forge.TitleEditor  = (*Client)(nil)
 	_ forge.Labeler      = (*Client)(nil)
 	_ forge.BotCommitter = (*Client)(nil)
+	_ forge.AutoMerger   = (*Client)(nil)
 )
+
+// EnableAutoMerge turns on GitHub's auto-merge of the PR, as Renovate's GitHub
+// platform does with platformAutomerge: only where the repository allows
+// auto-merge (else nothing, enabled false), with the first merge method the
+// repository allows in Renovate's order (squash, merge, rebase). A refusal of the
+// mutation (the PR already mergeable, branch protection absent) enables nothing,
+// as Renovate logs it and goes on.
+func (c *Client) EnableAutoMerge(ctx context.Context, pr forge.PR) (bool, error) {
+	var q struct {
+		Repository struct {
+			AutoMergeAllowed   bool
+			SquashMergeAllowed bool
+			MergeCommitAllowed bool
+			RebaseMergeAllowed bool
+		} `graphql:"repository(owner: $owner, name: $name)"`
+	}
+	c.fails.takeFail()
+	if err := c.gql.Query(ctx, &q, map[string]any{"owner": githubv4.String(c.repo.Owner), "name": githubv4.String(c.repo.Name)}); err != nil {
+		return false, classify("reading the merge settings of "+c.repo.FullName(), err, nil, c.fails.takeFail())
+	}
+	r := q.Repository
+	if !r.AutoMergeAllowed {
+		return false, nil
+	}
+	method := githubv4.PullRequestMergeMethodMerge
+	switch {
+	case r.SquashMergeAllowed:
+		method = githubv4.PullRequestMergeMethodSquash
+	case r.MergeCommitAllowed:
+		method = githubv4.PullRequestMergeMethodMerge
+	case r.RebaseMergeAllowed:
+		method = githubv4.PullRequestMergeMethodRebase
+	}
+	var m struct {
+		EnablePullRequestAutoMerge struct {
+			ClientMutationID *string
+		} `graphql:"enablePullRequestAutoMerge(input: $input)"`
+	}
+	c.fails.takeFail()
+	if err := c.gql.Mutate(ctx, &m, githubv4.EnablePullRequestAutoMergeInput{PullRequestID: githubv4.ID(pr.NodeID), MergeMethod: &method}, nil); err != nil {
+		return false, classify(fmt.Sprintf("enabling auto-merge of PR #%d", pr.Number), err, nil, c.fails.takeFail())
+	}
+	return true, nil
+}
 
 // WebCommitter is the committer GitHub records on a commit made through its API
 // that names none (a platform-native commit).

@@ -193,6 +193,30 @@ func TestForgejo(t *testing.T) {
 		head, _ := g.head(branch)
 		require.Equal(t, human, head.SHA, "the person's commit stays the head")
 	})
+	// A pull request of the branch opened by someone else between the writer's
+	// read and its own opening: the writer reads again and takes that one.
+	t.Run("concurrent-pr-taken", func(t *testing.T) {
+		g := newGiteaRepo(t, files(digest(23)))
+		proxy, err := faultproxy.New(g.srv.URL)
+		require.NoError(t, err)
+		t.Cleanup(proxy.Close)
+		g.proxy = proxy
+		f := newFixture(t, g, nil)
+		var theirs struct{ Number int }
+		proxy.BeforeRequest(1, func(r *http.Request) bool {
+			return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/pulls")
+		}, func() {
+			err = g.srv.API(http.MethodPost, "/repos/"+g.owner+"/"+g.name+"/pulls", g.srv.HumanToken,
+				map[string]any{"head": branch, "base": "main", "title": "opened at the same moment"}, &theirs)
+		})
+		res := f.write(build(digest(24), time.Now()))
+		require.NoError(t, err)
+		require.NotZero(t, theirs.Number, "the other PR was opened during the write")
+		require.Equal(t, "Updated", res.Outcome, "%+v", res)
+		require.Equal(t, theirs.Number, res.PR)
+		require.Len(t, g.prs(), 1, "no second PR")
+		require.Equal(t, title(digest(24)), g.pr(theirs.Number).Title, "Renovate's title on it")
+	})
 	t.Run("token-stays-in-the-worker", func(t *testing.T) {
 		tokenStays(t, newFixture(t, newGiteaRepo(t, files(digest(12))), nil))
 	})

@@ -7,12 +7,14 @@ import (
 	"encoding/pem"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
@@ -89,8 +91,23 @@ func TestGitHub(t *testing.T) {
 		d := digest(7)
 		alreadyCurrent(t, newFixture(t, newEmuRepo(t, files(d)), nil), d)
 	})
-	t.Run("fallback-automerge", func(t *testing.T) {
-		fallback(t, newFixture(t, newEmuRepo(t, files(digest(10))), map[string]string{"automerge": "true"}), "automerge on GitHub")
+	// Platform automerge on a repository that does not allow auto-merge (the
+	// emulator's autoMergeAllowed is false): Renovate enables nothing there, and
+	// neither does the writer; the PR says automerge is on, as Renovate's.
+	t.Run("platform-automerge-not-allowed", func(t *testing.T) {
+		g := newEmuRepo(t, files(digest(10)))
+		f := newFixture(t, g, map[string]string{"automerge": "true"})
+		res := f.write(build(digest(11), time.Now()))
+		require.Equal(t, nudgewriteapi.OutcomeOpened, res.Outcome, "%+v", res)
+		p := g.pr(res.PR)
+		require.Contains(t, p.Body, "**Automerge**: Enabled.")
+		require.Equal(t, "open", p.State)
+		require.False(t, p.Merged)
+		require.Contains(t, f.logs.text(), "INFO auto-merge ", "the writer asked the repository")
+		require.NotContains(t, f.logs.text(), "refused its auto-merge", "and read its settings")
+	})
+	t.Run("fallback-branch-automerge", func(t *testing.T) {
+		fallback(t, newFixture(t, newEmuRepo(t, files(digest(10))), map[string]string{"automerge": "true", "automergeType": "branch"}), `automergeType "branch"`)
 	})
 	// With the GitHub App installed, Renovate pushes with its token (before the
 	// basic-auth Secret, build-service's order): platform-native commits whose
