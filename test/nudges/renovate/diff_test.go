@@ -189,7 +189,10 @@ var alsoOnGitHub = map[string]bool{"tekton": true, "distribution": true, "tenant
 func allDiffCases() []diffCase {
 	one := []diffStep{{Name: "build"}}
 	// Gitea only: a person's commit and closing are set up through Gitea's API
-	// here; and on GitHub the direct writer leaves automerge to Renovate.
+	// here; and on the GitHub emulator (which allows no auto-merge) Renovate
+	// with automerge aborts its run after opening the pull request
+	// ("Repository has changed during renovation"), which the run reads as
+	// RepositoryNotUpdated: no oracle there.
 	onGitea := []string{"forgejo"}
 	return []diffCase{
 		{Name: "dockerfile", Steps: one, Files: map[string]string{
