@@ -23,20 +23,23 @@ import (
 
 // TestNudgeDiff is the differential test of the direct writer, with the real
 // Renovate as the oracle (issue 35, item 3): every case's repository is created
-// alike in two tenants on one real Gitea; each build of the case is written into
-// one tenant's repository by the Renovate PipelineRun nudgeflow launches (the
+// alike in two tenants on one forge (the real Gitea; the GitHub emulator for
+// the forge-specific cases); each build of the case is written into one
+// tenant's repository by the Renovate PipelineRun nudgeflow launches (the
 // pinned Renovate, run by test/plrunner) and into the other's by the direct
 // writer; after each step both repositories are read back through the forge's
-// API and compared: every pull request's branch, base, title, labels, draft
-// state, body (header, middle and footer, each its own field, and the hidden
-// renovate-debug data Renovate reads back), its commits above main (author, committer, subject, body),
-// the branch's whole tree file by file, and the branches besides main.
-// Normalised first, and only: the tenant's name (the organisation), the PR's
-// number (compared as "the same PR as the previous step" instead), commit SHAs
-// and dates (not read) and the Nudgeflow-Run trailer's value (the run's or
-// workflow's own name). A difference fails the test unless it is one of
-// deliberateDifferences, which docs/nudging.md lists too. It prints one line:
+// API and compared: every pull request's branch, base, state, draft, merged,
+// title, labels, body (header, middle and footer, each its own field, and the
+// hidden renovate-debug data Renovate reads back), its timeline, its commits
+// above main (author, committer, subject, body), the branch's whole tree file
+// by file, and the branches besides main. Normalised first, and only: the
+// tenant's name (the organisation), the PR's number (compared as "the same PR
+// as the previous step" instead), commit SHAs and dates (not read) and the
+// Nudgeflow-Run trailer's value (the run's or workflow's own name). A
+// difference fails the test unless it is one of deliberateDifferences, which
+// docs/nudging.md lists too. It prints one line:
 // nudge-diff repos=N cases=C identical=I deliberate=D unexplained=U.
+// The counts are of the whole test: run it whole, not one subtest.
 func TestNudgeDiff(t *testing.T) {
 	d := newDiffWorld(t)
 	var (
