@@ -19,7 +19,11 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
+	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
+
+// localenvForgejoBot is the Gitea bot's login, the author of Renovate's comments.
+const localenvForgejoBot = localenv.ForgejoBot
 
 // TestNudgeDiff is the differential test of the direct writer, with the real
 // Renovate as the oracle (issue 35, item 3): every case's repository is created
@@ -654,6 +658,19 @@ type diffContext struct {
 
 var deliberateDifferences = []deliberateDifference{
 	{
+		Name: "no-edited-notification",
+		Reason: "when a person has committed on the nudge branch, Renovate also comments \"Edited/Blocked Notification\" on the pull request; " +
+			"the direct writer leaves the pull request alone and says so in the Nudge's status and Event (PersonCommitted)",
+		Matches: func(x diffContext, d difference) bool {
+			if !strings.HasSuffix(d.Field, ".timeline") || !d.renovateHas || !d.dirHas {
+				return false
+			}
+			// Renovate's events are the direct writer's and that one comment.
+			rest, found := removeLine(d.Renovate, editedNotification)
+			return found && rest == d.Direct
+		},
+	},
+	{
 		Name: "greedy-same-line",
 		Reason: "on a line naming the nudged image and then another image, Renovate's pattern <repo>(:.*)?@sha256:… runs on to the other image's digest and rewrites it too; " +
 			"the direct writer rewrites only the nudged image's references",
@@ -681,6 +698,27 @@ var deliberateDifferences = []deliberateDifference{
 			return true
 		},
 	},
+}
+
+// editedNotification is the comment Renovate posts, as the bot, on a pull
+// request whose branch a person committed on (its ensureComment topic
+// "Edited/Blocked Notification"), as Gitea's timeline lists it.
+const editedNotification = "comment by " + localenvForgejoBot + ": ### Edited/Blocked Notification\n\n" +
+	"Renovate will not automatically rebase this PR, because it does not recognize the last commit author and assumes somebody else may have edited the PR.\n\n" +
+	"You can manually request rebase by checking the rebase/retry box above.\n\n ⚠️ **Warning**: custom changes will be lost."
+
+// removeLine removes one entry (which may span lines) from a timeline joined
+// by newlines.
+func removeLine(timeline, entry string) (string, bool) {
+	if timeline == entry {
+		return "", true
+	}
+	for _, form := range []string{entry + "\n", "\n" + entry} {
+		if i := strings.Index(timeline, form); i >= 0 {
+			return timeline[:i] + timeline[i+len(form):], true
+		}
+	}
+	return timeline, false
 }
 
 // digestRef is a reference's digest.
