@@ -82,7 +82,7 @@ test-env = KUBEBUILDER_ASSETS=$$($(TOOLS) assets) TEMPORAL_CLI=$$($(TOOLS) path 
 test: check-generated lint
 	@rc=0; { $(test-env) go test $(GO_TEST_FLAGS) -v ./... || rc=$$?; \
 		(cd test && $(test-env) go test $(GO_TEST_FLAGS) -v ./...) || rc=$$?; } > test-output.log 2>&1; \
-	grep -E '^(ok|FAIL|panic:|changegroup-e2e |changegroup-chaos |konflux-coexist |held-under-kueue |receiver-flood |tenant-isolation |bridge-rollout )|^--- FAIL|renovate-e2e forge=' test-output.log || true; \
+	grep -E '^(ok|FAIL|panic:|changegroup-e2e |changegroup-chaos |konflux-coexist |held-under-kueue |receiver-flood |tenant-isolation |bridge-rollout |nudge-diff )|^--- FAIL|renovate-e2e forge=' test-output.log || true; \
 	if [ $$rc -ne 0 ]; then echo "--- failures (full log: test-output.log) ---"; grep -E -B3 -A40 -- '--- FAIL|^panic:|^# |setup failed|build failed' test-output.log | head -400; fi; \
 	exit $$rc
 

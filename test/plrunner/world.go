@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -60,6 +61,10 @@ func StartWorld(stateDir, toolPath string) (*World, error) {
 	w.stop = w.Runner.Start(context.Background())
 	return w, nil
 }
+
+// Config is the API server's, for a client with another scheme (nudgeflow's
+// kinds: Components, ReleasePlanAdmissions, Pipelines as Code Repositories).
+func (w *World) Config() *rest.Config { return w.env.Config }
 
 // Stop stops the runner (killing the steps still running) and the API server.
 func (w *World) Stop() error {
