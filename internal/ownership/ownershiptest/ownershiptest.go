@@ -75,11 +75,11 @@ func Onboard(ctx context.Context, c client.Client, comp *mirrorv1alpha1.Componen
 	if comp.Spec.Source.GitSource == nil || comp.Spec.Source.GitSource.URL == "" {
 		return nil
 	}
-	return onboardURL(ctx, c, comp.Namespace, comp.Spec.Source.GitSource.URL)
+	return OnboardURL(ctx, c, comp.Namespace, comp.Spec.Source.GitSource.URL)
 }
 
-// onboardURL is Onboard for a repository URL.
-func onboardURL(ctx context.Context, c client.Client, namespace, gitURL string) error {
+// OnboardURL is Onboard for a repository URL.
+func OnboardURL(ctx context.Context, c client.Client, namespace, gitURL string) error {
 	repo := Repository(namespace, gitURL)
 	var list pacv1alpha1.RepositoryList
 	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
@@ -162,7 +162,7 @@ func (o onboarding) onboard(ctx context.Context, obj client.Object, dryRun bool)
 		if comp.Spec.Source.URL == "" {
 			return nil
 		}
-		return onboardURL(ctx, o.Client, comp.Namespace, comp.Spec.Source.URL)
+		return OnboardURL(ctx, o.Client, comp.Namespace, comp.Spec.Source.URL)
 	}
 	return nil
 }
