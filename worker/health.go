@@ -68,9 +68,9 @@ func (h *HealthServer) Serve() {
 // Shutdown stops the server.
 func (h *HealthServer) Shutdown(ctx context.Context) error { return h.srv.Shutdown(ctx) }
 
-// CheckTemporal is whether the Temporal frontend answers its gRPC health check
+// checkTemporal is whether the Temporal frontend answers its gRPC health check
 // within CheckTimeout (the worker's readiness; the bridge's does not depend on it).
-func CheckTemporal(ctx context.Context, c client.Client) error {
+func checkTemporal(ctx context.Context, c client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, CheckTimeout)
 	defer cancel()
 	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {

@@ -31,10 +31,10 @@ type Runner struct {
 	polling atomic.Bool
 }
 
-// DefaultStartRetry is the wait between two attempts to start while Temporal is
+// defaultStartRetry is the wait between two attempts to start while Temporal is
 // away: short enough that a recovered frontend is used within seconds, long
 // enough that an outage logs one line every few seconds.
-const DefaultStartRetry = 5 * time.Second
+const defaultStartRetry = 5 * time.Second
 
 // Run starts the worker when Temporal answers and stops it when ctx ends; the
 // stop lets running activities finish for the worker's StopTimeout. It returns
@@ -42,10 +42,10 @@ const DefaultStartRetry = 5 * time.Second
 func (r *Runner) Run(ctx context.Context) error {
 	retry := r.Retry
 	if retry <= 0 {
-		retry = DefaultStartRetry
+		retry = defaultStartRetry
 	}
 	for attempt := 1; ; attempt++ {
-		err := CheckTemporal(ctx, r.Client)
+		err := checkTemporal(ctx, r.Client)
 		if err == nil {
 			w := r.New()
 			if err = w.Start(); err == nil {
@@ -76,5 +76,5 @@ func (r *Runner) Ready(ctx context.Context) error {
 	if !r.polling.Load() {
 		return errors.New("the worker is not polling yet: waiting for Temporal")
 	}
-	return CheckTemporal(ctx, r.Client)
+	return checkTemporal(ctx, r.Client)
 }

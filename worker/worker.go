@@ -21,6 +21,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/writerchoice"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/autogroups"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/workflows/changegroup"
@@ -140,9 +141,9 @@ const (
 const (
 	DefaultStickyCacheSize            = 2000
 	DefaultMaxConcurrentActivities    = 100
-	DefaultMaxConcurrentWorkflowTasks = 64
-	DefaultWorkflowTaskPollers        = 4
-	DefaultActivityTaskPollers        = 4
+	defaultMaxConcurrentWorkflowTasks = 64
+	defaultWorkflowTaskPollers        = 4
+	defaultActivityTaskPollers        = 4
 )
 
 // WithDefaults fills the zero fields.
@@ -154,9 +155,9 @@ func (t Tuning) WithDefaults() Tuning {
 	}
 	def(&t.StickyCacheSize, DefaultStickyCacheSize)
 	def(&t.MaxConcurrentActivities, DefaultMaxConcurrentActivities)
-	def(&t.MaxConcurrentWorkflowTasks, DefaultMaxConcurrentWorkflowTasks)
-	def(&t.WorkflowTaskPollers, DefaultWorkflowTaskPollers)
-	def(&t.ActivityTaskPollers, DefaultActivityTaskPollers)
+	def(&t.MaxConcurrentWorkflowTasks, defaultMaxConcurrentWorkflowTasks)
+	def(&t.WorkflowTaskPollers, defaultWorkflowTaskPollers)
+	def(&t.ActivityTaskPollers, defaultActivityTaskPollers)
 	return t
 }
 
@@ -209,7 +210,7 @@ func register(r sdkworker.Registry, deps Deps, opts Options) {
 		fn   any
 		name string
 	}{
-		{nudge.Workflow, nudge.WorkflowName},
+		{nudge.Workflow, nudgeapi.WorkflowName},
 		{validatednudge.Workflow, validatednudge.WorkflowName},
 		{changegroup.Workflow, changegroupapi.WorkflowName},
 		{prgroup.Workflow, prgroup.WorkflowName}, // PR groups (ADR 29)

@@ -14,8 +14,8 @@ import (
 func TestTuningDefaultsAndLimits(t *testing.T) {
 	d := Tuning{}.WithDefaults()
 	require.Equal(t, Tuning{StickyCacheSize: DefaultStickyCacheSize, MaxConcurrentActivities: DefaultMaxConcurrentActivities,
-		MaxConcurrentWorkflowTasks: DefaultMaxConcurrentWorkflowTasks, WorkflowTaskPollers: DefaultWorkflowTaskPollers,
-		ActivityTaskPollers: DefaultActivityTaskPollers}, d)
+		MaxConcurrentWorkflowTasks: defaultMaxConcurrentWorkflowTasks, WorkflowTaskPollers: defaultWorkflowTaskPollers,
+		ActivityTaskPollers: defaultActivityTaskPollers}, d)
 	require.NoError(t, d.Validate())
 	require.Equal(t, 500, Tuning{StickyCacheSize: 500}.WithDefaults().StickyCacheSize, "a set value is kept")
 

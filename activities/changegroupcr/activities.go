@@ -27,11 +27,11 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
@@ -277,17 +277,17 @@ func (a *Activities) RecordEvent(ctx context.Context, req changegroupcrapi.Event
 
 // repoOf derives the forge and branch from the Component's source, as build-service
 // does: the git-provider annotation wins, else the URL's host.
-func repoOf(c *mirrorv1alpha1.Component) (changegrouppr.Repo, error) {
+func repoOf(c *mirrorv1alpha1.Component) (changegroupprapi.Repo, error) {
 	git := c.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
-		return changegrouppr.Repo{}, fmt.Errorf("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", c.Name)
+		return changegroupprapi.Repo{}, fmt.Errorf("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", c.Name)
 	}
 	u, err := url.Parse(git.URL)
 	if err != nil || u.Host == "" {
-		return changegrouppr.Repo{}, fmt.Errorf("component %q has a source URL nudgeflow cannot parse: %q", c.Name, git.URL)
+		return changegroupprapi.Repo{}, fmt.Errorf("component %q has a source URL nudgeflow cannot parse: %q", c.Name, git.URL)
 	}
 	provider := forge.ProviderOrGitHub(c.Annotations[mirrorv1alpha1.AnnotationGitProvider], u.Hostname())
-	return changegrouppr.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
+	return changegroupprapi.Repo{Provider: provider, URL: strings.TrimSuffix(git.URL, ".git"), BaseBranch: git.Revision, Namespace: c.Namespace}, nil
 }
 
 // imageAndDigest splits the last promoted image (repo@sha256:...) into the image

@@ -1,3 +1,13 @@
+// Package changegrouppr owns the one pull request of a ChangeGroup on the nudged
+// component's repository: it renders the description, rewrites digest references in
+// the repository's files, pushes commits through the forge's API (no clone), holds CI
+// with `[skip ci]` and releases it exactly once, and reports what it observes.
+//
+// Every activity here looks before it writes: it reads the PR's real state first, so
+// a retry or a second call with the same request changes nothing.
+//
+// Nothing in these types is a secret: they travel through workflow histories,
+// which the Temporal Web UI shows. Activities read tokens from Kubernetes Secrets.
 package changegrouppr
 
 import (
@@ -10,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
@@ -62,11 +73,11 @@ func New(k8s client.Reader, cfg Config) *Activities {
 // Register registers the activities under their contract names (a worker.Worker or a
 // test activity environment).
 func (a *Activities) Register(r worker.ActivityRegistry) {
-	r.RegisterActivityWithOptions(a.SyncPullRequest, activity.RegisterOptions{Name: SyncActivity})
-	r.RegisterActivityWithOptions(a.ObservePullRequest, activity.RegisterOptions{Name: ObserveActivity})
-	r.RegisterActivityWithOptions(a.ClosePullRequest, activity.RegisterOptions{Name: CloseActivity})
-	r.RegisterActivityWithOptions(a.ReadPullRequestCI, activity.RegisterOptions{Name: CIActivity})
-	r.RegisterActivityWithOptions(a.CommentOnPullRequest, activity.RegisterOptions{Name: CommentActivity})
+	r.RegisterActivityWithOptions(a.SyncPullRequest, activity.RegisterOptions{Name: changegroupprapi.SyncActivity})
+	r.RegisterActivityWithOptions(a.ObservePullRequest, activity.RegisterOptions{Name: changegroupprapi.ObserveActivity})
+	r.RegisterActivityWithOptions(a.ClosePullRequest, activity.RegisterOptions{Name: changegroupprapi.CloseActivity})
+	r.RegisterActivityWithOptions(a.ReadPullRequestCI, activity.RegisterOptions{Name: changegroupprapi.CIActivity})
+	r.RegisterActivityWithOptions(a.CommentOnPullRequest, activity.RegisterOptions{Name: changegroupprapi.CommentActivity})
 }
 
 // invalid refuses a request that can never succeed: it is not retried.

@@ -5,6 +5,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
@@ -13,32 +14,32 @@ const maxCINames = 10
 
 // ReadPullRequestCI reads the PR (its state, author and head) and what CI systems
 // reported on the commit, classified by forge.ClassifyCI. It writes nothing.
-func (a *Activities) ReadPullRequestCI(ctx context.Context, req CIRequest) (CIObserved, error) {
+func (a *Activities) ReadPullRequestCI(ctx context.Context, req changegroupprapi.CIRequest) (changegroupprapi.CIObserved, error) {
 	if req.Known.Number <= 0 {
-		return CIObserved{}, invalid("no pull request to read CI of")
+		return changegroupprapi.CIObserved{}, invalid("no pull request to read CI of")
 	}
 	f, secrets, err := a.connect(ctx, req.Repo, nil)
 	if err != nil {
-		return CIObserved{}, redact(err, secrets)
+		return changegroupprapi.CIObserved{}, redact(err, secrets)
 	}
 	o, err := readCI(ctx, f, req)
 	return o, redact(err, secrets)
 }
 
-func readCI(ctx context.Context, f forge.Forge, req CIRequest) (CIObserved, error) {
+func readCI(ctx context.Context, f forge.Forge, req changegroupprapi.CIRequest) (changegroupprapi.CIObserved, error) {
 	pr, found, err := f.FindPR(ctx, "", req.Known.Number)
 	if err != nil {
-		return CIObserved{}, err
+		return changegroupprapi.CIObserved{}, err
 	}
 	if !found {
-		return CIObserved{SHA: req.SHA}, nil
+		return changegroupprapi.CIObserved{SHA: req.SHA}, nil
 	}
-	o := CIObserved{SHA: req.SHA, Author: pr.Author, State: PROpen}
+	o := changegroupprapi.CIObserved{SHA: req.SHA, Author: pr.Author, State: changegroupprapi.PROpen}
 	switch {
 	case pr.Merged:
-		o.State = PRMerged
+		o.State = changegroupprapi.PRMerged
 	case !pr.Open:
-		o.State = PRClosed
+		o.State = changegroupprapi.PRClosed
 	}
 	if o.SHA == "" {
 		o.SHA = pr.HeadSHA
@@ -48,7 +49,7 @@ func readCI(ctx context.Context, f forge.Forge, req CIRequest) (CIObserved, erro
 	}
 	reports, err := f.CIReports(ctx, o.SHA)
 	if err != nil {
-		return CIObserved{}, err
+		return changegroupprapi.CIObserved{}, err
 	}
 	v := forge.ClassifyCI(reports)
 	o.Started, o.AwaitingApproval, o.Detail = v.Started, v.AwaitingApproval, v.Detail

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
@@ -19,7 +20,7 @@ import (
 
 // connectors open a client for each provider nudgeflow speaks (forge.Provider's
 // names); a new forge adds one entry.
-var connectors = map[string]func(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error){
+var connectors = map[string]func(ctx context.Context, a *Activities, r changegroupprapi.Repo, repo forge.Repo) (forge.Forge, []string, error){
 	forge.ProviderGitHub:  connectGitHub,
 	forge.ProviderGitLab:  connectGitLab,
 	forge.ProviderForgejo: connectForgejo,
@@ -30,7 +31,7 @@ var connectors = map[string]func(ctx context.Context, a *Activities, r Repo, rep
 // namespace must own the repository (internal/ownership): a refusal is a
 // non-retryable RepositoryNotOwned, recorded as a Warning Event on the object on
 // refers to (nil: none), and no credential is read.
-func (a *Activities) connect(ctx context.Context, r Repo, on *corev1.ObjectReference) (forge.Forge, []string, error) {
+func (a *Activities) connect(ctx context.Context, r changegroupprapi.Repo, on *corev1.ObjectReference) (forge.Forge, []string, error) {
 	provider := forge.NormalizeProvider(r.Provider)
 	open, ok := connectors[provider]
 	if !ok {
@@ -71,7 +72,7 @@ func (h heartbeatTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // noCredentials explains where credentials are looked up.
-func noCredentials(r Repo, repo forge.Repo, alsoApp bool) error {
+func noCredentials(r changegroupprapi.Repo, repo forge.Repo, alsoApp bool) error {
 	app := ""
 	if alsoApp {
 		app = " and no GitHub App"
@@ -101,7 +102,7 @@ func (a *Activities) basicAuthBot(provider string, repo forge.Repo, ba forge.Bas
 
 // requireBasicAuth is the basic-auth Secret of a forge that has no other kind of
 // credentials (GitLab, Forgejo): none is a non-retryable NoCredentials.
-func (a *Activities) requireBasicAuth(ctx context.Context, r Repo, repo forge.Repo) (forge.BasicAuth, error) {
+func (a *Activities) requireBasicAuth(ctx context.Context, r changegroupprapi.Repo, repo forge.Repo) (forge.BasicAuth, error) {
 	ba, ok, err := forge.FindBasicAuth(ctx, a.k8s, r.Namespace, repo)
 	if err != nil {
 		return forge.BasicAuth{}, err
@@ -116,7 +117,7 @@ func (a *Activities) requireBasicAuth(ctx context.Context, r Repo, repo forge.Re
 // connectGitLab uses a basic-auth Secret whose password is a personal, project or
 // group access token (Konflux's GitLab SCM Secrets). Without a configured bot the
 // commit identity is the token's user, as GitLab records it as the committer.
-func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error) {
+func connectGitLab(ctx context.Context, a *Activities, r changegroupprapi.Repo, repo forge.Repo) (forge.Forge, []string, error) {
 	ba, err := a.requireBasicAuth(ctx, r, repo)
 	if err != nil {
 		return nil, nil, err
@@ -134,7 +135,7 @@ func connectGitLab(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 	return f, []string{ba.Password}, nil
 }
 
-func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) (forge.Forge, []string, error) {
+func connectGitHub(ctx context.Context, a *Activities, r changegroupprapi.Repo, repo forge.Repo) (forge.Forge, []string, error) {
 	if a.identity != nil {
 		// Writing as Renovate (ConnectAs): Renovate's order, build-service's: the
 		// App's token where the App is installed on the repository, its commits
@@ -168,7 +169,7 @@ func connectGitHub(ctx context.Context, a *Activities, r Repo, repo forge.Repo) 
 // installed on the repository (Renovate then uses the basic-auth Secret).
 // asRenovate commits platform-native as the App's bot (ClientOptions.NativeCommits);
 // otherwise as the configured bot, else the App's.
-func connectGitHubApp(ctx context.Context, a *Activities, r Repo, repo forge.Repo, asRenovate bool) (forge.Forge, []string, bool, error) {
+func connectGitHubApp(ctx context.Context, a *Activities, r changegroupprapi.Repo, repo forge.Repo, asRenovate bool) (forge.Forge, []string, bool, error) {
 	app, ok, err := forge.FindApp(ctx, a.k8s, a.cfg.AppSecret)
 	if err != nil || !ok {
 		return nil, nil, false, err

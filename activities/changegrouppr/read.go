@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
@@ -89,19 +90,19 @@ func short(sha string) string {
 }
 
 // observed fills what a read says; held tells whether the group is holding CI.
-func observed(f forge.Forge, st state, known PRRef, held bool) Observed {
-	o := Observed{PR: known}
+func observed(f forge.Forge, st state, known changegroupprapi.PRRef, held bool) changegroupprapi.Observed {
+	o := changegroupprapi.Observed{PR: known}
 	if !st.found {
 		return o
 	}
 	o.PR.Number, o.PR.URL, o.PR.NodeID = st.pr.Number, st.pr.URL, st.pr.NodeID
 	switch {
 	case st.pr.Merged:
-		o.State = PRMerged
+		o.State = changegroupprapi.PRMerged
 	case st.pr.Open:
-		o.State = PROpen
+		o.State = changegroupprapi.PROpen
 	default:
-		o.State = PRClosed
+		o.State = changegroupprapi.PRClosed
 	}
 	o.Draft = st.pr.Draft
 	if st.hasHead {
@@ -121,30 +122,30 @@ func observed(f forge.Forge, st state, known PRRef, held bool) Observed {
 }
 
 // references reports, per row, where its image is referenced (nil: not looked up).
-func references(req SyncRequest, d desired) []RowReferences {
+func references(req changegroupprapi.SyncRequest, d desired) []changegroupprapi.RowReferences {
 	if d.refs == nil {
 		return nil
 	}
-	out := []RowReferences{}
+	out := []changegroupprapi.RowReferences{}
 	for _, r := range req.Rows {
 		if r.State != prbody.StateDropped {
-			out = append(out, RowReferences{Component: r.Component, Repositories: d.refs[r.Component]})
+			out = append(out, changegroupprapi.RowReferences{Component: r.Component, Repositories: d.refs[r.Component]})
 		}
 	}
 	return out
 }
 
 // ObservePullRequest reads the PR without writing.
-func (a *Activities) ObservePullRequest(ctx context.Context, req ObserveRequest) (Observed, error) {
+func (a *Activities) ObservePullRequest(ctx context.Context, req changegroupprapi.ObserveRequest) (changegroupprapi.Observed, error) {
 	f, secrets, err := a.connect(ctx, req.Repo, nil)
 	if err != nil {
-		return Observed{}, redact(err, secrets)
+		return changegroupprapi.Observed{}, redact(err, secrets)
 	}
 	st, err := a.read(ctx, f, req.Branch, req.Known.Number)
 	if err != nil {
-		return Observed{}, redact(err, secrets)
+		return changegroupprapi.Observed{}, redact(err, secrets)
 	}
-	held := st.body.State != nil && st.body.State.Mode == string(ModeHold)
+	held := st.body.State != nil && st.body.State.Mode == string(changegroupprapi.ModeHold)
 	o := observed(f, st, req.Known, held)
 	o.Writes = f.Writes()
 	return o, nil

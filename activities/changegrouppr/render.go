@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
 
 // commitMessage is the message of nudgeflow's commit: the digests it carries and,
 // while CI is held, the skip marker.
-func commitMessage(req SyncRequest, hold bool) string {
+func commitMessage(req changegroupprapi.SyncRequest, hold bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "chore(deps): update %s for ChangeGroup %s", req.NudgedComponent, req.ChangeGroup)
 	if hold {
@@ -29,7 +30,7 @@ func commitMessage(req SyncRequest, hold bool) string {
 }
 
 // renderBody is the section of the PR's description nudgeflow manages.
-func renderBody(req SyncRequest, d desired, hold, rebase, releaseNow, noDraft bool) string {
+func renderBody(req changegroupprapi.SyncRequest, d desired, hold, rebase, releaseNow, noDraft bool) string {
 	in := prbody.Input{ChangeGroup: req.ChangeGroup, ChangeGroupURL: req.ChangeGroupURL, Hold: hold, Rebase: rebase,
 		ReleaseNow: releaseNow, NoDraft: noDraft, ReferencesKnown: d.refs != nil, FileMatch: req.FileMatch}
 	for _, r := range req.Rows {

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
@@ -17,7 +18,7 @@ import (
 // every credential value from an error before it leaves an activity. The
 // namespace must own the repository: a refusal is a non-retryable
 // RepositoryNotOwned, with a Warning Event on the object on refers to (nil: none).
-func (a *Activities) Connect(ctx context.Context, r Repo, on *corev1.ObjectReference) (forge.Forge, func(error) error, error) {
+func (a *Activities) Connect(ctx context.Context, r changegroupprapi.Repo, on *corev1.ObjectReference) (forge.Forge, func(error) error, error) {
 	f, secrets, err := a.connect(ctx, r, on)
 	clean := func(err error) error { return redact(err, secrets) }
 	if err != nil {
@@ -35,7 +36,7 @@ type Identity func(provider string, repo forge.Repo, ba forge.BasicAuth) forge.S
 // GitHub App's token commits as its App either way): the direct nudge writer
 // commits as Renovate's gitAuthor, so that either writer continues the other's
 // branch.
-func (a *Activities) ConnectAs(ctx context.Context, r Repo, on *corev1.ObjectReference, id Identity) (forge.Forge, func(error) error, error) {
+func (a *Activities) ConnectAs(ctx context.Context, r changegroupprapi.Repo, on *corev1.ObjectReference, id Identity) (forge.Forge, func(error) error, error) {
 	b := *a
 	b.identity = id
 	return b.Connect(ctx, r, on)
@@ -45,7 +46,7 @@ func (a *Activities) ConnectAs(ctx context.Context, r Repo, on *corev1.ObjectRef
 // every ready row's image is set to its New digest (its distribution repositories
 // too), under the fileMatch patterns. changes holds the new contents; tree is the
 // whole desired tree (path -> blob SHA), for comparing with a commit's tree.
-func (a *Activities) Rewrite(ctx context.Context, f forge.Forge, namespace string, rows []Row, fileMatch []string, base forge.Commit) (changes map[string][]byte, tree map[string]string, err error) {
+func (a *Activities) Rewrite(ctx context.Context, f forge.Forge, namespace string, rows []changegroupprapi.Row, fileMatch []string, base forge.Commit) (changes map[string][]byte, tree map[string]string, err error) {
 	r, err := a.RewriteFound(ctx, f, namespace, rows, fileMatch, base)
 	return r.Changes, r.Tree, err
 }
@@ -63,8 +64,8 @@ type Rewritten struct {
 }
 
 // RewriteFound is Rewrite with everything it found (Rewritten).
-func (a *Activities) RewriteFound(ctx context.Context, f forge.Forge, namespace string, rows []Row, fileMatch []string, base forge.Commit) (Rewritten, error) {
-	d, err := a.desiredTree(ctx, f, SyncRequest{Repo: Repo{Namespace: namespace}, Rows: rows, FileMatch: fileMatch}, base)
+func (a *Activities) RewriteFound(ctx context.Context, f forge.Forge, namespace string, rows []changegroupprapi.Row, fileMatch []string, base forge.Commit) (Rewritten, error) {
+	d, err := a.desiredTree(ctx, f, changegroupprapi.SyncRequest{Repo: changegroupprapi.Repo{Namespace: namespace}, Rows: rows, FileMatch: fileMatch}, base)
 	if err != nil {
 		return Rewritten{}, err
 	}

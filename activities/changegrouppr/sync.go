@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
@@ -17,7 +18,7 @@ import (
 
 // changeGroupRef is the ChangeGroup a refused sync records its Event on (nil for a
 // request that names none).
-func changeGroupRef(req SyncRequest) *corev1.ObjectReference {
+func changeGroupRef(req changegroupprapi.SyncRequest) *corev1.ObjectReference {
 	if req.ChangeGroup == "" {
 		return nil
 	}
@@ -28,28 +29,28 @@ func changeGroupRef(req SyncRequest) *corev1.ObjectReference {
 // SyncPullRequest makes the PR match req, looking before it writes: an unchanged
 // request writes nothing, and a retry after a crash converges without a second
 // CI-triggering event.
-func (a *Activities) SyncPullRequest(ctx context.Context, req SyncRequest) (Observed, error) {
+func (a *Activities) SyncPullRequest(ctx context.Context, req changegroupprapi.SyncRequest) (changegroupprapi.Observed, error) {
 	if err := validate(req); err != nil {
-		return Observed{}, err
+		return changegroupprapi.Observed{}, err
 	}
 	f, secrets, err := a.connect(ctx, req.Repo, changeGroupRef(req))
 	if err != nil {
-		return Observed{}, redact(err, secrets)
+		return changegroupprapi.Observed{}, redact(err, secrets)
 	}
 	o, err := a.sync(ctx, f, req)
 	if err != nil {
-		return Observed{}, redact(err, secrets)
+		return changegroupprapi.Observed{}, redact(err, secrets)
 	}
 	o.Writes = f.Writes()
 	return o, nil
 }
 
-func validate(req SyncRequest) error {
+func validate(req changegroupprapi.SyncRequest) error {
 	if req.Branch == "" || strings.ContainsAny(req.Branch, " ~^:?*[\\") || strings.Contains(req.Branch, "..") {
 		return invalid("branch %q is not a valid branch name", req.Branch)
 	}
-	if req.Mode != ModeHold && req.Mode != ModeRelease {
-		return invalid("mode %q is neither %s nor %s", req.Mode, ModeHold, ModeRelease)
+	if req.Mode != changegroupprapi.ModeHold && req.Mode != changegroupprapi.ModeRelease {
+		return invalid("mode %q is neither %s nor %s", req.Mode, changegroupprapi.ModeHold, changegroupprapi.ModeRelease)
 	}
 	for _, r := range req.Rows {
 		if r.State == prbody.StateReady && r.New != "" {
@@ -64,7 +65,7 @@ func validate(req SyncRequest) error {
 	return nil
 }
 
-func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (Observed, error) {
+func (a *Activities) sync(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest) (changegroupprapi.Observed, error) {
 	o, err := a.syncOnce(ctx, f, req)
 	if errors.Is(err, errHeadMoved) {
 		// A person pushed while nudgeflow was updating: look again; the human-edit
@@ -79,7 +80,7 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 		// the push) and the PR's state is the answer, not a failure.
 		if st, rerr := a.read(ctx, f, req.Branch, req.Known.Number); rerr == nil && st.found && !st.pr.Open {
 			activity.GetLogger(ctx).Info("the PR was closed or merged during the sync", "pr", st.pr.Number, "merged", st.pr.Merged, "error", err)
-			return observed(f, st, req.Known, req.Mode == ModeHold), nil
+			return observed(f, st, req.Known, req.Mode == changegroupprapi.ModeHold), nil
 		}
 	}
 	return o, err
@@ -88,25 +89,25 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, req SyncRequest) (
 // syncOnce is one sync, read in one direction: it reads the PR and the base it
 // must target, opens the PR on a first sync, decides from what it read what the
 // open PR needs (planSync, planWrites: no forge call) and does it (syncexec.go).
-func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncRequest) (Observed, error) {
+func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest) (changegroupprapi.Observed, error) {
 	st, err := a.read(ctx, f, req.Branch, req.Known.Number)
 	if err != nil {
-		return Observed{}, err
+		return changegroupprapi.Observed{}, err
 	}
-	hold := req.Mode == ModeHold
+	hold := req.Mode == changegroupprapi.ModeHold
 	if st.found && !st.pr.Open {
 		return observed(f, st, req.Known, hold), nil // closed or merged: never write
 	}
 	baseBranch, base, err := target(ctx, f, req, st)
 	if err != nil {
-		return Observed{}, err
+		return changegroupprapi.Observed{}, err
 	}
 
 	if !st.found {
 		// A first sync, or a retry after a crash between the push and the PR.
 		var d desired
 		if st, d, err = a.open(ctx, f, req, base, baseBranch); err != nil {
-			return Observed{}, err
+			return changegroupprapi.Observed{}, err
 		}
 		// A person may have pushed in the moments since the PR opened: then the
 		// human-edit handling below explains the pause, as on any later sync.
@@ -121,14 +122,14 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 	if p.staleRebase {
 		// The rebase was asked for on an older head: what was pushed since is kept.
 		if err := untickRebase(ctx, f, st); err != nil {
-			return Observed{}, err
+			return changegroupprapi.Observed{}, err
 		}
 		req.Overwrite = false
 	}
 	switch {
 	case p.humanEdit != "":
 		if err := explainHumanEdit(ctx, f, st, p.humanEdit, p.humanEditKey, baseBranch); err != nil {
-			return Observed{}, err
+			return changegroupprapi.Observed{}, err
 		}
 		activity.GetLogger(ctx).Info("human edits: not updating", "pr", st.pr.Number, "reason", p.humanEdit)
 		return observed(f, st, req.Known, hold), nil
@@ -142,7 +143,7 @@ func (a *Activities) syncOnce(ctx context.Context, f forge.Forge, req SyncReques
 // target is the base branch the group's PR targets, and that branch's head. A PR
 // found for the branch is written to only when it is the group's: its head is the
 // group's branch and its base the group's base branch.
-func target(ctx context.Context, f forge.Forge, req SyncRequest, st state) (string, forge.Commit, error) {
+func target(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest, st state) (string, forge.Commit, error) {
 	if st.found && st.pr.Head != req.Branch {
 		return "", forge.Commit{}, invalid("PR #%d has head %q, not %q", st.pr.Number, st.pr.Head, req.Branch)
 	}
@@ -170,21 +171,21 @@ func target(ctx context.Context, f forge.Forge, req SyncRequest, st state) (stri
 
 // update brings the open PR to the desired tree and description (planWrites
 // decides the writes, applyWrites makes them), then reads it again.
-func (a *Activities) update(ctx context.Context, f forge.Forge, req SyncRequest, st state, base forge.Commit, baseBranch string) (Observed, error) {
-	hold := req.Mode == ModeHold
+func (a *Activities) update(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest, st state, base forge.Commit, baseBranch string) (changegroupprapi.Observed, error) {
+	hold := req.Mode == changegroupprapi.ModeHold
 	d, err := a.desiredTree(ctx, f, req, base)
 	if err != nil {
-		return Observed{}, err
+		return changegroupprapi.Observed{}, err
 	}
 	d.baseBranch = baseBranch
 	rebase := st.body.Rebase && !req.Overwrite
 	// Text around the managed section (a person's note, a bot's report) is kept.
 	body := prbody.Compose(st.pr.Body, renderBody(req, d, hold, rebase, st.body.ReleaseNow, noDraft(st)))
 	if err := applyWrites(ctx, f, req, d, st, planWrites(f, st, body, hold)); err != nil {
-		return Observed{}, err
+		return changegroupprapi.Observed{}, err
 	}
 	if st, err = a.read(ctx, f, req.Branch, st.pr.Number); err != nil {
-		return Observed{}, err
+		return changegroupprapi.Observed{}, err
 	}
 	o := observed(f, st, req.Known, hold)
 	o.References = references(req, d)

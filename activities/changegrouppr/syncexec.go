@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
@@ -18,7 +19,7 @@ import (
 // repository allows no drafts), then reads it. A branch that exists with someone
 // else's commit and no open PR is not the group's to take, unless the request
 // overwrites it.
-func (a *Activities) open(ctx context.Context, f forge.Forge, req SyncRequest, base forge.Commit, baseBranch string) (state, desired, error) {
+func (a *Activities) open(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest, base forge.Commit, baseBranch string) (state, desired, error) {
 	log := activity.GetLogger(ctx)
 	head, exists, err := f.BranchHead(ctx, req.Branch)
 	if err != nil {
@@ -84,7 +85,7 @@ func explainHumanEdit(ctx context.Context, f forge.Forge, st state, reason, key,
 
 // applyWrites makes the planned writes in order; the final push follows the
 // held one.
-func applyWrites(ctx context.Context, f forge.Forge, req SyncRequest, d desired, st state, w writes) error {
+func applyWrites(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest, d desired, st state, w writes) error {
 	head := st.head
 	if w.heldPush {
 		var err error
@@ -113,7 +114,7 @@ func applyWrites(ctx context.Context, f forge.Forge, req SyncRequest, d desired,
 
 // pushIfNeeded pushes unless the head is nudgeflow's, holds the desired tree and its
 // marker matches hold.
-func pushIfNeeded(ctx context.Context, f forge.Forge, req SyncRequest, d desired, head forge.Commit, exists, hold bool) (forge.Commit, error) {
+func pushIfNeeded(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest, d desired, head forge.Commit, exists, hold bool) (forge.Commit, error) {
 	if exists && isBot(f, head) {
 		same, err := holds(ctx, f, head, d)
 		if err != nil {
@@ -132,7 +133,7 @@ func pushIfNeeded(ctx context.Context, f forge.Forge, req SyncRequest, d desired
 // push makes one fresh commit of the desired tree on the base head and force-moves
 // the branch to it, unless the branch no longer is at expected (the head this sync
 // read): a commit pushed meanwhile is never overwritten.
-func push(ctx context.Context, f forge.Forge, req SyncRequest, d desired, hold, exists bool, expected string) (forge.Commit, error) {
+func push(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest, d desired, hold, exists bool, expected string) (forge.Commit, error) {
 	c, err := f.Push(ctx, forge.Push{Branch: req.Branch, Parent: d.base, Base: d.baseBranch, Files: d.changes, Tree: d.tree,
 		Message: commitMessage(req, hold), Exists: exists, ExpectedHead: expected})
 	if errors.Is(err, forge.ErrHeadMoved) {

@@ -1,6 +1,7 @@
 package changegrouppr
 
 import (
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
@@ -21,7 +22,7 @@ type syncPlan struct {
 }
 
 // planSync decides what a sync does to the open PR st (no forge call).
-func planSync(f forge.Forge, req SyncRequest, st state) syncPlan {
+func planSync(f forge.Forge, req changegroupprapi.SyncRequest, st state) syncPlan {
 	var p syncPlan
 	overwrite := req.Overwrite
 	if staleRebase(f, req, st) {
@@ -31,13 +32,13 @@ func planSync(f forge.Forge, req SyncRequest, st state) syncPlan {
 		p.humanEdit, p.humanEditKey = reason, key
 		return p
 	}
-	p.releasedByHuman = req.Mode == ModeHold && (!isDraft(st) || !st.body.SkipMarker) && !overwrite
+	p.releasedByHuman = req.Mode == changegroupprapi.ModeHold && (!isDraft(st) || !st.body.SkipMarker) && !overwrite
 	return p
 }
 
 // staleRebase: a rebase may discard the branch's commits only up to the head it was
 // requested on.
-func staleRebase(f forge.Forge, req SyncRequest, st state) bool {
+func staleRebase(f forge.Forge, req changegroupprapi.SyncRequest, st state) bool {
 	return req.Overwrite && req.DiscardHead != "" && st.hasHead && st.head.SHA != req.DiscardHead && !isBot(f, st.head)
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
@@ -33,13 +34,15 @@ func held(c forge.Commit) state {
 // TestPlanSyncDecidesFromTheReadAlone: what a sync does to an open PR follows from
 // the request and what was read, with no forge call.
 func TestPlanSyncDecidesFromTheReadAlone(t *testing.T) {
-	hold := SyncRequest{Mode: ModeHold}
-	release := SyncRequest{Mode: ModeRelease}
-	rebaseOn := func(head string) SyncRequest { return SyncRequest{Mode: ModeHold, Overwrite: true, DiscardHead: head} }
+	hold := changegroupprapi.SyncRequest{Mode: changegroupprapi.ModeHold}
+	release := changegroupprapi.SyncRequest{Mode: changegroupprapi.ModeRelease}
+	rebaseOn := func(head string) changegroupprapi.SyncRequest {
+		return changegroupprapi.SyncRequest{Mode: changegroupprapi.ModeHold, Overwrite: true, DiscardHead: head}
+	}
 	notDraft := held(heldByBot)
 	notDraft.pr.Draft, notDraft.body.SkipMarker = false, false
 	for name, tc := range map[string]struct {
-		req  SyncRequest
+		req  changegroupprapi.SyncRequest
 		st   state
 		want syncPlan
 	}{

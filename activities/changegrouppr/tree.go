@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
@@ -35,7 +36,7 @@ type desired struct {
 // rowRewriters are the rewriters of one row: its built repository first, then the
 // repositories it is released to.
 type rowRewriters struct {
-	row   Row
+	row   changegroupprapi.Row
 	repos []string
 	rw    []*digestref.Rewriter
 	apply bool // the row is ready: its references are rewritten, not only counted
@@ -44,7 +45,7 @@ type rowRewriters struct {
 // placeholderDigest counts references of rows that have no new digest yet.
 var placeholderDigest = "sha256:" + strings.Repeat("0", 64)
 
-func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncRequest, base forge.Commit) (desired, error) {
+func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req changegroupprapi.SyncRequest, base forge.Commit) (desired, error) {
 	d := desired{base: base, changes: map[string][]byte{}, before: map[string]string{}, files: map[string]string{}, refs: map[string][]string{}}
 	m, _ := digestref.NewFileMatcher(req.FileMatch) // validated
 	rows, err := a.rewriters(ctx, req)
@@ -107,7 +108,7 @@ func (a *Activities) desiredTree(ctx context.Context, f forge.Forge, req SyncReq
 // rewriters builds, per row with a valid image, the rewriters of its built
 // repository and of its distribution repositories (ReleasePlanAdmissions): an OLM
 // bundle references operands by where they are released, not where they were built.
-func (a *Activities) rewriters(ctx context.Context, req SyncRequest) ([]rowRewriters, error) {
+func (a *Activities) rewriters(ctx context.Context, req changegroupprapi.SyncRequest) ([]rowRewriters, error) {
 	var names []string
 	for _, r := range req.Rows {
 		names = append(names, r.Component)

@@ -31,7 +31,9 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
@@ -63,7 +65,7 @@ type nudge struct {
 	req       nudgewriteapi.WriteRequest
 	target    *mirrorv1alpha1.Component
 	nudging   *mirrorv1alpha1.Component
-	repo      changegrouppr.Repo
+	repo      changegroupprapi.Repo
 	platform  string
 	opts      renovate.Options
 	tier      string
@@ -114,7 +116,7 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 // read reads the nudge from the cluster as the Renovate launch does; a result
 // with an outcome (Fallback) ends the write before any credential is read.
 func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (nudge, nudgewriteapi.WriteResult, error) {
-	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged,
+	lr := renovateapi.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged,
 		Build: req.Build, HandedBackBy: req.HandedBackBy}
 	target, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
 	if err != nil {
@@ -143,7 +145,7 @@ func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (
 		image = digestref.Repository(req.ImageURL)
 	}
 	return nudge{req: req, target: target, nudging: nudging, platform: platform, opts: opts, tier: tier, image: image,
-		repo:      changegrouppr.Repo{Provider: platform, URL: git.URL, BaseBranch: git.Revision, Namespace: req.Namespace},
+		repo:      changegroupprapi.Repo{Provider: platform, URL: git.URL, BaseBranch: git.Revision, Namespace: req.Namespace},
 		fileMatch: renovate.FileMatch(opts, req.NudgeFiles)}, nudgewriteapi.WriteResult{}, nil
 }
 

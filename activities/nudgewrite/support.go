@@ -42,9 +42,6 @@ import (
 //   - a token whose identity only Renovate resolves (a GitHub installation token
 //     in a basic-auth Secret: BasicAuthIdentity leaves gitAuthor to Renovate).
 
-// Keys names the ConfigMap keys the writer honours, for docs and the switch.
-var Keys = []string{"fileMatch", "labels", "commitMessagePrefix", "commitMessageSuffix", "automerge", "automergeType", "platformAutomerge", "ignoreTests", "gitLabIgnoreApprovals", "automergeSchedule"}
-
 // unsupported says why the writer leaves a nudge with these options on platform
 // to Renovate ("" when it writes it itself).
 func unsupported(o renovate.Options, platform string) string {

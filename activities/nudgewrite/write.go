@@ -11,7 +11,9 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
@@ -171,7 +173,7 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 		return st, temporal.NewNonRetryableApplicationError("base branch "+st.baseBranch+" does not exist", nudgewriteapi.ErrorTypeNotNudgeable, nil)
 	}
 	req := n.req
-	lr := renovate.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build}
+	lr := renovateapi.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build}
 	nudging := n.nudging
 	dist, err := renovate.DistributionReposOf(ctx, a.Launch, lr)
 	if err != nil {
@@ -189,7 +191,7 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 	}
 	st.reattempt = n.platform == forge.ProviderGitHub
 
-	rows := []changegrouppr.Row{{Component: req.Nudging, Image: n.image, New: req.Digest, State: prbody.StateReady}}
+	rows := []changegroupprapi.Row{{Component: req.Nudging, Image: n.image, New: req.Digest, State: prbody.StateReady}}
 	rw, err := a.PR.RewriteFound(ctx, f, req.Namespace, rows, n.fileMatch, st.base)
 	if err != nil {
 		return st, err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
@@ -59,14 +60,14 @@ func invalid(format string, args ...any) error {
 
 // repoOf is the target component's repository, as build-service reads it, and the
 // Component (where a refused write records its Event).
-func (a *Activities) repoOf(ctx context.Context, namespace, component string) (changegrouppr.Repo, *corev1.ObjectReference, error) {
+func (a *Activities) repoOf(ctx context.Context, namespace, component string) (changegroupprapi.Repo, *corev1.ObjectReference, error) {
 	var c mirrorv1alpha1.Component
 	if err := components.Get(ctx, a.Kube, namespace, component, &c); err != nil {
-		return changegrouppr.Repo{}, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
+		return changegroupprapi.Repo{}, nil, fmt.Errorf("reading component %s/%s: %w", namespace, component, err)
 	}
 	git := c.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
-		return changegrouppr.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
+		return changegroupprapi.Repo{}, nil, invalid("component %q has no spec.source.git.url: nudgeflow cannot tell which repository to update", component)
 	}
 	ref := components.Ref(&c) // the kind read (either Component kind)
 	return repoOf(namespace, git.URL, git.Revision, c.Annotations[mirrorv1alpha1.AnnotationGitProvider]), ref, nil
@@ -74,12 +75,12 @@ func (a *Activities) repoOf(ctx context.Context, namespace, component string) (c
 
 // repoOf is a pull request repository for a clone URL (provider from the
 // annotation, else the host).
-func repoOf(namespace, cloneURL, base, provider string) changegrouppr.Repo {
+func repoOf(namespace, cloneURL, base, provider string) changegroupprapi.Repo {
 	host := ""
 	if u, err := url.Parse(cloneURL); err == nil {
 		host = u.Hostname()
 	}
-	return changegrouppr.Repo{Provider: forge.ProviderOrGitHub(provider, host), URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
+	return changegroupprapi.Repo{Provider: forge.ProviderOrGitHub(provider, host), URL: strings.TrimSuffix(cloneURL, ".git"), BaseBranch: base, Namespace: namespace}
 }
 
 // providerOf is the git-provider annotation of a component of the namespace built
@@ -171,7 +172,7 @@ func result(pr forge.PR) prgroupapi.SyncResult {
 	return r
 }
 
-func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr.Repo, req prgroupapi.SyncRequest, fileMatch []string) (prgroupapi.SyncResult, error) {
+func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegroupprapi.Repo, req prgroupapi.SyncRequest, fileMatch []string) (prgroupapi.SyncResult, error) {
 	log := activity.GetLogger(ctx)
 	pr, found, err := f.FindPR(ctx, req.Branch, req.Known.Number)
 	if err != nil {
@@ -202,10 +203,10 @@ func (a *Activities) sync(ctx context.Context, f forge.Forge, repo changegrouppr
 	if !ok {
 		return prgroupapi.SyncResult{}, temporal.NewNonRetryableApplicationError("base branch "+baseBranch+" does not exist", "BaseBranchMissing", nil)
 	}
-	var rows []changegrouppr.Row
+	var rows []changegroupprapi.Row
 	for _, r := range req.Rows {
 		if !r.Dropped {
-			rows = append(rows, changegrouppr.Row{Component: r.Component, Image: r.Image, New: r.Digest, State: prbody.StateReady})
+			rows = append(rows, changegroupprapi.Row{Component: r.Component, Image: r.Image, New: r.Digest, State: prbody.StateReady})
 		}
 	}
 	changes, tree, err := a.PR.Rewrite(ctx, f, req.Namespace, rows, fileMatch, base)
@@ -306,7 +307,7 @@ func headMoved() error {
 // commit is written without moving the branch, so the branch moves once (one
 // CI-triggering event); without one it is pushed first with [skip ci] in its
 // message (PaC reads the marker in the head commit only), then the digest commit.
-func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req prgroupapi.SyncRequest, rows []changegrouppr.Row, fileMatch []string,
+func (a *Activities) pushWithSynthetic(ctx context.Context, f forge.Forge, req prgroupapi.SyncRequest, rows []changegroupprapi.Row, fileMatch []string,
 	base forge.Commit, baseBranch string, baseFiles []forge.File, syn synthetic, head forge.Commit, exists bool) error {
 	log := activity.GetLogger(ctx)
 	synTree := syn.tree(baseFiles)

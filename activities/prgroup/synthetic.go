@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/contracts/prgroupapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
@@ -113,7 +113,7 @@ func pullRequestPipeline(ctx context.Context, f forge.Forge, baseFiles []forge.F
 
 // synthesize decides ADR 29's synthetic commit for the open originating PRs in the
 // target's repository. It never fails for what it cannot do: it says so in notes.
-func (a *Activities) synthesize(ctx context.Context, f forge.Forge, repo changegrouppr.Repo, req prgroupapi.SyncRequest, baseBranch string, baseFiles []forge.File) (synthetic, error) {
+func (a *Activities) synthesize(ctx context.Context, f forge.Forge, repo changegroupprapi.Repo, req prgroupapi.SyncRequest, baseBranch string, baseFiles []forge.File) (synthetic, error) {
 	syn := synthetic{files: map[string][]byte{}, blobs: map[string]string{}}
 	var origins []prgroupapi.Origin
 	for _, o := range req.Origins {

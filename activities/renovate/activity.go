@@ -118,16 +118,16 @@ func New(kube ctrlclient.Client, operatorNamespace string) *Activities {
 // RenovateRunStatus is the polling fallback for the bridge's run-finished signal.
 // A run still waiting to start gets its GitHub App token renewed when it nears
 // expiry (refreshRunToken).
-func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name string) (RunStatus, error) {
+func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name string) (renovaterun.RunStatus, error) {
 	var plr tektonv1.PipelineRun
 	err := a.Kube.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &plr)
 	if apierrors.IsNotFound(err) {
-		return RunStatus{Name: name, Done: true, Gone: true, Reason: "NotFound", Message: "the PipelineRun was deleted before it ended"}, nil
+		return renovaterun.RunStatus{Name: name, Done: true, Gone: true, Reason: "NotFound", Message: "the PipelineRun was deleted before it ended"}, nil
 	}
 	if err != nil {
-		return RunStatus{}, fmt.Errorf("reading PipelineRun %s/%s: %w", namespace, name, err)
+		return renovaterun.RunStatus{}, fmt.Errorf("reading PipelineRun %s/%s: %w", namespace, name, err)
 	}
-	s := StatusOf(&plr)
+	s := renovaterun.StatusOf(&plr)
 	if !s.Done && waiting(&plr) {
 		// A run may wait longer than its App token lives: renew it before it starts.
 		// A failure is tried again at the next poll; the status is what was asked.
@@ -139,15 +139,15 @@ func (a *Activities) RenovateRunStatus(ctx context.Context, namespace, name stri
 	return s, nil
 }
 
-// EventName is deterministic per (workflow, attempt, reason): a retried activity
+// eventName is deterministic per (workflow, attempt, reason): a retried activity
 // never records an outcome twice.
-func EventName(o Outcome) string {
+func eventName(o renovateapi.Outcome) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%s", o.WorkflowID, o.Attempt, o.Reason)))
 	return fmt.Sprintf("%s.nudge-%s", o.Component, hex.EncodeToString(sum[:])[:16])
 }
 
 // RecordNudgeOutcome writes the Event (idempotent by name).
-func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
+func (a *Activities) RecordNudgeOutcome(ctx context.Context, o renovateapi.Outcome) error {
 	var comp mirrorv1alpha1.Component
 	if err := components.Get(ctx, a.Kube, o.Namespace, o.Component, &comp); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -162,7 +162,7 @@ func (a *Activities) RecordNudgeOutcome(ctx context.Context, o Outcome) error {
 	}
 	now := metav1.NewTime(time.Now())
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: EventName(o), Namespace: o.Namespace,
+		ObjectMeta: metav1.ObjectMeta{Name: eventName(o), Namespace: o.Namespace,
 			Labels:      map[string]string{LabelManagedBy: ManagedByNudgeflow},
 			Annotations: map[string]string{AnnotationWorkflowID: o.WorkflowID, AnnotationAttempt: fmt.Sprint(o.Attempt)}},
 		// The kind read (either Component kind): kubectl describe finds it by UID.

@@ -29,11 +29,13 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate/renovatetest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 const (
@@ -94,17 +96,17 @@ func newInterceptedWorld(t *testing.T, funcs interceptor.Funcs, operatorNamespac
 	return &unitWorld{t: t, kube: c, logs: logs, env: env, a: a}
 }
 
-func (u *unitWorld) launch(req LaunchRequest) LaunchResult {
+func (u *unitWorld) launch(req renovateapi.LaunchRequest) renovateapi.LaunchResult {
 	u.t.Helper()
 	v, err := u.env.ExecuteActivity(u.a.LaunchRenovate, req)
 	require.NoError(u.t, err)
-	var res LaunchResult
+	var res renovateapi.LaunchResult
 	require.NoError(u.t, v.Get(&res))
 	return res
 }
 
-func unitRequest(name string) LaunchRequest {
-	return LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}}
+func unitRequest(name string) renovateapi.LaunchRequest {
+	return renovateapi.LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 }
 
 // created reads what the launch wrote: the run, its config and its Secret.
@@ -164,7 +166,7 @@ func TestLaunchRenovateMatchesBuildService(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a-not-labelled", Namespace: "nudgeflow"},
 			Data: map[string]string{CABundleKey: "not this one"}},
 	)
-	name := RunName("nudge/tenant/uid/bundle", 1)
+	name := renovateapi.RunName("nudge/tenant/uid/bundle", 1)
 	require.True(t, u.launch(unitRequest(name)).Created)
 	plr, cfg, raw, secret := u.created(name)
 
@@ -250,7 +252,7 @@ func TestLaunchRenovateMatchesBuildService(t *testing.T) {
 func TestLaunchRenovateWithoutRegistryCredentialsOrCA(t *testing.T) {
 	u := newUnitWorld(t, "",
 		admission("managed", "prod", "tenant", `{"mapping":{"components":[{"name":"operand","repositories":[{"url":"quay.io/redhat-prod/org----operand"}]}]}}`))
-	name := RunName("nudge/tenant/uid/bundle", 2)
+	name := renovateapi.RunName("nudge/tenant/uid/bundle", 2)
 	req := unitRequest(name)
 	req.DistributionRepos = []string{"registry.example.com/org/operand"}
 	u.launch(req)
@@ -284,7 +286,7 @@ func TestLaunchDoesNotReleaseAHeldRun(t *testing.T) {
 		{"not held", nil, nil, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			name := RunName("nudge/tenant/uid/bundle", 1)
+			name := renovateapi.RunName("nudge/tenant/uid/bundle", 1)
 			req := unitRequest(name)
 			stored := (&Activities{}).pipelineRun(req, false, false)
 			for k, v := range c.annotations {
@@ -320,38 +322,38 @@ func TestStatusOfHeldRun(t *testing.T) {
 		return plr
 	}
 	held := map[string]string{konflux.AnnotationHeldBy: "bundle=bundle-update"}
-	require.False(t, StatusOf(cancelled(held)).Done, "undecided: the workflow waits")
+	require.False(t, renovaterun.StatusOf(cancelled(held)).Done, "undecided: the workflow waits")
 
 	held[konflux.AnnotationHeldOutcome] = konflux.HeldOutcomeDeliveredPrefix + "bundle-update"
-	s := StatusOf(cancelled(held))
+	s := renovaterun.StatusOf(cancelled(held))
 	require.True(t, s.Done)
 	require.False(t, s.Succeeded)
 	require.Equal(t, "bundle-update", s.HeldBy)
-	require.Equal(t, ReasonHeldByChangeGroup, s.Reason)
+	require.Equal(t, renovaterun.ReasonHeldByChangeGroup, s.Reason)
 
 	returned := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r", Annotations: map[string]string{
 		konflux.AnnotationHeldBy: "bundle=bundle-update", konflux.AnnotationHeldOutcome: konflux.HeldOutcomeReturned}}}
-	s = StatusOf(returned)
+	s = renovaterun.StatusOf(returned)
 	require.True(t, s.Done, "returned: done even before Tekton marks it cancelled")
 	require.False(t, s.Succeeded)
 	require.Empty(t, s.HeldBy)
-	require.Equal(t, ReasonHeldReturned, s.Reason)
+	require.Equal(t, renovaterun.ReasonHeldReturned, s.Reason)
 
-	s = StatusOf(cancelled(nil))
+	s = renovaterun.StatusOf(cancelled(nil))
 	require.True(t, s.Done, "a run nobody held ends with its condition")
 	require.Equal(t, "Cancelled", s.Reason)
 	require.True(t, s.Cancelled, "someone else cancelled it")
-	require.False(t, StatusOf(cancelled(held)).Cancelled, "a held run is the group's, not a person's cancel")
+	require.False(t, renovaterun.StatusOf(cancelled(held)).Cancelled, "a held run is the group's, not a person's cancel")
 }
 
 // A run ends cancelled when its spec.status asked it to stop (a person with tkn or
 // the console) or Tekton's reason says so; a failure or a timeout is not a cancel,
 // and neither is a success.
 func TestStatusOfCancelledRun(t *testing.T) {
-	run := func(specStatus tektonv1.PipelineRunSpecStatus, ok corev1.ConditionStatus, reason string) RunStatus {
+	run := func(specStatus tektonv1.PipelineRunSpecStatus, ok corev1.ConditionStatus, reason string) renovaterun.RunStatus {
 		plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: tektonv1.PipelineRunSpec{Status: specStatus}}
 		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: ok, Reason: reason})
-		return StatusOf(plr)
+		return renovaterun.StatusOf(plr)
 	}
 	for _, tc := range []struct {
 		name       string
@@ -373,7 +375,7 @@ func TestStatusOfCancelledRun(t *testing.T) {
 		require.Equal(t, tc.cancelled, s.Cancelled, tc.name)
 	}
 	pending := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusCancelled}}
-	require.False(t, StatusOf(pending).Done, "asked to stop, not stopped yet: the run has not ended")
+	require.False(t, renovaterun.StatusOf(pending).Done, "asked to stop, not stopped yet: the run has not ended")
 }
 
 // A launch that cannot release its run deletes it, so no run stays pending: a
@@ -483,7 +485,7 @@ func TestLaunchThatCannotReleaseDeletesTheRun(t *testing.T) {
 					return c.Delete(ctx, obj, opts...)
 				},
 			}, "")
-			name := RunName("nudge/tenant/uid/bundle", 1)
+			name := renovateapi.RunName("nudge/tenant/uid/bundle", 1)
 			_, err := u.env.ExecuteActivity(u.a.LaunchRenovate, unitRequest(name))
 			require.Error(t, err)
 			var appErr *temporal.ApplicationError

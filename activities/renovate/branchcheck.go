@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -81,7 +82,7 @@ func branchCheckOf(f forgeInfo, nudging, nudged string, simpleBranch bool) Branc
 		scheme = "http" // as the endpoint: a forge served over http only
 	}
 	return BranchCheck{GitURL: scheme + "://" + f.host + "/" + f.repository + ".git", Platform: f.platform,
-		Branch: BranchName(nudging, nudged, simpleBranch)}
+		Branch: renovaterun.BranchName(nudging, nudged, simpleBranch)}
 }
 
 // gitUser is the basic-auth user name that goes with the token on platform's git
@@ -139,7 +140,7 @@ func branchCheckScript() string {
 		`stamp_re='` + stamp + `'; name_re='` + name + `'; [[ "$run" =~ $name_re ]] || run=""; ` +
 		`for at in $(git -C "$dir/head" log -1 --format='%(trailers:key=` + TrailerBuiltAt + `,valueonly)' FETCH_HEAD); do ` +
 		`if [[ "$at" =~ $stamp_re ]] && [[ "${at//[^0-9]/}" > "${` + envBuiltAt + `//[^0-9]/}" ]]; then ` +
-		`superseded="` + OutcomeSuperseded + `:$run"; ` +
+		`superseded="` + renovaterun.OutcomeSuperseded + `:$run"; ` +
 		`echo "nudgeflow: branch $` + envBranch + ` holds commit $tip of a build started $at (run ${run:-unnamed}), newer than this run's build (started $` + envBuiltAt + `): not writing the older digest over it" >&2; ` +
 		`break; fi; done; fi; fi; `
 }

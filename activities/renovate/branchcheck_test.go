@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
@@ -43,11 +44,11 @@ func stepRun(t *testing.T, builtAt time.Time, head string) (outcome, output stri
 		git("commit", "-q", "--allow-empty", "-m", head)
 	}
 	result := filepath.Join(dir, "outcome")
-	script := strings.ReplaceAll(withOutcomeCheck("echo renovate-ran"), "$(results."+ResultOutcome+".path)", result)
+	script := strings.ReplaceAll(withOutcomeCheck("echo renovate-ran"), "$(results."+renovaterun.ResultOutcome+".path)", result)
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = append(os.Environ(), "TMPDIR="+dir, secretEnvPrefix+tokenKey+"=s3cret-token")
 	check := BranchCheck{GitURL: repo, Platform: "github", Branch: "konflux/nudge"}
-	plr := (&Activities{}).pipelineRun(LaunchRequest{Name: "run-older", Namespace: "tenant", Build: imagebuild.Build{BuiltAt: builtAt}}, false, false)
+	plr := (&Activities{}).pipelineRun(renovateapi.LaunchRequest{Name: "run-older", Namespace: "tenant", Build: imagebuild.Build{BuiltAt: builtAt}}, false, false)
 	withBranchCheck(plr, builtAt, check)
 	for _, e := range plr.Spec.PipelineSpec.Tasks[0].TaskSpec.Steps[0].Env {
 		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
@@ -74,16 +75,16 @@ func TestStepRefusesToWriteOverANewerBuild(t *testing.T) {
 	}{
 		{"a newer build heads the branch", commitOf(mine.Add(time.Nanosecond), "run-newer"), "superseded:run-newer"},
 		{"the newer commit names a run that is no name", commitOf(mine.Add(time.Hour), "Run Newer; rm -rf /"), "superseded:"},
-		{"an older build heads the branch", commitOf(mine.Add(-time.Hour), "run-older-still"), OutcomeOK},
-		{"this build heads the branch (a retry)", commitOf(mine, "run-older"), OutcomeOK},
-		{"no branch yet", "", OutcomeOK},
-		{"a person's commit heads the branch", "fix: pin it by hand", OutcomeOK},
-		{"a malformed trailer", "x\n\n" + TrailerBuiltAt + ": 2999-01-01", OutcomeOK},
+		{"an older build heads the branch", commitOf(mine.Add(-time.Hour), "run-older-still"), renovaterun.OutcomeOK},
+		{"this build heads the branch (a retry)", commitOf(mine, "run-older"), renovaterun.OutcomeOK},
+		{"no branch yet", "", renovaterun.OutcomeOK},
+		{"a person's commit heads the branch", "fix: pin it by hand", renovaterun.OutcomeOK},
+		{"a malformed trailer", "x\n\n" + TrailerBuiltAt + ": 2999-01-01", renovaterun.OutcomeOK},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			outcome, out := stepRun(t, mine, c.head)
 			require.Equal(t, c.outcome, outcome, out)
-			if strings.HasPrefix(c.outcome, OutcomeSuperseded) {
+			if strings.HasPrefix(c.outcome, renovaterun.OutcomeSuperseded) {
 				require.NotContains(t, out, "renovate-ran")
 				require.Contains(t, out, "nudgeflow: branch konflux/nudge holds commit")
 			} else {
@@ -93,7 +94,7 @@ func TestStepRefusesToWriteOverANewerBuild(t *testing.T) {
 	}
 	// A run whose build's start is unknown looks at nothing.
 	outcome, out := stepRun(t, time.Time{}, commitOf(mine, "run-newer"))
-	require.Equal(t, OutcomeOK, outcome)
+	require.Equal(t, renovaterun.OutcomeOK, outcome)
 	require.Contains(t, out, "renovate-ran")
 }
 
@@ -102,16 +103,16 @@ func TestStepRefusesToWriteOverANewerBuild(t *testing.T) {
 // Cancelled).
 func TestStatusOfReadsTheStepsRefusalAsSuperseded(t *testing.T) {
 	for outcome, by := range map[string]string{"superseded:run-newer": "run-newer", "superseded:": renovaterun.SupersededUnnamed, "supersededx": ""} {
-		plr := (&Activities{}).pipelineRun(LaunchRequest{Name: "run-older", Namespace: "tenant"}, false, false)
+		plr := (&Activities{}).pipelineRun(renovateapi.LaunchRequest{Name: "run-older", Namespace: "tenant"}, false, false)
 		plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-		plr.Status.Results = []tektonv1.PipelineRunResult{{Name: ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)}}
-		st := StatusOf(plr)
+		plr.Status.Results = []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)}}
+		st := renovaterun.StatusOf(plr)
 		require.True(t, st.Done, outcome)
 		require.Equal(t, by, st.SupersededBy, outcome)
 		require.Equal(t, by == "", st.Succeeded, outcome)
 		require.False(t, st.Cancelled, outcome)
 		if by != "" {
-			require.Equal(t, ReasonSupersededOnBranch, st.Reason)
+			require.Equal(t, renovaterun.ReasonSupersededOnBranch, st.Reason)
 		}
 	}
 }

@@ -20,14 +20,11 @@ const (
 	// AnnotationConfigMap on the nudged Component names a ConfigMap that REPLACES the
 	// namespace-wide one (old form; read with konflux.NudgeRenovateConfigMapKey).
 	AnnotationConfigMap = konflux.AnnotationNudgeRenovateConfigMap
-	// AnnotationNudgeFiles on the build PipelineRun lists file regexes (old form;
-	// read with konflux.NudgeFilesKey).
-	AnnotationNudgeFiles = konflux.AnnotationNudgeFiles
 	// AnnotationSimpleBranch on the nudging Component drops the nudged prefix from
 	// the branch (old form; read with konflux.NudgeSimpleBranchKey).
 	AnnotationSimpleBranch = konflux.AnnotationNudgeSimpleBranch
-	// DefaultNudgeFiles is build-service's DefaultNudgeFiles.
-	DefaultNudgeFiles = ".*Dockerfile.*, .*.yaml, .*Containerfile.*"
+	// defaultNudgeFiles is build-service's DefaultNudgeFiles.
+	defaultNudgeFiles = ".*Dockerfile.*, .*.yaml, .*Containerfile.*"
 	// NudgeLabel marks nudge PRs (MintMaker ignores PRs with it).
 	NudgeLabel = "konflux-nudge"
 	// BranchPrefix of every nudge branch.
@@ -85,8 +82,8 @@ func splitList(s, sep string) []string {
 	return out
 }
 
-// EveryFile is the file pattern of a ConfigMap whose fileMatch key is empty.
-const EveryFile = ".*"
+// everyFile is the file pattern of a ConfigMap whose fileMatch key is empty.
+const everyFile = ".*"
 
 // parseFileMatch reads the fileMatch key. Present but empty means every file:
 // build-service splits "" into [""], whose empty regex matches every path, and uses
@@ -99,7 +96,7 @@ func parseFileMatch(data map[string]string) []string {
 		return nil
 	}
 	if strings.TrimSpace(v) == "" {
-		return []string{EveryFile}
+		return []string{everyFile}
 	}
 	return splitList(v, ",")
 }
@@ -113,7 +110,7 @@ func FileMatch(o Options, buildAnnotation string) []string {
 	if p := splitList(buildAnnotation, ","); len(p) > 0 {
 		return p
 	}
-	return splitList(DefaultNudgeFiles, ",")
+	return splitList(defaultNudgeFiles, ",")
 }
 
 // ConfigInput is everything one target's Renovate config is made of. No secrets.

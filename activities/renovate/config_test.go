@@ -38,11 +38,11 @@ func TestParseOptionsFollowsBuildServiceRules(t *testing.T) {
 func TestEmptyFileMatchMeansEveryFile(t *testing.T) {
 	for _, v := range []string{"", "  "} {
 		o := ParseOptions(map[string]string{"fileMatch": v})
-		require.Equal(t, []string{EveryFile}, FileMatch(o, "from-annotation"), "%q", v)
+		require.Equal(t, []string{everyFile}, FileMatch(o, "from-annotation"), "%q", v)
 	}
 	require.Equal(t, []string{"from-annotation"}, FileMatch(ParseOptions(map[string]string{"automerge": "true"}), "from-annotation"),
 		"no key: the annotation")
-	require.Regexp(t, EveryFile, "any/path/at/all.txt")
+	require.Regexp(t, everyFile, "any/path/at/all.txt")
 }
 
 func TestFileMatchPrecedence(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 )
 
-// RunTokenLife is how long an App token must still be valid when it goes into a
+// runTokenLife is how long an App token must still be valid when it goes into a
 // run's Secret: the run may wait for its branch or in a Kueue queue before it
 // starts (a token lives an hour; see refreshRunToken for a longer wait).
-const RunTokenLife = 30 * time.Minute
+const runTokenLife = 30 * time.Minute
 
 // scm is what a run pushes with: the credential, Renovate's gitAuthor, and, for a
 // GitHub App token, when it expires (zero for a basic-auth Secret's, which does
@@ -116,7 +116,7 @@ func (a *Activities) appCredential(ctx context.Context, f forgeInfo) (scm, bool,
 	}
 	owner, name, _ := strings.Cut(f.repository, "/")
 	repo := forge.Repo{Scheme: f.scheme, Host: f.host, Owner: owner, Name: name}
-	tok, err := a.appTokens().Token(ctx, repo, app, a.Transport, RunTokenLife)
+	tok, err := a.appTokens().Token(ctx, repo, app, a.Transport, runTokenLife)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == ghforge.ErrorTypeAppNotInstalled {
 		activity.GetLogger(ctx).Info("the GitHub App is not installed on the repository; using its basic-auth SCM Secret", "repository", f.repository)

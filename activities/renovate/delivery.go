@@ -9,12 +9,14 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	forgejoforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // A Renovate run that exits 0 has delivered its build when the forge says so, not
@@ -51,23 +53,23 @@ type DeliveryInput struct {
 // CheckDelivery asks the nudged component's forge whether req's digest was
 // delivered (see DeliveryVerdict). It reads with the credential the run pushed
 // with, after the same ownership check as the launch.
-func (a *Activities) CheckDelivery(ctx context.Context, req DeliveryRequest) (DeliveryVerdict, error) {
-	target, nudging, err := a.components(ctx, LaunchRequest{Namespace: req.Namespace, Nudging: req.Nudging, Nudged: req.Nudged})
+func (a *Activities) CheckDelivery(ctx context.Context, req renovateapi.DeliveryRequest) (renovaterun.DeliveryVerdict, error) {
+	target, nudging, err := a.components(ctx, renovateapi.LaunchRequest{Namespace: req.Namespace, Nudging: req.Nudging, Nudged: req.Nudged})
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	git := target.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
-		return DeliveryVerdict{}, fmt.Errorf("component %s/%s has no spec.source.git.url", req.Namespace, req.Nudged)
+		return renovaterun.DeliveryVerdict{}, fmt.Errorf("component %s/%s has no spec.source.git.url", req.Namespace, req.Nudged)
 	}
 	info, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider], forge.ProviderOrGitHub)
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	if a.StandInForge != nil && a.StandInForge(info.host) {
-		v := DeliveryVerdict{Delivered: req.LogSaysOK, Message: "the run's log says so (only stand-in runs go to " + info.host + " in this world)"}
+		v := renovaterun.DeliveryVerdict{Delivered: req.LogSaysOK, Message: "the run's log says so (only stand-in runs go to " + info.host + " in this world)"}
 		if v.Delivered {
-			v.Where = DeliveredByRunLog
+			v.Where = renovaterun.DeliveredByRunLog
 		}
 		return v, nil
 	}
@@ -75,28 +77,28 @@ func (a *Activities) CheckDelivery(ctx context.Context, req DeliveryRequest) (De
 		if ownership.IsRefusal(err) {
 			activity.GetLogger(ctx).Warn("refused: the namespace does not own the repository", "namespace", req.Namespace, "repo", git.URL, "error", err)
 		}
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	f, err := a.deliveryForge(ctx, req.Namespace, info, git.URL)
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	opts, _, err := ReadTier(ctx, a.Kube, req.Namespace, target)
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	// The released names too, as the launch wrote them into the config: a
 	// repository that refers to the image only by one of them references it.
-	distribution, err := a.distributionRepos(ctx, LaunchRequest{Namespace: req.Namespace, Nudging: req.Nudging, DistributionRepos: req.DistributionRepos})
+	distribution, err := a.distributionRepos(ctx, renovateapi.LaunchRequest{Namespace: req.Namespace, Nudging: req.Nudging, DistributionRepos: req.DistributionRepos})
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	built := digestref.ParseReference(req.ImageURL)
 	branch := branchName(req.Nudging, req.Nudged, simpleBranch(nudging))
 	v, err := ForgeDelivery(ctx, f, DeliveryInput{Base: git.Revision, Branch: branch, Digest: req.Digest,
 		FileMatch: FileMatch(opts, req.NudgeFiles), Repos: append([]string{built.Repository}, distribution...)})
 	if err != nil {
-		return DeliveryVerdict{}, fmt.Errorf("asking %s whether run %s delivered %s: %w", info.host+"/"+info.repository, req.PipelineRun, req.Digest, err)
+		return renovaterun.DeliveryVerdict{}, fmt.Errorf("asking %s whether run %s delivered %s: %w", info.host+"/"+info.repository, req.PipelineRun, req.Digest, err)
 	}
 	activity.GetLogger(ctx).Info("delivery of a Renovate run", "pipelineRun", req.PipelineRun, "delivered", v.Delivered, "where", v.Where, "pr", v.PR)
 	return v, nil
@@ -137,22 +139,22 @@ func branchName(nudging, nudged string, simple bool) string {
 
 // ForgeDelivery looks for in.Digest on the base branch, then at the heads of the
 // branch's open and merged pull requests (newest first).
-func ForgeDelivery(ctx context.Context, f forge.Forge, in DeliveryInput) (DeliveryVerdict, error) {
+func ForgeDelivery(ctx context.Context, f forge.Forge, in DeliveryInput) (renovaterun.DeliveryVerdict, error) {
 	match, err := compileAll(in.FileMatch)
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	refs, err := referencesOf(in.Repos)
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
 	base := in.Base
 	if base == "" {
 		if base, err = f.DefaultBranch(ctx); err != nil {
-			return DeliveryVerdict{}, err
+			return renovaterun.DeliveryVerdict{}, err
 		}
 	}
-	v := DeliveryVerdict{Branch: in.Branch, Base: base}
+	v := renovaterun.DeliveryVerdict{Branch: in.Branch, Base: base}
 	head, ok, err := f.BranchHead(ctx, base)
 	if err != nil {
 		return v, err
@@ -165,7 +167,7 @@ func ForgeDelivery(ctx context.Context, f forge.Forge, in DeliveryInput) (Delive
 		return v, err
 	}
 	if onBase {
-		v.Delivered, v.Where = true, DeliveredOnBase
+		v.Delivered, v.Where = true, renovaterun.DeliveredOnBase
 		v.Message = fmt.Sprintf("%s is on the base branch %s", in.Digest, base)
 		return v, nil
 	}
@@ -190,13 +192,13 @@ func ForgeDelivery(ctx context.Context, f forge.Forge, in DeliveryInput) (Delive
 			if pr.Merged {
 				state = "merged"
 			}
-			v.Delivered, v.Where, v.PR, v.PRURL = true, DeliveredInPullRequest, pr.Number, pr.URL
+			v.Delivered, v.Where, v.PR, v.PRURL = true, renovaterun.DeliveredInPullRequest, pr.Number, pr.URL
 			v.Message = fmt.Sprintf("%s is in %s pull request #%d (%s) of branch %s", in.Digest, state, pr.Number, pr.URL, in.Branch)
 			return v, nil
 		}
 	}
 	if !referenced && len(prs) == 0 {
-		v.Delivered, v.Where = true, DeliveredNotReferenced
+		v.Delivered, v.Where = true, renovaterun.DeliveredNotReferenced
 		v.Message = fmt.Sprintf("no file of the base branch %s that Renovate edits references the image: nothing to nudge", base)
 		return v, nil
 	}

@@ -9,8 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // treeForge is a forge of commits whose trees are path → content: what
@@ -101,13 +103,13 @@ func TestForgeDelivery(t *testing.T) {
 		pr        int
 	}{
 		{"on the base branch (automerged, or already current)", &treeForge{branches: map[string]string{"main": "b"},
-			trees: map[string]map[string]string{"b": {"Dockerfile": dockerfile(newDigest)}}}, true, DeliveredOnBase, 0},
+			trees: map[string]map[string]string{"b": {"Dockerfile": dockerfile(newDigest)}}}, true, renovaterun.DeliveredOnBase, 0},
 		{"in the open PR", &treeForge{branches: map[string]string{"main": "b"},
 			trees: map[string]map[string]string{"b": {"Dockerfile": dockerfile(oldDigest)}, "h": {"Dockerfile": dockerfile(newDigest)}},
-			prs:   []forge.PR{{Number: 3, Head: nudgeBr, HeadSHA: "h", Open: true}}}, true, DeliveredInPullRequest, 3},
+			prs:   []forge.PR{{Number: 3, Head: nudgeBr, HeadSHA: "h", Open: true}}}, true, renovaterun.DeliveredInPullRequest, 3},
 		{"in a merged PR, the base moved on since", &treeForge{branches: map[string]string{"main": "b"},
 			trees: map[string]map[string]string{"b": {"Dockerfile": dockerfile(thirdDigest)}, "h": {"Dockerfile": dockerfile(newDigest)}},
-			prs:   []forge.PR{{Number: 4, Head: nudgeBr, HeadSHA: "h", Merged: true}}}, true, DeliveredInPullRequest, 4},
+			prs:   []forge.PR{{Number: 4, Head: nudgeBr, HeadSHA: "h", Merged: true}}}, true, renovaterun.DeliveredInPullRequest, 4},
 		{"only in a PR closed unmerged", &treeForge{branches: map[string]string{"main": "b"},
 			trees: map[string]map[string]string{"b": {"Dockerfile": dockerfile(oldDigest)}, "h": {"Dockerfile": dockerfile(newDigest)}},
 			prs:   []forge.PR{{Number: 5, Head: nudgeBr, HeadSHA: "h"}}}, false, "", 0},
@@ -122,7 +124,7 @@ func TestForgeDelivery(t *testing.T) {
 		{"only outside fileMatch", &treeForge{branches: map[string]string{"main": "b"},
 			trees: map[string]map[string]string{"b": {"Dockerfile": dockerfile(oldDigest), "README.md": dockerfile(newDigest)}}}, false, "", 0},
 		{"the image is not referenced: nothing to nudge", &treeForge{branches: map[string]string{"main": "b"},
-			trees: map[string]map[string]string{"b": {"Dockerfile": "FROM quay.io/other/image@" + oldDigest + "\n"}}}, true, DeliveredNotReferenced, 0},
+			trees: map[string]map[string]string{"b": {"Dockerfile": "FROM quay.io/other/image@" + oldDigest + "\n"}}}, true, renovaterun.DeliveredNotReferenced, 0},
 		{"referenced under the released name", &treeForge{branches: map[string]string{"main": "b"},
 			trees: map[string]map[string]string{"b": {"x.yaml": "image: registry.example.com/released/operand@" + oldDigest + "\n"}}}, false, "", 0},
 	} {
@@ -166,43 +168,43 @@ func TestForgeDeliveryErrors(t *testing.T) {
 // The forge decides a run that exited 0: delivered, it succeeded whatever its log
 // said; not delivered, it failed with the step's reason or NotDelivered.
 func TestWithDelivery(t *testing.T) {
-	ok := RunStatus{Done: true, ExitedZero: true, Succeeded: true, Reason: "Succeeded"}
-	got := ok.WithDelivery(DeliveryVerdict{Message: "nowhere"})
+	ok := renovaterun.RunStatus{Done: true, ExitedZero: true, Succeeded: true, Reason: "Succeeded"}
+	got := ok.WithDelivery(renovaterun.DeliveryVerdict{Message: "nowhere"})
 	require.False(t, got.Succeeded)
-	require.Equal(t, ReasonNotDelivered, got.Reason)
+	require.Equal(t, renovaterun.ReasonNotDelivered, got.Reason)
 	require.Contains(t, got.Message, "nowhere")
-	require.True(t, ok.WithDelivery(DeliveryVerdict{Delivered: true}).Succeeded)
+	require.True(t, ok.WithDelivery(renovaterun.DeliveryVerdict{Delivered: true}).Succeeded)
 
-	auth := RunStatus{Done: true, ExitedZero: true, Reason: ReasonRegistryAuthFailed, Message: "link a pull secret"}
-	got = auth.WithDelivery(DeliveryVerdict{Message: "nowhere"})
+	auth := renovaterun.RunStatus{Done: true, ExitedZero: true, Reason: renovaterun.ReasonRegistryAuthFailed, Message: "link a pull secret"}
+	got = auth.WithDelivery(renovaterun.DeliveryVerdict{Message: "nowhere"})
 	require.False(t, got.Succeeded)
-	require.Equal(t, ReasonRegistryAuthFailed, got.Reason, "the step's reason says what to fix")
+	require.Equal(t, renovaterun.ReasonRegistryAuthFailed, got.Reason, "the step's reason says what to fix")
 	require.Equal(t, "link a pull secret; nowhere", got.Message)
-	require.True(t, auth.WithDelivery(DeliveryVerdict{Delivered: true}).Succeeded, "the forge overrides the log")
+	require.True(t, auth.WithDelivery(renovaterun.DeliveryVerdict{Delivered: true}).Succeeded, "the forge overrides the log")
 }
 
 // The branch's name is BranchKey's last part.
 func TestBranchNameIsBranchKeys(t *testing.T) {
 	for _, simple := range []bool{false, true} {
-		key := BranchKey("h", "o/r", "main", "operand", "bundle", simple)
+		key := renovaterun.BranchKey("h", "o/r", "main", "operand", "bundle", simple)
 		require.Equal(t, "h/o/r@main:"+branchName("operand", "bundle", simple), key)
 	}
 }
 
-func (u *unitWorld) checkDelivery(req DeliveryRequest) (DeliveryVerdict, error) {
+func (u *unitWorld) checkDelivery(req renovateapi.DeliveryRequest) (renovaterun.DeliveryVerdict, error) {
 	u.t.Helper()
 	v, err := u.env.ExecuteActivity(u.a.CheckDelivery, req)
 	if err != nil {
-		return DeliveryVerdict{}, err
+		return renovaterun.DeliveryVerdict{}, err
 	}
-	var out DeliveryVerdict
+	var out renovaterun.DeliveryVerdict
 	require.NoError(u.t, v.Get(&out))
 	return out, nil
 }
 
-func deliveryRequest(nudged string, logOK bool) DeliveryRequest {
+func deliveryRequest(nudged string, logOK bool) renovateapi.DeliveryRequest {
 	r := unitRequest("run")
-	return DeliveryRequest{Namespace: r.Namespace, Nudging: r.Nudging, Nudged: nudged, ImageURL: r.ImageURL, Digest: r.Digest,
+	return renovateapi.DeliveryRequest{Namespace: r.Namespace, Nudging: r.Nudging, Nudged: nudged, ImageURL: r.ImageURL, Digest: r.Digest,
 		PipelineRun: "run", LogSaysOK: logOK}
 }
 
@@ -214,7 +216,7 @@ func TestCheckDeliveryOnAStandInHost(t *testing.T) {
 	v, err := u.checkDelivery(deliveryRequest("bundle", true))
 	require.NoError(t, err)
 	require.True(t, v.Delivered)
-	require.Equal(t, DeliveredByRunLog, v.Where)
+	require.Equal(t, renovaterun.DeliveredByRunLog, v.Where)
 	v, err = u.checkDelivery(deliveryRequest("bundle", false))
 	require.NoError(t, err)
 	require.False(t, v.Delivered)

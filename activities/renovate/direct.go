@@ -6,6 +6,7 @@ import (
 	"context"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 )
 
 // What the direct writer (activities/nudgewrite) reuses of a launch, so that both
@@ -18,7 +19,7 @@ import (
 
 // ComponentsOf reads the nudged (target) and nudging Components of req, with the
 // launch's errors (a missing one is a non-retryable TargetMissing).
-func ComponentsOf(ctx context.Context, a *Activities, req LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
+func ComponentsOf(ctx context.Context, a *Activities, req renovateapi.LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
 	return a.components(ctx, req)
 }
 
@@ -33,12 +34,12 @@ func Platform(gitURL, providerAnnotation string, handedBack bool) (platform, end
 
 // SourceLinkOf is what the nudge names as the image's source (the PR header's
 // "Image created from '<link>'").
-func SourceLinkOf(ctx context.Context, a *Activities, req LaunchRequest, nudging *mirrorv1alpha1.Component) string {
+func SourceLinkOf(ctx context.Context, a *Activities, req renovateapi.LaunchRequest, nudging *mirrorv1alpha1.Component) string {
 	return a.sourceLink(ctx, req, nudging)
 }
 
 // DistributionReposOf are the repositories the nudging component is released to.
-func DistributionReposOf(ctx context.Context, a *Activities, req LaunchRequest) ([]string, error) {
+func DistributionReposOf(ctx context.Context, a *Activities, req renovateapi.LaunchRequest) ([]string, error) {
 	return a.distributionRepos(ctx, req)
 }
 

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
@@ -117,7 +118,7 @@ func TestLaunchOnAHostThatNamesNoForge(t *testing.T) {
 		Type: corev1.SecretTypeBasicAuth, Data: map[string][]byte{"username": []byte("bot"), "password": []byte(unitToken)}}
 	u := newUnitWorld(t, "", corp, scm)
 
-	immediate := unitRequest(RunName("nudge/tenant/uid/corp-bundle", 1))
+	immediate := unitRequest(renovateapi.RunName("nudge/tenant/uid/corp-bundle", 1))
 	immediate.Nudged = "corp-bundle"
 	_, err := u.env.ExecuteActivity(u.a.LaunchRenovate, immediate)
 	require.ErrorContains(t, err, "set the component's git-provider annotation")
@@ -125,7 +126,7 @@ func TestLaunchOnAHostThatNamesNoForge(t *testing.T) {
 	require.ErrorAs(t, err, &appErr)
 	require.True(t, appErr.NonRetryable())
 
-	handedBack := unitRequest(RunName("nudge/tenant/uid2/corp-bundle", 1))
+	handedBack := unitRequest(renovateapi.RunName("nudge/tenant/uid2/corp-bundle", 1))
 	handedBack.WorkflowID, handedBack.Nudged, handedBack.HandedBackBy = "nudge/tenant/uid2/corp-bundle", "corp-bundle", "bundle-update"
 	require.True(t, u.launch(handedBack).Created)
 	_, cfg, _, _ := u.createdFor(handedBack.Name, "corp-bundle")

@@ -10,6 +10,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // NudgeMayEndHeld reports whether the running Nudge workflowID may still end
@@ -43,11 +44,11 @@ func NudgeMayEndHeld(ctx context.Context, kube ctrlclient.Reader, namespace, wor
 	if latest.Annotations[konflux.AnnotationHeldBy] == "" {
 		return false, nil
 	}
-	st := StatusOf(latest)
+	st := renovaterun.StatusOf(latest)
 	switch {
 	case st.HeldBy != "":
 		return true, nil
-	case st.Reason == ReasonHeldReturned:
+	case st.Reason == renovaterun.ReasonHeldReturned:
 		return false, nil
 	}
 	return false, &UndecidedHeldRun{Namespace: namespace, Name: latest.Name, WorkflowID: workflowID, Created: latest.CreationTimestamp.Time}

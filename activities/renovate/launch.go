@@ -15,26 +15,28 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/components"
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/releases"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // LaunchRenovate creates the run, its config ConfigMap, token Secret and, when the
 // cluster has one, trusted CA ConfigMap (all owned by the run). It looks before it
 // writes, so a retry changes nothing.
-func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (LaunchResult, error) {
+func (a *Activities) LaunchRenovate(ctx context.Context, req renovateapi.LaunchRequest) (renovateapi.LaunchResult, error) {
 	log := activity.GetLogger(ctx)
 	target, nudging, err := a.components(ctx, req)
 	if err != nil {
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	git := target.Spec.Source.GitSource
 	if git == nil || git.URL == "" {
-		return LaunchResult{}, temporal.NewNonRetryableApplicationError(
+		return renovateapi.LaunchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("component %s/%s has no spec.source.git.url to nudge", req.Namespace, req.Nudged), nonRetryableNotNudgeable, nil)
 	}
 	// build-service's rule: a host that names no forge, without the git-provider
@@ -43,7 +45,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	// would fail for good after the group had worked there.
 	forge, err := parseForge(git.URL, target.Annotations[mirrorv1alpha1.AnnotationGitProvider], forgeProviderOf(req.HandedBackBy != ""))
 	if err != nil {
-		return LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNotNudgeable, err)
+		return renovateapi.LaunchResult{}, temporal.NewNonRetryableApplicationError(err.Error(), nonRetryableNotNudgeable, err)
 	}
 	// Before any credential is read: the namespace must own the repository its
 	// Component names (a tenant writes that URL). A refusal records a Warning Event
@@ -52,28 +54,28 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		if ownership.IsRefusal(err) {
 			log.Warn("refused: the namespace does not own the repository", "namespace", req.Namespace, "nudged", req.Nudged, "repo", git.URL, "error", err)
 		}
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	scm, err := a.scmCredential(ctx, req.Namespace, forge)
 	if err != nil {
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	cred, gitAuthor := scm.cred, scm.gitAuthor
 	opts, tier, err := ReadTier(ctx, a.Kube, req.Namespace, target)
 	if err != nil {
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	distribution, err := a.distributionRepos(ctx, req)
 	if err != nil {
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	hostRules, err := a.hostRules(ctx, req.Namespace, nudging)
 	if err != nil {
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	caBundle, caSource, err := a.trustedCA(ctx)
 	if err != nil {
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	req.RepoAtSHA = a.sourceLink(ctx, req, nudging)
 	built := digestref.ParseReference(req.ImageURL)
@@ -98,7 +100,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	})
 	cfgJSON, err := cfg.JSON()
 	if err != nil {
-		return LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
 	log.Info("launching Renovate nudge", "pipelineRun", req.Name, "namespace", req.Namespace,
 		"nudging", req.Nudging, "nudged", req.Nudged, "configTier", tier, "credentialSecret", cred.SecretName,
@@ -110,7 +112,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 		// An App token expires: what refreshRunToken needs to renew it while the
 		// run waits (never the token itself).
 		secretAnnotations = map[string]string{AnnotationTokenExpires: scm.expires.UTC().Format(time.RFC3339),
-			AnnotationTokenRepository: forge.scheme + "://" + forge.host + "/" + forge.repository}
+			annotationTokenRepository: forge.scheme + "://" + forge.host + "/" + forge.repository}
 	}
 	if hostRules != "" {
 		// The whole rule, password included, stays in the Secret: the command only
@@ -119,35 +121,35 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req LaunchRequest) (Lau
 	}
 
 	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
-	plr.Annotations[AnnotationBranch] = BranchKey(forge.host, forge.repository, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
+	plr.Annotations[renovaterun.AnnotationBranch] = renovaterun.BranchKey(forge.host, forge.repository, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
 	withBranchCheck(plr, req.BuiltAt, branchCheckOf(forge, req.Nudging, req.Nudged, simpleBranch(nudging)))
 	created := true
 	if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &tektonv1.PipelineRun{}); apierrors.IsNotFound(err) {
 		// Only a run not created yet is refused: a retried activity keeps its run.
 		if err := a.refuseIfSuperseded(ctx, req); err != nil {
-			return LaunchResult{}, err
+			return renovateapi.LaunchResult{}, err
 		}
 	}
 	if err := a.Kube.Create(ctx, plr); apierrors.IsAlreadyExists(err) {
 		created = false
 		if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), plr); err != nil {
-			return LaunchResult{}, fmt.Errorf("reading existing PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
+			return renovateapi.LaunchResult{}, fmt.Errorf("reading existing PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
 		}
 		if plr.Annotations[AnnotationWorkflowID] != req.WorkflowID {
-			return LaunchResult{}, temporal.NewNonRetryableApplicationError(
+			return renovateapi.LaunchResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("PipelineRun %s/%s exists but belongs to %q", req.Namespace, req.Name, plr.Annotations[AnnotationWorkflowID]), nonRetryableNameConflict, nil)
 		}
 	} else if err != nil {
 		if refused(err) {
-			return LaunchResult{}, temporal.NewNonRetryableApplicationError(
+			return renovateapi.LaunchResult{}, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("creating PipelineRun %s/%s: %v", req.Namespace, req.Name, err), nonRetryableRefused, nil)
 		}
-		return LaunchResult{}, fmt.Errorf("creating PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
+		return renovateapi.LaunchResult{}, fmt.Errorf("creating PipelineRun %s/%s: %w", req.Namespace, req.Name, err)
 	}
 	if err := a.completeAndRelease(ctx, req, plr, created, runObjects{config: cfgJSON, caBundle: caBundle, secret: secretData, secretAnnotations: secretAnnotations}); err != nil {
-		return LaunchResult{}, a.withdraw(ctx, plr, err)
+		return renovateapi.LaunchResult{}, a.withdraw(ctx, plr, err)
 	}
-	return LaunchResult{Name: req.Name, Created: created}, nil
+	return renovateapi.LaunchResult{Name: req.Name, Created: created}, nil
 }
 
 // forgeProviderOf is the provider rule of a launch: build-service's
@@ -197,7 +199,7 @@ func refused(err error) bool { return apierrors.IsForbidden(err) || apierrors.Is
 // released to, which Renovate must rewrite too: the request's (old histories
 // carry them), else its ReleasePlanAdmissions'. An admission whose data cannot
 // be read is logged and skipped, as build-service does.
-func (a *Activities) distributionRepos(ctx context.Context, req LaunchRequest) ([]string, error) {
+func (a *Activities) distributionRepos(ctx context.Context, req renovateapi.LaunchRequest) ([]string, error) {
 	if len(req.DistributionRepos) > 0 {
 		return req.DistributionRepos, nil
 	}
@@ -212,7 +214,7 @@ func (a *Activities) distributionRepos(ctx context.Context, req LaunchRequest) (
 	return repos[req.Nudging], nil
 }
 
-func (a *Activities) components(ctx context.Context, req LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
+func (a *Activities) components(ctx context.Context, req renovateapi.LaunchRequest) (target, nudging *mirrorv1alpha1.Component, err error) {
 	target, nudging = &mirrorv1alpha1.Component{}, &mirrorv1alpha1.Component{}
 	for _, c := range []struct {
 		name string

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,7 @@ func runStep(t *testing.T, console string, records []string, rc int) (outcome st
 	result := filepath.Join(dir, "result")
 	plr := (&Activities{}).pipelineRun(unitRequest("run"), false, false)
 	script := plr.Spec.PipelineSpec.Tasks[0].TaskSpec.Steps[0].Command[2]
-	script = strings.ReplaceAll(script, "$(results."+ResultOutcome+".path)", result)
+	script = strings.ReplaceAll(script, "$(results."+renovaterun.ResultOutcome+".path)", result)
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "TOKEN_token_0=secret")
 	out, err := cmd.CombinedOutput()
@@ -72,7 +73,7 @@ const (
 func TestStepReportsRegistryAuthFailure(t *testing.T) {
 	outcome, rc, log := runStep(t, " WARN: Error obtaining docker token (repository=org/bundle)\n INFO: Repository finished",
 		[]string{rec(warn, "Error obtaining docker token"), rec(debug, "Failed to look up docker package quay.io/org/operand"), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeRegistryAuthFailed, outcome)
+	require.Equal(t, renovaterun.OutcomeRegistryAuthFailed, outcome)
 	require.Equal(t, 0, rc)
 	require.Contains(t, log, "Error obtaining docker token", "Renovate's console log still goes to the step's log")
 	require.Contains(t, log, "opened no pull request")
@@ -82,29 +83,29 @@ func TestStepReportsRegistryAuthFailure(t *testing.T) {
 	// (a Basic challenge, or a Bearer token service answering 401).
 	outcome, rc, log = runStep(t, "", []string{rec(debug, "Failed to get authHeaders for getTags lookup"),
 		rec(debug, "Failed to look up docker package registry.example.com/org/operand"), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeRegistryAuthFailed, outcome)
+	require.Equal(t, renovaterun.OutcomeRegistryAuthFailed, outcome)
 	require.Equal(t, 0, rc)
 	require.Contains(t, log, "could not authenticate to the image registry")
 
 	// Any other failed lookup (a tag that is not there).
 	outcome, rc, log = runStep(t, "", []string{rec(debug, "Docker Manifest is unknown"),
 		rec(debug, "Failed to look up docker package registry.example.com/org/operand"), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeImageLookupFailed, outcome)
+	require.Equal(t, renovaterun.OutcomeImageLookupFailed, outcome)
 	require.Equal(t, 0, rc)
 	require.Contains(t, log, "could not look up the nudging image")
 
 	// The registry lists the repository's tags, but the build's tag is not there yet
 	// (what the pinned Renovate logs: test/nudges TestAFailedRenovateRunIsRetriedAndLands).
 	outcome, rc, _ = runStep(t, "", []string{rec(debug, "Could not determine new digest for update."), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeImageLookupFailed, outcome)
+	require.Equal(t, renovaterun.OutcomeImageLookupFailed, outcome)
 	require.Equal(t, 0, rc)
 
 	outcome, rc, _ = runStep(t, "", []string{rec(info, "PR created", "pr", 42)}, 0)
-	require.Equal(t, OutcomeOK, outcome)
+	require.Equal(t, renovaterun.OutcomeOK, outcome)
 	require.Equal(t, 0, rc)
 
 	outcome, rc, _ = runStep(t, " FATAL: Unknown error", []string{rec(60, "Unknown error")}, 1)
-	require.Equal(t, OutcomeOK, outcome, "a failed exit speaks for itself")
+	require.Equal(t, renovaterun.OutcomeOK, outcome, "a failed exit speaks for itself")
 	require.Equal(t, 1, rc, "Renovate's exit code is the step's")
 }
 
@@ -116,7 +117,7 @@ func TestStepIgnoresAnUnauthorizedLabelLookup(t *testing.T) {
 		rec(debug, "getLabels(https://quay.io, org/operand, latest)"),
 		rec(debug, "Unauthorized docker lookup", "registryHost", "https://quay.io", "dockerRepository", "org/operand", "err", map[string]any{"statusCode": 401}),
 		rec(info, "PR created", "pr", 42), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeOK, outcome)
+	require.Equal(t, renovaterun.OutcomeOK, outcome)
 	require.NotContains(t, log, "nudgeflow:")
 }
 
@@ -127,11 +128,11 @@ func TestStepReadsMessagesNotValues(t *testing.T) {
 	outcome, _, _ := runStep(t, `DEBUG: latest repository commit {"message": "fix: Error updating branch"}`, []string{
 		rec(debug, "latest repository commit", "latestCommit", map[string]any{"message": "fix: Error updating branch", "body": "Failed to look up docker package x"}),
 		rec(info, "PR created", "pr", 42)}, 0)
-	require.Equal(t, OutcomeOK, outcome)
+	require.Equal(t, renovaterun.OutcomeOK, outcome)
 
 	// A line that is not JSON (a stray write to the file) is skipped.
 	outcome, _, _ = runStep(t, "", []string{"Error updating branch", rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeOK, outcome)
+	require.Equal(t, renovaterun.OutcomeOK, outcome)
 }
 
 // "Platform-native commit: unable to prepare for commit" follows "No file
@@ -139,9 +140,9 @@ func TestStepReadsMessagesNotValues(t *testing.T) {
 func TestStepExcusesAnUnchangedBranch(t *testing.T) {
 	outcome, _, _ := runStep(t, "", []string{rec(debug, "No file changes detected. Skipping commit", "branchName", "konflux/component-updates/x"),
 		rec(debug, "Platform-native commit: unable to prepare for commit", "branchName", "konflux/component-updates/x"), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeOK, outcome)
+	require.Equal(t, renovaterun.OutcomeOK, outcome)
 	outcome, _, _ = runStep(t, "", []string{rec(debug, "Platform-native commit: unable to prepare for commit"), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeRepositoryNotUpdated, outcome, "without it, the commit failed")
+	require.Equal(t, renovaterun.OutcomeRepositoryNotUpdated, outcome, "without it, the commit failed")
 }
 
 // Renovate 39 pushes the branch, fails to open the pull request, logs it and
@@ -153,7 +154,7 @@ func TestStepReportsAPullRequestNotOpened(t *testing.T) {
 		{rec(warn, "Failed to ensure PR", "prTitle", "Update operand")},
 	} {
 		outcome, rc, log := runStep(t, "", append(records, rec(info, "Repository finished")), 0)
-		require.Equal(t, OutcomePRNotOpened, outcome, records)
+		require.Equal(t, renovaterun.OutcomePRNotOpened, outcome, records)
 		require.Equal(t, 0, rc)
 		require.Contains(t, log, "opened no pull request")
 	}
@@ -165,18 +166,18 @@ func TestStepReportsAPullRequestNotOpened(t *testing.T) {
 func TestStepReportsARepositoryRenovateDidNotUpdate(t *testing.T) {
 	// Renovate aborts the repository at INFO or WARN and exits 0.
 	outcome, rc, log := runStep(t, "", []string{rec(info, "Repository has changed during renovation - aborting"), rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeRepositoryNotUpdated, outcome)
+	require.Equal(t, renovaterun.OutcomeRepositoryNotUpdated, outcome)
 	require.Equal(t, 0, rc)
 	require.Contains(t, log, "did not update the repository")
 	// The GitHub platform's commit through the API failed: no branch, "no-work".
 	outcome, _, log = runStep(t, "", []string{rec(debug, "Platform-native commit: unknown error", "branchName", "konflux/component-updates/operand"),
 		rec(info, "Repository finished")}, 0)
-	require.Equal(t, OutcomeRepositoryNotUpdated, outcome)
+	require.Equal(t, renovaterun.OutcomeRepositoryNotUpdated, outcome)
 	require.Contains(t, log, "Renovate logged: Platform-native commit: unknown error", "the matched record is named above nudgeflow's line")
 	outcome, _, _ = runStep(t, "", []string{rec(warn, "Error updating branch: update failure")}, 0)
-	require.Equal(t, OutcomeRepositoryNotUpdated, outcome)
+	require.Equal(t, renovaterun.OutcomeRepositoryNotUpdated, outcome)
 	outcome, _, _ = runStep(t, "", []string{rec(info, "Repository has no package files - skipping")}, 0)
-	require.Equal(t, OutcomeOK, outcome, "a repository that does not reference the image has nothing to nudge")
+	require.Equal(t, renovaterun.OutcomeOK, outcome, "a repository that does not reference the image has nothing to nudge")
 }
 
 // A run that succeeded with a failed outcome (registry-auth-failed, image-lookup-failed,
@@ -186,15 +187,15 @@ func TestStatusOfARunWithAFailedOutcome(t *testing.T) {
 	plr := (&Activities{}).pipelineRun(unitRequest("run"), false, false)
 	plr.Namespace = "tenant"
 	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-	require.True(t, StatusOf(plr).Succeeded, "no result: as before")
+	require.True(t, renovaterun.StatusOf(plr).Succeeded, "no result: as before")
 	for outcome, want := range map[string]struct{ reason, says string }{
-		OutcomeRegistryAuthFailed:   {ReasonRegistryAuthFailed, "ServiceAccount build-pipeline-operand in namespace tenant"},
-		OutcomeImageLookupFailed:    {ReasonImageLookupFailed, "the tag is missing"},
-		OutcomeRepositoryNotUpdated: {ReasonRepositoryNotUpdated, "did not update the repository of " + plr.Annotations[AnnotationNudgedComponents]},
-		OutcomePRNotOpened:          {ReasonPRNotOpened, "opened no pull request"},
+		renovaterun.OutcomeRegistryAuthFailed:   {renovaterun.ReasonRegistryAuthFailed, "ServiceAccount build-pipeline-operand in namespace tenant"},
+		renovaterun.OutcomeImageLookupFailed:    {renovaterun.ReasonImageLookupFailed, "the tag is missing"},
+		renovaterun.OutcomeRepositoryNotUpdated: {renovaterun.ReasonRepositoryNotUpdated, "did not update the repository of " + plr.Annotations[AnnotationNudgedComponents]},
+		renovaterun.OutcomePRNotOpened:          {renovaterun.ReasonPRNotOpened, "opened no pull request"},
 	} {
-		plr.Status.Results = []tektonv1.PipelineRunResult{{Name: ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)}}
-		st := StatusOf(plr)
+		plr.Status.Results = []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(outcome)}}
+		st := renovaterun.StatusOf(plr)
 		require.True(t, st.Done, outcome)
 		require.False(t, st.Succeeded, outcome)
 		require.False(t, st.Cancelled, outcome)
@@ -202,6 +203,6 @@ func TestStatusOfARunWithAFailedOutcome(t *testing.T) {
 		require.Contains(t, st.Message, "quay.io/org/operand:rev1", outcome)
 		require.Contains(t, st.Message, want.says, outcome)
 	}
-	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(OutcomeOK)
-	require.True(t, StatusOf(plr).Succeeded)
+	plr.Status.Results[0].Value = *tektonv1.NewStructuredValues(renovaterun.OutcomeOK)
+	require.True(t, renovaterun.StatusOf(plr).Succeeded)
 }

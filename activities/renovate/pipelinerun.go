@@ -10,7 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // nudgeRunLabels are the labels of nudgeflow's Renovate runs.
@@ -19,7 +21,7 @@ func nudgeRunLabels() map[string]string {
 }
 
 // nudgeRunAnnotations are the annotations of nudgeflow's Renovate run for req.
-func nudgeRunAnnotations(req LaunchRequest) map[string]string {
+func nudgeRunAnnotations(req renovateapi.LaunchRequest) map[string]string {
 	a := map[string]string{AnnotationWorkflowID: req.WorkflowID, AnnotationAttempt: fmt.Sprint(req.Attempt)}
 	konflux.NudgedKey.Set(a, req.Nudged)
 	konflux.NudgingKey.Set(a, req.Nudging)
@@ -70,18 +72,18 @@ func mountsTrustedCA(plr *tektonv1.PipelineRun) bool {
 	return false
 }
 
-func (a *Activities) pipelineRun(req LaunchRequest, withHostRules, withCA bool) *tektonv1.PipelineRun {
+func (a *Activities) pipelineRun(req renovateapi.LaunchRequest, withHostRules, withCA bool) *tektonv1.PipelineRun {
 	plr := a.newPipelineRun(req, withHostRules, withCA)
 	if req.HandedBackBy != "" {
 		plr.Annotations[konflux.AnnotationHandedBackBy] = req.HandedBackBy
 	}
 	if !req.BuiltAt.IsZero() {
-		plr.Annotations[AnnotationBuiltAt] = req.BuiltAt.UTC().Format(time.RFC3339Nano)
+		plr.Annotations[renovaterun.AnnotationBuiltAt] = req.BuiltAt.UTC().Format(time.RFC3339Nano)
 	}
 	return plr
 }
 
-func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA bool) *tektonv1.PipelineRun {
+func (a *Activities) newPipelineRun(req renovateapi.LaunchRequest, withHostRules, withCA bool) *tektonv1.PipelineRun {
 	image := a.Image
 	if image == "" {
 		image = DefaultImage
@@ -135,14 +137,14 @@ func (a *Activities) newPipelineRun(req LaunchRequest, withHostRules, withCA boo
 							},
 						}},
 						Volumes: volumes,
-						Results: []tektonv1.TaskResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
+						Results: []tektonv1.TaskResult{{Name: renovaterun.ResultOutcome, Type: tektonv1.ResultsTypeString,
 							Description: "ok, registry-auth-failed when Renovate could not authenticate to the image registry, image-lookup-failed when it could not look the image up otherwise, " +
 								"repository-not-updated when it did not write the branch, pr-not-opened when it opened no pull request, " +
 								"superseded:<run> when the nudge branch carried a newer build and Renovate did not run"}},
 					}},
 				}},
-				Results: []tektonv1.PipelineResult{{Name: ResultOutcome, Type: tektonv1.ResultsTypeString,
-					Value: *tektonv1.NewStructuredValues("$(tasks.renovate.results." + ResultOutcome + ")")}},
+				Results: []tektonv1.PipelineResult{{Name: renovaterun.ResultOutcome, Type: tektonv1.ResultsTypeString,
+					Value: *tektonv1.NewStructuredValues("$(tasks.renovate.results." + renovaterun.ResultOutcome + ")")}},
 			},
 			TaskRunTemplate: tektonv1.PipelineTaskRunTemplate{ServiceAccountName: "build-pipeline-" + req.Nudging},
 		},

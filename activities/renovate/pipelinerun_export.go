@@ -1,6 +1,9 @@
 package renovate
 
-import tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+import (
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+)
 
 // RunObjects names what a Renovate PipelineRun reads, so the test world's
 // PipelineRun runner (test/plrunner) can be fed the very run nudgeflow writes
@@ -20,7 +23,7 @@ type RunObjects struct {
 // Activities is registered as an activity, and this is none.
 // check is where the step looks for a newer build before Renovate writes, as
 // LaunchRenovate derives it from the nudged Component (zero: no look).
-func PipelineRunFor(a *Activities, req LaunchRequest, withHostRules, withCA bool, check BranchCheck) (*tektonv1.PipelineRun, RunObjects) {
+func PipelineRunFor(a *Activities, req renovateapi.LaunchRequest, withHostRules, withCA bool, check BranchCheck) (*tektonv1.PipelineRun, RunObjects) {
 	plr := a.pipelineRun(req, withHostRules, withCA)
 	withBranchCheck(plr, req.BuiltAt, check)
 	return plr, RunObjects{

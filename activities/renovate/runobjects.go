@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.temporal.io/sdk/activity"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +27,7 @@ type runObjects struct {
 
 // completeAndRelease creates the run's ConfigMaps and Secret (owned by it) and
 // releases it when it is still pending.
-func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, plr *tektonv1.PipelineRun, created bool, objs runObjects) error {
+func (a *Activities) completeAndRelease(ctx context.Context, req renovateapi.LaunchRequest, plr *tektonv1.PipelineRun, created bool, objs runObjects) error {
 	// A retry keeps the run an earlier attempt created: if that run mounts a CA
 	// copy, the copy must exist, or its pod never starts.
 	if !created && mountsTrustedCA(plr) && objs.caBundle == "" {
@@ -76,7 +78,7 @@ func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, 
 	}
 	// Runs of older builds on the edge stop: they would write an older digest.
 	// One look at the namespace's nudge runs serves both decisions below.
-	runs, err := nudgeRuns(ctx, a.Kube, req.Namespace)
+	runs, err := renovaterun.NudgeRuns(ctx, a.Kube, req.Namespace)
 	if err != nil {
 		return err
 	}
@@ -93,20 +95,20 @@ func (a *Activities) completeAndRelease(ctx context.Context, req LaunchRequest, 
 	// Kueue admits it when the quota allows, and releasing it would jump the queue;
 	// Kueue may admit it before its ConfigMap and Secret exist, as it may
 	// build-service's and integration-service's runs; the pod waits for them.
-	if releasable(plr) {
-		started, blocker, err := startOrQueue(ctx, a.Kube, plr, runs)
+	if renovaterun.Releasable(plr) {
+		started, blocker, err := renovaterun.StartOrQueue(ctx, a.Kube, plr, runs)
 		if err != nil {
 			return err
 		}
 		switch {
-		case plr.Annotations[AnnotationSupersededBy] != "":
+		case plr.Annotations[renovaterun.AnnotationSupersededBy] != "":
 			activity.GetLogger(ctx).Info("stopped the Renovate run before it started: a newer build's run of the edge exists",
-				"pipelineRun", req.Name, "supersededBy", plr.Annotations[AnnotationSupersededBy])
+				"pipelineRun", req.Name, "supersededBy", plr.Annotations[renovaterun.AnnotationSupersededBy])
 		case !started:
 			activity.GetLogger(ctx).Info("Renovate run waits for its branch", "pipelineRun", req.Name, "waitsFor", blocker,
-				"branch", plr.Annotations[AnnotationBranch])
+				"branch", plr.Annotations[renovaterun.AnnotationBranch])
 		}
-	} else if _, err := stopIfSupersededInKueue(ctx, a.Kube, plr, runs); err != nil {
+	} else if _, err := renovaterun.StopIfSupersededInKueue(ctx, a.Kube, plr, runs); err != nil {
 		return err
 	}
 	return nil

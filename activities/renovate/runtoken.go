@@ -25,7 +25,7 @@ import (
 // expires and the repository it is for. Never the token.
 const (
 	AnnotationTokenExpires    = "nudgeflow.konflux-ci.dev/token-expires-at"
-	AnnotationTokenRepository = "nudgeflow.konflux-ci.dev/token-repository"
+	annotationTokenRepository = "nudgeflow.konflux-ci.dev/token-repository"
 )
 
 // RefreshRunTokenBefore: the App token of a run that has not started is renewed
@@ -71,7 +71,7 @@ func (a *Activities) refreshRunToken(ctx context.Context, plr *tektonv1.Pipeline
 	if err == nil && time.Until(expires) > RefreshRunTokenBefore {
 		return nil
 	}
-	repoURL := secret.Annotations[AnnotationTokenRepository]
+	repoURL := secret.Annotations[annotationTokenRepository]
 	target := &mirrorv1alpha1.Component{}
 	if err := components.Get(ctx, a.Kube, plr.Namespace, konflux.NudgedKey.Get(plr.Annotations), target); err != nil {
 		target.Namespace, target.Name = plr.Namespace, konflux.NudgedKey.Get(plr.Annotations)

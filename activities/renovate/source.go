@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 )
 
@@ -21,7 +22,7 @@ import (
 // the bridge fell back to it, or a build without PaC's repo-url), else the
 // nudging Component's repository without a commit. Never "" while the Component
 // names a repository: an empty source told the PR's reader nothing.
-func (a *Activities) sourceLink(ctx context.Context, req LaunchRequest, nudging *mirrorv1alpha1.Component) string {
+func (a *Activities) sourceLink(ctx context.Context, req renovateapi.LaunchRequest, nudging *mirrorv1alpha1.Component) string {
 	if req.RepoAtSHA != "" {
 		return req.RepoAtSHA
 	}

@@ -82,18 +82,18 @@ func outcomeProgram() string {
 		panic(err) // static data
 	}
 	prog := `const fs=require("fs");const P=` + string(p) + `;` +
-		`let text="";try{text=fs.readFileSync(process.argv[1],"utf8")}catch(e){process.stdout.write("` + OutcomeOK + `");process.exit(0)}` +
+		`let text="";try{text=fs.readFileSync(process.argv[1],"utf8")}catch(e){process.stdout.write("` + renovaterun.OutcomeOK + `");process.exit(0)}` +
 		`const first={};let noChanges=false;` +
 		`const is=(m,l)=>l.some(p=>m===p||m.startsWith(p));` +
 		`for(const line of text.split("\n")){if(!line.trim())continue;let r;try{r=JSON.parse(line)}catch(e){continue}` +
 		`const m=typeof r.msg==="string"?r.msg:"";if(!m)continue;` +
 		`if(m.startsWith(P.noChanges))noChanges=true;` +
 		`for(const k of ["auth","lookup","abort","branch","pr"]){if(first[k]===undefined&&is(m,P[k])&&!(k==="branch"&&m.startsWith(P.prepare)&&noChanges))first[k]=m}}` +
-		`let out="` + OutcomeOK + `",why="";` +
-		`if(first.lookup!==undefined){out=first.auth!==undefined?"` + OutcomeRegistryAuthFailed + `":"` + OutcomeImageLookupFailed + `";why=first.auth!==undefined?first.auth:first.lookup}` +
-		`else if(first.abort!==undefined){out="` + OutcomeRepositoryNotUpdated + `";why=first.abort}` +
-		`else if(first.branch!==undefined){out="` + OutcomeRepositoryNotUpdated + `";why=first.branch}` +
-		`else if(first.pr!==undefined){out="` + OutcomePRNotOpened + `";why=first.pr}` +
+		`let out="` + renovaterun.OutcomeOK + `",why="";` +
+		`if(first.lookup!==undefined){out=first.auth!==undefined?"` + renovaterun.OutcomeRegistryAuthFailed + `":"` + renovaterun.OutcomeImageLookupFailed + `";why=first.auth!==undefined?first.auth:first.lookup}` +
+		`else if(first.abort!==undefined){out="` + renovaterun.OutcomeRepositoryNotUpdated + `";why=first.abort}` +
+		`else if(first.branch!==undefined){out="` + renovaterun.OutcomeRepositoryNotUpdated + `";why=first.branch}` +
+		`else if(first.pr!==undefined){out="` + renovaterun.OutcomePRNotOpened + `";why=first.pr}` +
 		`if(why)process.stderr.write("nudgeflow: Renovate logged: "+why+"\n");process.stdout.write(out);`
 	if strings.Contains(prog, "'") {
 		panic("outcomeProgram holds a single quote")
@@ -103,10 +103,10 @@ func outcomeProgram() string {
 
 // stepMessages are the lines the step adds to its log for each failed outcome.
 var stepMessages = map[string]string{
-	OutcomeRegistryAuthFailed:   "nudgeflow: Renovate could not authenticate to the image registry and opened no pull request",
-	OutcomeImageLookupFailed:    "nudgeflow: Renovate could not look up the nudging image and opened no pull request",
-	OutcomeRepositoryNotUpdated: "nudgeflow: Renovate did not update the repository (the line above says why) and opened or updated no pull request",
-	OutcomePRNotOpened:          "nudgeflow: Renovate pushed its branch but opened no pull request (the line above says why)",
+	renovaterun.OutcomeRegistryAuthFailed:   "nudgeflow: Renovate could not authenticate to the image registry and opened no pull request",
+	renovaterun.OutcomeImageLookupFailed:    "nudgeflow: Renovate could not look up the nudging image and opened no pull request",
+	renovaterun.OutcomeRepositoryNotUpdated: "nudgeflow: Renovate did not update the repository (the line above says why) and opened or updated no pull request",
+	renovaterun.OutcomePRNotOpened:          "nudgeflow: Renovate pushed its branch but opened no pull request (the line above says why)",
 }
 
 // withOutcomeCheck wraps Renovate's command line: its console output still goes
@@ -120,7 +120,7 @@ var stepMessages = map[string]string{
 // head carries a newer build, Renovate does not run and the outcome says so.
 func withOutcomeCheck(renovate string) string {
 	var cases strings.Builder
-	for _, o := range []string{OutcomeRegistryAuthFailed, OutcomeImageLookupFailed, OutcomeRepositoryNotUpdated, OutcomePRNotOpened} {
+	for _, o := range []string{renovaterun.OutcomeRegistryAuthFailed, renovaterun.OutcomeImageLookupFailed, renovaterun.OutcomeRepositoryNotUpdated, renovaterun.OutcomePRNotOpened} {
 		fmt.Fprintf(&cases, `%s) echo '%s' >&2;; `, o, stepMessages[o])
 	}
 	return fmt.Sprintf(`dir=$(mktemp -d); %s`+
@@ -128,5 +128,5 @@ func withOutcomeCheck(renovate string) string {
 		`export LOG_FILE="$dir/%s" LOG_FILE_LEVEL=debug; %s 2>&1; rc=$?; outcome=%s; `+
 		`if [ "$rc" -eq 0 ]; then outcome=$(node -e '%s' "$(printf %%s "$LOG_FILE" | tr '[:upper:]' '[:lower:]')") || outcome=%s; case "$outcome" in %sesac; fi; `+
 		`printf %%s "$outcome" > $(results.%s.path); exit "$rc"`,
-		branchCheckScript(), ResultOutcome, stepLogFile, renovate, OutcomeOK, outcomeProgram(), OutcomeOK, cases.String(), ResultOutcome)
+		branchCheckScript(), renovaterun.ResultOutcome, stepLogFile, renovate, renovaterun.OutcomeOK, outcomeProgram(), renovaterun.OutcomeOK, cases.String(), renovaterun.ResultOutcome)
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
@@ -32,11 +33,11 @@ func (a *Activities) edgeRuns(ctx context.Context, runs []tektonv1.PipelineRun, 
 
 // refuseIfSuperseded returns ErrorTypeSuperseded when a run of the edge exists for
 // a build newer than req's.
-func (a *Activities) refuseIfSuperseded(ctx context.Context, req LaunchRequest) error {
+func (a *Activities) refuseIfSuperseded(ctx context.Context, req renovateapi.LaunchRequest) error {
 	if req.BuiltAt.IsZero() {
 		return nil // recorded before builds carried their start: nothing to compare
 	}
-	all, err := nudgeRuns(ctx, a.Kube, req.Namespace)
+	all, err := renovaterun.NudgeRuns(ctx, a.Kube, req.Namespace)
 	if err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func (a *Activities) refuseIfSuperseded(ctx context.Context, req LaunchRequest) 
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("a newer build of %s (started %s) already nudges %s with run %s: not rolling back to %s (started %s)",
 					req.Nudging, r.BuiltAt.UTC().Format(time.RFC3339), req.Nudged, r.Run.Name, req.ImageURL, req.BuiltAt.UTC().Format(time.RFC3339)),
-				ErrorTypeSuperseded, nil, r.Run.Name)
+				renovateapi.ErrorTypeSuperseded, nil, r.Run.Name)
 		}
 	}
 	return nil
@@ -58,7 +59,7 @@ func (a *Activities) refuseIfSuperseded(ctx context.Context, req LaunchRequest) 
 // supersedeOlder stops nudgeflow's runs of the edge for older builds that have not
 // ended: they would write an older digest after this run's. all are the
 // namespace's nudge runs; the ones it stops are updated there.
-func (a *Activities) supersedeOlder(ctx context.Context, req LaunchRequest, all []tektonv1.PipelineRun) error {
+func (a *Activities) supersedeOlder(ctx context.Context, req renovateapi.LaunchRequest, all []tektonv1.PipelineRun) error {
 	if req.BuiltAt.IsZero() {
 		return nil
 	}
@@ -68,12 +69,12 @@ func (a *Activities) supersedeOlder(ctx context.Context, req LaunchRequest, all 
 	}
 	for _, r := range runs {
 		plr := r.Run
-		if !r.BuiltAt.Before(req.BuiltAt) || plr.Labels[LabelManagedBy] != ManagedByNudgeflow || StatusOf(plr).Done ||
-			plr.Annotations[AnnotationSupersededBy] != "" {
+		if !r.BuiltAt.Before(req.BuiltAt) || plr.Labels[LabelManagedBy] != ManagedByNudgeflow || renovaterun.StatusOf(plr).Done ||
+			plr.Annotations[renovaterun.AnnotationSupersededBy] != "" {
 			continue
 		}
 		patch := ctrlclient.MergeFrom(plr.DeepCopy())
-		plr.Annotations[AnnotationSupersededBy] = req.Name
+		plr.Annotations[renovaterun.AnnotationSupersededBy] = req.Name
 		plr.Spec.Status = tektonv1.PipelineRunSpecStatusCancelled
 		if err := a.Kube.Patch(ctx, plr, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("stopping run %s/%s of an older build: %w", plr.Namespace, plr.Name, err)

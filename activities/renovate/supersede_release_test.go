@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,10 +29,10 @@ func (u *unitWorld) branchRunAt(name, nudged string, minute int, status tektonv1
 	req.WorkflowID = "nudge/tenant/" + name + "/" + nudged
 	req.Nudged = nudged
 	plr := u.a.pipelineRun(req, false, false)
-	plr.Annotations[AnnotationBranch] = raceBranch
+	plr.Annotations[renovaterun.AnnotationBranch] = raceBranch
 	plr.Spec.Status = status
 	if queuedFor != "" {
-		plr.Annotations[AnnotationQueuedForBranch] = queuedFor
+		plr.Annotations[renovaterun.AnnotationQueuedForBranch] = queuedFor
 	}
 	require.NoError(u.t, u.kube.Create(context.Background(), plr))
 	return plr
@@ -61,10 +62,10 @@ func (u *unitWorld) requireStoppedFor(name, newer string) {
 	u.t.Helper()
 	plr := u.run(name)
 	require.Equal(u.t, tektonv1.PipelineRunSpecStatusCancelled, string(plr.Spec.Status), "never released")
-	require.Equal(u.t, newer, plr.Annotations[AnnotationSupersededBy])
-	require.Empty(u.t, plr.Annotations[AnnotationQueuedForBranch])
+	require.Equal(u.t, newer, plr.Annotations[renovaterun.AnnotationSupersededBy])
+	require.Empty(u.t, plr.Annotations[renovaterun.AnnotationQueuedForBranch])
 	u.end(name, false)
-	st := StatusOf(u.run(name))
+	st := renovaterun.StatusOf(u.run(name))
 	require.True(u.t, st.Done)
 	require.Equal(u.t, newer, st.SupersededBy)
 	require.False(u.t, st.Cancelled)
@@ -97,7 +98,7 @@ func olderLaunchLosesTheRace(t *testing.T, kueue bool) {
 					req := launchAt("run-for-2", "operand-on-push-2", 2)
 					req.WorkflowID = "nudge/tenant/2/bundle"
 					newer := u.a.pipelineRun(req, false, false)
-					newer.Annotations[AnnotationBranch] = raceBranch
+					newer.Annotations[renovaterun.AnnotationBranch] = raceBranch
 					require.NoError(t, c.Create(ctx, newer))
 				}
 			}
@@ -123,7 +124,7 @@ func TestBranchQueueNeverReleasesASupersededRun(t *testing.T) {
 	u.edgeRunAt("run-for-2", 2, tektonv1.PipelineRunSpecStatusPending, "run-for-0")
 
 	u.end("run-for-0", true)
-	next, err := ReleaseNextOnBranch(ctx, u.kube, "tenant", raceBranch)
+	next, err := renovaterun.ReleaseNextOnBranch(ctx, u.kube, "tenant", raceBranch)
 	require.NoError(t, err)
 	require.Equal(t, "run-for-2", next, "the newer build's run starts")
 	require.Empty(t, u.run("run-for-2").Spec.Status)
@@ -134,7 +135,7 @@ func TestBranchQueueNeverReleasesASupersededRun(t *testing.T) {
 	v.edgeRunAt("run-for-0", 0, "", "")
 	v.edgeRunAt("run-for-1", 1, tektonv1.PipelineRunSpecStatusPending, "run-for-0")
 	v.end("run-for-0", true)
-	next, err = ReleaseNextOnBranch(ctx, v.kube, "tenant", raceBranch)
+	next, err = renovaterun.ReleaseNextOnBranch(ctx, v.kube, "tenant", raceBranch)
 	require.NoError(t, err)
 	require.Equal(t, "run-for-1", next)
 }
@@ -147,7 +148,7 @@ func TestStartIfFreeStopsASupersededRun(t *testing.T) {
 	u.end("run-for-2", true)
 	u.edgeRunAt("run-for-1", 1, tektonv1.PipelineRunSpecStatusPending, "run-for-2")
 
-	started, err := StartIfFree(context.Background(), u.kube, u.run("run-for-1"))
+	started, err := renovaterun.StartIfFree(context.Background(), u.kube, u.run("run-for-1"))
 	require.NoError(t, err)
 	require.False(t, started)
 	u.requireStoppedFor("run-for-1", "run-for-2")
@@ -157,7 +158,7 @@ func TestStartIfFreeStopsASupersededRun(t *testing.T) {
 	v.branchRunAt("run-other-target", "tests", 3, "", "")
 	v.end("run-other-target", true)
 	v.edgeRunAt("run-for-1", 1, tektonv1.PipelineRunSpecStatusPending, "gone")
-	started, err = StartIfFree(context.Background(), v.kube, v.run("run-for-1"))
+	started, err = renovaterun.StartIfFree(context.Background(), v.kube, v.run("run-for-1"))
 	require.NoError(t, err)
 	require.True(t, started)
 }
@@ -177,7 +178,7 @@ func TestReleaseStopsASupersededRunBehindAnUndecidedLaunch(t *testing.T) {
 	u.edgeRunAt("run-a-newer", 2, tektonv1.PipelineRunSpecStatusPending, "") // its launch has not decided yet
 
 	u.end("run-for-0", true)
-	next, err := ReleaseNextOnBranch(ctx, u.kube, "tenant", raceBranch)
+	next, err := renovaterun.ReleaseNextOnBranch(ctx, u.kube, "tenant", raceBranch)
 	require.NoError(t, err)
 	require.Empty(t, next, "the undecided launch starts its own run")
 	require.Equal(t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusPending), u.run("run-a-newer").Spec.Status)
@@ -194,13 +195,13 @@ func TestStartIfFreeStopsASupersededRunAheadOfIt(t *testing.T) {
 	u.edgeRunAt("run-a-older", 1, tektonv1.PipelineRunSpecStatusPending, "run-for-0")
 	u.edgeRunAt("run-b-newer", 2, tektonv1.PipelineRunSpecStatusPending, "run-for-0")
 
-	started, err := StartIfFree(context.Background(), u.kube, u.run("run-b-newer"))
+	started, err := renovaterun.StartIfFree(context.Background(), u.kube, u.run("run-b-newer"))
 	require.NoError(t, err)
 	require.False(t, started, "the stopped run holds the branch until Tekton ended it")
 	require.Equal(t, tektonv1.PipelineRunSpecStatusCancelled, string(u.run("run-a-older").Spec.Status))
 	u.requireStoppedFor("run-a-older", "run-b-newer") // ends it
 
-	next, err := ReleaseNextOnBranch(context.Background(), u.kube, "tenant", raceBranch)
+	next, err := renovaterun.ReleaseNextOnBranch(context.Background(), u.kube, "tenant", raceBranch)
 	require.NoError(t, err)
 	require.Equal(t, "run-b-newer", next, "its end releases the newer build's run")
 }

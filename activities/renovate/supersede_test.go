@@ -14,7 +14,9 @@ import (
 	"knative.dev/pkg/apis"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 func at(minute int) time.Time { return time.Date(2026, 11, 1, 10, minute, 0, 0, time.UTC) }
@@ -35,7 +37,7 @@ func otherServicesRun(name, build, targets string) *tektonv1.PipelineRun {
 		Annotations: map[string]string{konflux.AnnotationNudging: "operand", konflux.AnnotationNudged: targets, konflux.AnnotationNudgingPLR: build}}}
 }
 
-func launchAt(name, build string, minute int) LaunchRequest {
+func launchAt(name, build string, minute int) renovateapi.LaunchRequest {
 	req := unitRequest(name)
 	req.BuildPipelineRun, req.BuiltAt = build, at(minute)
 	return req
@@ -54,7 +56,7 @@ func TestOlderBuildIsNotLaunchedAfterANewerOne(t *testing.T) {
 	_, err := u.env.ExecuteActivity(u.a.LaunchRenovate, launchAt("run-for-1", "operand-on-push-1", 1))
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
-	require.Equal(t, ErrorTypeSuperseded, appErr.Type())
+	require.Equal(t, renovateapi.ErrorTypeSuperseded, appErr.Type())
 	require.True(t, appErr.NonRetryable())
 	var newer string
 	require.NoError(t, appErr.Details(&newer))
@@ -73,7 +75,7 @@ func TestOlderBuildIsNotLaunchedAfterANewerOne(t *testing.T) {
 		otherServicesRun("renovate-pipeline-1732-abcde", "operand-on-push-2", "bundle tests"))
 	_, err = v.env.ExecuteActivity(v.a.LaunchRenovate, launchAt("run-for-1", "operand-on-push-1", 1))
 	require.True(t, errors.As(err, &appErr))
-	require.Equal(t, ErrorTypeSuperseded, appErr.Type())
+	require.Equal(t, renovateapi.ErrorTypeSuperseded, appErr.Type())
 
 	// A request recorded before builds carried their start is never refused.
 	old := unitRequest("run-without-start")
@@ -102,16 +104,16 @@ func TestNewerBuildStopsOlderRuns(t *testing.T) {
 	u.launch(launchAt("run-for-2", "operand-on-push-2", 2))
 
 	older := get("run-for-1")
-	require.Equal(t, "run-for-2", older.Annotations[AnnotationSupersededBy])
+	require.Equal(t, "run-for-2", older.Annotations[renovaterun.AnnotationSupersededBy])
 	require.Equal(t, tektonv1.PipelineRunSpecStatusCancelled, string(older.Spec.Status))
-	require.Empty(t, get("run-for-0").Annotations[AnnotationSupersededBy], "an ended run is left alone")
+	require.Empty(t, get("run-for-0").Annotations[renovaterun.AnnotationSupersededBy], "an ended run is left alone")
 	require.Empty(t, get("renovate-pipeline-bs").Spec.Status, "another service's run is its own")
 	newer := get("run-for-2")
 	require.Equal(t, tektonv1.PipelineRunSpecStatusPending, string(newer.Spec.Status), "it waits until the stopped run ended: one push per branch")
-	require.Equal(t, "run-for-1", newer.Annotations[AnnotationQueuedForBranch])
+	require.Equal(t, "run-for-1", newer.Annotations[renovaterun.AnnotationQueuedForBranch])
 
 	older.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "Cancelled"})
-	st := StatusOf(older)
+	st := renovaterun.StatusOf(older)
 	require.True(t, st.Done)
 	require.Equal(t, "run-for-2", st.SupersededBy)
 	require.False(t, st.Cancelled, "superseded, not cancelled by a person")

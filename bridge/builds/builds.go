@@ -48,7 +48,6 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
@@ -137,7 +136,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewControllerManagedBy(mgr).Named("nudge-snapshots").
 		For(&mirrorv1alpha1.Snapshot{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o ctrlclient.Object) bool {
 			s, ok := o.(*mirrorv1alpha1.Snapshot)
-			_, done := TestVerdict(s)
+			_, done := snapshotTestVerdict(s)
 			return ok && (s.Spec.ComponentGroup != "" || s.Spec.Application != "") && done
 		}))).
 		Complete(&SnapshotReconciler{Client: c, Options: opts}); err != nil {
@@ -274,7 +273,7 @@ func (r *BuildReconciler) route(ctx context.Context, plr *tektonv1.PipelineRun, 
 			defer func() { <-sem; wg.Done() }()
 			ok[i], errs[i] = r.nudge(ctx, plr, e, b, finishedAt, is)
 			if errs[i] != nil && !errors.Is(errs[i], errAwaitingIS) {
-				errs[i] = fmt.Errorf("edge %s: %w", nudge.Edge(e.From, e.To), errs[i])
+				errs[i] = fmt.Errorf("edge %s: %w", nudgeapi.Edge(e.From, e.To), errs[i])
 			}
 		}()
 	}
@@ -349,7 +348,7 @@ func (r *Renudger) Renudge(ctx context.Context, nudgePLR *tektonv1.PipelineRun, 
 	source := konflux.NudgingKey.Get(nudgePLR.Annotations)
 	var errs []error
 	for _, target := range targets {
-		errs = append(errs, StartNudge(ctx, r.Options, nudge.Request{
+		errs = append(errs, startNudge(ctx, r.Options, nudgeapi.Request{
 			Namespace: nudgePLR.Namespace, Nudging: source, Nudged: target, Mode: string(konfluxv1alpha1.ModeImmediate),
 			Build: b, Tuning: r.Options.Tuning,
 		}))
@@ -400,7 +399,7 @@ func getNudgeConfig(ctx context.Context, c ctrlclient.Reader, namespace string) 
 // and its verdict is not in yet.
 func (r *BuildReconciler) nudge(ctx context.Context, plr *tektonv1.PipelineRun, e Edge, b validatednudge.Build, finishedAt time.Time, is isVerdict) (bool, error) {
 	namespace := plr.Namespace
-	logger := log.FromContext(ctx).WithValues("edge", nudge.Edge(e.From, e.To), "digest", b.Digest)
+	logger := log.FromContext(ctx).WithValues("edge", nudgeapi.Edge(e.From, e.To), "digest", b.Digest)
 	cg, err := grouplookup.FindHoldingAt(ctx, r.Client, namespace, e.From, e.To, finishedAt)
 	if err != nil {
 		return false, err
@@ -434,7 +433,7 @@ func (r *BuildReconciler) nudge(ctx context.Context, plr *tektonv1.PipelineRun, 
 		logger.Info("integration-service left the target out; nudgeflow nudges it", "target", e.To,
 			"integrationService", is.value)
 		r.tellTakenOver(plr, e, is)
-		return true, StartNudge(ctx, r.Options, nudge.Request{
+		return true, startNudge(ctx, r.Options, nudgeapi.Request{
 			Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),
 			Build: b, Tuning: r.Options.Tuning,
 		})
@@ -451,7 +450,7 @@ func (r *BuildReconciler) nudge(ctx context.Context, plr *tektonv1.PipelineRun, 
 			"target", e.To, "annotation", konflux.AnnotationISNudgeProcessed)
 		return true, nil
 	}
-	return true, StartNudge(ctx, r.Options, nudge.Request{
+	return true, startNudge(ctx, r.Options, nudgeapi.Request{
 		Namespace: namespace, Nudging: e.From, Nudged: e.To, Mode: string(konfluxv1alpha1.ModeImmediate),
 		Build: b, Tuning: r.Options.Tuning,
 	})
@@ -482,13 +481,13 @@ func (r *BuildReconciler) batch(ctx context.Context, namespace string, e Edge, b
 func (r *BuildReconciler) deliverToGroup(ctx context.Context, cg *appstudiov1alpha1.ChangeGroup, e Edge, b validatednudge.Build) (bool, error) {
 	took, err := r.Options.changeGroups().Deliver(ctx, cg, changegroupapi.ComponentBuilt{Component: e.From, Build: b})
 	if took {
-		log.FromContext(ctx).Info("edge held by a ChangeGroup; the group has the build", "edge", nudge.Edge(e.From, e.To), "digest", b.Digest, "changeGroup", cg.Name)
+		log.FromContext(ctx).Info("edge held by a ChangeGroup; the group has the build", "edge", nudgeapi.Edge(e.From, e.To), "digest", b.Digest, "changeGroup", cg.Name)
 	}
 	return took, err
 }
 
-// StartNudge starts the immediate nudge once (nudge.Start on the bridge's task queue).
-func StartNudge(ctx context.Context, o Options, req nudge.Request) error {
+// startNudge starts the immediate nudge once (nudge.Start on the bridge's task queue).
+func startNudge(ctx context.Context, o Options, req nudgeapi.Request) error {
 	return nudgeapi.Start(ctx, o.Temporal, o.TaskQueue, req)
 }
 
@@ -500,7 +499,7 @@ func SignalValidated(ctx context.Context, o Options, namespace string, e Edge, s
 	_, err := o.Temporal.SignalWithStartWorkflow(ctx, id, signal, arg, client.StartWorkflowOptions{
 		ID:        id,
 		TaskQueue: o.TaskQueue,
-		TypedSearchAttributes: temporal.NewSearchAttributes(nudge.SearchAttributes(nudge.Request{
+		TypedSearchAttributes: temporal.NewSearchAttributes(nudgeapi.SearchAttributes(nudgeapi.Request{
 			Namespace: namespace, Nudging: e.From, Nudged: e.To}, validatednudge.PhaseIdle)...),
 		StaticSummary: fmt.Sprintf("validated nudges %s -> %s gated by %s", e.From, e.To, e.GatingGroup),
 	}, validatednudge.WorkflowName, in)
@@ -548,20 +547,20 @@ func (r *RunReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	id := plr.Annotations[konflux.AnnotationWorkflowID]
-	err := r.Temporal.SignalWorkflow(ctx, id, "", nudge.SignalRunFinished, st)
+	err := r.Temporal.SignalWorkflow(ctx, id, "", nudgeapi.SignalRunFinished, st)
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		return ctrl.Result{}, nil // the nudge already ended
 	}
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("signalling %s to %s: %w", nudge.SignalRunFinished, id, err)
+		return ctrl.Result{}, fmt.Errorf("signalling %s to %s: %w", nudgeapi.SignalRunFinished, id, err)
 	}
 	return ctrl.Result{}, nil
 }
 
-// TestVerdict reads AppStudioTestSucceeded (or the legacy type): passed, and whether
+// snapshotTestVerdict reads AppStudioTestSucceeded (or the legacy type): passed, and whether
 // testing finished at all.
-func TestVerdict(s *mirrorv1alpha1.Snapshot) (passed, finished bool) {
+func snapshotTestVerdict(s *mirrorv1alpha1.Snapshot) (passed, finished bool) {
 	if s == nil {
 		return false, false
 	}

@@ -124,16 +124,16 @@ func DetectPeers(mapper meta.RESTMapper) (Peers, error) {
 type EdgeSource string
 
 const (
-	// SourceNudgeConfig: nudgeflow's own NudgeConfig (konflux-ci.dev/v1alpha1).
-	SourceNudgeConfig EdgeSource = "NudgeConfig"
-	// SourceShippedNudgeConfig: integration-service's (appstudio.redhat.com/v1beta2).
-	SourceShippedNudgeConfig EdgeSource = "NudgeConfig.appstudio.redhat.com"
-	SourceBuildNudgesRef     EdgeSource = "build-nudges-ref"
+	// sourceNudgeConfig: nudgeflow's own NudgeConfig (konflux-ci.dev/v1alpha1).
+	sourceNudgeConfig EdgeSource = "NudgeConfig"
+	// sourceShippedNudgeConfig: integration-service's (appstudio.redhat.com/v1beta2).
+	sourceShippedNudgeConfig EdgeSource = "NudgeConfig.appstudio.redhat.com"
+	sourceBuildNudgesRef     EdgeSource = "build-nudges-ref"
 )
 
 // FromNudgeConfig: the edge comes from a NudgeConfig of either kind.
 func (s EdgeSource) FromNudgeConfig() bool {
-	return s == SourceNudgeConfig || s == SourceShippedNudgeConfig
+	return s == sourceNudgeConfig || s == sourceShippedNudgeConfig
 }
 
 // Edge is one nudge relationship from a built component.
@@ -173,7 +173,7 @@ func EdgesFrom(nc *konfluxv1alpha1.NudgeConfig, comp *mirrorv1alpha1.Component, 
 	}
 	for _, to := range refs {
 		if to != "" && to != component {
-			out = append(out, Edge{From: component, To: to, Mode: konfluxv1alpha1.ModeImmediate, Source: SourceBuildNudgesRef, InBuildNudgesRef: true})
+			out = append(out, Edge{From: component, To: to, Mode: konfluxv1alpha1.ModeImmediate, Source: sourceBuildNudgesRef, InBuildNudgesRef: true})
 		}
 	}
 	return out
@@ -182,9 +182,9 @@ func EdgesFrom(nc *konfluxv1alpha1.NudgeConfig, comp *mirrorv1alpha1.Component, 
 // sourceOf is the EdgeSource of nc's edges: which kind it was read from.
 func sourceOf(nc *konfluxv1alpha1.NudgeConfig) EdgeSource {
 	if nudgeconfigs.IsShipped(nc) {
-		return SourceShippedNudgeConfig
+		return sourceShippedNudgeConfig
 	}
-	return SourceNudgeConfig
+	return sourceNudgeConfig
 }
 
 // RunnerOf says who nudges e beside these peers (see Peers).
@@ -193,11 +193,11 @@ func (p Peers) RunnerOf(e Edge) Runner {
 		return RunnerNudgeflow
 	}
 	switch e.Source {
-	case SourceShippedNudgeConfig:
+	case sourceShippedNudgeConfig:
 		if p.IntegrationService {
 			return RunnerIntegrationService
 		}
-	case SourceNudgeConfig, SourceBuildNudgesRef:
+	case sourceNudgeConfig, sourceBuildNudgesRef:
 		if p.BuildService && e.InBuildNudgesRef {
 			return RunnerBuildService
 		}

@@ -23,14 +23,14 @@ func TestPeersMatrix(t *testing.T) {
 
 	withOwn := EdgesFrom(own, comp, "a")
 	require.Equal(t, []Edge{
-		{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceNudgeConfig, InBuildNudgesRef: true},
-		{From: "a", To: "c", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g", Source: SourceNudgeConfig},
-		{From: "a", To: "d", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceNudgeConfig},
+		{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: sourceNudgeConfig, InBuildNudgesRef: true},
+		{From: "a", To: "c", Mode: konfluxv1alpha1.ModeValidated, GatingGroup: "g", Source: sourceNudgeConfig},
+		{From: "a", To: "d", Mode: konfluxv1alpha1.ModeImmediate, Source: sourceNudgeConfig},
 	}, withOwn, "a NudgeConfig replaces build-nudges-ref; mode defaults to immediate")
 	withShipped := EdgesFrom(shipped, comp, "a")
-	require.Equal(t, SourceShippedNudgeConfig, withShipped[0].Source)
+	require.Equal(t, sourceShippedNudgeConfig, withShipped[0].Source)
 	withoutNC := EdgesFrom(nil, comp, "a")
-	require.Equal(t, []Edge{{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceBuildNudgesRef, InBuildNudgesRef: true}}, withoutNC)
+	require.Equal(t, []Edge{{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: sourceBuildNudgesRef, InBuildNudgesRef: true}}, withoutNC)
 	require.Nil(t, EdgesFrom(nil, nil, "a"))
 
 	alone, bs, is, both := Peers{}, Peers{BuildService: true}, Peers{IntegrationService: true}, Peers{BuildService: true, IntegrationService: true}

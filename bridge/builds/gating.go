@@ -49,7 +49,7 @@ func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		return ctrl.Result{}, ctrlclient.IgnoreNotFound(err)
 	}
-	passed, finished := TestVerdict(&s)
+	passed, finished := snapshotTestVerdict(&s)
 	if !finished {
 		return ctrl.Result{}, nil
 	}
@@ -114,7 +114,7 @@ func allFailed(snapshots []mirrorv1alpha1.Snapshot, component string, images []s
 		if !held {
 			continue
 		}
-		if passed, finished := TestVerdict(&snapshots[i]); passed || !finished {
+		if passed, finished := snapshotTestVerdict(&snapshots[i]); passed || !finished {
 			return false
 		}
 	}

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/nudgeconfigs"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // newModelPushBuild is a push build as build-service labels a konflux-ci.dev
@@ -35,7 +35,7 @@ func TestNewModelBuildIsAPushBuildNoPeerSees(t *testing.T) {
 	require.True(t, IsPushBuild(b))
 	require.False(t, konflux.PeersSeeBuild(b.Labels))
 	require.True(t, konflux.PeersSeeBuild(pushBuild("a").Labels))
-	e := Edge{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: SourceShippedNudgeConfig}
+	e := Edge{From: "a", To: "b", Mode: konfluxv1alpha1.ModeImmediate, Source: sourceShippedNudgeConfig}
 	all := Peers{BuildService: true, IntegrationService: true}
 	require.Equal(t, RunnerIntegrationService, all.RunnerOf(e), "an old-model build's immediate edge is integration-service's")
 	e.NewModelBuild = true
@@ -58,8 +58,8 @@ func TestNewModelBuildIsHeldAndRoutedBesidePeers(t *testing.T) {
 	require.NoError(t, c.Create(context.Background(), build))
 	tc := mocks.NewClient(t)
 	tc.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
-		return o.ID == nudge.WorkflowID("ns", "new-uid", "b")
-	}), nudge.WorkflowName, mock.MatchedBy(func(req nudge.Request) bool {
+		return o.ID == nudgeapi.WorkflowID("ns", "new-uid", "b")
+	}), nudgeapi.WorkflowName, mock.MatchedBy(func(req nudgeapi.Request) bool {
 		return req.Nudging == "a" && req.Build.RepoAtSHA == "https://github.com/org/a?rev=abc"
 	})).Return(nil, nil).Once()
 	r := &BuildReconciler{Client: c, APIReader: c, Options: Options{Temporal: tc, TaskQueue: "q",

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // The hold webhook read the edges live when it held the build; the reconciler's
@@ -41,8 +41,8 @@ func TestHeldBuildIsRoutedOnLiveEdgesWhenTheCacheLags(t *testing.T) {
 	).Build()
 	tc := mocks.NewClient(t)
 	tc.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
-		return o.ID == nudge.WorkflowID("ns", "build-uid", "b")
-	}), nudge.WorkflowName, mock.Anything).Return(nil, nil).Once()
+		return o.ID == nudgeapi.WorkflowID("ns", "build-uid", "b")
+	}), nudgeapi.WorkflowName, mock.Anything).Return(nil, nil).Once()
 
 	r := &BuildReconciler{Client: stale, APIReader: live, Options: Options{Temporal: tc, TaskQueue: "q"}}
 	_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(build)})

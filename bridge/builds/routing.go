@@ -87,11 +87,11 @@ func needsReconcile(plr *tektonv1.PipelineRun) bool {
 	return IsPushBuild(plr) && !Settled(plr) && (finished(plr) || !Holds(plr))
 }
 
-// ISNudged reads integration-service's acknowledgement on a build
+// isNudged reads integration-service's acknowledgement on a build
 // (konflux.AnnotationISNudgeProcessed): the targets it nudged from it. A reason value
 // names no target. (A component literally named like a reason would be read as the
 // reason: Kubernetes allows the name, nobody picks it.)
-func ISNudged(plr *tektonv1.PipelineRun) map[string]bool {
+func isNudged(plr *tektonv1.PipelineRun) map[string]bool {
 	v := strings.TrimSpace(konflux.ISNudgeProcessedKey.Get(plr.Annotations))
 	switch v {
 	case "", konflux.ISNudgeNoMatchingEdges, konflux.ISNudgeNoValidTargets, konflux.ISNudgeBuildResultError,

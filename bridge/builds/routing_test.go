@@ -37,7 +37,7 @@ func TestISNudged(t *testing.T) {
 		{konflux.ISNudgeNoCredentials, nil},
 	} {
 		plr := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{konflux.AnnotationISNudgeProcessed: tc.value}}}
-		require.Equal(t, tc.want, ISNudged(plr), "value %q", tc.value)
+		require.Equal(t, tc.want, isNudged(plr), "value %q", tc.value)
 	}
 }
 

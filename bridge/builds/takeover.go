@@ -64,7 +64,7 @@ type isVerdict struct {
 
 func verdictOf(plr *tektonv1.PipelineRun) isVerdict {
 	v, ok := plr.Annotations[konflux.AnnotationISNudgeProcessed]
-	return isVerdict{decided: ok, value: v, nudged: ISNudged(plr)}
+	return isVerdict{decided: ok, value: v, nudged: isNudged(plr)}
 }
 
 // why says why IS left target out, for the Event and the log.

@@ -18,9 +18,9 @@ import (
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	mirrorv1beta2 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1beta2"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // takeoverWorld is integration-service's NudgeConfig a -> bundle, a -> other
@@ -49,8 +49,8 @@ func takeoverWorld(t *testing.T, ended time.Time) (*BuildReconciler, ctrlclient.
 
 func expectNudge(tc *mocks.Client, target string) {
 	tc.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
-		return o.ID == nudge.WorkflowID("ns", "build-uid", target)
-	}), nudge.WorkflowName, mock.Anything).Return(nil, nil).Once()
+		return o.ID == nudgeapi.WorkflowID("ns", "build-uid", target)
+	}), nudgeapi.WorkflowName, mock.Anything).Return(nil, nil).Once()
 }
 
 func reconcileBuild(t *testing.T, r *BuildReconciler, c ctrlclient.Client, build *tektonv1.PipelineRun) (ctrl.Result, *tektonv1.PipelineRun) {

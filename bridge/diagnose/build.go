@@ -16,10 +16,10 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
@@ -168,7 +168,7 @@ func ExplainBuild(ctx context.Context, r Reader, namespace, name string, peers b
 	routed := routedTargets(rep)
 	var awaitingIS []string
 	for _, e := range edges {
-		er := EdgeReport{Edge: nudge.Edge(e.From, e.To), Target: e.To, Mode: string(e.Mode), Source: string(e.Source),
+		er := EdgeReport{Edge: nudgeapi.Edge(e.From, e.To), Target: e.To, Mode: string(e.Mode), Source: string(e.Source),
 			GatingGroup: e.GatingGroup, Runner: string(peers.RunnerOf(e))}
 		for _, run := range runs {
 			if slices.Contains(run.Targets, e.To) {
@@ -333,7 +333,7 @@ func explainEdge(er *EdgeReport, e builds.Edge, rep *BuildReport, plr *tektonv1.
 		er.WaitingFor = "ComponentGroup " + orDash(e.GatingGroup) + "'s Snapshot to pass its tests"
 		return
 	}
-	er.WorkflowID = nudge.WorkflowID(rep.Namespace, string(plr.UID), e.To)
+	er.WorkflowID = nudgeapi.WorkflowID(rep.Namespace, string(plr.UID), e.To)
 	er.State = "nudged by nudgeflow's Nudge workflow"
 	if runner == builds.RunnerIntegrationService {
 		er.State += " (integration-service left the target out: " + verdict + ")"

@@ -32,8 +32,8 @@ const (
 	LabelCredentialsSCM     = "scm"
 	LabelSCMHost            = konflux.LabelSCMHost
 	AnnotationSCMRepository = konflux.AnnotationSCMRepository
-	// DefaultUsername is what build-service uses when the Secret has none.
-	DefaultUsername = "red-hat-konflux"
+	// defaultUsername is what build-service uses when the Secret has none.
+	defaultUsername = "red-hat-konflux"
 )
 
 // ErrNotFound means no Secret matches the host and repository.
@@ -79,7 +79,7 @@ func Lookup(ctx context.Context, r ctrlclient.Reader, namespace, host, repositor
 	s := &list.Items[best]
 	user := string(s.Data[corev1.BasicAuthUsernameKey])
 	if user == "" {
-		user = DefaultUsername
+		user = defaultUsername
 	}
 	return Credential{SecretName: s.Name, Username: user, Password: string(s.Data[corev1.BasicAuthPasswordKey])}, nil
 }

@@ -47,7 +47,7 @@ func TestLookupPicksTheBestMatch(t *testing.T) {
 	}
 	got, err := Lookup(ctx, c, "ns", "gitlab.com", "elsewhere/repo")
 	require.NoError(t, err)
-	require.Equal(t, DefaultUsername, got.Username, "an empty username falls back to build-service's default")
+	require.Equal(t, defaultUsername, got.Username, "an empty username falls back to build-service's default")
 	require.NotContains(t, got.String(), "t-host", "String never prints the token")
 
 	got, err = Lookup(ctx, c, "ns", "github.com:8443", "org/repo")

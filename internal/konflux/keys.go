@@ -130,14 +130,14 @@ const (
 	AnnotationEventType = "pipelinesascode.tekton.dev/event-type"
 	// AnnotationSourceBranch is Pipelines as Code's source branch of the event that
 	// started a build: for a push, the branch pushed to, with or without
-	// GitRefBranchPrefix.
+	// gitRefBranchPrefix.
 	AnnotationSourceBranch = "pipelinesascode.tekton.dev/source-branch"
 	AnnotationPullRequest  = "pipelinesascode.tekton.dev/pull-request"
 	AnnotationPaCRepoURL   = "pipelinesascode.tekton.dev/repo-url"
 	AnnotationPaCSHA       = "pipelinesascode.tekton.dev/sha"
 	AnnotationOnCEL        = "pipelinesascode.tekton.dev/on-cel-expression"
 	AnnotationOnEvent      = "pipelinesascode.tekton.dev/on-event"
-	GitRefBranchPrefix     = "refs/heads/"
+	gitRefBranchPrefix     = "refs/heads/"
 	// MergeQueueBranchPrefix starts the temporary branches GitHub's merge queue
 	// pushes (gh-readonly-queue/<base>/pr-<n>-<sha>): a push build of one is a
 	// speculative image, never nudged (integration-service's
@@ -280,14 +280,14 @@ func HeldAtAdmission(annotations map[string]string) bool {
 
 // MergeQueueBuild reports whether a build PipelineRun's annotations say it ran for
 // a push to a GitHub merge-queue branch: AnnotationSourceBranch, after an optional
-// GitRefBranchPrefix, starts with MergeQueueBranchPrefix. Its image is speculative
+// gitRefBranchPrefix, starts with MergeQueueBranchPrefix. Its image is speculative
 // (the queue may drop the candidate commit), so nothing nudges from it; the push
 // build of the commit once merged is the one nudged. This is integration-service's
 // test, character for character (IS:tekton/build_pipeline.go:120-130 at 2ae2878:
 // the annotation only, case-sensitive), so the two never disagree on a build.
 func MergeQueueBuild(annotations map[string]string) bool {
 	branch, ok := annotations[AnnotationSourceBranch]
-	return ok && strings.HasPrefix(strings.TrimPrefix(branch, GitRefBranchPrefix), MergeQueueBranchPrefix)
+	return ok && strings.HasPrefix(strings.TrimPrefix(branch, gitRefBranchPrefix), MergeQueueBranchPrefix)
 }
 
 // SourceLink is the link to the commit a build built, as build-service writes

@@ -84,9 +84,9 @@ func onBranch(runs []tektonv1.PipelineRun, branch string) []tektonv1.PipelineRun
 	return out
 }
 
-// MayStart reports whether run may start among the runs on its branch, and else
+// mayStart reports whether run may start among the runs on its branch, and else
 // which run it waits for.
-func MayStart(run *tektonv1.PipelineRun, onBranch []tektonv1.PipelineRun) (bool, string) {
+func mayStart(run *tektonv1.PipelineRun, onBranch []tektonv1.PipelineRun) (bool, string) {
 	for i := range onBranch {
 		other := &onBranch[i]
 		if other.Name == run.Name {
@@ -178,7 +178,7 @@ func StartOrQueue(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipeli
 		return false, "", stopSuperseded(ctx, c, plr, newer)
 	}
 	if branch := plr.Annotations[AnnotationBranch]; branch != "" {
-		if ok, by := MayStart(plr, onBranch(all, branch)); !ok {
+		if ok, by := mayStart(plr, onBranch(all, branch)); !ok {
 			return false, by, queue(ctx, c, plr, by)
 		}
 	}
@@ -308,7 +308,7 @@ func StartIfFree(ctx context.Context, c ctrlclient.Client, plr *tektonv1.Pipelin
 	if stopped[plr.Name] {
 		return false, nil
 	}
-	if ok, _ := MayStart(plr, onBranch(all, plr.Annotations[AnnotationBranch])); !ok {
+	if ok, _ := mayStart(plr, onBranch(all, plr.Annotations[AnnotationBranch])); !ok {
 		return false, nil
 	}
 	if err := release(ctx, c, plr); err != nil {

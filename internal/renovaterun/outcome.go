@@ -102,9 +102,9 @@ var BranchFailures = []string{
 	"Found old PR but the SHA is different",
 }
 
-// OutcomeOf reads the run's ResultOutcome ("" when the run has none: an older run,
+// outcomeOf reads the run's ResultOutcome ("" when the run has none: an older run,
 // or another service's).
-func OutcomeOf(plr *tektonv1.PipelineRun) string {
+func outcomeOf(plr *tektonv1.PipelineRun) string {
 	for _, r := range plr.Status.Results {
 		if r.Name == ResultOutcome {
 			return strings.TrimSpace(r.Value.StringVal)
@@ -155,9 +155,9 @@ const (
 	SupersededUnnamed = "unnamed (the newer build's commit heads the nudge branch)"
 )
 
-// SupersededOnBranch reads OutcomeSuperseded's value: whether the step refused,
+// supersededOnBranch reads OutcomeSuperseded's value: whether the step refused,
 // and the newer run it names.
-func SupersededOnBranch(outcome string) (bool, string) {
+func supersededOnBranch(outcome string) (bool, string) {
 	rest, ok := strings.CutPrefix(outcome, OutcomeSuperseded)
 	if !ok || (rest != "" && !strings.HasPrefix(rest, ":")) {
 		return false, ""

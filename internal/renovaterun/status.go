@@ -86,7 +86,7 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 		s.Cancelled = !s.Succeeded && cancelledByRequest(plr, c.Reason)
 		s.ExitedZero = s.Succeeded
 		if s.Succeeded {
-			switch OutcomeOf(plr) {
+			switch outcomeOf(plr) {
 			case OutcomeRegistryAuthFailed:
 				s.Succeeded, s.Reason, s.Message = false, ReasonRegistryAuthFailed, registryAuthMessage(plr)
 			case OutcomeImageLookupFailed:
@@ -96,7 +96,7 @@ func StatusOf(plr *tektonv1.PipelineRun) RunStatus {
 			case OutcomePRNotOpened:
 				s.Succeeded, s.Reason, s.Message = false, ReasonPRNotOpened, prNotOpenedMessage(plr)
 			default:
-				if ok, by := SupersededOnBranch(OutcomeOf(plr)); ok {
+				if ok, by := supersededOnBranch(outcomeOf(plr)); ok {
 					// The step found a newer build on the nudge branch and wrote nothing.
 					s.Succeeded, s.Reason, s.SupersededBy = false, ReasonSupersededOnBranch, by
 					s.Message = "the nudge branch already carries a newer build's digest (run " + by + "): the step did not run Renovate"

@@ -114,7 +114,7 @@ func EdgeRunsOf(ctx context.Context, c ctrlclient.Reader, runs []tektonv1.Pipeli
 			!slices.Contains(strings.Fields(konflux.NudgedKey.Get(plr.Annotations)), nudged) {
 			continue
 		}
-		at, err := RunBuiltAt(ctx, c, plr)
+		at, err := runBuiltAt(ctx, c, plr)
 		if err != nil {
 			return nil, err
 		}
@@ -125,10 +125,10 @@ func EdgeRunsOf(ctx context.Context, c ctrlclient.Reader, runs []tektonv1.Pipeli
 	return out, nil
 }
 
-// RunBuiltAt is when a run's build started: its annotation (nudgeflow's runs), else
+// runBuiltAt is when a run's build started: its annotation (nudgeflow's runs), else
 // the build PipelineRun's start (build-service's and integration-service's runs);
 // zero when neither is known (the build was pruned).
-func RunBuiltAt(ctx context.Context, c ctrlclient.Reader, plr *tektonv1.PipelineRun) (time.Time, error) {
+func runBuiltAt(ctx context.Context, c ctrlclient.Reader, plr *tektonv1.PipelineRun) (time.Time, error) {
 	if v := plr.Annotations[AnnotationBuiltAt]; v != "" {
 		if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 			return t, nil

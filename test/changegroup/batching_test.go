@@ -20,12 +20,12 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/autogroupprune"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/grouplookup"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	cgwf "github.com/nudgeflow/nudgeflow/workflows/changegroup"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
@@ -324,7 +324,7 @@ func TestManualChangeGroupTakesPrecedenceOverBatch(t *testing.T) {
 			statusOf(cg, "operand-a").HandedBackBuild == digestOf("operand-a", 1)
 	})
 	// Handed over, not nudged: no Nudge workflow, no Renovate run.
-	_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), nudge.WorkflowID(s.ns, string(a1.UID), "bundle"), "")
+	_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), nudgeapi.WorkflowID(s.ns, string(a1.UID), "bundle"), "")
 	require.Error(t, err, "the build was handed over, never nudged on its own")
 	require.Empty(t, s.renovateRuns())
 	world.Eventually(t, 30*time.Second, "the batch's hand-back Event names the manual group", func() (bool, error) {

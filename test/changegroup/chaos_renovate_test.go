@@ -23,6 +23,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/digestref"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
 )
@@ -418,7 +419,7 @@ func (sr *scriptedRenovate) misread() []string {
 		if err := sr.s.w.Kube.Get(context.Background(), types.NamespacedName{Namespace: sr.s.ns, Name: name}, &plr); err != nil {
 			continue
 		}
-		if st := renovate.StatusOf(&plr); st.Done && !st.Succeeded && !st.Cancelled && st.SupersededBy == "" {
+		if st := renovaterun.StatusOf(&plr); st.Done && !st.Succeeded && !st.Cancelled && st.SupersededBy == "" {
 			out = append(out, fmt.Sprintf("run %s (%s) read as failed: %s: %s", name, k, st.Reason, st.Message))
 		}
 	}

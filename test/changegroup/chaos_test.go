@@ -25,7 +25,6 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // chaosBuild is one build the scenario made.
@@ -166,10 +165,10 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 			// A failed run is retried after seconds, not the default minutes, and
 			// a run's end the bridge's signal missed (a bridge killed) is polled
 			// for after seconds too.
-			req := nudge.Request{Namespace: s.ns, Nudging: c, Nudged: "bundle", Mode: "immediate", Tuning: nudge.Tuning{RetryBackoff: 2 * time.Second, PollInterval: 10 * time.Second},
-				Build: nudge.Build{ImageURL: imageOf(c) + ":on-push", Digest: d, PullSpec: imageOf(c) + "@" + d,
+			req := nudgeapi.Request{Namespace: s.ns, Nudging: c, Nudged: "bundle", Mode: "immediate", Tuning: nudgeapi.Tuning{RetryBackoff: 2 * time.Second, PollInterval: 10 * time.Second},
+				Build: nudgeapi.Build{ImageURL: imageOf(c) + ":on-push", Digest: d, PullSpec: imageOf(c) + "@" + d,
 					BuildPipelineRun: b.Name, BuildUID: string(b.UID), BuiltAt: b.Status.StartTime.Time}}
-			sr.ownNudge(nudge.WorkflowID(s.ns, string(b.UID), "bundle"))
+			sr.ownNudge(nudgeapi.WorkflowID(s.ns, string(b.UID), "bundle"))
 			if fault != "" {
 				sr.plan(b.Name, fault)
 			}
@@ -340,7 +339,7 @@ func runChaos(t *testing.T, seed uint64, faults map[chaosFault]bool, replicas *c
 			fb := buildBy(c, time.Now(), 3, k)
 			// One at a time: a later build of the same component would supersede
 			// this one before its run met the fault.
-			id := nudge.WorkflowID(s.ns, fb.uid, "bundle")
+			id := nudgeapi.WorkflowID(s.ns, fb.uid, "bundle")
 			_, _ = world.Poll(2*time.Minute, func() (bool, error) {
 				d, err := s.w.TemporalClient.DescribeWorkflowExecution(ctx, id, "")
 				return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
@@ -476,7 +475,7 @@ func explainChaos(t *testing.T, s *scenario, builds []chaosBuild, groups []strin
 		for _, e := range resp.GetExecutions() {
 			line := e.GetExecution().GetWorkflowId() + " " + e.GetStatus().String()
 			if strings.HasPrefix(e.GetExecution().GetWorkflowId(), "nudge/") && e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-				var res nudge.Result
+				var res nudgeapi.Result
 				if err := s.w.TemporalClient.GetWorkflow(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()).Get(ctx, &res); err == nil {
 					line += fmt.Sprintf(" %s %s: %s", res.Phase, res.Digest, res.Reason)
 				}

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -52,7 +52,7 @@ func (s *scenario) eventually(what string, cond func() bool) {
 func (s *scenario) nudgeflowCIComments(n int) []string {
 	var out []string
 	for _, c := range s.f.Comments(s.ns, "bundle", n) {
-		if strings.Contains(c, changegrouppr.CommentMarker("ci-not-started")) {
+		if strings.Contains(c, changegroupprapi.CommentMarker("ci-not-started")) {
 			out = append(out, c)
 		}
 	}

@@ -16,9 +16,9 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // The hand-back of a build whose own Nudge the group held or races, and an
@@ -47,9 +47,9 @@ func TestHandBackAfterHeldNudge(t *testing.T) {
 	id, run := s.startOwnNudge(build, digestOf("operand-a", 1), taskQueue)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var res nudge.Result
+	var res nudgeapi.Result
 	require.NoError(t, run.Get(ctx, &res))
-	require.Equal(t, nudge.PhaseHeldByChangeGroup, res.Phase, res.Reason)
+	require.Equal(t, nudgeapi.PhaseHeldByChangeGroup, res.Phase, res.Reason)
 	s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
 
 	s.annotate("g", "cancel=hand back")
@@ -65,7 +65,7 @@ func TestHandBackAfterHeldNudge(t *testing.T) {
 		}
 		return false, fmt.Errorf("%d Renovate run(s), all held", len(runs))
 	})
-	require.NotEqual(t, renovate.RunName(id, 1), handedBack.Name, "a new Nudge carries the hand-back")
+	require.NotEqual(t, renovateapi.RunName(id, 1), handedBack.Name, "a new Nudge carries the hand-back")
 	// The group wrote Cancelled after its hand-back completed: one nudge, not two.
 	require.Len(t, s.renovateRuns(), 2, "the held run and the hand-back's run, nothing more")
 }
@@ -105,7 +105,7 @@ func TestHandBackWhileTheHeldNudgeIsStillRunning(t *testing.T) {
 	s, build, id := groupWithRunningOwnNudge(t)
 	ctx := context.Background()
 	held := &tektonv1.PipelineRun{
-		ObjectMeta: metav1.ObjectMeta{Name: renovate.RunName(id, 1), Namespace: s.ns,
+		ObjectMeta: metav1.ObjectMeta{Name: renovateapi.RunName(id, 1), Namespace: s.ns,
 			Labels: map[string]string{renovate.LabelType: renovate.LabelTypeNudge, renovate.LabelManagedBy: renovate.ManagedByNudgeflow},
 			Annotations: map[string]string{
 				renovate.AnnotationNudgedComponents: "bundle",
@@ -186,12 +186,12 @@ func groupWithRunningOwnNudge(t *testing.T) (*scenario, *tektonv1.PipelineRun, s
 // would launch again within a test's deadline.
 func (s *scenario) startOwnNudge(build *tektonv1.PipelineRun, digest, queue string) (string, client.WorkflowRun) {
 	s.t.Helper()
-	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
-	run, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, nudge.WorkflowName,
-		nudge.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
-			Build: nudge.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
+	id := nudgeapi.WorkflowID(s.ns, string(build.UID), "bundle")
+	run, err := s.w.TemporalClient.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: queue}, nudgeapi.WorkflowName,
+		nudgeapi.Request{Namespace: s.ns, Nudging: "operand-a", Nudged: "bundle", Mode: "immediate",
+			Build: nudgeapi.Build{ImageURL: imageOf("operand-a") + ":on-push-abc", Digest: digest,
 				PullSpec: imageOf("operand-a") + "@" + digest, BuildPipelineRun: build.Name, BuildUID: string(build.UID)},
-			Tuning: nudge.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: 2 * time.Second}})
+			Tuning: nudgeapi.Tuning{MaxAttempts: 3, RetryBackoff: time.Second, PollInterval: 2 * time.Second}})
 	require.NoError(s.t, err)
 	return id, run
 }

@@ -19,10 +19,10 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // One build whose own Nudge's run a group held, and whose fate the bridge can
@@ -44,7 +44,7 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 
 	// Build y's own Nudge waits for its run, which ChangeGroup g held; its build run
 	// is gone and operand-y has no lastPromotedImage, so the bridge writes no fate.
-	ownY := nudge.WorkflowID(ns, "uid-y", "bundle")
+	ownY := nudgeapi.WorkflowID(ns, "uid-y", "bundle")
 	started := []string{ownY}
 	t.Cleanup(func() {
 		for _, id := range started {
@@ -52,9 +52,9 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 		}
 	})
 	_, err := w.TemporalClient.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: ownY, TaskQueue: "nobody-polls-" + ns},
-		nudge.WorkflowName, nudge.Request{Namespace: ns, Nudging: "operand-y", Nudged: "bundle", Mode: "immediate"})
+		nudgeapi.WorkflowName, nudgeapi.Request{Namespace: ns, Nudging: "operand-y", Nudged: "bundle", Mode: "immediate"})
 	require.NoError(t, err)
-	held := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: renovate.RunName(ownY, 1), Namespace: ns,
+	held := &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: renovateapi.RunName(ownY, 1), Namespace: ns,
 		Labels: map[string]string{renovate.LabelManagedBy: renovate.ManagedByNudgeflow, konflux.LabelNudgeType: konflux.NudgeTypeValue},
 		Annotations: map[string]string{renovate.AnnotationWorkflowID: ownY, renovate.AnnotationAttempt: "1",
 			konflux.AnnotationHeldBy: "bundle=g", konflux.AnnotationNudging: "operand-y", konflux.AnnotationNudged: "bundle",
@@ -74,7 +74,7 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 		{Component: "operand-x", Build: imagebuild.Build{Digest: digestOf("operand-x", 1), PullSpec: imageOf("operand-x") + "@" + digestOf("operand-x", 1),
 			BuildPipelineRun: "operand-x-on-push-1", BuildUID: "uid-x"}, Why: "the group was cancelled"},
 	}}
-	ownX := nudge.WorkflowID(ns, "uid-x", "bundle")
+	ownX := nudgeapi.WorkflowID(ns, "uid-x", "bundle")
 	handBackY := nudgeapi.HandBackWorkflowID(ns, "uid-y", "bundle", "uid-g")
 	started = append(started, ownX, handBackY)
 
@@ -92,7 +92,7 @@ func TestHandBackIsBuildByBuildAndFailsOpenOnAnUndecidableHeldRun(t *testing.T) 
 
 	// x's own Nudge launches its run, not held (played here: no worker polls its
 	// queue), so a retry finds x with that Nudge again.
-	require.NoError(t, w.Kube.Create(ctx, &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: renovate.RunName(ownX, 1), Namespace: ns,
+	require.NoError(t, w.Kube.Create(ctx, &tektonv1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: renovateapi.RunName(ownX, 1), Namespace: ns,
 		Labels:      map[string]string{renovate.LabelManagedBy: renovate.ManagedByNudgeflow, konflux.LabelNudgeType: konflux.NudgeTypeValue},
 		Annotations: map[string]string{renovate.AnnotationWorkflowID: ownX, renovate.AnnotationAttempt: "1"}},
 		Spec: tektonv1.PipelineRunSpec{Status: tektonv1.PipelineRunSpecStatusPending,

@@ -9,8 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -29,9 +30,9 @@ func TestOwnRenovateRunHeldEndsTheNudge(t *testing.T) {
 	id, run := s.startOwnNudge(build, digestOf("operand-a", 1), taskQueue)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var res nudge.Result
+	var res nudgeapi.Result
 	require.NoError(t, run.Get(ctx, &res))
-	require.Equal(t, nudge.PhaseHeldByChangeGroup, res.Phase, res.Reason)
+	require.Equal(t, nudgeapi.PhaseHeldByChangeGroup, res.Phase, res.Reason)
 	require.Equal(t, 1, res.Attempts)
 	require.Contains(t, res.Reason, "ChangeGroup g")
 
@@ -40,7 +41,7 @@ func TestOwnRenovateRunHeldEndsTheNudge(t *testing.T) {
 	require.Equal(t, tektonv1.PipelineRunSpecStatus(tektonv1.PipelineRunSpecStatusCancelled), runs[0].Spec.Status, "held at admission")
 	require.Equal(t, "bundle=g", runs[0].Annotations[konflux.AnnotationHeldBy])
 	require.Equal(t, konflux.HeldOutcomeDeliveredPrefix+"g", runs[0].Annotations[konflux.AnnotationHeldOutcome])
-	require.Equal(t, renovate.RunName(id, 1), runs[0].Name)
+	require.Equal(t, renovateapi.RunName(id, 1), runs[0].Name)
 	cg := s.waitFor("g", "the group has the build", 30*time.Second, func(cg *appstudiov1alpha1.ChangeGroup) bool { return cg.Status.Ready == "1/2" })
 	require.Equal(t, digestOf("operand-a", 1), statusOf(cg, "operand-a").NewBuild)
 	s.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name()+"@"+nudge.HistoryShape, id)

@@ -30,6 +30,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/changegroupcontroller"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
@@ -337,7 +338,7 @@ func integrationServiceNudge(ns, source string, targets []string, build *tektonv
 // annotated after the Nudge workflow that launched it.
 func workerRun(ns, source, target string, build *tektonv1.PipelineRun) *tektonv1.PipelineRun {
 	id := fmt.Sprintf("nudge/%s/%s/%s", ns, build.UID, target)
-	name := renovate.RunName(id, 1)
+	name := renovateapi.RunName(id, 1)
 	annotations := nudgeAnnotations(source, []string{target}, build)
 	annotations[renovate.AnnotationWorkflowID] = id
 	annotations[renovate.AnnotationAttempt] = "1"

@@ -19,9 +19,9 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 var three = []string{"operand-a", "operand-b", "operator"}
@@ -251,7 +251,7 @@ func TestInterceptionOnlyTouchesHeldNudges(t *testing.T) {
 	require.Equal(t, "bundle=g", partial.Annotations[konflux.AnnotationHeldBy])
 	require.Equal(t, "other", partial.Annotations[konflux.AnnotationRenudge], "the target nobody holds is recorded to be nudged by nudgeflow")
 	require.Equal(t, "cancelled by ChangeGroup g", partial.Annotations[konflux.AnnotationCancelReason])
-	id := nudge.WorkflowID(s.ns, string(build.UID), "other")
+	id := nudgeapi.WorkflowID(s.ns, string(build.UID), "other")
 	world.Eventually(t, 30*time.Second, "a nudge of the target no group holds", func() (bool, error) {
 		_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), id, "")
 		return err == nil, nil

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // build-service nudges from every push build, merge-queue ones
@@ -44,11 +44,11 @@ func TestBuildServiceNudgeOfMergeQueueBuildIsCancelled(t *testing.T) {
 	})
 	require.Equal(t, digestOf("operand-a", 3), statusOf(s.group("g"), "operand-a").NewBuild, "the group holds the post-merge build, not a merge-queue one")
 	world.Eventually(t, 30*time.Second, "the post-merge build's target no group holds is nudged", func() (bool, error) {
-		_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), nudge.WorkflowID(s.ns, string(merged.UID), "other"), "")
+		_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), nudgeapi.WorkflowID(s.ns, string(merged.UID), "other"), "")
 		return err == nil, nil
 	})
 	for _, b := range mq {
-		_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), nudge.WorkflowID(s.ns, string(b.UID), "other"), "")
+		_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), nudgeapi.WorkflowID(s.ns, string(b.UID), "other"), "")
 		require.Error(t, err, "no Nudge from merge-queue build %s", b.Name)
 	}
 }

@@ -17,9 +17,9 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // Nothing lost, against the real servers: a build a group held is in its merged PR or
@@ -39,7 +39,7 @@ func (s *scenario) heldBuild(component string, n int) *tektonv1.PipelineRun {
 // normal nudging.
 func (s *scenario) waitNudged(build *tektonv1.PipelineRun, what string) {
 	s.t.Helper()
-	id := nudge.WorkflowID(s.ns, string(build.UID), "bundle")
+	id := nudgeapi.WorkflowID(s.ns, string(build.UID), "bundle")
 	world.Eventually(s.t, 60*time.Second, what+": "+id, func() (bool, error) {
 		_, err := s.w.TemporalClient.DescribeWorkflowExecution(context.Background(), id, "")
 		return err == nil, err

@@ -25,6 +25,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/bridge/diagnose"
 	"github.com/nudgeflow/nudgeflow/cmd/nudgeflow/cli"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/world"
 )
 
@@ -320,7 +321,7 @@ func TestDebugBuild(t *testing.T) {
 	// nudgeflow's Renovate run for svc, queued behind another run on its branch.
 	queued := nudgeRun(ns, "renovate-svc-2", "svc", "api-build")
 	queued.Labels[renovate.LabelManagedBy] = renovate.ManagedByNudgeflow
-	queued.Annotations[renovate.AnnotationQueuedForBranch] = "renovate-svc-1"
+	queued.Annotations[renovaterun.AnnotationQueuedForBranch] = "renovate-svc-1"
 	// Another build's run: not this build's.
 	create(t, w, bs, queued, nudgeRun(ns, "other-nudge", "svc", "api-older"))
 

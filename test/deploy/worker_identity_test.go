@@ -24,6 +24,7 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
@@ -45,7 +46,7 @@ func asWorker(t *testing.T) ctrlclient.Client {
 
 // launchWorld is a tenant namespace with a nudging component "operand" and a
 // nudged "bundle" on GitHub with its credentials, written by an administrator.
-func launchWorld(t *testing.T) (ns string, req renovate.LaunchRequest) {
+func launchWorld(t *testing.T) (ns string, req renovateapi.LaunchRequest) {
 	t.Helper()
 	w := world.Get(t)
 	ctx := context.Background()
@@ -64,11 +65,11 @@ func launchWorld(t *testing.T) (ns string, req renovate.LaunchRequest) {
 		require.NoError(t, w.Kube.Create(ctx, obj), "creating %T %s", obj, obj.GetName())
 	}
 	wfID := "nudge/" + ns + "/build-uid/bundle"
-	return ns, renovate.LaunchRequest{Namespace: ns, Name: renovate.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}}
+	return ns, renovateapi.LaunchRequest{Namespace: ns, Name: renovateapi.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 }
 
 // launch runs the real LaunchRenovate activity with the given client.
-func launch(t *testing.T, c ctrlclient.Client, req renovate.LaunchRequest) (renovate.LaunchResult, error) {
+func launch(t *testing.T, c ctrlclient.Client, req renovateapi.LaunchRequest) (renovateapi.LaunchResult, error) {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
@@ -76,9 +77,9 @@ func launch(t *testing.T, c ctrlclient.Client, req renovate.LaunchRequest) (reno
 	env.RegisterActivity(a)
 	v, err := env.ExecuteActivity(a.LaunchRenovate, req)
 	if err != nil {
-		return renovate.LaunchResult{}, err
+		return renovateapi.LaunchResult{}, err
 	}
-	var res renovate.LaunchResult
+	var res renovateapi.LaunchResult
 	require.NoError(t, v.Get(&res))
 	return res, nil
 }

@@ -8,9 +8,9 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // Two targets in one repository whose nudging component asks for one branch
@@ -19,9 +19,9 @@ import (
 // first ended (the bridge releases it), and both nudges succeed.
 func TestSimpleBranchTargetsTakeTurns(t *testing.T) {
 	f, b, running, waiting := simpleBranchTargetsOfOneBuild(t)
-	require.Equal(t, "github.com/"+f.ns+"/bundles@main:konflux/component-updates/component-update-operand", running.Annotations[renovate.AnnotationBranch])
-	require.Equal(t, running.Annotations[renovate.AnnotationBranch], waiting.Annotations[renovate.AnnotationBranch])
-	require.Equal(t, running.Name, waiting.Annotations[renovate.AnnotationQueuedForBranch])
+	require.Equal(t, "github.com/"+f.ns+"/bundles@main:konflux/component-updates/component-update-operand", running.Annotations[renovaterun.AnnotationBranch])
+	require.Equal(t, running.Annotations[renovaterun.AnnotationBranch], waiting.Annotations[renovaterun.AnnotationBranch])
+	require.Equal(t, running.Name, waiting.Annotations[renovaterun.AnnotationQueuedForBranch])
 
 	f.finish(running, true)
 	world.Eventually(t, waitFor, "the waiting run starts once the first ended", func() (bool, error) {
@@ -31,8 +31,8 @@ func TestSimpleBranchTargetsTakeTurns(t *testing.T) {
 	})
 	f.finish(waiting, true)
 	for _, target := range []string{"bundle-a", "bundle-b"} {
-		res := f.nudgeResult(nudge.WorkflowID(f.ns, string(b.UID), target))
-		require.Equal(t, nudge.PhaseSucceeded, res.Phase, res.Reason)
+		res := f.nudgeResult(nudgeapi.WorkflowID(f.ns, string(b.UID), target))
+		require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase, res.Reason)
 	}
 	require.Len(t, f.renovateRuns(), 2)
 }

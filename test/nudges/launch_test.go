@@ -13,6 +13,8 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
@@ -31,16 +33,16 @@ func TestRefusedLaunchLeavesNoRunAndSaysWhy(t *testing.T) {
 	f.w.DenyCreate(t, f.ns, &corev1.ConfigMap{}, reason)
 	b := f.build("operand", 1, nil)
 
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
 	world.Eventually(t, waitFor, "the bridge starts the Nudge", func() (bool, error) { return f.runID(wfID) != "", nil })
-	var res nudge.Result
+	var res nudgeapi.Result
 	err := f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res)
 	require.ErrorContains(t, err, reason, "the Nudge fails, naming the refusal")
 	evs := f.events("bundle")
 	require.Equal(t, []string{nudge.ReasonFailed}, reasons(evs), "one launch: a refusal is not retried")
 	require.Equal(t, corev1.EventTypeWarning, evs[0].Type)
 	require.Contains(t, evs[0].Message, reason)
-	require.Contains(t, evs[0].Message, "deleted the pending PipelineRun "+f.ns+"/"+renovate.RunName(wfID, 1))
+	require.Contains(t, evs[0].Message, "deleted the pending PipelineRun "+f.ns+"/"+renovateapi.RunName(wfID, 1))
 	var runs tektonv1.PipelineRunList
 	require.NoError(t, f.w.Kube.List(f.ctx, &runs, ctrlclient.InNamespace(f.ns), ctrlclient.MatchingLabels{renovate.LabelType: renovate.LabelTypeNudge}))
 	require.Empty(t, runs.Items, "no Renovate run is left pending")
@@ -63,7 +65,7 @@ func TestRetriedLaunchStartsFromScratch(t *testing.T) {
 	a := renovate.New(f.w.Kube, operatorNamespace)
 	env.RegisterActivity(a)
 	wfID := "nudge/" + f.ns + "/build-uid/bundle"
-	req := renovate.LaunchRequest{Namespace: f.ns, Name: renovate.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: digestOf(1), BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}}
+	req := renovateapi.LaunchRequest{Namespace: f.ns, Name: renovateapi.RunName(wfID, 1), WorkflowID: wfID, Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: digestOf(1), BuildPipelineRun: "operand-on-push-1", RepoAtSHA: "https://github.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 	key := ctrlclient.ObjectKey{Namespace: f.ns, Name: req.Name}
 	runGone := func() {
 		t.Helper()
@@ -97,7 +99,7 @@ func TestRetriedLaunchStartsFromScratch(t *testing.T) {
 	require.NoError(t, f.w.Kube.Delete(f.ctx, &leftover))
 	v, err := env.ExecuteActivity(a.LaunchRenovate, req)
 	require.NoError(t, err)
-	var res renovate.LaunchResult
+	var res renovateapi.LaunchResult
 	require.NoError(t, v.Get(&res))
 	require.True(t, res.Created)
 	var run tektonv1.PipelineRun

@@ -14,9 +14,9 @@ import (
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 	"github.com/nudgeflow/nudgeflow/workflows/validatednudge"
 )
 
@@ -77,11 +77,11 @@ func TestMergeQueueBuildReachesNoWorkflow(t *testing.T) {
 	require.Equal(t, digestOf(3), inGroup[0].Digest)
 	st := f.validatedState("operand", "bundle", "the validated edge received the push build", func(st validatednudge.State) bool { return len(st.SeenBuilds) > 0 })
 	require.Equal(t, []string{string(pushed.UID) + "/" + digestOf(3)}, st.SeenBuilds, "the validated edge got the push build only")
-	direct := nudge.WorkflowID(f.ns, string(pushed.UID), "direct")
+	direct := nudgeapi.WorkflowID(f.ns, string(pushed.UID), "direct")
 	world.Eventually(t, waitFor, "the push build's Nudge of direct is listed", func() (bool, error) { return f.runID(direct) != "", nil })
 	for _, mq := range []string{string(mq1.UID), string(mq2.UID)} {
 		for _, target := range []string{"bundle", "grouped", "direct"} {
-			require.Empty(t, f.runID(nudge.WorkflowID(f.ns, mq, target)), "no Nudge of %s from a merge-queue build", target)
+			require.Empty(t, f.runID(nudgeapi.WorkflowID(f.ns, mq, target)), "no Nudge of %s from a merge-queue build", target)
 		}
 	}
 	// (The stand-in group's workflow, started by the test, carries no namespace

@@ -23,6 +23,8 @@ import (
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -85,7 +87,7 @@ func TestImmediateEdgeLaunchesExactlyOneOwnedRun(t *testing.T) {
 	require.Equal(t, token, string(secret.Data["token_0"]))
 
 	// Re-deliver the build twice (a resync, a second bridge): nothing new.
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
 	runID := f.runID(wfID)
 	require.NotEmpty(t, runID)
 	r := &builds.BuildReconciler{Client: f.w.Kube, Options: builds.Options{Temporal: f.w.TemporalClient, TaskQueue: taskQueue, Tuning: tuning}}
@@ -97,9 +99,9 @@ func TestImmediateEdgeLaunchesExactlyOneOwnedRun(t *testing.T) {
 	require.Equal(t, runID, f.runID(wfID), "the same Nudge run, not a second one")
 
 	f.finish(plr, true)
-	var res nudge.Result
+	var res nudgeapi.Result
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
-	require.Equal(t, nudge.PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Equal(t, []string{nudge.ReasonSucceeded}, reasons(f.events("bundle")))
 
 	// After the nudge ended, a late re-delivery still starts nothing.
@@ -122,13 +124,13 @@ func TestRenovateFailsTwiceThenSucceeds(t *testing.T) {
 	f.finish(f.waitRuns(2)[1], false)
 	runs := f.waitRuns(3)
 	f.finish(runs[2], true)
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
-	var res nudge.Result
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
+	var res nudgeapi.Result
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
 	require.Equal(t, 3, res.Attempts)
 	require.Equal(t, []string{nudge.ReasonRunFailed, nudge.ReasonRunFailed, nudge.ReasonSucceeded}, reasons(f.events("bundle")))
 	for i, r := range runs {
-		require.Equal(t, renovate.RunName(wfID, i+1), r.Name, "deterministic name per attempt")
+		require.Equal(t, renovateapi.RunName(wfID, i+1), r.Name, "deterministic name per attempt")
 	}
 	require.Equal(t, corev1.EventTypeWarning, f.events("bundle")[0].Type)
 	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "nudge", "testdata"), t.Name()+"@"+nudge.HistoryShape, wfID)
@@ -153,10 +155,10 @@ func TestPersonCancelledRunEndsTheNudge(t *testing.T) {
 			Reason: tektonv1.PipelineRunReasonCancelled.String(), Message: "PipelineRun \"" + run.Name + "\" was cancelled"})
 	}))
 
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
-	var res nudge.Result
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
+	var res nudgeapi.Result
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
-	require.Equal(t, nudge.PhaseCancelled, res.Phase)
+	require.Equal(t, nudgeapi.PhaseCancelled, res.Phase)
 	require.Equal(t, 1, res.Attempts)
 	require.Len(t, f.renovateRuns(), 1, "the workflow ended: no run launched after the cancel")
 	evs := f.events("bundle")
@@ -268,7 +270,7 @@ func TestValidatedEdgeNudgesOnlyPassingDigestsInOrder(t *testing.T) {
 	f.finish(run4, true)
 	st := f.validatedState("operand", "bundle", "two nudges recorded", func(st validatednudge.State) bool { return len(st.Nudges) == 2 })
 	require.Equal(t, []string{digestOf(3), digestOf(4)}, []string{st.Nudges[0].Digest, st.Nudges[1].Digest})
-	require.Equal(t, nudge.PhaseSucceeded, st.Nudges[1].Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, st.Nudges[1].Phase)
 	// The edge's workflow lives on (it waits for the next build): its history so far.
 	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "validatednudge", "testdata"), t.Name()+"@"+validatednudge.HistoryShape,
 		validatednudge.WorkflowID(f.ns, "operand", "bundle"))
@@ -304,7 +306,7 @@ func TestEdgeHeldByChangeGroupSignalsTheGroupOnly(t *testing.T) {
 	require.Equal(t, pullSpec("operand", 7), got[0].PullSpec)
 	require.Equal(t, b.Name, got[0].BuildPipelineRun)
 	require.Empty(t, f.renovateRuns(), "no Renovate run for a held edge")
-	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "no Nudge workflow for a held edge")
+	require.Empty(t, f.runID(nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")), "no Nudge workflow for a held edge")
 }
 
 // Both ConfigMap tiers: the namespace-wide one; a component's own one REPLACES it;
@@ -378,7 +380,7 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	require.NoError(t, f.w.Kube.Update(f.ctx, verdict))
 	_, err = exclusive.Reconcile(f.ctx, req)
 	require.NoError(t, err)
-	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "integration-service runs immediate edges")
+	require.Empty(t, f.runID(nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")), "integration-service runs immediate edges")
 	require.Equal(t, "gated", f.get(b).Annotations[konflux.AnnotationNudgeRouted], "acknowledged with what it routed")
 
 	// nudgeflow's own NudgeConfig is read by neither service: its immediate edge is
@@ -393,8 +395,8 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	ob := o.build("operand", 1, hidden)
 	_, err = exclusive.Reconcile(o.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(ob)})
 	require.NoError(t, err)
-	require.Empty(t, o.runID(nudge.WorkflowID(o.ns, string(ob.UID), "bundle")), "build-service nudges what build-nudges-ref names")
-	require.NotEmpty(t, o.runID(nudge.WorkflowID(o.ns, string(ob.UID), "other")), "nobody else nudges an edge only nudgeflow's NudgeConfig holds")
+	require.Empty(t, o.runID(nudgeapi.WorkflowID(o.ns, string(ob.UID), "bundle")), "build-service nudges what build-nudges-ref names")
+	require.NotEmpty(t, o.runID(nudgeapi.WorkflowID(o.ns, string(ob.UID), "other")), "nobody else nudges an edge only nudgeflow's NudgeConfig holds")
 	require.Equal(t, "other", o.get(ob).Annotations[konflux.AnnotationNudgeRouted])
 
 	// Without a NudgeConfig, build-service runs build-nudges-ref: exclusive does nothing.
@@ -405,7 +407,7 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	gb := g.build("operand", 1, hidden)
 	_, err = exclusive.Reconcile(g.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(gb)})
 	require.NoError(t, err)
-	require.Empty(t, g.runID(nudge.WorkflowID(g.ns, string(gb.UID), "bundle")))
+	require.Empty(t, g.runID(nudgeapi.WorkflowID(g.ns, string(gb.UID), "bundle")))
 	require.Equal(t, builds.RoutedExecutedElsewhere, g.get(gb).Annotations[konflux.AnnotationNudgeRouted])
 
 	// A bridge runs with one set of peers: what the one beside both acknowledged is final
@@ -424,10 +426,10 @@ func TestPeersNeverNudgeTwice(t *testing.T) {
 	require.NoError(t, <-errs)
 	g.waitRuns(1)
 	require.Equal(t, "bundle", g.waitAcknowledged(gb).Annotations[konflux.AnnotationNudgeRouted])
-	wfID := nudge.WorkflowID(g.ns, string(gb.UID), "bundle")
+	wfID := nudgeapi.WorkflowID(g.ns, string(gb.UID), "bundle")
 	var st nudge.State
 	world.Eventually(t, waitFor, "the nudge is running its first attempt", func() (bool, error) {
-		return g.query(wfID, nudge.QueryState, &st) == nil && st.Phase == nudge.PhaseRunning, nil
+		return g.query(wfID, nudge.QueryState, &st) == nil && st.Phase == nudgeapi.PhaseRunning, nil
 	})
 	require.Equal(t, 1, st.Attempt)
 	require.Len(t, g.renovateRuns(), 1)
@@ -455,7 +457,7 @@ func TestValidatedBuildPassingAfterTheGraceIsNudged(t *testing.T) {
 	f.finish(run, true)
 	st = f.validatedState("operand", "bundle", "the nudge recorded", func(st validatednudge.State) bool { return len(st.Nudges) == 1 })
 	require.Equal(t, digestOf(1), st.Nudges[0].Digest)
-	require.Equal(t, nudge.PhaseSucceeded, st.Nudges[0].Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, st.Nudges[0].Phase)
 	f.w.RecordHistory(t, filepath.Join(localenv.RepoRoot(), "workflows", "validatednudge", "testdata"), t.Name()+"@"+validatednudge.HistoryShape,
 		validatednudge.WorkflowID(f.ns, "operand", "bundle"))
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/activities/renovate/renovatetest"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // Registry passwords the harness hands out; TestZZNoSecretInAnyHistory looks for
@@ -184,10 +184,10 @@ func TestRenovateRunMatchesBuildService(t *testing.T) {
 	validateRenovateConfigs(t, map[string][]byte{"released-private-ca": raw, "released-private-ca-host-rules": withRules})
 
 	f.finish(plr, true)
-	var res nudge.Result
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
+	var res nudgeapi.Result
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
-	require.Equal(t, nudge.PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 }
 
 // Self-hosted forges get their own API roots: GitHub Enterprise /api/v3, a

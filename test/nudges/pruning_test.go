@@ -14,9 +14,9 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	konfluxv1alpha1 "github.com/nudgeflow/nudgeflow/api/konflux/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/bridge/builds"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // Nothing lost to pruning, and parity with integration-service.
@@ -62,7 +62,7 @@ func TestBuildPrunedBeforeRoutedIsNudgedOnce(t *testing.T) {
 	held := f.get(b)
 	require.False(t, held.DeletionTimestamp.IsZero(), "deleted")
 	require.Equal(t, []string{konflux.FinalizerBuildRouting}, held.Finalizers, "and held")
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
 	require.Empty(t, f.runID(wfID), "nothing routed it yet")
 
 	f.unhide(b)
@@ -82,9 +82,9 @@ func TestBuildPrunedBeforeRoutedIsNudgedOnce(t *testing.T) {
 
 	// The nudge needs nothing from the deleted build to finish.
 	f.finish(runs[0], true)
-	var res nudge.Result
+	var res nudgeapi.Result
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
-	require.Equal(t, nudge.PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, f.renovateRuns(), 1)
 	require.Equal(t, []string{wfID}, f.workflows())
 }
@@ -107,7 +107,7 @@ func TestAcknowledgedBuildIsNeverRoutedAgain(t *testing.T) {
 	f.waitRuns(1)
 	acked := f.waitAcknowledged(b)
 	require.Equal(t, "bundle", acked.Annotations[konflux.AnnotationNudgeRouted])
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
 	world.Eventually(t, waitFor, "the Nudge is listed", func() (bool, error) {
 		if ids := f.workflows(); len(ids) != 1 || ids[0] != wfID {
 			return false, fmt.Errorf("workflows %v", ids)
@@ -160,7 +160,7 @@ func TestFailedBuildIsReleasedWithoutNudge(t *testing.T) {
 	acked := f.waitAcknowledged(b)
 	require.Equal(t, builds.RoutedFailed, acked.Annotations[konflux.AnnotationNudgeRouted])
 	require.Empty(t, acked.Finalizers)
-	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "a failed build never nudges")
+	require.Empty(t, f.runID(nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")), "a failed build never nudges")
 	require.Empty(t, f.renovateRuns())
 }
 
@@ -198,7 +198,7 @@ func TestIntegrationServiceNudgedTargetIsNotNudgedAgain(t *testing.T) {
 	require.Equal(t, "other", runs[0].Annotations[renovate.AnnotationNudgedComponents])
 	acked := f.waitAcknowledged(b)
 	require.Equal(t, "bundle,other", acked.Annotations[konflux.AnnotationNudgeRouted], "bundle counts as routed")
-	require.Empty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "bundle")), "no nudgeflow Nudge for what integration-service nudged")
-	require.NotEmpty(t, f.runID(nudge.WorkflowID(f.ns, string(b.UID), "other")))
+	require.Empty(t, f.runID(nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")), "no nudgeflow Nudge for what integration-service nudged")
+	require.NotEmpty(t, f.runID(nudgeapi.WorkflowID(f.ns, string(b.UID), "other")))
 	require.Len(t, f.renovateRuns(), 1)
 }

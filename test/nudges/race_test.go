@@ -15,10 +15,11 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/world"
-	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // Two builds race to one branch, and the older one's run is queued there: the
@@ -52,9 +53,9 @@ func TestOlderQueuedRunNeverStartsOverANewerBuild(t *testing.T) {
 	for k, v := range waiting.Annotations {
 		newer.Annotations[k] = v
 	}
-	delete(newer.Annotations, renovate.AnnotationQueuedForBranch)
+	delete(newer.Annotations, renovaterun.AnnotationQueuedForBranch)
 	konflux.NudgingPipelineKey.Set(newer.Annotations, newerBuild)
-	newer.Annotations[renovate.AnnotationBuiltAt] = time.Date(2026, 11, 1, 10, 2, 0, 0, time.UTC).Format(time.RFC3339Nano)
+	newer.Annotations[renovaterun.AnnotationBuiltAt] = time.Date(2026, 11, 1, 10, 2, 0, 0, time.UTC).Format(time.RFC3339Nano)
 	newer.Annotations[renovate.AnnotationWorkflowID] = "racing-launch-of-" + newerBuild
 	newer.Spec.Status = tektonv1.PipelineRunSpecStatusPending
 	f.create(newer)
@@ -67,14 +68,14 @@ func TestOlderQueuedRunNeverStartsOverANewerBuild(t *testing.T) {
 		waiting = *got
 		return got.Spec.Status == tektonv1.PipelineRunSpecStatusCancelled, nil
 	})
-	require.Equal(t, newer.Name, waiting.Annotations[renovate.AnnotationSupersededBy])
+	require.Equal(t, newer.Name, waiting.Annotations[renovaterun.AnnotationSupersededBy])
 	// Tekton ends a cancelled run that never started.
 	require.NoError(t, world.SetStatus(f.ctx, f.w.Kube, &waiting, func() {
 		waiting.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse,
 			Reason: tektonv1.PipelineRunReasonCancelled.String(), Message: "PipelineRun was cancelled"})
 	}))
-	res := f.nudgeResult(nudge.WorkflowID(f.ns, string(older.UID), target))
-	require.Equal(t, nudge.PhaseSuperseded, res.Phase, res.Reason)
+	res := f.nudgeResult(nudgeapi.WorkflowID(f.ns, string(older.UID), target))
+	require.Equal(t, nudgeapi.PhaseSuperseded, res.Phase, res.Reason)
 	require.Contains(t, res.Reason, newer.Name)
 	require.Equal(t, 1, res.Attempts, "a superseded run is not retried")
 	require.NotContains(t, statuses(), tektonv1.PipelineRunSpecStatus(""), "the older build's run never started")

@@ -12,7 +12,9 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
 	"github.com/nudgeflow/nudgeflow/test/world"
@@ -62,7 +64,7 @@ func failedRunIsRetriedAndLands(t *testing.T, reg *ociregistry.Registry, forgeNa
 	firstLog := l.log(f, first.Name)
 	require.Equal(t, corev1.ConditionTrue, ended.Status.GetCondition(apis.ConditionSucceeded).Status,
 		"Renovate exits 0 though it found no image; its log:\n%s", firstLog)
-	require.Equal(t, renovate.ReasonImageLookupFailed, renovate.StatusOf(ended).Reason, "Renovate's log:\n%s", firstLog)
+	require.Equal(t, renovaterun.ReasonImageLookupFailed, renovaterun.StatusOf(ended).Reason, "Renovate's log:\n%s", firstLog)
 	require.Contains(t, firstLog, "Could not determine new digest for update", "Renovate found the repository, not the tag")
 	require.Contains(t, firstLog, "nudgeflow: Renovate could not look up the nudging image")
 
@@ -71,15 +73,15 @@ func failedRunIsRetriedAndLands(t *testing.T, reg *ociregistry.Registry, forgeNa
 	ended, err = plrunner.WaitFor(f.ctx, f.w.Kube, f.ns, second.Name, 5*time.Minute, plrunner.Ended)
 	require.NoError(t, err, "the runner ends the retried Renovate run")
 	secondLog := l.log(f, second.Name)
-	require.True(t, renovate.StatusOf(ended).Succeeded, "%+v; Renovate's log:\n%s", renovate.StatusOf(ended), secondLog)
+	require.True(t, renovaterun.StatusOf(ended).Succeeded, "%+v; Renovate's log:\n%s", renovaterun.StatusOf(ended), secondLog)
 
-	wfID := nudge.WorkflowID(f.ns, string(plr.UID), "bundle")
-	var res nudge.Result
+	wfID := nudgeapi.WorkflowID(f.ns, string(plr.UID), "bundle")
+	var res nudgeapi.Result
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
-	require.Equal(t, nudge.PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Equal(t, 2, res.Attempts)
 	require.Equal(t, []string{nudge.ReasonRunFailed, nudge.ReasonSucceeded}, reasons(f.events("bundle")))
-	require.Contains(t, f.events("bundle")[0].Message, renovate.ReasonImageLookupFailed)
+	require.Contains(t, f.events("bundle")[0].Message, renovaterun.ReasonImageLookupFailed)
 
 	prs := l.forge.PRs(t, "tenant", "bundle")
 	require.Len(t, prs, 1, "Renovate's log:\n%s", secondLog)

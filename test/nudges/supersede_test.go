@@ -11,18 +11,21 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/world"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
 // nudgeResult waits for the bridge to start a Nudge and for it to end, and
 // returns its result.
-func (f *fixture) nudgeResult(id string) nudge.Result {
+func (f *fixture) nudgeResult(id string) nudgeapi.Result {
 	f.t.Helper()
 	world.Eventually(f.t, waitFor, "the bridge starts "+id, func() (bool, error) {
 		return f.runID(id) != "", nil
 	})
-	var res nudge.Result
+	var res nudgeapi.Result
 	require.NoError(f.t, f.w.TemporalClient.GetWorkflow(context.Background(), id, "").Get(f.ctx, &res))
 	return res
 }
@@ -43,8 +46,8 @@ func TestOlderBuildNeverRollsBackANewerOne(t *testing.T) {
 	require.Equal(t, second.Name, runs[0].Annotations[renovate.AnnotationNudgingPipeline])
 
 	first := f.build("operand", 1, nil) // started earlier, finished later
-	res := f.nudgeResult(nudge.WorkflowID(f.ns, string(first.UID), "bundle"))
-	require.Equal(t, nudge.PhaseSuperseded, res.Phase, res.Reason)
+	res := f.nudgeResult(nudgeapi.WorkflowID(f.ns, string(first.UID), "bundle"))
+	require.Equal(t, nudgeapi.PhaseSuperseded, res.Phase, res.Reason)
 	require.Contains(t, res.Reason, runs[0].Name)
 	require.Len(t, f.renovateRuns(), 1, "no run for the older build")
 
@@ -62,13 +65,13 @@ func TestOlderBuildNeverRollsBackANewerOne(t *testing.T) {
 		}
 		return false, fmt.Errorf("no run for %s", second.Name)
 	})
-	require.Equal(t, renovate.RunName(nudge.WorkflowID(f.ns, string(third.UID), "bundle"), 1), stopped.Annotations[renovate.AnnotationSupersededBy])
+	require.Equal(t, renovateapi.RunName(nudgeapi.WorkflowID(f.ns, string(third.UID), "bundle"), 1), stopped.Annotations[renovaterun.AnnotationSupersededBy])
 	require.NoError(t, world.SetStatus(f.ctx, f.w.Kube, &stopped, func() {
 		stopped.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse,
 			Reason: tektonv1.PipelineRunReasonCancelled.String(), Message: "PipelineRun was cancelled"})
 	}))
-	res = f.nudgeResult(nudge.WorkflowID(f.ns, string(second.UID), "bundle"))
-	require.Equal(t, nudge.PhaseSuperseded, res.Phase, res.Reason)
+	res = f.nudgeResult(nudgeapi.WorkflowID(f.ns, string(second.UID), "bundle"))
+	require.Equal(t, nudgeapi.PhaseSuperseded, res.Phase, res.Reason)
 	require.Equal(t, 1, res.Attempts, "a superseded run is not retried")
 	runs = f.waitRuns(2)
 	var builds []string
@@ -83,7 +86,7 @@ func TestOlderBuildNeverRollsBackANewerOne(t *testing.T) {
 func (f *fixture) eventsOf(buildUID string) []corev1.Event {
 	var out []corev1.Event
 	for _, e := range f.events("bundle") {
-		if e.Annotations[renovate.AnnotationWorkflowID] == nudge.WorkflowID(f.ns, buildUID, "bundle") {
+		if e.Annotations[renovate.AnnotationWorkflowID] == nudgeapi.WorkflowID(f.ns, buildUID, "bundle") {
 			out = append(out, e)
 		}
 	}

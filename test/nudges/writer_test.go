@@ -62,7 +62,7 @@ func directWorld(t *testing.T, f *fixture) (*stubWriter, *builds.BuildReconciler
 	t.Helper()
 	queue := "nudges-direct-" + f.ns
 	wk := sdkworker.New(f.w.TemporalClient, queue, sdkworker.Options{WorkflowPanicPolicy: sdkworker.FailWorkflow})
-	wk.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
+	wk.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudgeapi.WorkflowName})
 	(&buildcheck.Activities{Kube: f.w.Kube}).Register(wk)
 	(&writerchoice.Activities{Kube: f.w.Kube, Default: konfluxv1alpha1.WriterRenovate}).Register(wk)
 	acts := renovate.New(f.w.Kube, operatorNamespace)
@@ -83,7 +83,7 @@ func (f *fixture) routeHidden(r *builds.BuildReconciler, component, target strin
 	b := f.build(component, n, map[string]string{labelNotForManager: "true"})
 	_, err := r.Reconcile(f.ctx, ctrl.Request{NamespacedName: ctrlclient.ObjectKeyFromObject(b)})
 	require.NoError(f.t, err)
-	return nudge.WorkflowID(f.ns, string(b.UID), target)
+	return nudgeapi.WorkflowID(f.ns, string(b.UID), target)
 }
 
 // The NudgeConfig's edge says auto over the namespace's renovate and the worker's
@@ -103,9 +103,9 @@ func TestDirectWriterNudgesWithoutAPipelineRun(t *testing.T) {
 	stub, r := directWorld(t, f)
 
 	wfID := f.routeHidden(r, "operand", "bundle", 1)
-	var res nudge.Result
+	var res nudgeapi.Result
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
-	require.Equal(t, nudge.PhaseSucceeded, res.Phase, res.Reason)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase, res.Reason)
 	require.Equal(t, nudgeapi.WriterDirect, res.Writer)
 	require.Contains(t, res.WriterReason, "edge operand -> bundle")
 	require.Equal(t, "https://github.com/org/bundle/pull/1", res.PullRequest)
@@ -154,8 +154,8 @@ func TestChangeGroupHoldingTheEdgeKeepsTheRenovatePath(t *testing.T) {
 	cg := &appstudiov1alpha1.ChangeGroup{ObjectMeta: metav1.ObjectMeta{Name: "bundle-update", Finalizers: []string{konflux.FinalizerChangeGroup}},
 		Spec: appstudiov1alpha1.ChangeGroupSpec{NudgedComponent: "bundle", NudgingComponents: []appstudiov1alpha1.NudgingComponentRef{{Name: "operand"}}}}
 	f.create(cg)
-	wfID := nudge.WorkflowID(f.ns, string(b.UID), "bundle")
-	require.NoError(t, nudgeapi.Start(f.ctx, f.w.TemporalClient, r.Options.TaskQueue, nudge.Request{Namespace: f.ns, Nudging: "operand", Nudged: "bundle",
+	wfID := nudgeapi.WorkflowID(f.ns, string(b.UID), "bundle")
+	require.NoError(t, nudgeapi.Start(f.ctx, f.w.TemporalClient, r.Options.TaskQueue, nudgeapi.Request{Namespace: f.ns, Nudging: "operand", Nudged: "bundle",
 		Mode: string(konfluxv1alpha1.ModeImmediate), Build: buildOf(t, f, b), Tuning: tuning}))
 
 	run := f.waitRuns(1)[0]
@@ -170,13 +170,13 @@ func TestChangeGroupHoldingTheEdgeKeepsTheRenovatePath(t *testing.T) {
 	require.Contains(t, st.WriterReason, "ChangeGroup bundle-update holds operand->bundle")
 	require.Empty(t, stub.requests(), "the direct writer never writes an edge a group holds")
 	f.finish(run, true)
-	var res nudge.Result
+	var res nudgeapi.Result
 	require.NoError(t, f.w.TemporalClient.GetWorkflow(f.ctx, wfID, "").Get(f.ctx, &res))
 	require.Equal(t, nudgeapi.WriterRenovate, res.Writer)
 }
 
 // buildOf reads the build as the bridge does.
-func buildOf(t *testing.T, f *fixture, b *tektonv1.PipelineRun) nudge.Build {
+func buildOf(t *testing.T, f *fixture, b *tektonv1.PipelineRun) nudgeapi.Build {
 	t.Helper()
 	got, ok := konflux.BuildOf(f.get(b))
 	require.True(t, ok)

@@ -16,6 +16,7 @@ import (
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // startWorld starts a kube-apiserver and a runner whose `renovate` is
@@ -55,7 +56,7 @@ func nudgeRun(ns, name string) *tektonv1.PipelineRun {
 					Steps: []tektonv1.Step{{
 						Name: "renovate", Image: "quay.io/konflux-ci/mintmaker-renovate-image:latest",
 						Command: []string{"bash", "-c", `RENOVATE_TOKEN=$TOKEN_token_0 RENOVATE_CONFIG_FILE=/configs/config.json renovate; ` +
-							`rc=$?; printf %s ok > $(results.` + renovate.ResultOutcome + `.path); exit $rc`},
+							`rc=$?; printf %s ok > $(results.` + renovaterun.ResultOutcome + `.path); exit $rc`},
 						EnvFrom: []corev1.EnvFromSource{{Prefix: "TOKEN_", SecretRef: &corev1.SecretEnvSource{
 							LocalObjectReference: corev1.LocalObjectReference{Name: name}}}},
 						Env: []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "debug"}},
@@ -71,10 +72,10 @@ func nudgeRun(ns, name string) *tektonv1.PipelineRun {
 							LocalObjectReference: corev1.LocalObjectReference{Name: name + "-ca"},
 							Items:                []corev1.KeyToPath{{Key: "ca-bundle.crt", Path: "tls-ca-bundle.pem"}}}}},
 					},
-					Results: []tektonv1.TaskResult{{Name: renovate.ResultOutcome, Type: tektonv1.ResultsTypeString}},
+					Results: []tektonv1.TaskResult{{Name: renovaterun.ResultOutcome, Type: tektonv1.ResultsTypeString}},
 				}}}},
-				Results: []tektonv1.PipelineResult{{Name: renovate.ResultOutcome, Type: tektonv1.ResultsTypeString,
-					Value: *tektonv1.NewStructuredValues("$(tasks.renovate.results." + renovate.ResultOutcome + ")")}},
+				Results: []tektonv1.PipelineResult{{Name: renovaterun.ResultOutcome, Type: tektonv1.ResultsTypeString,
+					Value: *tektonv1.NewStructuredValues("$(tasks.renovate.results." + renovaterun.ResultOutcome + ")")}},
 			},
 		},
 	}
@@ -139,22 +140,22 @@ func TestReleasedRunRunsItsStepLikeTekton(t *testing.T) {
 	require.Len(t, plr.Status.ChildReferences, 1)
 	require.Equal(t, "TaskRun", plr.Status.ChildReferences[0].Kind)
 	require.Equal(t, "renovate", plr.Status.ChildReferences[0].PipelineTaskName)
-	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeOK)}},
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeOK)}},
 		plr.Status.Results)
 	require.Contains(t, string(log), "token=s3cret log=debug")
 	require.Contains(t, string(log), `config={"platform":"gitea"}`)
 	require.Contains(t, string(log), "ca=-----BEGIN CERTIFICATE-----test")
-	require.Equal(t, renovate.OutcomeOK, renovateOutcome(t, plr), "nudgeflow reads the outcome the runner wrote")
+	require.Equal(t, renovaterun.OutcomeOK, renovateOutcome(t, plr), "nudgeflow reads the outcome the runner wrote")
 }
 
 // renovateOutcome reads the run the way nudgeflow does.
 func renovateOutcome(t *testing.T, plr *tektonv1.PipelineRun) string {
 	t.Helper()
-	s := renovate.StatusOf(plr)
+	s := renovaterun.StatusOf(plr)
 	require.True(t, s.Done)
 	require.True(t, s.Succeeded, "%+v", s)
 	for _, r := range plr.Status.Results {
-		if r.Name == renovate.ResultOutcome {
+		if r.Name == renovaterun.ResultOutcome {
 			return r.Value.StringVal
 		}
 	}

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 )
 
 // releases counts release syncs and returns the first one's digests.
@@ -16,7 +16,7 @@ func releases(f *fakeWorld) (int, map[string]string) {
 	n := 0
 	var first map[string]string
 	for _, req := range f.syncs {
-		if req.Mode == changegrouppr.ModeRelease {
+		if req.Mode == changegroupprapi.ModeRelease {
 			if n == 0 {
 				first = digestsOf(req)
 			}

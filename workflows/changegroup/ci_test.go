@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
 )
 
@@ -55,14 +55,14 @@ func (f *fakeWorld) lastCI() metav1Condition {
 	return cs[len(cs)-1]
 }
 
-func (f *fakeWorld) setCI(o changegrouppr.CIObserved) {
+func (f *fakeWorld) setCI(o changegroupprapi.CIObserved) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.ci = func() changegrouppr.CIObserved { return o }
+	f.ci = func() changegroupprapi.CIObserved { return o }
 }
 
-func awaitingApproval() changegrouppr.CIObserved {
-	return changegrouppr.CIObserved{AwaitingApproval: true, Author: "nudgeflow-bot",
+func awaitingApproval() changegroupprapi.CIObserved {
+	return changegroupprapi.CIObserved{AwaitingApproval: true, Author: "nudgeflow-bot",
 		Detail: "User nudgeflow-bot is not allowed to trigger CI via pull_request in this repo."}
 }
 
@@ -76,7 +76,7 @@ func TestCIStartedSetsTheConditionTrue(t *testing.T) {
 
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	require.Len(t, f.ciReads, 1, "one look finds the pipeline; the group reads CI no more")
-	require.Equal(t, f.lastSync().Mode, changegrouppr.ModeRelease)
+	require.Equal(t, f.lastSync().Mode, changegroupprapi.ModeRelease)
 	require.Equal(t, s.CI.SHA, f.ciReads[0].SHA, "the released head is read")
 	require.Equal(t, fmtSHA(2), s.CI.SHA, "the release is the second push (the first held a)")
 	c := f.lastCI()
@@ -96,7 +96,7 @@ func TestCIStartedSetsTheConditionTrue(t *testing.T) {
 // it is a warning, not a failure.
 func TestNoPipelineWithinTheGraceWarnsOnce(t *testing.T) {
 	f := newFakeWorld("a", "b")
-	f.setCI(changegrouppr.CIObserved{Author: "nudgeflow-bot"})
+	f.setCI(changegroupprapi.CIObserved{Author: "nudgeflow-bot"})
 	f.commentFailures = 1
 	h := newHarness(t, f)
 	var atGrace []metav1Condition
@@ -167,7 +167,7 @@ func TestAwaitingApprovalThenALaterStart(t *testing.T) {
 		f.mu.Lock()
 		readsAtFlip = len(f.ciReads)
 		f.mu.Unlock()
-		f.setCI(changegrouppr.CIObserved{Started: true, Names: []string{"Pipelines as Code CI", "Pipelines as Code CI / b-on-pull-request"}})
+		f.setCI(changegroupprapi.CIObserved{Started: true, Names: []string{"Pipelines as Code CI", "Pipelines as Code CI / b-on-pull-request"}})
 	})
 	h.releaseThenMergeAt(2 * time.Hour)
 	s := h.run(ciInput(2*time.Minute, time.Hour))
@@ -197,7 +197,7 @@ func TestAwaitingApprovalThenALaterStart(t *testing.T) {
 // A push after the release (a rebuild) moves the watch to the new head.
 func TestPushAfterReleaseMovesTheWatch(t *testing.T) {
 	f := newFakeWorld("a", "b")
-	f.setCI(changegrouppr.CIObserved{})
+	f.setCI(changegroupprapi.CIObserved{})
 	h := newHarness(t, f)
 	h.build(20*time.Minute, "a", "sha256:a2", 3*time.Hour)
 	h.releaseThenMergeAt(3 * time.Hour)
@@ -251,7 +251,7 @@ func TestCICommentIsNoOkToTest(t *testing.T) {
 		r := &run{in: Input{Namespace: "tenant", Name: "g"}, s: &State{CI: w}}
 		body := r.ciComment()
 		require.False(t, pac.IsOkToTest(body), "the comment would approve itself:\n%s", body)
-		require.False(t, pac.IsOkToTest(changegrouppr.CommentMarker(ciCommentKey)+"\n"+body))
+		require.False(t, pac.IsOkToTest(changegroupprapi.CommentMarker(ciCommentKey)+"\n"+body))
 		require.Contains(t, body, "comment `/ok-to-test` on this pull request")
 		require.Contains(t, body, "a trusted author")
 		require.Contains(t, body, "ChangeGroup `tenant/g`")
@@ -260,5 +260,5 @@ func TestCICommentIsNoOkToTest(t *testing.T) {
 }
 
 func fmtSHA(syncs int) string {
-	return (&fakeWorld{syncs: make([]changegrouppr.SyncRequest, syncs)}).head()
+	return (&fakeWorld{syncs: make([]changegroupprapi.SyncRequest, syncs)}).head()
 }

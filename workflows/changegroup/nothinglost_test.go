@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
@@ -47,9 +47,9 @@ func TestOverridesDuringASyncTakeEffectAfterIt(t *testing.T) {
 	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	require.GreaterOrEqual(t, len(f.syncs), 2)
-	require.Equal(t, changegrouppr.ModeHold, f.syncs[0].Mode)
+	require.Equal(t, changegroupprapi.ModeHold, f.syncs[0].Mode)
 	last := f.lastSync()
-	require.Equal(t, changegrouppr.ModeRelease, last.Mode, "the release requested during the first push is pushed after it")
+	require.Equal(t, changegroupprapi.ModeRelease, last.Mode, "the release requested during the first push is pushed after it")
 	require.Equal(t, string(appstudiov1alpha1.ComponentDropped), rowOf(last, "c").State, "the drop requested during the push is in the next one")
 	require.True(t, s.Released)
 }
@@ -186,7 +186,7 @@ func TestContinueAsNewAfterEveryEvent(t *testing.T) {
 		{time.Minute, signal(changegroupapi.SignalPREvent, changegroupapi.PREvent{Action: "synchronize", Number: 7})},
 		{time.Minute, func(h *harness) { // the PR is merged on the forge, and the event says so
 			f.mu.Lock()
-			f.prState = changegrouppr.PRMerged
+			f.prState = changegroupprapi.PRMerged
 			f.mu.Unlock()
 			signal(changegroupapi.SignalPREvent, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})(h)
 		}},
@@ -228,7 +228,7 @@ func TestContinueAsNewAfterEveryEvent(t *testing.T) {
 	}
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, final.Phase)
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(f.lastSync()))
-	require.Equal(t, changegrouppr.ModeRelease, f.lastSync().Mode, "with c dropped, a and b are all there is")
+	require.Equal(t, changegroupprapi.ModeRelease, f.lastSync().Mode, "with c dropped, a and b are all there is")
 	require.Empty(t, f.handedBackDigests(), "every build is in the merged PR")
 }
 
@@ -242,13 +242,13 @@ func (c *updateCallback) Accept()             {}
 func (c *updateCallback) Reject(err error)    { c.t.Errorf("update rejected: %v", err) }
 func (c *updateCallback) Complete(any, error) {}
 
-func rowOf(req changegrouppr.SyncRequest, component string) changegrouppr.Row {
+func rowOf(req changegroupprapi.SyncRequest, component string) changegroupprapi.Row {
 	for _, r := range req.Rows {
 		if r.Component == component {
 			return r
 		}
 	}
-	return changegrouppr.Row{}
+	return changegroupprapi.Row{}
 }
 
 // A drop before anything is ready asks for urgency when no push can be due: the
@@ -273,7 +273,7 @@ func TestPushRacingAMergeIsHandedBack(t *testing.T) {
 	h.build(5*time.Minute, "b", "sha256:b1", time.Hour)
 	h.at(4*time.Minute, func() {
 		f.mu.Lock()
-		f.prState = changegrouppr.PRMerged // merged (no webhook yet): the sync for b finds it so
+		f.prState = changegroupprapi.PRMerged // merged (no webhook yet): the sync for b finds it so
 		f.mu.Unlock()
 	})
 	s := h.run(Input{})

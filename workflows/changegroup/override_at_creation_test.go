@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 )
 
 // overrideDuringResolve sends an update while the group resolves its components at
@@ -51,7 +51,7 @@ func TestOverrideAtCreationIsApplied(t *testing.T) {
 		s := h.run(Input{})
 		require.Equal(t, []error{nil}, *errs, "accepted and completed")
 		require.True(t, s.Released, "released with what was ready")
-		require.Equal(t, changegrouppr.ModeRelease, f.syncs[0].Mode, "the first push releases: nobody waits for b and c")
+		require.Equal(t, changegroupprapi.ModeRelease, f.syncs[0].Mode, "the first push releases: nobody waits for b and c")
 	})
 	t.Run("drop of a non-member is still refused", func(t *testing.T) {
 		f := newFakeWorld("a", "b")

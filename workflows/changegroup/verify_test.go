@@ -10,9 +10,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
 
@@ -21,7 +21,7 @@ func (f *fakeWorld) everPushed(digest string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, req := range f.syncs {
-		if slices.ContainsFunc(req.Rows, func(r changegrouppr.Row) bool { return r.New == digest }) {
+		if slices.ContainsFunc(req.Rows, func(r changegroupprapi.Row) bool { return r.New == digest }) {
 			return true
 		}
 	}
@@ -105,7 +105,7 @@ func TestStateGivenAtStartIsNotTrusted(t *testing.T) {
 	f.verifier.Refuse("sha256:forged")
 	h := newHarness(t, f)
 	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
-	forged := &State{Phase: appstudiov1alpha1.PhaseWaiting, Repo: changegrouppr.Repo{Provider: "github", URL: "https://github.com/victim/repo"},
+	forged := &State{Phase: appstudiov1alpha1.PhaseWaiting, Repo: changegroupprapi.Repo{Provider: "github", URL: "https://github.com/victim/repo"},
 		Seen:     map[string]bool{"a@sha256:forged": true, "b@sha256:b1": true},
 		Verdicts: map[string]buildcheck.Verdict{"a@sha256:forged": {Verified: true, Source: buildcheck.SourceBuildRun}},
 		Components: []Component{

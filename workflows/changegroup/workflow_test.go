@@ -18,10 +18,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 	appstudiov1alpha1 "github.com/nudgeflow/nudgeflow/api/appstudio/v1alpha1"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupapi"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupcrapi"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/contracts/handbackapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 )
@@ -31,11 +31,11 @@ import (
 type fakeWorld struct {
 	mu         sync.Mutex
 	resolved   changegroupcrapi.Resolved
-	syncs      []changegrouppr.SyncRequest
+	syncs      []changegroupprapi.SyncRequest
 	observes   int
-	closes     []changegrouppr.CloseRequest
+	closes     []changegroupprapi.CloseRequest
 	statuses   []appstudiov1alpha1.ChangeGroupStatus
-	prState    changegrouppr.PRState
+	prState    changegroupprapi.PRState
 	humanEdits bool
 	syncErr    error
 	// duringSync runs inside the next sync activity (once), as an event that
@@ -50,14 +50,14 @@ type fakeWorld struct {
 	// statusFailures fails that many status writes of a final phase.
 	statusFailures int
 	// ci answers the CI reads (nil: a pipeline reported); ciReads are the reads.
-	ci      func() changegrouppr.CIObserved
-	ciReads []changegrouppr.CIRequest
+	ci      func() changegroupprapi.CIObserved
+	ciReads []changegroupprapi.CIRequest
 	// comments are the comment requests (commentFailures fail first), posted the
 	// ones that posted; events the Events recorded.
-	comments        []changegrouppr.CommentRequest
+	comments        []changegroupprapi.CommentRequest
 	commentFailures int
 	commentRefused  bool
-	posted          []changegrouppr.CommentRequest
+	posted          []changegroupprapi.CommentRequest
 	events          []changegroupcrapi.EventRequest
 	// duringResolve runs inside the next resolve activity (once).
 	duringResolve func()
@@ -69,7 +69,7 @@ type fakeWorld struct {
 func newFakeWorld(components ...string) *fakeWorld {
 	f := &fakeWorld{verifier: buildchecktest.New(), resolved: changegroupcrapi.Resolved{
 		NudgedComponent: "bundle-x",
-		Repo:            changegrouppr.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
+		Repo:            changegroupprapi.Repo{Provider: "github", URL: "https://github.com/org/bundle", Namespace: "tenant"},
 		FileMatch:       []string{".*Dockerfile.*", ".*.yaml"},
 	}}
 	for _, c := range components {
@@ -139,10 +139,10 @@ func (f *fakeWorld) handedBackDigests() map[string][]string {
 	return out
 }
 
-func (f *fakeWorld) observed(mode changegrouppr.Mode) changegrouppr.Observed {
-	return changegrouppr.Observed{
-		PR:    changegrouppr.PRRef{Number: 7, URL: "https://github.com/org/bundle/pull/7", NodeID: "PR_7"},
-		State: orOpen(f.prState), Draft: mode != changegrouppr.ModeRelease, HumanEdits: f.humanEdits,
+func (f *fakeWorld) observed(mode changegroupprapi.Mode) changegroupprapi.Observed {
+	return changegroupprapi.Observed{
+		PR:    changegroupprapi.PRRef{Number: 7, URL: "https://github.com/org/bundle/pull/7", NodeID: "PR_7"},
+		State: orOpen(f.prState), Draft: mode != changegroupprapi.ModeRelease, HumanEdits: f.humanEdits,
 		HumanEditReason: "commit abc by alice is not nudgeflow's", Writes: 2, HeadSHA: f.head(),
 	}
 }
@@ -150,11 +150,11 @@ func (f *fakeWorld) observed(mode changegrouppr.Mode) changegrouppr.Observed {
 // head is the PR's head: one commit per sync.
 func (f *fakeWorld) head() string { return fmt.Sprintf("%040d", len(f.syncs)) }
 
-func (f *fakeWorld) readCI(_ context.Context, req changegrouppr.CIRequest) (changegrouppr.CIObserved, error) {
+func (f *fakeWorld) readCI(_ context.Context, req changegroupprapi.CIRequest) (changegroupprapi.CIObserved, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.ciReads = append(f.ciReads, req)
-	o := changegrouppr.CIObserved{Started: true, Names: []string{"Pipelines as Code CI / bundle-on-pull-request"}}
+	o := changegroupprapi.CIObserved{Started: true, Names: []string{"Pipelines as Code CI / bundle-on-pull-request"}}
 	if f.ci != nil {
 		o = f.ci()
 	}
@@ -165,24 +165,24 @@ func (f *fakeWorld) readCI(_ context.Context, req changegrouppr.CIRequest) (chan
 	return o, nil
 }
 
-func (f *fakeWorld) comment(_ context.Context, req changegrouppr.CommentRequest) (changegrouppr.CommentResult, error) {
+func (f *fakeWorld) comment(_ context.Context, req changegroupprapi.CommentRequest) (changegroupprapi.CommentResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.comments = append(f.comments, req)
 	if f.commentFailures > 0 {
 		f.commentFailures--
-		return changegrouppr.CommentResult{}, temporal.NewApplicationError("GitHub answered 502", "GitHub502")
+		return changegroupprapi.CommentResult{}, temporal.NewApplicationError("GitHub answered 502", "GitHub502")
 	}
 	if f.commentRefused {
-		return changegrouppr.CommentResult{}, temporal.NewNonRetryableApplicationError("GitHub answered 403: Resource not accessible by integration", "GitHub403", nil)
+		return changegroupprapi.CommentResult{}, temporal.NewNonRetryableApplicationError("GitHub answered 403: Resource not accessible by integration", "GitHub403", nil)
 	}
 	for _, p := range f.posted {
 		if p.Key == req.Key {
-			return changegrouppr.CommentResult{}, nil // the activity looks before it writes
+			return changegroupprapi.CommentResult{}, nil // the activity looks before it writes
 		}
 	}
 	f.posted = append(f.posted, req)
-	return changegrouppr.CommentResult{Posted: true, Writes: 1}, nil
+	return changegroupprapi.CommentResult{Posted: true, Writes: 1}, nil
 }
 
 func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcrapi.EventRequest) error {
@@ -192,19 +192,19 @@ func (f *fakeWorld) recordEvent(_ context.Context, req changegroupcrapi.EventReq
 	return nil
 }
 
-func orOpen(s changegrouppr.PRState) changegrouppr.PRState {
+func orOpen(s changegroupprapi.PRState) changegroupprapi.PRState {
 	if s == "" {
-		return changegrouppr.PROpen
+		return changegroupprapi.PROpen
 	}
 	return s
 }
 
-func (f *fakeWorld) sync(_ context.Context, req changegrouppr.SyncRequest) (changegrouppr.Observed, error) {
+func (f *fakeWorld) sync(_ context.Context, req changegroupprapi.SyncRequest) (changegroupprapi.Observed, error) {
 	f.runOnce(&f.duringSync)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.syncErr != nil {
-		return changegrouppr.Observed{}, f.syncErr
+		return changegroupprapi.Observed{}, f.syncErr
 	}
 	f.syncs = append(f.syncs, req)
 	if req.Overwrite {
@@ -213,24 +213,24 @@ func (f *fakeWorld) sync(_ context.Context, req changegrouppr.SyncRequest) (chan
 	return f.observed(req.Mode), nil
 }
 
-func (f *fakeWorld) observe(_ context.Context, _ changegrouppr.ObserveRequest) (changegrouppr.Observed, error) {
+func (f *fakeWorld) observe(_ context.Context, _ changegroupprapi.ObserveRequest) (changegroupprapi.Observed, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.observes++
-	o := f.observed(changegrouppr.ModeHold)
+	o := f.observed(changegroupprapi.ModeHold)
 	o.Writes = 0
 	return o, nil
 }
 
-func (f *fakeWorld) close(_ context.Context, req changegrouppr.CloseRequest) (changegrouppr.Observed, error) {
+func (f *fakeWorld) close(_ context.Context, req changegroupprapi.CloseRequest) (changegroupprapi.Observed, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closes = append(f.closes, req)
-	f.prState = changegrouppr.PRClosed
-	return f.observed(changegrouppr.ModeHold), nil
+	f.prState = changegroupprapi.PRClosed
+	return f.observed(changegroupprapi.ModeHold), nil
 }
 
-func (f *fakeWorld) lastSync() changegrouppr.SyncRequest {
+func (f *fakeWorld) lastSync() changegroupprapi.SyncRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.syncs[len(f.syncs)-1]
@@ -261,12 +261,12 @@ func newHarnessWithMetrics(t *testing.T, f *fakeWorld, m client.MetricsHandler) 
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: changegroupapi.WorkflowName})
 	env.RegisterActivityWithOptions(f.resolve, activity.RegisterOptions{Name: changegroupcrapi.ResolveActivity})
 	env.RegisterActivityWithOptions(f.writeStatus, activity.RegisterOptions{Name: changegroupcrapi.WriteStatusActivity})
-	env.RegisterActivityWithOptions(f.sync, activity.RegisterOptions{Name: changegrouppr.SyncActivity})
-	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: changegrouppr.ObserveActivity})
-	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: changegrouppr.CloseActivity})
+	env.RegisterActivityWithOptions(f.sync, activity.RegisterOptions{Name: changegroupprapi.SyncActivity})
+	env.RegisterActivityWithOptions(f.observe, activity.RegisterOptions{Name: changegroupprapi.ObserveActivity})
+	env.RegisterActivityWithOptions(f.close, activity.RegisterOptions{Name: changegroupprapi.CloseActivity})
 	env.RegisterActivityWithOptions(f.handBack, activity.RegisterOptions{Name: handbackapi.Activity})
-	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: changegrouppr.CIActivity})
-	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: changegrouppr.CommentActivity})
+	env.RegisterActivityWithOptions(f.readCI, activity.RegisterOptions{Name: changegroupprapi.CIActivity})
+	env.RegisterActivityWithOptions(f.comment, activity.RegisterOptions{Name: changegroupprapi.CommentActivity})
 	env.RegisterActivityWithOptions(f.recordEvent, activity.RegisterOptions{Name: changegroupcrapi.EventActivity})
 	f.verifier.Register(env)
 	env.SetTestTimeout(30 * time.Second)
@@ -290,9 +290,9 @@ func (h *harness) prEvent(d time.Duration, ev changegroupapi.PREvent) {
 		h.f.mu.Lock()
 		switch {
 		case ev.Merged:
-			h.f.prState = changegrouppr.PRMerged
+			h.f.prState = changegroupprapi.PRMerged
 		case ev.Closed:
-			h.f.prState = changegrouppr.PRClosed
+			h.f.prState = changegroupprapi.PRClosed
 		}
 		h.f.mu.Unlock()
 		h.env.SignalWorkflow(changegroupapi.SignalPREvent, ev)
@@ -336,7 +336,7 @@ func (h *harness) run(in Input) *State {
 	return &s
 }
 
-func digestsOf(req changegrouppr.SyncRequest) map[string]string {
+func digestsOf(req changegroupprapi.SyncRequest) map[string]string {
 	out := map[string]string{}
 	for _, r := range req.Rows {
 		if r.State == string(appstudiov1alpha1.ComponentReady) {
@@ -362,7 +362,7 @@ func TestCollectsLatestBuildsAndReleasesOnce(t *testing.T) {
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
 	var holds, releases int
 	for _, req := range f.syncs {
-		if req.Mode == changegrouppr.ModeRelease {
+		if req.Mode == changegroupprapi.ModeRelease {
 			releases++
 		} else {
 			holds++
@@ -371,7 +371,7 @@ func TestCollectsLatestBuildsAndReleasesOnce(t *testing.T) {
 	require.Equal(t, 1, releases, "CI is released exactly once")
 	require.Equal(t, 3, holds, "one held push per debounced change: img1, opa1, img2 (duplicates and older builds change nothing)")
 	last := f.lastSync()
-	require.Equal(t, changegrouppr.ModeRelease, last.Mode)
+	require.Equal(t, changegroupprapi.ModeRelease, last.Mode)
 	require.Equal(t, map[string]string{"operator-img": "sha256:img2", "operand-a": "sha256:opa1", "operand-b": "sha256:opb1"}, digestsOf(last))
 	require.Equal(t, "konflux/changegroup/tenant/bundle-x-update-uid-1", last.Branch, "the branch is unique per namespace and UID")
 	require.Empty(t, f.handedBack, "every build is in the merged PR: nothing handed back")
@@ -393,7 +393,7 @@ func TestBurstIsDebouncedIntoOnePush(t *testing.T) {
 	h.run(Input{})
 	require.Len(t, f.syncs, 1, "two builds a second apart make one push")
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(f.syncs[0]))
-	require.Equal(t, changegrouppr.ModeHold, f.syncs[0].Mode)
+	require.Equal(t, changegroupprapi.ModeHold, f.syncs[0].Mode)
 }
 
 func TestPRClosedCancels(t *testing.T) {
@@ -427,7 +427,7 @@ func TestReleaseNowWithTwoOfThree(t *testing.T) {
 	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	last := f.lastSync()
-	require.Equal(t, changegrouppr.ModeRelease, last.Mode)
+	require.Equal(t, changegroupprapi.ModeRelease, last.Mode)
 	require.Equal(t, map[string]string{"a": "sha256:a1", "b": "sha256:b1"}, digestsOf(last))
 	require.True(t, s.Released)
 	require.Equal(t, appstudiov1alpha1.PhaseCompleted, s.Phase)
@@ -445,7 +445,7 @@ func TestDroppedComponentReleasesWhenRestReady(t *testing.T) {
 	h.prEvent(time.Hour, changegroupapi.PREvent{Action: "closed", Number: 7, Merged: true})
 	s := h.run(Input{})
 	last := f.lastSync()
-	require.Equal(t, changegrouppr.ModeRelease, last.Mode, "with c dropped, a and b are all there is")
+	require.Equal(t, changegroupprapi.ModeRelease, last.Mode, "with c dropped, a and b are all there is")
 	require.Equal(t, appstudiov1alpha1.ComponentDropped, s.component("c").State)
 	require.Equal(t, "2/2", f.lastStatus().Ready)
 }
@@ -480,7 +480,7 @@ func TestHumanEditsPauseUntilRebase(t *testing.T) {
 	require.Equal(t, 2, syncsBeforeRebase, "after the sync that found the edits, no further push happens")
 	last := f.lastSync()
 	require.True(t, last.Overwrite)
-	require.Equal(t, changegrouppr.ModeRelease, last.Mode)
+	require.Equal(t, changegroupprapi.ModeRelease, last.Mode)
 }
 
 func TestCancelUpdateClosesPR(t *testing.T) {

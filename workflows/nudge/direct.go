@@ -19,12 +19,12 @@ const (
 	// ReasonNudgedDirectly: the direct writer opened or updated the pull request,
 	// or found every reference already at the digest.
 	ReasonNudgedDirectly = "NudgedDirectly"
-	// ReasonWriterFallback: the direct writer left the nudge to Renovate (the
+	// reasonWriterFallback: the direct writer left the nudge to Renovate (the
 	// tenant's configuration asks for what it does not do, or it could not write).
-	ReasonWriterFallback = "WriterFallback"
-	// ReasonBranchEdited: a person committed on the nudge branch; nothing was
+	reasonWriterFallback = "WriterFallback"
+	// reasonBranchEdited: a person committed on the nudge branch; nothing was
 	// written over it.
-	ReasonBranchEdited = "NudgeBranchEdited"
+	reasonBranchEdited = "NudgeBranchEdited"
 )
 
 // writeAttempt is the Event attempt of the direct write: Renovate's runs count
@@ -34,11 +34,11 @@ const writeAttempt = 0
 // direct is the direct-writer step of one Nudge.
 type direct struct {
 	ctx    workflow.Context
-	req    Request
+	req    nudgeapi.Request
 	wfID   string
 	st     *State
 	record func(attempt int, reason, message, run string, warning bool)
-	result func(phase, reason string) Result
+	result func(phase, reason string) nudgeapi.Result
 }
 
 // write chooses the writer and, when it is the direct writer, writes. done false
@@ -54,7 +54,7 @@ type direct struct {
 //     nudgeflow's to deliver ("nothing lost"), and Renovate reports what it meets
 //     in turn. Under the direct setting the tenant asked for no Renovate run: the
 //     nudge ends Failed with a Warning Event that names the cause.
-func (d direct) write() (Result, bool, error) {
+func (d direct) write() (nudgeapi.Result, bool, error) {
 	ctx, req := d.ctx, d.req
 	log := workflow.GetLogger(ctx)
 	choice, err := d.choose()
@@ -62,12 +62,12 @@ func (d direct) write() (Result, bool, error) {
 		// Failing open keeps the behaviour before the direct writer.
 		log.Warn("could not choose the writer; launching Renovate as before", "error", err)
 		d.writer(nudgeapi.WriterRenovate, "the writer could not be chosen ("+causeOf(err)+"): Renovate, as before the direct writer")
-		return Result{}, false, nil
+		return nudgeapi.Result{}, false, nil
 	}
 	d.st.Choice = &choice
 	if choice.Writer != nudgeapi.WriterDirect {
 		d.writer(nudgeapi.WriterRenovate, choice.Reason)
-		return Result{}, false, nil
+		return nudgeapi.Result{}, false, nil
 	}
 	d.writer(nudgeapi.WriterDirect, choice.Reason)
 	strict := choice.Setting == string(konfluxv1alpha1.WriterDirect)
@@ -81,13 +81,13 @@ func (d direct) write() (Result, bool, error) {
 			msg := fmt.Sprintf("the direct writer could not nudge %s to %s@%s: %s (immediateWriter direct: no Renovate run is launched)",
 				req.Nudged, req.Nudging, req.Digest, causeOf(err))
 			d.record(writeAttempt, ReasonFailed, msg, "", true)
-			return d.result(PhaseFailed, msg), true, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, err)
+			return d.result(nudgeapi.PhaseFailed, msg), true, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, err)
 		}
 		msg := fmt.Sprintf("the direct writer could not nudge %s to %s@%s (%s); launching a Renovate run instead",
 			req.Nudged, req.Nudging, req.Digest, causeOf(err))
-		d.record(writeAttempt, ReasonWriterFallback, msg, "", true)
+		d.record(writeAttempt, reasonWriterFallback, msg, "", true)
 		d.writer(nudgeapi.WriterRenovate, msg)
-		return Result{}, false, nil
+		return nudgeapi.Result{}, false, nil
 	}
 	d.st.Write = &w
 	pr := prOf(w)
@@ -103,7 +103,7 @@ func (d direct) write() (Result, bool, error) {
 			msg += "; " + w.Reason
 		}
 		d.record(writeAttempt, ReasonNudgedDirectly, msg, "", false)
-		return d.result(PhaseSucceeded, msg), true, nil
+		return d.result(nudgeapi.PhaseSucceeded, msg), true, nil
 	case nudgewriteapi.OutcomeSuperseded:
 		msg := fmt.Sprintf("the direct writer did not nudge %s to %s@%s: %s already holds a newer build of %s",
 			req.Nudged, req.Nudging, req.Digest, pr, req.Nudging)
@@ -111,7 +111,7 @@ func (d direct) write() (Result, bool, error) {
 			msg += " (" + w.Reason + ")"
 		}
 		d.record(writeAttempt, ReasonSuperseded, msg, "", false)
-		return d.result(PhaseSuperseded, msg), true, nil
+		return d.result(nudgeapi.PhaseSuperseded, msg), true, nil
 	case nudgewriteapi.OutcomePersonCommitted:
 		msg := fmt.Sprintf("the direct writer did not nudge %s to %s@%s: a person committed on %s, and nudgeflow does not write over a person's commit; "+
 			"merge or close the pull request, or delete the branch, and the next build of %s nudges %s again",
@@ -119,34 +119,34 @@ func (d direct) write() (Result, bool, error) {
 		if w.Reason != "" {
 			msg += " (" + w.Reason + ")"
 		}
-		d.record(writeAttempt, ReasonBranchEdited, msg, "", true)
-		return d.result(PhaseBranchEdited, msg), true, nil
+		d.record(writeAttempt, reasonBranchEdited, msg, "", true)
+		return d.result(nudgeapi.PhaseBranchEdited, msg), true, nil
 	case nudgewriteapi.OutcomeFallback:
 		if strict {
 			msg := fmt.Sprintf("the direct writer cannot nudge %s to %s@%s: %s (immediateWriter direct: no Renovate run is launched; "+
 				"set immediateWriter auto or renovate for this edge to have Renovate write it)", req.Nudged, req.Nudging, req.Digest, w.Reason)
 			d.record(writeAttempt, ReasonFailed, msg, "", true)
-			return d.result(PhaseFailed, msg), true, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, nil)
+			return d.result(nudgeapi.PhaseFailed, msg), true, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, nil)
 		}
 		msg := fmt.Sprintf("the direct writer leaves the nudge of %s to %s@%s to Renovate: %s", req.Nudged, req.Nudging, req.Digest, w.Reason)
-		d.record(writeAttempt, ReasonWriterFallback, msg, "", false)
+		d.record(writeAttempt, reasonWriterFallback, msg, "", false)
 		d.writer(nudgeapi.WriterRenovate, msg)
-		return Result{}, false, nil
+		return nudgeapi.Result{}, false, nil
 	}
 	// An outcome this workflow does not know (a newer writer): nothing says it
 	// delivered, so Renovate nudges, as for a fallback.
 	msg := fmt.Sprintf("the direct writer answered outcome %q, which this Nudge does not know; launching a Renovate run for %s to %s@%s",
 		w.Outcome, req.Nudged, req.Nudging, req.Digest)
-	d.record(writeAttempt, ReasonWriterFallback, msg, "", true)
+	d.record(writeAttempt, reasonWriterFallback, msg, "", true)
 	d.writer(nudgeapi.WriterRenovate, msg)
-	return Result{}, false, nil
+	return nudgeapi.Result{}, false, nil
 }
 
 // choose asks the cluster which writer writes the nudge.
 func (d direct) choose() (nudgeapi.WriterChoice, error) {
 	var c nudgeapi.WriterChoice
 	in := nudgeapi.WriterChoiceRequest{Namespace: d.req.Namespace, Nudging: d.req.Nudging, Nudged: d.req.Nudged, HandedBackBy: d.req.HandedBackBy}
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(d.ctx, chooseOptions("choose the writer of "+Edge(d.req.Nudging, d.req.Nudged))),
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(d.ctx, chooseOptions("choose the writer of "+nudgeapi.Edge(d.req.Nudging, d.req.Nudged))),
 		nudgeapi.ChooseWriterActivity, in).Get(d.ctx, &c)
 	return c, err
 }

@@ -11,9 +11,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // choose registers a writer choice that answers c (the cluster's answer).
@@ -48,7 +49,7 @@ func (f *fakeWriter) register(env *testsuite.TestWorkflowEnvironment) {
 
 // directEnv is setup's world with the cluster choosing the direct writer under
 // setting and the writer answering w (or failing with err).
-func directEnv(t *testing.T, setting string, w nudgewriteapi.WriteResult, err error) (*testsuite.TestWorkflowEnvironment, *recorder, *[]renovate.LaunchRequest, *fakeWriter) {
+func directEnv(t *testing.T, setting string, w nudgewriteapi.WriteResult, err error) (*testsuite.TestWorkflowEnvironment, *recorder, *[]renovateapi.LaunchRequest, *fakeWriter) {
 	var s testsuite.WorkflowTestSuite
 	fw := &fakeWriter{result: w, err: err}
 	env, _, rec, launched := setupOn(t, s.NewTestWorkflowEnvironment(), &nudgeapi.WriterChoice{Writer: nudgeapi.WriterDirect, Setting: setting,
@@ -65,11 +66,11 @@ func state(t *testing.T, env *testsuite.TestWorkflowEnvironment) State {
 	return st
 }
 
-func resultOf(t *testing.T, env *testsuite.TestWorkflowEnvironment) Result {
+func resultOf(t *testing.T, env *testsuite.TestWorkflowEnvironment) nudgeapi.Result {
 	t.Helper()
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res nudgeapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	return res
 }
@@ -84,7 +85,7 @@ func TestDirectWriterDeliveredEndsTheNudge(t *testing.T) {
 				Branch: "konflux/component-updates/operand", PR: 7, URL: "https://github.com/org/bundle/pull/7"}, nil)
 			env.ExecuteWorkflow(Workflow, request())
 			res := resultOf(t, env)
-			require.Equal(t, PhaseSucceeded, res.Phase)
+			require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 			require.Equal(t, nudgeapi.WriterDirect, res.Writer)
 			require.Contains(t, res.WriterReason, "spec.immediateWriter")
 			require.Equal(t, "https://github.com/org/bundle/pull/7", res.PullRequest)
@@ -108,7 +109,7 @@ func TestDirectWriterSupersededEndsTheNudge(t *testing.T) {
 	env, rec, launched, _ := directEnv(t, "auto", nudgewriteapi.WriteResult{Outcome: nudgewriteapi.OutcomeSuperseded, Branch: "konflux/component-updates/operand"}, nil)
 	env.ExecuteWorkflow(Workflow, request())
 	res := resultOf(t, env)
-	require.Equal(t, PhaseSuperseded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSuperseded, res.Phase)
 	require.Empty(t, *launched)
 	require.Equal(t, []string{ReasonSuperseded}, rec.reasons)
 	require.False(t, rec.outcomes[0].Warning)
@@ -121,9 +122,9 @@ func TestDirectWriterLeavesAPersonsCommit(t *testing.T) {
 		Branch: "konflux/component-updates/operand", PR: 3, Reason: "commit 1234 by Jane"}, nil)
 	env.ExecuteWorkflow(Workflow, request())
 	res := resultOf(t, env)
-	require.Equal(t, PhaseBranchEdited, res.Phase)
+	require.Equal(t, nudgeapi.PhaseBranchEdited, res.Phase)
 	require.Empty(t, *launched)
-	require.Equal(t, []string{ReasonBranchEdited}, rec.reasons)
+	require.Equal(t, []string{reasonBranchEdited}, rec.reasons)
 	require.True(t, rec.outcomes[0].Warning)
 	require.Contains(t, rec.outcomes[0].Message, "commit 1234 by Jane")
 	require.Contains(t, rec.outcomes[0].Message, "next build of operand")
@@ -137,14 +138,14 @@ func TestDirectWriterFallbackLaunchesRenovate(t *testing.T) {
 	req := request()
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Succeeded: true})
 	}, time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 	res := resultOf(t, env)
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, *launched, 1)
-	require.Equal(t, renovate.RunName(testID, 1), (*launched)[0].Name, "the run is named as before: attempt 1")
-	require.Equal(t, []string{ReasonWriterFallback, ReasonSucceeded}, rec.reasons)
+	require.Equal(t, renovateapi.RunName(testID, 1), (*launched)[0].Name, "the run is named as before: attempt 1")
+	require.Equal(t, []string{reasonWriterFallback, ReasonSucceeded}, rec.reasons)
 	require.False(t, rec.outcomes[0].Warning)
 	require.Contains(t, rec.outcomes[0].Message, "automergeType branch")
 	require.Equal(t, nudgeapi.WriterRenovate, res.Writer)
@@ -159,14 +160,14 @@ func TestDirectWriterFailureFallsBackToRenovate(t *testing.T) {
 	req := request()
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Succeeded: true})
 	}, time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 	res := resultOf(t, env)
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, w.asked, 1, "a non-retryable error is not retried")
 	require.Len(t, *launched, 1)
-	require.Equal(t, []string{ReasonWriterFallback, ReasonSucceeded}, rec.reasons)
+	require.Equal(t, []string{reasonWriterFallback, ReasonSucceeded}, rec.reasons)
 	require.True(t, rec.outcomes[0].Warning)
 	require.Contains(t, rec.outcomes[0].Message, "the forge refused the push")
 	require.NotContains(t, rec.outcomes[0].Message, "scheduledEventID")
@@ -179,14 +180,14 @@ func TestDirectWriterRetriesAForgeBlip(t *testing.T) {
 	req := request()
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Succeeded: true})
 	}, time.Hour)
 	env.ExecuteWorkflow(Workflow, req)
 	res := resultOf(t, env)
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, w.asked, int(writeOptions("").RetryPolicy.MaximumAttempts))
 	require.Len(t, *launched, 1)
-	require.Equal(t, []string{ReasonWriterFallback, ReasonSucceeded}, rec.reasons)
+	require.Equal(t, []string{reasonWriterFallback, ReasonSucceeded}, rec.reasons)
 }
 
 // immediateWriter direct asked for no Renovate run: a fallback or a failed write
@@ -213,7 +214,7 @@ func TestDirectSettingNeverLaunchesRenovate(t *testing.T) {
 			require.True(t, rec.outcomes[0].Warning)
 			require.Contains(t, rec.outcomes[0].Message, c.want)
 			require.Contains(t, rec.outcomes[0].Message, "immediateWriter direct")
-			require.Equal(t, PhaseFailed, state(t, env).Phase)
+			require.Equal(t, nudgeapi.PhaseFailed, state(t, env).Phase)
 		})
 	}
 }
@@ -226,11 +227,11 @@ func TestEdgeHeldByAChangeGroupTakesTheRenovatePath(t *testing.T) {
 	w := &fakeWriter{}
 	env, _, rec, launched := setupOn(t, s.NewTestWorkflowEnvironment(), &nudgeapi.WriterChoice{Writer: nudgeapi.WriterRenovate, Setting: "auto", HeldBy: "bundle-update",
 		Reason: "ChangeGroup bundle-update holds operand->bundle: the nudge takes the Renovate path"}, w.register)
-	res := endFirstRun(t, env, renovate.RunStatus{HeldBy: "bundle-update", Reason: renovate.ReasonHeldByChangeGroup})
-	require.Equal(t, PhaseHeldByChangeGroup, res.Phase)
+	res := endFirstRun(t, env, renovaterun.RunStatus{HeldBy: "bundle-update", Reason: renovaterun.ReasonHeldByChangeGroup})
+	require.Equal(t, nudgeapi.PhaseHeldByChangeGroup, res.Phase)
 	require.Empty(t, w.asked, "the direct writer never writes a held edge")
 	require.Len(t, *launched, 1)
-	require.Equal(t, []string{ReasonHeld}, rec.reasons)
+	require.Equal(t, []string{reasonHeld}, rec.reasons)
 	require.Equal(t, nudgeapi.WriterRenovate, res.Writer)
 	require.Contains(t, res.WriterReason, "ChangeGroup bundle-update")
 	require.Equal(t, "bundle-update", state(t, env).Choice.HeldBy)
@@ -246,11 +247,11 @@ func TestValidatedNudgeAsksForNoWriter(t *testing.T) {
 	req.Mode = "validated"
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Succeeded: true})
 	}, time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 	res := resultOf(t, env)
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Empty(t, w.asked)
 	require.Len(t, *launched, 1)
 	require.Equal(t, []string{ReasonSucceeded}, rec.reasons)
@@ -266,8 +267,8 @@ func TestWriterChoiceFailureLaunchesRenovate(t *testing.T) {
 			return nudgeapi.WriterChoice{}, errors.New("the API server is down")
 		}, activity.RegisterOptions{Name: nudgeapi.ChooseWriterActivity})
 	})
-	res := endFirstRun(t, env, renovate.RunStatus{Succeeded: true})
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	res := endFirstRun(t, env, renovaterun.RunStatus{Succeeded: true})
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, *launched, 1)
 	require.Equal(t, []string{ReasonSucceeded}, rec.reasons)
 	require.Equal(t, nudgeapi.WriterRenovate, res.Writer)
@@ -281,13 +282,13 @@ func TestUnknownWriterOutcomeLaunchesRenovate(t *testing.T) {
 	req := request()
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Succeeded: true})
 	}, time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 	res := resultOf(t, env)
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, *launched, 1)
-	require.Equal(t, []string{ReasonWriterFallback, ReasonSucceeded}, rec.reasons)
+	require.Equal(t, []string{reasonWriterFallback, ReasonSucceeded}, rec.reasons)
 	require.True(t, rec.outcomes[0].Warning)
 	require.Contains(t, rec.outcomes[0].Message, `"Queued"`)
 }

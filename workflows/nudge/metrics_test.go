@@ -6,9 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/metrics"
 	"github.com/nudgeflow/nudgeflow/internal/metrics/metricstest"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // Every outcome recorded on the Component is counted by mode and outcome, and
@@ -20,13 +22,13 @@ func TestMetricsByModeAndOutcome(t *testing.T) {
 	req.Mode = metrics.ModeValidated
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Reason: "Failed"})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Reason: "Failed"})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 2), Done: true, Gone: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 2), Done: true, Gone: true})
 	}, 8*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 3), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 3), Done: true, Succeeded: true})
 	}, 25*time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 	require.NoError(t, env.GetWorkflowError())

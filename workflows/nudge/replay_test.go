@@ -19,7 +19,7 @@ import (
 // (`make regen-histories`): an unguarded change of the command sequence fails here.
 func TestReplayStoredHistories(t *testing.T) {
 	replaytest.ReplayAll(t, func(r worker.WorkflowReplayer) {
-		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: nudgeapi.WorkflowName})
 	})
 }
 
@@ -35,7 +35,7 @@ func TestReplayOlderShapeWithNewerSignals(t *testing.T) {
 	rewritten := 0
 	for _, e := range h.GetEvents() {
 		a := e.GetWorkflowExecutionSignaledEventAttributes()
-		if a == nil || a.GetSignalName() != SignalRunFinished {
+		if a == nil || a.GetSignalName() != nudgeapi.SignalRunFinished {
 			continue
 		}
 		for _, p := range a.GetInput().GetPayloads() {
@@ -52,7 +52,7 @@ func TestReplayOlderShapeWithNewerSignals(t *testing.T) {
 	}
 	require.Equal(t, 1, rewritten, "the history's successful run end")
 	require.NoError(t, replaytest.Replay(h, replaytest.WorkflowID(file), func(r worker.WorkflowReplayer) {
-		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: nudgeapi.WorkflowName})
 	}))
 }
 
@@ -61,7 +61,7 @@ func TestReplayOlderShapeWithNewerSignals(t *testing.T) {
 // verification, the writer choice and the direct write it asks for.
 func TestStoredBuildsDecodeWhole(t *testing.T) {
 	replaytest.DecodeAllWhole(t, map[string]any{
-		"input":                               Request{},
+		"input":                               nudgeapi.Request{},
 		"activity " + buildcheck.ActivityName: buildcheck.Request{},
 		"activity " + nudgeapi.ChooseWriterActivity: nudgeapi.WriterChoiceRequest{},
 		"activity " + nudgewriteapi.WriteActivity:   nudgewriteapi.WriteRequest{},

@@ -33,7 +33,7 @@ const (
 	ReasonSucceeded  = "NudgeSucceeded"
 	ReasonRunFailed  = "NudgeRunFailed"
 	ReasonFailed     = "NudgeFailed"
-	ReasonHeld       = "NudgeHeldByChangeGroup"
+	reasonHeld       = "NudgeHeldByChangeGroup"
 	ReasonCancelled  = "NudgeCancelled"
 	ReasonSuperseded = "NudgeSuperseded"
 )
@@ -98,26 +98,26 @@ type State struct {
 }
 
 // Workflow runs one nudge to its end.
-func Workflow(ctx workflow.Context, req Request) (Result, error) {
+func Workflow(ctx workflow.Context, req nudgeapi.Request) (nudgeapi.Result, error) {
 	req = req.WithDefaults()
 	log := workflow.GetLogger(ctx)
 	wfID := workflow.GetInfo(ctx).WorkflowExecution.ID
 	st := &State{}
 	setPhase := func(p string) {
 		st.Phase = p
-		if err := workflow.UpsertTypedSearchAttributes(ctx, SearchAttributes(req, p)...); err != nil {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, nudgeapi.SearchAttributes(req, p)...); err != nil {
 			log.Warn("upserting search attributes", "error", err)
 		}
 	}
-	setPhase(PhaseLaunching)
+	setPhase(nudgeapi.PhaseLaunching)
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (State, error) { return *st, nil }); err != nil {
-		return Result{}, fmt.Errorf("registering the state query: %w", err)
+		return nudgeapi.Result{}, fmt.Errorf("registering the state query: %w", err)
 	}
 
 	// Run ends arrive at least once, possibly before we wait for them, possibly for
 	// an earlier attempt: keep them by run name.
 	finished := map[string]renovate.RunStatus{}
-	ch := workflow.GetSignalChannel(ctx, SignalRunFinished)
+	ch := workflow.GetSignalChannel(ctx, nudgeapi.SignalRunFinished)
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		for {
 			var s renovate.RunStatus
@@ -148,10 +148,10 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			log.Error("recording the nudge outcome as an event", "reason", reason, "error", err)
 		}
 	}
-	result := func(phase, reason string) Result {
+	result := func(phase, reason string) nudgeapi.Result {
 		st.LastReason = reason
 		setPhase(phase)
-		res := Result{Phase: phase, Digest: req.Digest, Attempts: st.Attempt, PipelineRuns: st.PipelineRuns, Reason: reason,
+		res := nudgeapi.Result{Phase: phase, Digest: req.Digest, Attempts: st.Attempt, PipelineRuns: st.PipelineRuns, Reason: reason,
 			Writer: st.Writer, WriterReason: st.WriterReason}
 		if st.Write != nil {
 			res.PullRequest = st.Write.URL
@@ -164,14 +164,14 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		var v buildcheck.Verdict
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, buildcheck.Options("verify that the cluster built "+req.Nudging+"@"+req.Digest)),
 			verifier.VerifyBuild, VerifyRequest(req, wfID)).Get(ctx, &v); err != nil {
-			return result(PhaseFailed, err.Error()), err
+			return result(nudgeapi.PhaseFailed, err.Error()), err
 		}
 		st.Verdict = &v
 		if !v.Verified {
 			// The Warning Event (BuildNotVerified) is on the nudged Component already.
-			metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Nudges, 1, "mode", req.Mode, "outcome", PhaseBuildNotVerified)
+			metrics.Count(workflow.GetMetricsHandler(ctx), metrics.Nudges, 1, "mode", req.Mode, "outcome", nudgeapi.PhaseBuildNotVerified)
 			log.Warn("build refused: nothing launched", "digest", req.Digest, "reason", v.Reason)
-			return result(PhaseBuildNotVerified, fmt.Sprintf("not nudging %s to %s@%s: %s", req.Nudged, req.Nudging, req.Digest, v.Reason)), nil
+			return result(nudgeapi.PhaseBuildNotVerified, fmt.Sprintf("not nudging %s to %s@%s: %s", req.Nudged, req.Nudging, req.Digest, v.Reason)), nil
 		}
 	}
 
@@ -191,7 +191,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		name := renovate.RunName(wfID, attempt)
 		st.Attempt = attempt
 		st.PipelineRuns = append(st.PipelineRuns, name)
-		setPhase(PhaseLaunching)
+		setPhase(nudgeapi.PhaseLaunching)
 		launch := renovate.LaunchRequest{
 			Namespace: req.Namespace, Name: name, WorkflowID: wfID, Attempt: attempt,
 			Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build,
@@ -202,17 +202,17 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 				msg := fmt.Sprintf("not nudging %s to %s@%s: a newer build of %s already nudges it (Renovate run %s)",
 					req.Nudged, req.Nudging, req.Digest, req.Nudging, newer)
 				record(attempt, ReasonSuperseded, msg, name, false)
-				return result(PhaseSuperseded, msg), nil
+				return result(nudgeapi.PhaseSuperseded, msg), nil
 			}
 			msg := fmt.Sprintf("could not launch the Renovate run for %s@%s: %s", req.Nudging, req.Digest, causeOf(err))
 			record(attempt, ReasonFailed, msg, name, true)
-			res := result(PhaseFailed, msg)
+			res := result(nudgeapi.PhaseFailed, msg)
 			return res, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, err)
 		}
-		setPhase(PhaseRunning)
+		setPhase(nudgeapi.PhaseRunning)
 		status, err := waitRun(ctx, req, name, finished, withSummary)
 		if err != nil {
-			return result(PhaseFailed, err.Error()), err
+			return result(nudgeapi.PhaseFailed, err.Error()), err
 		}
 		delivered := ""
 		if askForge(status) && workflow.GetVersion(ctx, versionDeliveryFromForge, workflow.DefaultVersion, 1) == 1 {
@@ -222,14 +222,14 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		if status.HeldBy != "" && workflow.GetVersion(ctx, versionHeldRunEnds, workflow.DefaultVersion, 1) == 1 {
 			msg := fmt.Sprintf("Renovate run %s was held by ChangeGroup %s, which collects %s@%s for %s into its pull request",
 				name, status.HeldBy, req.Nudging, req.Digest, req.Nudged)
-			record(attempt, ReasonHeld, msg, name, false)
-			return result(PhaseHeldByChangeGroup, msg), nil
+			record(attempt, reasonHeld, msg, name, false)
+			return result(nudgeapi.PhaseHeldByChangeGroup, msg), nil
 		}
 		if status.SupersededBy != "" && workflow.GetVersion(ctx, versionSupersededEnds, workflow.DefaultVersion, 1) == 1 {
 			msg := fmt.Sprintf("Renovate run %s was stopped for run %s of a newer build of %s, which nudges %s instead of %s@%s",
 				name, status.SupersededBy, req.Nudging, req.Nudged, req.Nudging, req.Digest)
 			record(attempt, ReasonSuperseded, msg, name, false)
-			return result(PhaseSuperseded, msg), nil
+			return result(nudgeapi.PhaseSuperseded, msg), nil
 		}
 		if status.Cancelled && workflow.GetVersion(ctx, versionCancelledRunEnds, workflow.DefaultVersion, 1) == 1 {
 			// A person's stop is an answer, not a failure: retrying would undo it.
@@ -238,7 +238,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 			msg := fmt.Sprintf("Renovate run %s was cancelled (%s: %s) before it nudged %s to %s@%s; a cancelled run is not retried: the next build of %s nudges %s again",
 				name, status.Reason, status.Message, req.Nudged, req.Nudging, req.Digest, req.Nudging, req.Nudged)
 			record(attempt, ReasonCancelled, msg, name, true)
-			return result(PhaseCancelled, msg), nil
+			return result(nudgeapi.PhaseCancelled, msg), nil
 		}
 		if status.Succeeded {
 			msg := fmt.Sprintf("Renovate run %s nudged %s to %s@%s (attempt %d)", name, req.Nudged, req.Nudging, req.Digest, attempt)
@@ -246,7 +246,7 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 				msg += ": " + delivered
 			}
 			record(attempt, ReasonSucceeded, msg, name, false)
-			return result(PhaseSucceeded, msg), nil
+			return result(nudgeapi.PhaseSucceeded, msg), nil
 		}
 		if status.Reason == renovate.ReasonHeldReturned && returned < req.MaxAttempts &&
 			workflow.GetVersion(ctx, versionHeldRunEnds, workflow.DefaultVersion, 1) == 1 {
@@ -255,15 +255,15 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 		if attempt >= req.MaxAttempts+returned {
 			msg := fmt.Sprintf("Renovate run %s failed (%s: %s); giving up after %d attempts", name, status.Reason, status.Message, attempt)
 			record(attempt, ReasonFailed, msg, name, true)
-			res := result(PhaseFailed, msg)
+			res := result(nudgeapi.PhaseFailed, msg)
 			return res, temporal.NewNonRetryableApplicationError(msg, ReasonFailed, nil)
 		}
 		msg := fmt.Sprintf("Renovate run %s failed (%s: %s); retrying in %s (attempt %d of %d)", name, status.Reason, status.Message, backoff, attempt, req.MaxAttempts)
 		record(attempt, ReasonRunFailed, msg, name, true)
 		st.LastReason = msg
-		setPhase(PhaseRetryWaiting)
+		setPhase(nudgeapi.PhaseRetryWaiting)
 		if err := workflow.NewTimerWithOptions(ctx, backoff, workflow.TimerOptions{Summary: fmt.Sprintf("backoff before attempt %d", attempt+1)}).Get(ctx, nil); err != nil {
-			return result(PhaseFailed, err.Error()), err
+			return result(nudgeapi.PhaseFailed, err.Error()), err
 		}
 		backoff *= 2
 	}
@@ -271,14 +271,14 @@ func Workflow(ctx workflow.Context, req Request) (Result, error) {
 
 // VerifyRequest is the verification of req's build, whose refusal goes on the
 // nudged Component (where every outcome of a nudge is recorded).
-func VerifyRequest(req Request, workflowID string) buildcheck.Request {
+func VerifyRequest(req nudgeapi.Request, workflowID string) buildcheck.Request {
 	return buildcheck.Request{Namespace: req.Namespace, Component: req.Nudging, Build: req.Build,
 		HandedBackBy: req.HandedBackBy, Workflow: workflowID, Subject: buildcheck.Subject{Kind: buildcheck.KindComponent, Name: req.Nudged}}
 }
 
 // waitRun waits for the bridge's signal; every PollInterval without one it asks
 // Kubernetes directly.
-func waitRun(ctx workflow.Context, req Request, name string, finished map[string]renovate.RunStatus, withSummary func(string) workflow.Context) (renovate.RunStatus, error) {
+func waitRun(ctx workflow.Context, req nudgeapi.Request, name string, finished map[string]renovate.RunStatus, withSummary func(string) workflow.Context) (renovate.RunStatus, error) {
 	for {
 		ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 			Timeout:      req.PollInterval,
@@ -314,7 +314,7 @@ func askForge(s renovate.RunStatus) bool {
 // the like: what to fix) and NotDelivered otherwise. A forge that cannot be asked
 // fails the run (DeliveryUnknown): it is tried again, and a new run of the same
 // build changes nothing that landed.
-func deliveryOf(ctx workflow.Context, req Request, name string, s renovate.RunStatus, st *State,
+func deliveryOf(ctx workflow.Context, req nudgeapi.Request, name string, s renovate.RunStatus, st *State,
 	withSummary func(string) workflow.Context) (renovate.RunStatus, string) {
 	var v renovate.DeliveryVerdict
 	ask := renovate.DeliveryRequest{Namespace: req.Namespace, Nudging: req.Nudging, Nudged: req.Nudged, ImageURL: req.ImageURL,

@@ -20,30 +20,32 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 const testID = "nudge/ns/build-uid/bundle"
 
-func request() Request {
-	return Request{Namespace: "ns", Nudging: "operand", Nudged: "bundle", Mode: "immediate", Build: Build{
+func request() nudgeapi.Request {
+	return nudgeapi.Request{Namespace: "ns", Nudging: "operand", Nudged: "bundle", Mode: "immediate", Build: nudgeapi.Build{
 		ImageURL: "quay.io/org/operand:abc", Digest: "sha256:1111", PullSpec: "quay.io/org/operand@sha256:1111",
 		BuildPipelineRun: "operand-on-push-x", BuildUID: "build-uid"}}
 }
 
 type recorder struct {
 	reasons  []string
-	outcomes []renovate.Outcome
+	outcomes []renovateapi.Outcome
 	verifier *buildchecktest.Fake
 }
 
-func setup(t *testing.T) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
+func setup(t *testing.T) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovateapi.LaunchRequest) {
 	return setupWithMetrics(t, nil)
 }
 
 // setupWithMetrics records the workflow's metrics on m (nil: none).
-func setupWithMetrics(t *testing.T, m client.MetricsHandler) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
+func setupWithMetrics(t *testing.T, m client.MetricsHandler) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovateapi.LaunchRequest) {
 	var s testsuite.WorkflowTestSuite
 	if m != nil {
 		s.SetMetricsHandler(m)
@@ -55,7 +57,7 @@ func setupWithMetrics(t *testing.T, m client.MetricsHandler) (*testsuite.TestWor
 // setupOn registers on env the fake activities, and a writer choice answering
 // choice (nil: none), and what register adds (activities register before mocks).
 func setupOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, choice *nudgeapi.WriterChoice,
-	register ...func(*testsuite.TestWorkflowEnvironment)) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovate.LaunchRequest) {
+	register ...func(*testsuite.TestWorkflowEnvironment)) (*testsuite.TestWorkflowEnvironment, *renovate.Activities, *recorder, *[]renovateapi.LaunchRequest) {
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testID})
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
@@ -66,12 +68,12 @@ func setupOn(t *testing.T, env *testsuite.TestWorkflowEnvironment, choice *nudge
 	for _, r := range register {
 		r(env)
 	}
-	launched := &[]renovate.LaunchRequest{}
-	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(func(_ context.Context, r renovate.LaunchRequest) (renovate.LaunchResult, error) {
+	launched := &[]renovateapi.LaunchRequest{}
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(func(_ context.Context, r renovateapi.LaunchRequest) (renovateapi.LaunchResult, error) {
 		*launched = append(*launched, r)
-		return renovate.LaunchResult{Name: r.Name, Created: true}, nil
+		return renovateapi.LaunchResult{Name: r.Name, Created: true}, nil
 	}).Maybe()
-	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovateapi.Outcome) error {
 		rec.reasons = append(rec.reasons, o.Reason)
 		rec.outcomes = append(rec.outcomes, o)
 		return nil
@@ -88,7 +90,7 @@ func TestFailsTwiceThenSucceedsBySignal(t *testing.T) {
 	req.PollInterval = 24 * time.Hour // the signal, not the poll, ends each run
 	finish := func(attempt int, ok bool) func() {
 		return func() {
-			env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, attempt), Done: true, Succeeded: ok, Reason: "Failed"})
+			env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, attempt), Done: true, Succeeded: ok, Reason: "Failed"})
 		}
 	}
 	// Backoff 5m then 10m: attempt 2 launches at ~5m, attempt 3 at ~20m.
@@ -99,14 +101,14 @@ func TestFailsTwiceThenSucceedsBySignal(t *testing.T) {
 
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res nudgeapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Equal(t, 3, res.Attempts)
 	require.Equal(t, []string{ReasonRunFailed, ReasonRunFailed, ReasonSucceeded}, rec.reasons)
 	require.Len(t, *launched, 3)
 	for i, l := range *launched {
-		require.Equal(t, renovate.RunName(testID, i+1), l.Name)
+		require.Equal(t, renovateapi.RunName(testID, i+1), l.Name)
 		require.Equal(t, testID, l.WorkflowID)
 	}
 	require.NotEqual(t, (*launched)[0].Name, (*launched)[1].Name)
@@ -116,8 +118,8 @@ func TestFailsTwiceThenSucceedsBySignal(t *testing.T) {
 // the nudge ends Failed with a Warning event and a workflow error, never silently.
 func TestPollingFallbackAndGivingUp(t *testing.T) {
 	env, a, rec, launched := setup(t)
-	env.OnActivity(a.RenovateRunStatus, mock.Anything, "ns", mock.Anything).Return(func(_ context.Context, _ string, name string) (renovate.RunStatus, error) {
-		return renovate.RunStatus{Name: name, Done: true, Succeeded: false, Reason: "Failed", Message: "renovate exited 1"}, nil
+	env.OnActivity(a.RenovateRunStatus, mock.Anything, "ns", mock.Anything).Return(func(_ context.Context, _ string, name string) (renovaterun.RunStatus, error) {
+		return renovaterun.RunStatus{Name: name, Done: true, Succeeded: false, Reason: "Failed", Message: "renovate exited 1"}, nil
 	})
 	req := request()
 	req.MaxAttempts = 2
@@ -135,7 +137,7 @@ func TestPollingFallbackAndGivingUp(t *testing.T) {
 	require.NoError(t, qerr)
 	var st State
 	require.NoError(t, v.Get(&st))
-	require.Equal(t, PhaseFailed, st.Phase)
+	require.Equal(t, nudgeapi.PhaseFailed, st.Phase)
 }
 
 // A launch that can never work (no credentials) fails at once with one event.
@@ -148,9 +150,9 @@ func TestLaunchRefusedIsRecorded(t *testing.T) {
 	buildchecktest.New().Register(env)
 	pinRenovate(env)
 	var reasons []string
-	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovateapi.LaunchResult{},
 		temporal.NewNonRetryableApplicationError("no SCM credentials for gitlab.com/org/repo", "NoCredentials", nil)).Once()
-	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovateapi.Outcome) error {
 		reasons = append(reasons, o.Reason)
 		require.True(t, o.Warning)
 		require.Contains(t, o.Message, "no SCM credentials")
@@ -175,11 +177,11 @@ func TestLaunchOfARepositoryTheNamespaceDoesNotOwnIsReported(t *testing.T) {
 	pinRenovate(env)
 	a := &renovate.Activities{}
 	env.RegisterActivity(a)
-	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovateapi.LaunchResult{},
 		temporal.NewNonRetryableApplicationError("namespace tenant does not own repository https://github.com/other/bundle, so nudgeflow neither writes to it "+
 			"nor mints a token for it: no Pipelines as Code Repository in namespace tenant names it. Create a Repository", ownership.ErrorType, nil)).Once()
-	var outcomes []renovate.Outcome
-	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+	var outcomes []renovateapi.Outcome
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovateapi.Outcome) error {
 		outcomes = append(outcomes, o)
 		return nil
 	})
@@ -199,7 +201,7 @@ func TestEarlySignalIsKept(t *testing.T) {
 	req := request()
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Succeeded: true})
 	}, 0)
 	env.ExecuteWorkflow(Workflow, req)
 	require.NoError(t, env.GetWorkflowError())
@@ -210,12 +212,12 @@ func TestEarlySignalIsKept(t *testing.T) {
 // ends there, one run, not a failure, and nothing is launched again.
 func TestRunHeldByChangeGroupEndsTheNudge(t *testing.T) {
 	env, _, rec, launched := setup(t)
-	res := endFirstRun(t, env, renovate.RunStatus{HeldBy: "bundle-update", Reason: renovate.ReasonHeldByChangeGroup})
-	require.Equal(t, PhaseHeldByChangeGroup, res.Phase)
+	res := endFirstRun(t, env, renovaterun.RunStatus{HeldBy: "bundle-update", Reason: renovaterun.ReasonHeldByChangeGroup})
+	require.Equal(t, nudgeapi.PhaseHeldByChangeGroup, res.Phase)
 	require.Contains(t, res.Reason, "bundle-update")
 	require.Equal(t, 1, res.Attempts)
 	require.Len(t, *launched, 1, "no second run")
-	require.Equal(t, []string{ReasonHeld}, rec.reasons)
+	require.Equal(t, []string{reasonHeld}, rec.reasons)
 }
 
 // A held run whose build no group took (the group ended in between) was never
@@ -227,17 +229,17 @@ func TestRunHeldAndReturnedIsTriedAgain(t *testing.T) {
 	req.MaxAttempts = 1
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Reason: renovate.ReasonHeldReturned})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Reason: renovaterun.ReasonHeldReturned})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 2), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 2), Done: true, Succeeded: true})
 	}, 10*time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res nudgeapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, *launched, 2)
 	require.Equal(t, []string{ReasonRunFailed, ReasonSucceeded}, rec.reasons)
 }
@@ -248,8 +250,8 @@ func TestRunHeldAndReturnedIsTriedAgain(t *testing.T) {
 func TestCancelledRunEndsTheNudge(t *testing.T) {
 	env, _, rec, launched := setup(t)
 	outcomes := &rec.outcomes
-	res := endFirstRun(t, env, renovate.RunStatus{Cancelled: true, Reason: "Cancelled", Message: "PipelineRun was cancelled"})
-	require.Equal(t, PhaseCancelled, res.Phase)
+	res := endFirstRun(t, env, renovaterun.RunStatus{Cancelled: true, Reason: "Cancelled", Message: "PipelineRun was cancelled"})
+	require.Equal(t, nudgeapi.PhaseCancelled, res.Phase)
 	require.Equal(t, 1, res.Attempts)
 	require.Len(t, *launched, 1, "no second run")
 	require.Len(t, *outcomes, 1)
@@ -262,16 +264,16 @@ func TestCancelledRunEndsTheNudge(t *testing.T) {
 
 // endFirstRun runs the nudge whose first Renovate run ends with status (signalled
 // a minute in, never polled) and returns its result once it completed without error.
-func endFirstRun(t *testing.T, env *testsuite.TestWorkflowEnvironment, status renovate.RunStatus) Result {
+func endFirstRun(t *testing.T, env *testsuite.TestWorkflowEnvironment, status renovaterun.RunStatus) nudgeapi.Result {
 	t.Helper()
 	req := request()
 	req.PollInterval = 24 * time.Hour
-	status.Name, status.Done = renovate.RunName(testID, 1), true
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRunFinished, status) }, time.Minute)
+	status.Name, status.Done = renovateapi.RunName(testID, 1), true
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(nudgeapi.SignalRunFinished, status) }, time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res nudgeapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
 	return res
 }
@@ -287,10 +289,10 @@ func TestSupersededAtLaunchEndsTheNudge(t *testing.T) {
 	env.RegisterActivity(a)
 	buildchecktest.New().Register(env)
 	pinRenovate(env)
-	var outcomes []renovate.Outcome
-	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovate.LaunchResult{},
-		temporal.NewNonRetryableApplicationError("a newer build of operand already nudges bundle", renovate.ErrorTypeSuperseded, nil, "renovate-nudge-newer-1")).Once()
-	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovate.Outcome) error {
+	var outcomes []renovateapi.Outcome
+	env.OnActivity(a.LaunchRenovate, mock.Anything, mock.Anything).Return(renovateapi.LaunchResult{},
+		temporal.NewNonRetryableApplicationError("a newer build of operand already nudges bundle", renovateapi.ErrorTypeSuperseded, nil, "renovate-nudge-newer-1")).Once()
+	env.OnActivity(a.RecordNudgeOutcome, mock.Anything, mock.Anything).Return(func(_ context.Context, o renovateapi.Outcome) error {
 		outcomes = append(outcomes, o)
 		return nil
 	})
@@ -298,9 +300,9 @@ func TestSupersededAtLaunchEndsTheNudge(t *testing.T) {
 	req.BuiltAt = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	env.ExecuteWorkflow(Workflow, req)
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res nudgeapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, PhaseSuperseded, res.Phase)
+	require.Equal(t, nudgeapi.PhaseSuperseded, res.Phase)
 	require.Len(t, outcomes, 1)
 	require.Equal(t, ReasonSuperseded, outcomes[0].Reason)
 	require.False(t, outcomes[0].Warning)
@@ -312,8 +314,8 @@ func TestSupersededAtLaunchEndsTheNudge(t *testing.T) {
 // Cancelled, and is not launched again.
 func TestSupersededRunEndsTheNudge(t *testing.T) {
 	env, _, rec, launched := setup(t)
-	res := endFirstRun(t, env, renovate.RunStatus{SupersededBy: "renovate-nudge-newer-1", Reason: "Cancelled", Message: "PipelineRun was cancelled"})
-	require.Equal(t, PhaseSuperseded, res.Phase)
+	res := endFirstRun(t, env, renovaterun.RunStatus{SupersededBy: "renovate-nudge-newer-1", Reason: "Cancelled", Message: "PipelineRun was cancelled"})
+	require.Equal(t, nudgeapi.PhaseSuperseded, res.Phase)
 	require.Len(t, *launched, 1, "no second run")
 	require.Equal(t, []string{ReasonSuperseded}, rec.reasons)
 	require.False(t, rec.outcomes[0].Warning)
@@ -330,13 +332,13 @@ func TestRunItsStepFoundSupersededEndsTheNudge(t *testing.T) {
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
 		started = append(started, info.ActivityType.Name)
 	})
-	plr, _ := renovate.PipelineRunFor(&renovate.Activities{}, renovate.LaunchRequest{Name: renovate.RunName(testID, 1), Namespace: "tenant"},
+	plr, _ := renovate.PipelineRunFor(&renovate.Activities{}, renovateapi.LaunchRequest{Name: renovateapi.RunName(testID, 1), Namespace: "tenant"},
 		false, false, renovate.BranchCheck{})
 	plr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-	plr.Status.Results = []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome,
-		Value: *tektonv1.NewStructuredValues(renovate.OutcomeSuperseded + ":renovate-nudge-newer-1")}}
-	res := endFirstRun(t, env, renovate.StatusOf(plr))
-	require.Equal(t, PhaseSuperseded, res.Phase, res.Reason)
+	plr.Status.Results = []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome,
+		Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeSuperseded + ":renovate-nudge-newer-1")}}
+	res := endFirstRun(t, env, renovaterun.StatusOf(plr))
+	require.Equal(t, nudgeapi.PhaseSuperseded, res.Phase, res.Reason)
 	require.Len(t, *launched, 1, "no second run")
 	require.Equal(t, []string{ReasonSuperseded}, rec.reasons)
 	require.False(t, rec.outcomes[0].Warning)
@@ -352,7 +354,7 @@ func TestLaunchCarriesTheBuildStart(t *testing.T) {
 	req.BuiltAt = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
 	req.PollInterval = 24 * time.Hour
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalRunFinished, renovate.RunStatus{Name: renovate.RunName(testID, 1), Done: true, Succeeded: true})
+		env.SignalWorkflow(nudgeapi.SignalRunFinished, renovaterun.RunStatus{Name: renovateapi.RunName(testID, 1), Done: true, Succeeded: true})
 	}, time.Minute)
 	env.ExecuteWorkflow(Workflow, req)
 	require.NoError(t, env.GetWorkflowError())
@@ -363,8 +365,8 @@ func TestLaunchCarriesTheBuildStart(t *testing.T) {
 // on the nudged Component; a verified build nudges as before.
 func TestBuildIsVerifiedBeforeTheLaunch(t *testing.T) {
 	env, _, rec, launched := setup(t)
-	res := endFirstRun(t, env, renovate.RunStatus{Succeeded: true})
-	require.Equal(t, PhaseSucceeded, res.Phase)
+	res := endFirstRun(t, env, renovaterun.RunStatus{Succeeded: true})
+	require.Equal(t, nudgeapi.PhaseSucceeded, res.Phase)
 	require.Len(t, *launched, 1)
 	require.Len(t, rec.verifier.Asked(), 1)
 	req := rec.verifier.Asked()[0]
@@ -381,9 +383,9 @@ func TestBuildNobodyBuiltIsNotNudged(t *testing.T) {
 	env.ExecuteWorkflow(Workflow, request())
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res nudgeapi.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, PhaseBuildNotVerified, res.Phase)
+	require.Equal(t, nudgeapi.PhaseBuildNotVerified, res.Phase)
 	require.Contains(t, res.Reason, "no build of operand produced sha256:1111")
 	require.Empty(t, *launched, "no Renovate run")
 	require.Empty(t, rec.reasons, "the BuildNotVerified Event is the verification's, no second one")
@@ -391,7 +393,7 @@ func TestBuildNobodyBuiltIsNotNudged(t *testing.T) {
 	require.NoError(t, err)
 	var st State
 	require.NoError(t, v.Get(&st))
-	require.Equal(t, PhaseBuildNotVerified, st.Phase)
+	require.Equal(t, nudgeapi.PhaseBuildNotVerified, st.Phase)
 	require.NotNil(t, st.Verdict)
 	require.False(t, st.Verdict.Verified)
 }

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/nudgeflow/nudgeflow/activities/grouproute"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/replaytest"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -16,7 +17,7 @@ import (
 func TestReplayStoredHistories(t *testing.T) {
 	replaytest.ReplayAll(t, func(r worker.WorkflowReplayer) {
 		r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
-		r.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
+		r.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudgeapi.WorkflowName})
 	})
 }
 

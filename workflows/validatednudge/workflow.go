@@ -25,6 +25,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/grouproute"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/internal/searchattr"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
@@ -57,7 +58,7 @@ func WorkflowID(namespace, from, to string) string {
 }
 
 // Build is a succeeded push build of the source.
-type Build = nudge.Build
+type Build = nudgeapi.Build
 
 // SnapshotResult says a Snapshot of the gating group finished testing. Images are
 // the containerImages of the snapshot's entries for the source component.
@@ -69,7 +70,7 @@ type SnapshotResult struct {
 }
 
 // Tuning is passed through to the Nudge children.
-type Tuning = nudge.Tuning
+type Tuning = nudgeapi.Tuning
 
 // Input starts (or continues) the edge's workflow.
 type Input struct {
@@ -301,7 +302,7 @@ func Workflow(ctx workflow.Context, in Input) error {
 		lastPhase = p
 		if err := workflow.UpsertTypedSearchAttributes(ctx,
 			searchattr.KubeNamespace.ValueSet(in.Namespace),
-			searchattr.NudgeEdge.ValueSet(nudge.Edge(in.From, in.To)),
+			searchattr.NudgeEdge.ValueSet(nudgeapi.Edge(in.From, in.To)),
 			searchattr.NudgingComponent.ValueSet(in.From),
 			searchattr.NudgedComponent.ValueSet(in.To),
 			searchattr.Phase.ValueSet(p)); err != nil {
@@ -426,10 +427,10 @@ func Workflow(ctx workflow.Context, in Input) error {
 		}
 		if child != nil {
 			sel.AddFuture(child, func(f workflow.Future) {
-				var res nudge.Result
+				var res nudgeapi.Result
 				err := f.Get(ctx, &res)
 				rec := NudgeRecord{Digest: st.Running.Digest, BuiltAt: st.Running.BuiltAt,
-					WorkflowID: nudge.WorkflowID(in.Namespace, st.Running.BuildUID, in.To), Phase: res.Phase}
+					WorkflowID: nudgeapi.WorkflowID(in.Namespace, st.Running.BuildUID, in.To), Phase: res.Phase}
 				var already *temporal.ChildWorkflowExecutionAlreadyStartedError
 				switch {
 				case err == nil:
@@ -437,7 +438,7 @@ func Workflow(ctx workflow.Context, in Input) error {
 					rec.Phase = "AlreadyStarted"
 				default:
 					if rec.Phase == "" {
-						rec.Phase = nudge.PhaseFailed
+						rec.Phase = nudgeapi.PhaseFailed
 					}
 					log.Warn("nudge ended in failure", "digest", rec.Digest, "error", err)
 				}
@@ -473,7 +474,7 @@ const HistoryShape = versionFailedSnapshotGrace
 // The refusal's Event goes on the target Component.
 func verifyBuild(ctx workflow.Context, in Input, b Build) buildcheck.Verdict {
 	var verifier *buildcheck.Activities // nil: its method value names the activity
-	req := nudge.VerifyRequest(nudge.Request{Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Build: b}, workflow.GetInfo(ctx).WorkflowExecution.ID)
+	req := nudge.VerifyRequest(nudgeapi.Request{Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Build: b}, workflow.GetInfo(ctx).WorkflowExecution.ID)
 	actx := workflow.WithActivityOptions(ctx, buildcheck.Options("verify that the cluster built "+in.From+"@"+b.Digest))
 	var v buildcheck.Verdict
 	if err := workflow.ExecuteActivity(actx, verifier.VerifyBuild, req).Get(ctx, &v); err != nil {
@@ -517,16 +518,16 @@ func batch(ctx workflow.Context, in Input, b Build) *NudgeRecord {
 }
 
 func startNudge(ctx workflow.Context, in Input, b Build) workflow.ChildWorkflowFuture {
-	req := nudge.Request{Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Mode: "validated", Build: b, Tuning: in.Tuning}
+	req := nudgeapi.Request{Namespace: in.Namespace, Nudging: in.From, Nudged: in.To, Mode: "validated", Build: b, Tuning: in.Tuning}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            nudge.WorkflowID(in.Namespace, b.BuildUID, in.To),
+		WorkflowID:            nudgeapi.WorkflowID(in.Namespace, b.BuildUID, in.To),
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		// A running Renovate nudge outlives this workflow's run boundary.
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		TypedSearchAttributes: temporal.NewSearchAttributes(nudge.SearchAttributes(req, nudge.PhaseLaunching)...),
+		TypedSearchAttributes: temporal.NewSearchAttributes(nudgeapi.SearchAttributes(req, nudgeapi.PhaseLaunching)...),
 		StaticSummary:         fmt.Sprintf("validated nudge of %s to %s", in.To, b.PullSpec),
 	})
-	return workflow.ExecuteChildWorkflow(cctx, nudge.WorkflowName, req)
+	return workflow.ExecuteChildWorkflow(cctx, nudgeapi.WorkflowName, req)
 }
 
 func shouldContinueAsNew(ctx workflow.Context, in Input) bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck"
 	"github.com/nudgeflow/nudgeflow/activities/buildcheck/buildchecktest"
 	"github.com/nudgeflow/nudgeflow/activities/grouproute"
+	"github.com/nudgeflow/nudgeflow/contracts/nudgeapi"
 	"github.com/nudgeflow/nudgeflow/workflows/nudge"
 )
 
@@ -86,7 +87,7 @@ func runInput(t *testing.T, in Input, cluster *buildchecktest.Fake, nudgeTakes t
 	env.SetStartTime(t0)
 	cluster.Register(env)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: WorkflowID("ns", "operand", "bundle")})
-	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
+	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudgeapi.WorkflowName})
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(func(_ context.Context, req grouproute.Request) (grouproute.Result, error) {
 		if group == "" {
@@ -95,11 +96,11 @@ func runInput(t *testing.T, in Input, cluster *buildchecktest.Fake, nudgeTakes t
 		return grouproute.Result{ChangeGroup: group, WorkflowID: "changegroup/ns/" + group + "/uid"}, nil
 	}, activity.RegisterOptions{Name: grouproute.Activity})
 	var nudged []string
-	call := env.OnWorkflow(nudge.WorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, req nudge.Request) (nudge.Result, error) {
+	call := env.OnWorkflow(nudgeapi.WorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, req nudgeapi.Request) (nudgeapi.Result, error) {
 		nudged = append(nudged, req.Digest)
 		require.Equal(t, "validated", req.Mode)
 		require.Equal(t, "bundle", req.Nudged)
-		return nudge.Result{Phase: nudge.PhaseSucceeded, Digest: req.Digest}, nil
+		return nudgeapi.Result{Phase: nudgeapi.PhaseSucceeded, Digest: req.Digest}, nil
 	})
 	if nudgeTakes > 0 {
 		call.After(nudgeTakes)
@@ -147,7 +148,7 @@ func TestPassedSnapshotNudgesExactlyThatDigest(t *testing.T) {
 	})
 	require.Equal(t, []string{build(1).Digest}, nudged)
 	require.Len(t, st.Nudges, 1)
-	require.Equal(t, nudge.PhaseSucceeded, st.Nudges[0].Phase)
+	require.Equal(t, nudgeapi.PhaseSucceeded, st.Nudges[0].Phase)
 }
 
 func TestNewerBuildSupersedesPendingOne(t *testing.T) {
@@ -190,7 +191,7 @@ func TestSnapshotBeforeBuildIsRemembered(t *testing.T) {
 func TestContinueAsNewCarriesState(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudge.WorkflowName})
+	env.RegisterWorkflowWithOptions(nudge.Workflow, workflow.RegisterOptions{Name: nudgeapi.WorkflowName})
 	env.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
 	buildchecktest.New().Register(env)
 	env.SetContinueAsNewSuggested(true)

@@ -23,8 +23,8 @@ import (
 // Log formats. The long-running processes (bridge, worker, receiver) log JSON by default,
 // for a log collector; the commands a person runs at a terminal log text.
 const (
-	LogFormatJSON = "json"
-	LogFormatText = "text"
+	logFormatJSON = "json"
+	logFormatText = "text"
 )
 
 // jsonByDefault are the commands whose logs a collector reads.
@@ -69,19 +69,19 @@ func (f *logFlags) handler(command string, w io.Writer) (slog.Handler, error) {
 	}
 	format := f.format
 	if format == "" {
-		format = LogFormatText
+		format = logFormatText
 		if jsonByDefault[command] {
-			format = LogFormatJSON
+			format = logFormatJSON
 		}
 	}
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: redactSecrets}
 	switch format {
-	case LogFormatJSON:
+	case logFormatJSON:
 		return slog.NewJSONHandler(w, opts), nil
-	case LogFormatText:
+	case logFormatText:
 		return slog.NewTextHandler(w, opts), nil
 	}
-	return nil, fmt.Errorf("--log-format=%q: want %s or %s", f.format, LogFormatJSON, LogFormatText)
+	return nil, fmt.Errorf("--log-format=%q: want %s or %s", f.format, logFormatJSON, logFormatText)
 }
 
 func parseLogLevel(s string) (slog.Level, error) {

@@ -39,15 +39,15 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
-// APIBase is the API root of a Forgejo or Gitea host (build-service's Renovate endpoint
+// apiBase is the API root of a Forgejo or Gitea host (build-service's Renovate endpoint
 // is the same https://<host>/api/v1/).
-func APIBase(repo forge.Repo) string { return repo.Scheme + "://" + repo.Host + "/api/v1" }
+func apiBase(repo forge.Repo) string { return repo.Scheme + "://" + repo.Host + "/api/v1" }
 
-// DefaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero: the contents
+// defaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero: the contents
 // API clones the repository and runs the push hooks server-side, which is slower than
 // a GitHub write, and one request must stay under the sync activity's one-minute
 // heartbeat timeout.
-const DefaultTimeout = 50 * time.Second
+const defaultTimeout = 50 * time.Second
 
 // Client is a forge.Forge for one Forgejo or Gitea repository.
 type Client struct {
@@ -70,7 +70,7 @@ var _ forge.Forge = (*Client)(nil)
 
 // New returns a Client authenticating with a token (an access token of the bot user).
 func New(o forge.ClientOptions) (*Client, error) {
-	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, func(r *http.Request) {
+	hc, tr, err := forge.HTTPClient(o, defaultTimeout, func(r *http.Request) {
 		if isReceivePack(r) {
 			// git's smart HTTP takes the token as a basic-auth password (the user
 			// name is not checked); the token stays in this closure, never in a URL.
@@ -482,7 +482,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) (int,
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, APIBase(c.repo)+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, apiBase(c.repo)+path, body)
 	if err != nil {
 		return 0, err
 	}

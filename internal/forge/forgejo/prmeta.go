@@ -106,7 +106,7 @@ func (c *Client) EnableAutoMerge(ctx context.Context, pr forge.PR) (bool, error)
 	if _, err := c.do(ctx, http.MethodGet, "/version", nil, &v); err != nil {
 		return false, err
 	}
-	if !AutoMergeDeletesBranch(v.Version) {
+	if !autoMergeDeletesBranch(v.Version) {
 		return false, nil
 	}
 	r, resp, err := c.with(ctx).GetRepo(c.repo.Owner, c.repo.Name)
@@ -133,10 +133,10 @@ func (c *Client) EnableAutoMerge(ctx context.Context, pr forge.PR) (bool, error)
 	return true, nil
 }
 
-// AutoMergeDeletesBranch is Renovate's version gate for Gitea-native automerge:
+// autoMergeDeletesBranch is Renovate's version gate for Gitea-native automerge:
 // Gitea 1.24.0 or newer, Forgejo (a version with "gitea-" in it, Renovate's test)
 // 10.0.0 or newer.
-func AutoMergeDeletesBranch(version string) bool {
+func autoMergeDeletesBranch(version string) bool {
 	v := strings.TrimPrefix(strings.TrimSpace(version), "v")
 	forgejo := strings.Contains(v, "gitea-")
 	major, minor := leadingVersion(v)

@@ -14,8 +14,8 @@ import (
 
 // Pull requests, their comments and the commit statuses CI writes on them.
 
-// DraftPrefix is the title prefix that makes a pull request a draft (work in progress).
-const DraftPrefix = "WIP: "
+// draftPrefix is the title prefix that makes a pull request a draft (work in progress).
+const draftPrefix = "WIP: "
 
 // draftPrefixes are the prefixes a draft title may start with: the servers' defaults,
 // and GitLab's spelling, which admins often add.
@@ -163,7 +163,7 @@ func (c *Client) BranchPRs(ctx context.Context, branch string, max int) ([]forge
 func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
 	title := in.Title
 	if in.Draft && !IsDraftTitle(title) {
-		title = DraftPrefix + title
+		title = draftPrefix + title
 	}
 	labels, err := c.labelIDs(ctx, in.Labels)
 	if err != nil {

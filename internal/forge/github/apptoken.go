@@ -55,9 +55,9 @@ func permissionsKey(p *gh.InstallationPermissions) string {
 	return fmt.Sprintf("checks:%s,contents:%s,pull_requests:%s,statuses:%s", p.GetChecks(), p.GetContents(), p.GetPullRequests(), p.GetStatuses())
 }
 
-// RefreshBefore is how long before its expiry a cached token is replaced: no
+// refreshBefore is how long before its expiry a cached token is replaced: no
 // activity starts a request with a token that may expire before it answers.
-const RefreshBefore = 5 * time.Minute
+const refreshBefore = 5 * time.Minute
 
 // AppToken is an installation token for one repository.
 type AppToken struct {
@@ -109,9 +109,9 @@ func (t *AppTokens) Token(ctx context.Context, repo forge.Repo, app forge.App, b
 	if err != nil {
 		return AppToken{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("github app: %v", err), "InvalidRepository", nil)
 	}
-	rest, _ := Endpoints(repo)
+	rest, _ := endpoints(repo)
 	k := tokenKey{api: rest, app: app.ID, key: sha256.Sum256(app.PrivateKey), repo: repoKey, perms: TokenPermissions()}
-	minLife = max(minLife, RefreshBefore)
+	minLife = max(minLife, refreshBefore)
 	t.mu.Lock()
 	cached, ok := t.cache[k]
 	t.mu.Unlock()
@@ -163,8 +163,8 @@ func mint(ctx context.Context, repo forge.Repo, repoKey string, app forge.App, b
 	if err != nil {
 		return AppToken{}, errors.New("github app: private key is not a valid RSA PEM key")
 	}
-	rest, _ := Endpoints(repo)
-	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(&http.Client{Transport: atr, Timeout: DefaultTimeout}), gh.WithDisableRateLimitCheck()}
+	rest, _ := endpoints(repo)
+	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(&http.Client{Transport: atr, Timeout: defaultTimeout}), gh.WithDisableRateLimitCheck()}
 	if repo.Host != "github.com" {
 		opts = append(opts, gh.WithEnterpriseURLs(rest, rest))
 	}

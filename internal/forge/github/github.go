@@ -23,9 +23,9 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
-// Endpoints returns the REST base and the GraphQL URL for a host: api.github.com for
+// endpoints returns the REST base and the GraphQL URL for a host: api.github.com for
 // github.com, GitHub Enterprise paths (/api/v3/, /api/graphql) for any other host.
-func Endpoints(repo forge.Repo) (rest, graphql string) {
+func endpoints(repo forge.Repo) (rest, graphql string) {
 	if repo.Host == "github.com" {
 		return "https://api.github.com/", "https://api.github.com/graphql"
 	}
@@ -33,8 +33,8 @@ func Endpoints(repo forge.Repo) (rest, graphql string) {
 	return base + "/api/v3/", base + "/api/graphql"
 }
 
-// DefaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero.
-const DefaultTimeout = 30 * time.Second
+// defaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero.
+const defaultTimeout = 30 * time.Second
 
 // Client is a forge.Forge for one GitHub repository.
 type Client struct {
@@ -59,11 +59,11 @@ func New(o forge.ClientOptions) (*Client, error) {
 		fails.base = http.DefaultTransport
 	}
 	o.Transport = fails
-	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+o.Token) })
+	hc, tr, err := forge.HTTPClient(o, defaultTimeout, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+o.Token) })
 	if err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
-	rest, gql := Endpoints(o.Repo)
+	rest, gql := endpoints(o.Repo)
 	opts := []gh.ClientOptionsFunc{gh.WithHTTPClient(hc), gh.WithDisableRateLimitCheck()}
 	if o.Repo.Host != "github.com" {
 		opts = append(opts, gh.WithEnterpriseURLs(rest, rest))

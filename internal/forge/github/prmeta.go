@@ -62,15 +62,15 @@ func (c *Client) EnableAutoMerge(ctx context.Context, pr forge.PR) (bool, error)
 	return true, nil
 }
 
-// WebCommitter is the committer GitHub records on a commit made through its API
+// webCommitter is the committer GitHub records on a commit made through its API
 // that names none (a platform-native commit).
-var WebCommitter = forge.Signature{Name: "GitHub", Email: "noreply@github.com"}
+var webCommitter = forge.Signature{Name: "GitHub", Email: "noreply@github.com"}
 
 // BotCommitter is GitHub's own committer for native commits (zero otherwise: a
 // commit names its committer, the bot).
 func (c *Client) BotCommitter() forge.Signature {
 	if c.native {
-		return WebCommitter
+		return webCommitter
 	}
 	return forge.Signature{}
 }

@@ -22,31 +22,31 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 )
 
-// DraftPrefix marks a merge request as draft. Every GitLab version since 13.2
+// draftPrefix marks a merge request as draft. Every GitLab version since 13.2
 // honours it; the `draft` attribute of the API came later, so nudgeflow writes the
 // prefix and reads both.
-const DraftPrefix = "Draft: "
+const draftPrefix = "Draft: "
 
 // draftTitle is GitLab's draft title rule (MergeRequest::DRAFT_REGEX): "[Draft]",
 // "(Draft)" or "Draft:" at the start, case-insensitive.
 var draftTitle = regexp.MustCompile(`(?i)^\s*(\[draft\]|\(draft\)|draft:)\s*`)
 
-// IsDraftTitle reports whether GitLab treats a title as a draft's.
-func IsDraftTitle(title string) bool { return draftTitle.MatchString(title) }
+// isDraftTitle reports whether GitLab treats a title as a draft's.
+func isDraftTitle(title string) bool { return draftTitle.MatchString(title) }
 
-// ReadyTitle is title without its draft prefixes.
-func ReadyTitle(title string) string {
+// readyTitle is title without its draft prefixes.
+func readyTitle(title string) string {
 	for draftTitle.MatchString(title) {
 		title = draftTitle.ReplaceAllString(title, "")
 	}
 	return title
 }
 
-// Endpoint is the API root of a host: <scheme>://<host>/api/v4/.
-func Endpoint(repo forge.Repo) string { return repo.Scheme + "://" + repo.Host + "/api/v4/" }
+// endpoint is the API root of a host: <scheme>://<host>/api/v4/.
+func endpoint(repo forge.Repo) string { return repo.Scheme + "://" + repo.Host + "/api/v4/" }
 
-// DefaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero.
-const DefaultTimeout = 30 * time.Second
+// defaultTimeout bounds each HTTP request when ClientOptions.Timeout is zero.
+const defaultTimeout = 30 * time.Second
 
 // Client is a forge.Forge for one GitLab project.
 type Client struct {
@@ -66,11 +66,11 @@ var _ forge.Forge = (*Client)(nil)
 // token; an empty o.Bot is the token's user (GET /user).
 func New(ctx context.Context, o forge.ClientOptions) (*Client, error) {
 	// The token travels in PRIVATE-TOKEN, set by the library: nothing to authorize here.
-	hc, tr, err := forge.HTTPClient(o, DefaultTimeout, nil)
+	hc, tr, err := forge.HTTPClient(o, defaultTimeout, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab: %w", err)
 	}
-	api, err := gl.NewClient(o.Token, gl.WithBaseURL(Endpoint(o.Repo)), gl.WithHTTPClient(hc),
+	api, err := gl.NewClient(o.Token, gl.WithBaseURL(endpoint(o.Repo)), gl.WithHTTPClient(hc),
 		// Retries are Temporal's (with the server's delay), never the library's.
 		gl.WithoutRetries())
 	if err != nil {
@@ -280,7 +280,7 @@ func (c *Client) PRFiles(ctx context.Context, number int) ([]forge.ChangedFile, 
 func toPR(m *gl.BasicMergeRequest) forge.PR {
 	pr := forge.PR{Number: int(m.IID), URL: m.WebURL, Title: m.Title, Body: m.Description,
 		Open: m.State == "opened", Merged: m.State == "merged",
-		Draft: m.Draft || IsDraftTitle(m.Title), // the title: servers older than the draft field
+		Draft: m.Draft || isDraftTitle(m.Title), // the title: servers older than the draft field
 		Head:  m.SourceBranch, HeadSHA: m.SHA, Base: m.TargetBranch, Author: author(m)}
 	if pr.Merged {
 		pr.MergeCommitSHA = mergeCommit(m)
@@ -350,8 +350,8 @@ func (c *Client) BranchPRs(ctx context.Context, branch string, max int) ([]forge
 // CreatePR opens a merge request; a draft gets the "Draft:" title prefix.
 func (c *Client) CreatePR(ctx context.Context, in forge.NewPR) (forge.PR, error) {
 	title := in.Title
-	if in.Draft && !IsDraftTitle(title) {
-		title = DraftPrefix + title
+	if in.Draft && !isDraftTitle(title) {
+		title = draftPrefix + title
 	}
 	m, resp, err := c.api.MergeRequests.CreateMergeRequest(c.pid, &gl.CreateMergeRequestOptions{
 		Title: new(title), Description: new(in.Body), SourceBranch: new(in.Head), TargetBranch: new(in.Base)}, gl.WithContext(ctx))
@@ -379,7 +379,7 @@ func (c *Client) EditPR(ctx context.Context, number int, body *string, open *boo
 // description. GitLab sends one update event without oldrev, which Pipelines as
 // Code does not build (pkg/provider/gitlab/detect.go).
 func (c *Client) MarkReady(ctx context.Context, pr forge.PR, body *string) error {
-	opt := &gl.UpdateMergeRequestOptions{Title: new(ReadyTitle(pr.Title)), Description: body}
+	opt := &gl.UpdateMergeRequestOptions{Title: new(readyTitle(pr.Title)), Description: body}
 	_, resp, err := c.api.MergeRequests.UpdateMergeRequest(c.pid, int64(pr.Number), opt, gl.WithContext(ctx))
 	if err != nil {
 		return classify(fmt.Sprintf("marking merge request !%d ready", pr.Number), err, resp)

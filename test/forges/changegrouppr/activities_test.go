@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
@@ -35,14 +36,14 @@ func setup(t *testing.T) *fixture {
 	return &fixture{activityRunner: newActivityRunner(t, changegrouppr.Config{Bot: bot}, scmSecret{"scm", "nudgeflow", token}, emu.URL()+"/org/bundle"), emu: emu}
 }
 
-func (f *fixture) request(mode changegrouppr.Mode, ready ...string) changegrouppr.SyncRequest {
-	return newRequest(changegrouppr.Repo{Provider: "github", URL: f.emu.URL() + "/org/bundle", Namespace: "tenant"}, mode, ready...)
+func (f *fixture) request(mode changegroupprapi.Mode, ready ...string) changegroupprapi.SyncRequest {
+	return newRequest(changegroupprapi.Repo{Provider: "github", URL: f.emu.URL() + "/org/bundle", Namespace: "tenant"}, mode, ready...)
 }
 
 // newRequest is the tests' sync request for repo: three rows (operator, operand-a,
 // operand-b), the named ones ready with fixed new digests, on one branch.
-func newRequest(repo changegrouppr.Repo, mode changegrouppr.Mode, ready ...string) changegrouppr.SyncRequest {
-	rows := []changegrouppr.Row{
+func newRequest(repo changegroupprapi.Repo, mode changegroupprapi.Mode, ready ...string) changegroupprapi.SyncRequest {
+	rows := []changegroupprapi.Row{
 		{Component: "operator", Image: "quay.io/org/op", Current: old["op"], State: "Waiting"},
 		{Component: "operand-a", Image: "quay.io/org/operand-a", Current: old["a"], State: "Waiting"},
 		{Component: "operand-b", Image: "quay.io/org/operand-b", Current: old["b"], State: "Waiting"},
@@ -55,7 +56,7 @@ func newRequest(repo changegrouppr.Repo, mode changegrouppr.Mode, ready ...strin
 			}
 		}
 	}
-	return changegrouppr.SyncRequest{
+	return changegroupprapi.SyncRequest{
 		Repo:   repo,
 		Branch: "konflux/changegroup/cg1", Namespace: "tenant", ChangeGroup: "cg1", NudgedComponent: "bundle",
 		ChangeGroupURL: "https://konflux.example/cg1", Rows: rows, Mode: mode,
@@ -69,11 +70,11 @@ func (f *fixture) csv() string {
 
 func TestHoldThenRelease(t *testing.T) {
 	f := setup(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	p, _ := f.emu.PR("org", "bundle", o.PR.Number)
 	head, _ := f.emu.Head("org", "bundle", req.Branch)
-	if o.State != changegrouppr.PROpen || !o.Draft || !p.Draft || !o.HeadHasSkipMarker || !strings.Contains(head.Message, "[skip ci]") ||
+	if o.State != changegroupprapi.PROpen || !o.Draft || !p.Draft || !o.HeadHasSkipMarker || !strings.Contains(head.Message, "[skip ci]") ||
 		!strings.Contains(p.Body, "\n[skip ci]\n") || o.HumanEdits || o.MarkedReadyByHuman || o.PR.LastPushedSHA != head.SHA {
 		t.Fatalf("first sync: %+v\nPR %+v", o, p)
 	}
@@ -85,11 +86,11 @@ func TestHoldThenRelease(t *testing.T) {
 	}
 
 	// Three successive syncs with more ready rows and a newer operator digest.
-	for _, r := range []changegrouppr.SyncRequest{f.request(changegrouppr.ModeHold, "operator", "operand-a"), f.request(changegrouppr.ModeHold, "operator", "operand-a")} {
+	for _, r := range []changegroupprapi.SyncRequest{f.request(changegroupprapi.ModeHold, "operator", "operand-a"), f.request(changegroupprapi.ModeHold, "operator", "operand-a")} {
 		r.Known = o.PR
 		o = f.sync(r)
 	}
-	r3 := f.request(changegrouppr.ModeHold, "operator", "operand-a", "operand-b")
+	r3 := f.request(changegroupprapi.ModeHold, "operator", "operand-a", "operand-b")
 	r3.Rows[0].New = digest("f")
 	r3.Known = o.PR
 	o = f.sync(r3)
@@ -119,7 +120,7 @@ func TestHoldThenRelease(t *testing.T) {
 
 	// Release: exactly one CI build; a retry adds none.
 	rel := r3
-	rel.Mode = changegrouppr.ModeRelease
+	rel.Mode = changegroupprapi.ModeRelease
 	o = f.sync(rel)
 	if o.Writes != 3 {
 		// The head already holds these digests: description and draft in one GraphQL
@@ -147,8 +148,8 @@ func TestReleaseRetryAfterEachStep(t *testing.T) {
 	// converges with exactly one build.
 	for failAt := range 4 {
 		f := setup(t)
-		o := f.sync(f.request(changegrouppr.ModeHold, "operator", "operand-a"))
-		rel := f.request(changegrouppr.ModeRelease, "operator", "operand-a", "operand-b")
+		o := f.sync(f.request(changegroupprapi.ModeHold, "operator", "operand-a"))
+		rel := f.request(changegroupprapi.ModeRelease, "operator", "operand-a", "operand-b")
 		rel.Known = o.PR
 		f.emu.FailWrite(failAt, http.StatusBadGateway)
 		if _, err := f.trySync(rel); err == nil {
@@ -166,13 +167,13 @@ func TestReleaseRetryAfterEachStep(t *testing.T) {
 
 func TestHumanCommitThenRebase(t *testing.T) {
 	f := setup(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	humanSHA, err := f.emu.HumanCommit("org", "bundle", req.Branch, human, map[string]string{"extra.txt": "mine\n"}, "my fix")
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := f.request(changegrouppr.ModeHold, "operator", "operand-a")
+	next := f.request(changegroupprapi.ModeHold, "operator", "operand-a")
 	next.Known = o.PR
 	for range 3 {
 		o = f.sync(next)
@@ -209,7 +210,7 @@ func TestHumanCommitThenRebase(t *testing.T) {
 
 func TestDescriptionEditAndCheckboxes(t *testing.T) {
 	f := setup(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	p, _ := f.emu.PR("org", "bundle", o.PR.Number)
 	_ = f.emu.EditBody("org", "bundle", o.PR.Number, strings.Replace(p.Body, "- [ ] release now", "- [x] release now", 1))
@@ -221,7 +222,7 @@ func TestDescriptionEditAndCheckboxes(t *testing.T) {
 	// is kept through re-renders and never pauses the group.
 	p, _ = f.emu.PR("org", "bundle", o.PR.Number)
 	_ = f.emu.EditBody("org", "bundle", o.PR.Number, "Note from a person\n\n"+p.Body+"\n\n<!-- coverage-bot -->\nCoverage 81%")
-	if o = f.sync(f.request(changegrouppr.ModeHold, "operator", "operand-a")); o.HumanEdits {
+	if o = f.sync(f.request(changegroupprapi.ModeHold, "operator", "operand-a")); o.HumanEdits {
 		t.Fatalf("text outside the section paused the group: %+v", o)
 	}
 	p, _ = f.emu.PR("org", "bundle", o.PR.Number)
@@ -245,7 +246,7 @@ func TestDescriptionEditAndCheckboxes(t *testing.T) {
 
 func TestMarkedReadyByHuman(t *testing.T) {
 	f := setup(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	_ = f.emu.MarkReady("org", "bundle", o.PR.Number)
 	req.Known = o.PR
@@ -256,25 +257,25 @@ func TestMarkedReadyByHuman(t *testing.T) {
 
 func TestClosedAndMergedObserved(t *testing.T) {
 	f := setup(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	if err := f.emu.MergePR("org", "bundle", o.PR.Number); err != nil {
 		t.Fatal(err)
 	}
-	if obs := f.observe(changegrouppr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR}); obs.State != changegrouppr.PRMerged {
+	if obs := f.observe(changegroupprapi.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR}); obs.State != changegroupprapi.PRMerged {
 		t.Fatalf("observe merged: %+v", obs)
 	}
 	req.Known = o.PR
-	if o2 := f.sync(req); o2.State != changegrouppr.PRMerged || o2.Writes != 0 {
+	if o2 := f.sync(req); o2.State != changegroupprapi.PRMerged || o2.Writes != 0 {
 		t.Fatalf("sync on merged: %+v", o2)
 	}
 
 	g := setup(t)
-	req = g.request(changegrouppr.ModeHold, "operator")
+	req = g.request(changegroupprapi.ModeHold, "operator")
 	o = g.sync(req)
-	closeReq := changegrouppr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "ChangeGroup cg1 was cancelled."}
+	closeReq := changegroupprapi.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "ChangeGroup cg1 was cancelled."}
 	for range 2 {
-		if obs := g.close(closeReq); obs.State != changegrouppr.PRClosed {
+		if obs := g.close(closeReq); obs.State != changegroupprapi.PRClosed {
 			t.Fatalf("close: %+v", obs)
 		}
 	}
@@ -285,5 +286,5 @@ func TestClosedAndMergedObserved(t *testing.T) {
 
 func TestErrorsClassifiedWithoutToken(t *testing.T) {
 	f := setup(t)
-	f.checkErrorsClassified(f.request(changegrouppr.ModeHold, "operator"), f.emu.FailNext, "GitHub422", token)
+	f.checkErrorsClassified(f.request(changegroupprapi.ModeHold, "operator"), f.emu.FailNext, "GitHub422", token)
 }

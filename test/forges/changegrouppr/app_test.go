@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
@@ -46,17 +47,17 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 	runner := newActivityEnv(t, changegrouppr.Config{AppTokens: &ghforge.AppTokens{}}, emu.URL()+"/org/bundle", appSecret)
 	env := runner.env
 
-	req := changegrouppr.SyncRequest{
-		Repo:   changegrouppr.Repo{Provider: "github", URL: emu.URL() + "/org/bundle", Namespace: "tenant"},
+	req := changegroupprapi.SyncRequest{
+		Repo:   changegroupprapi.Repo{Provider: "github", URL: emu.URL() + "/org/bundle", Namespace: "tenant"},
 		Branch: "konflux/changegroup/cg1", Namespace: "tenant", ChangeGroup: "cg1", NudgedComponent: "bundle",
-		Rows: []changegrouppr.Row{{Component: "operator", Image: "quay.io/org/op", Current: old["op"], New: digest("9"), State: "Ready"}},
-		Mode: changegrouppr.ModeHold,
+		Rows: []changegroupprapi.Row{{Component: "operator", Image: "quay.io/org/op", Current: old["op"], New: digest("9"), State: "Ready"}},
+		Mode: changegroupprapi.ModeHold,
 	}
-	v, err := env.ExecuteActivity(changegrouppr.SyncActivity, req)
+	v, err := env.ExecuteActivity(changegroupprapi.SyncActivity, req)
 	if err != nil {
 		t.Fatalf("sync as the App: %v", err)
 	}
-	var o changegrouppr.Observed
+	var o changegroupprapi.Observed
 	if err := v.Get(&o); err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +90,14 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 			t.Fatalf("%s as the App: %v", name, err)
 		}
 	}
-	req.Mode, req.Known = changegrouppr.ModeRelease, o.PR
-	run(changegrouppr.SyncActivity, req)
+	req.Mode, req.Known = changegroupprapi.ModeRelease, o.PR
+	run(changegroupprapi.SyncActivity, req)
 	for range 3 {
-		run(changegrouppr.ObserveActivity, changegrouppr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
+		run(changegroupprapi.ObserveActivity, changegroupprapi.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR})
 	}
-	run(changegrouppr.CIActivity, changegrouppr.CIRequest{Repo: req.Repo, Known: o.PR})
-	run(changegrouppr.CommentActivity, changegrouppr.CommentRequest{Repo: req.Repo, Known: o.PR, Key: "ci-not-started", Body: "CI did not start"})
-	run(changegrouppr.CloseActivity, changegrouppr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "cancelled"})
+	run(changegroupprapi.CIActivity, changegroupprapi.CIRequest{Repo: req.Repo, Known: o.PR})
+	run(changegroupprapi.CommentActivity, changegroupprapi.CommentRequest{Repo: req.Repo, Known: o.PR, Key: "ci-not-started", Body: "CI did not start"})
+	run(changegroupprapi.CloseActivity, changegroupprapi.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "cancelled"})
 	mints := emu.TokenMints()
 	if len(mints) != 1 {
 		t.Fatalf("%d tokens minted for 8 activities, want 1: %+v", len(mints), mints)
@@ -123,12 +124,12 @@ func TestGitHubAppTokenScopedToTheRepository(t *testing.T) {
 	// on its ChangeGroup says what to create.
 	writes := len(emu.WritesTo("org", "bundle"))
 	attack := req
-	attack.Repo.Namespace, attack.Namespace, attack.ChangeGroup, attack.Known = "attacker", "attacker", "steal", changegrouppr.PRRef{}
+	attack.Repo.Namespace, attack.Namespace, attack.ChangeGroup, attack.Known = "attacker", "attacker", "steal", changegroupprapi.PRRef{}
 	for _, claim := range []bool{false, true} {
 		if claim {
 			runner.own("attacker", emu.URL()+"/org/bundle.git", time.Now())
 		}
-		_, err := env.ExecuteActivity(changegrouppr.SyncActivity, attack)
+		_, err := env.ExecuteActivity(changegroupprapi.SyncActivity, attack)
 		var ae *temporal.ApplicationError
 		if !errors.As(err, &ae) || ae.Type() != ownership.ErrorType || !ae.NonRetryable() {
 			t.Fatalf("another tenant's sync (claim %v): %v", claim, err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	fjforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	"github.com/nudgeflow/nudgeflow/internal/pac"
@@ -16,10 +16,10 @@ import (
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 )
 
-func (a activityRunner) readCI(req changegrouppr.CIRequest) changegrouppr.CIObserved {
+func (a activityRunner) readCI(req changegroupprapi.CIRequest) changegroupprapi.CIObserved {
 	a.t.Helper()
-	v, err := a.env.ExecuteActivity(changegrouppr.CIActivity, req)
-	var o changegrouppr.CIObserved
+	v, err := a.env.ExecuteActivity(changegroupprapi.CIActivity, req)
+	var o changegroupprapi.CIObserved
 	if err == nil {
 		err = v.Get(&o)
 	}
@@ -29,10 +29,10 @@ func (a activityRunner) readCI(req changegrouppr.CIRequest) changegrouppr.CIObse
 	return o
 }
 
-func (a activityRunner) comment(req changegrouppr.CommentRequest) changegrouppr.CommentResult {
+func (a activityRunner) comment(req changegroupprapi.CommentRequest) changegroupprapi.CommentResult {
 	a.t.Helper()
-	v, err := a.env.ExecuteActivity(changegrouppr.CommentActivity, req)
-	var o changegrouppr.CommentResult
+	v, err := a.env.ExecuteActivity(changegroupprapi.CommentActivity, req)
+	var o changegroupprapi.CommentResult
 	if err == nil {
 		err = v.Get(&o)
 	}
@@ -43,10 +43,10 @@ func (a activityRunner) comment(req changegrouppr.CommentRequest) changegrouppr.
 }
 
 // release holds then releases the group's PR, returning what the release observed.
-func (a activityRunner) release(req func(changegrouppr.Mode, changegrouppr.PRRef) changegrouppr.SyncRequest) changegrouppr.Observed {
+func (a activityRunner) release(req func(changegroupprapi.Mode, changegroupprapi.PRRef) changegroupprapi.SyncRequest) changegroupprapi.Observed {
 	a.t.Helper()
-	o := a.sync(req(changegrouppr.ModeHold, changegrouppr.PRRef{}))
-	return a.sync(req(changegrouppr.ModeRelease, o.PR))
+	o := a.sync(req(changegroupprapi.ModeHold, changegroupprapi.PRRef{}))
+	return a.sync(req(changegroupprapi.ModeRelease, o.PR))
 }
 
 // On GitHub with PaC restricting the bot: the released head waits for approval
@@ -55,19 +55,19 @@ func (a activityRunner) release(req func(changegrouppr.Mode, changegrouppr.PRRef
 func TestReadCIAwaitingApprovalThenStartedOnGitHub(t *testing.T) {
 	f := setup(t)
 	f.emu.RestrictCI("org", "bundle", "maintainer")
-	o := f.release(func(m changegrouppr.Mode, known changegrouppr.PRRef) changegrouppr.SyncRequest {
+	o := f.release(func(m changegroupprapi.Mode, known changegroupprapi.PRRef) changegroupprapi.SyncRequest {
 		r := f.request(m, "operator", "operand-a", "operand-b")
 		r.Known = known
 		return r
 	})
-	repo := f.request(changegrouppr.ModeHold).Repo
-	ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
-	if ci.Started || !ci.AwaitingApproval || ci.Author != "nudgeflow[bot]" || ci.State != changegrouppr.PROpen || ci.SHA != o.HeadSHA ||
+	repo := f.request(changegroupprapi.ModeHold).Repo
+	ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
+	if ci.Started || !ci.AwaitingApproval || ci.Author != "nudgeflow[bot]" || ci.State != changegroupprapi.PROpen || ci.SHA != o.HeadSHA ||
 		ci.Detail != "Pending approval, waiting for an /ok-to-test" {
 		t.Fatalf("after the release: %+v", ci)
 	}
 
-	req := changegrouppr.CommentRequest{Repo: repo, Known: o.PR, Key: "ci-not-started", Body: "CI did not start."}
+	req := changegroupprapi.CommentRequest{Repo: repo, Known: o.PR, Key: "ci-not-started", Body: "CI did not start."}
 	if res := f.comment(req); !res.Posted || res.Writes != 1 {
 		t.Fatalf("first comment: %+v", res)
 	}
@@ -76,7 +76,7 @@ func TestReadCIAwaitingApprovalThenStartedOnGitHub(t *testing.T) {
 	}
 	var ours int
 	for _, c := range f.emu.Comments("org", "bundle", o.PR.Number) {
-		if strings.Contains(c, changegrouppr.CommentMarker("ci-not-started")) {
+		if strings.Contains(c, changegroupprapi.CommentMarker("ci-not-started")) {
 			ours++
 		}
 	}
@@ -87,7 +87,7 @@ func TestReadCIAwaitingApprovalThenStartedOnGitHub(t *testing.T) {
 	if err := f.emu.CommentAs("org", "bundle", o.PR.Number, githubemu.User{Login: "maintainer"}, "/ok-to-test"); err != nil {
 		t.Fatal(err)
 	}
-	ci = f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
+	ci = f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
 	if !ci.Started || ci.AwaitingApproval || !strings.Contains(strings.Join(ci.Names, ","), pac.RunName("bundle-on-pull-request")) {
 		t.Fatalf("after /ok-to-test: %+v", ci)
 	}
@@ -99,13 +99,13 @@ func TestReadCIFromCheckRunsAndNoCommentOnAClosedPR(t *testing.T) {
 	f := setup(t)
 	f.emu.RestrictCI("org", "bundle", "maintainer")
 	f.emu.ReportAsApp("org", "bundle")
-	o := f.release(func(m changegrouppr.Mode, known changegrouppr.PRRef) changegrouppr.SyncRequest {
+	o := f.release(func(m changegroupprapi.Mode, known changegroupprapi.PRRef) changegroupprapi.SyncRequest {
 		r := f.request(m, "operator", "operand-a", "operand-b")
 		r.Known = known
 		return r
 	})
-	repo := f.request(changegrouppr.ModeHold).Repo
-	ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR})
+	repo := f.request(changegroupprapi.ModeHold).Repo
+	ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR})
 	if !ci.AwaitingApproval || ci.Started || ci.SHA != o.HeadSHA ||
 		ci.Detail != "User nudgeflow[bot] is not allowed to trigger CI via pull_request in this repo." {
 		t.Fatalf("the App's check run: %+v", ci)
@@ -113,11 +113,11 @@ func TestReadCIFromCheckRunsAndNoCommentOnAClosedPR(t *testing.T) {
 	if err := f.emu.MergePR("org", "bundle", o.PR.Number); err != nil {
 		t.Fatal(err)
 	}
-	if ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); ci.State != changegrouppr.PRMerged {
+	if ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); ci.State != changegroupprapi.PRMerged {
 		t.Fatalf("merged PR read as %+v", ci)
 	}
 	before := len(f.emu.Comments("org", "bundle", o.PR.Number))
-	if res := f.comment(changegrouppr.CommentRequest{Repo: repo, Known: o.PR, Key: "ci-not-started", Body: "x"}); res.Posted || res.Writes != 0 {
+	if res := f.comment(changegroupprapi.CommentRequest{Repo: repo, Known: o.PR, Key: "ci-not-started", Body: "x"}); res.Posted || res.Writes != 0 {
 		t.Fatalf("commented on a merged PR: %+v", res)
 	}
 	if len(f.emu.Comments("org", "bundle", o.PR.Number)) != before {
@@ -128,12 +128,12 @@ func TestReadCIFromCheckRunsAndNoCommentOnAClosedPR(t *testing.T) {
 // Without a restriction the release's own run reports at once: started.
 func TestReadCIStartedWithoutRestriction(t *testing.T) {
 	f := setup(t)
-	o := f.release(func(m changegrouppr.Mode, known changegrouppr.PRRef) changegrouppr.SyncRequest {
+	o := f.release(func(m changegroupprapi.Mode, known changegroupprapi.PRRef) changegroupprapi.SyncRequest {
 		r := f.request(m, "operator", "operand-a", "operand-b")
 		r.Known = known
 		return r
 	})
-	ci := f.readCI(changegrouppr.CIRequest{Repo: f.request(changegrouppr.ModeHold).Repo, Known: o.PR, SHA: o.HeadSHA})
+	ci := f.readCI(changegroupprapi.CIRequest{Repo: f.request(changegroupprapi.ModeHold).Repo, Known: o.PR, SHA: o.HeadSHA})
 	if !ci.Started || ci.AwaitingApproval || len(ci.Names) != 1 {
 		t.Fatalf("%+v", ci)
 	}
@@ -144,21 +144,21 @@ func TestReadCIStartedWithoutRestriction(t *testing.T) {
 func TestReadCIOnGitLab(t *testing.T) {
 	f := setupGitLab(t)
 	f.gl.RestrictCI("org/team", "bundle", "maintainer")
-	o := f.release(func(m changegrouppr.Mode, known changegrouppr.PRRef) changegrouppr.SyncRequest {
+	o := f.release(func(m changegroupprapi.Mode, known changegroupprapi.PRRef) changegroupprapi.SyncRequest {
 		return f.req(m, known, "operator", "operand-a", "operand-b")
 	})
-	repo := f.req(changegrouppr.ModeHold, changegrouppr.PRRef{}).Repo
-	ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
+	repo := f.req(changegroupprapi.ModeHold, changegroupprapi.PRRef{}).Repo
+	ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
 	if ci.Started || !ci.AwaitingApproval || ci.Author != "project_7_bot" || f.gl.CIBuilds("org/team", "bundle") != 0 {
 		t.Fatalf("after the release: %+v", ci)
 	}
 	if err := f.gl.NoteAs("org/team", "bundle", o.PR.Number, glemu.User{Username: "maintainer"}, "/ok-to-test"); err != nil {
 		t.Fatal(err)
 	}
-	if ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); !ci.Started || f.gl.CIBuilds("org/team", "bundle") != 1 {
+	if ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); !ci.Started || f.gl.CIBuilds("org/team", "bundle") != 1 {
 		t.Fatalf("after /ok-to-test: %+v", ci)
 	}
-	if _, err := f.env.ExecuteActivity(changegrouppr.CommentActivity, changegrouppr.CommentRequest{Repo: repo, Known: o.PR, Key: "Bad Key", Body: "x"}); err == nil {
+	if _, err := f.env.ExecuteActivity(changegroupprapi.CommentActivity, changegroupprapi.CommentRequest{Repo: repo, Known: o.PR, Key: "Bad Key", Body: "x"}); err == nil {
 		t.Fatal("a key outside [a-z0-9-] was accepted")
 	}
 }
@@ -169,12 +169,12 @@ func TestReadCIOnGitLab(t *testing.T) {
 // wait first, then a started pipeline once the wait turned to success.
 func TestReadCIOnForgejo(t *testing.T) {
 	f := setupForgejo(t)
-	o := f.release(func(m changegrouppr.Mode, known changegrouppr.PRRef) changegrouppr.SyncRequest {
+	o := f.release(func(m changegroupprapi.Mode, known changegroupprapi.PRRef) changegroupprapi.SyncRequest {
 		r := f.request(m, "operator", "operand-a", "operand-b")
 		r.Known = known
 		return r
 	})
-	repo := f.request(changegrouppr.ModeHold).Repo
+	repo := f.request(changegroupprapi.ModeHold).Repo
 	status := func(state, context, description string) {
 		t.Helper()
 		path := fmt.Sprintf("/repos/%s/%s/statuses/%s", f.owner, f.name, o.HeadSHA)
@@ -182,18 +182,18 @@ func TestReadCIOnForgejo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); ci.Started || ci.AwaitingApproval || ci.Author != localenv.ForgejoBot {
+	if ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); ci.Started || ci.AwaitingApproval || ci.Author != localenv.ForgejoBot {
 		t.Fatalf("nothing reported yet: %+v", ci)
 	}
 	status("pending", pac.ApplicationName, pac.PendingApprovalTitle)
-	if ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); ci.Started || !ci.AwaitingApproval {
+	if ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA}); ci.Started || !ci.AwaitingApproval {
 		t.Fatalf("PaC's wait: %+v", ci)
 	}
 	status("success", pac.ApplicationName, "Approved")
 	for i := range 54 {
 		status("pending", fmt.Sprintf("%s / run-%02d", pac.ApplicationName, i), pac.StartedTitle)
 	}
-	ci := f.readCI(changegrouppr.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
+	ci := f.readCI(changegroupprapi.CIRequest{Repo: repo, Known: o.PR, SHA: o.HeadSHA})
 	if !ci.Started || ci.AwaitingApproval || len(ci.Names) != 11 { // ten names and "…"
 		t.Fatalf("after the approval: %+v", ci)
 	}

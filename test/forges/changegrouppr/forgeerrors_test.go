@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
 )
 
 // Forge errors end in a defined state.
@@ -20,7 +19,7 @@ import (
 func TestDraftsUnsupportedOpensAHeldNormalPR(t *testing.T) {
 	f := setup(t)
 	f.emu.DisallowDrafts("org", "bundle")
-	o := f.sync(f.request(changegrouppr.ModeHold, "operator"))
+	o := f.sync(f.request(changegroupprapi.ModeHold, "operator"))
 	p, _ := f.emu.PR("org", "bundle", o.PR.Number)
 	if p.Draft || p.State != "open" {
 		t.Fatalf("want an open non-draft PR, got draft=%v state=%s", p.Draft, p.State)
@@ -28,11 +27,11 @@ func TestDraftsUnsupportedOpensAHeldNormalPR(t *testing.T) {
 	if o.MarkedReadyByHuman {
 		t.Fatal("a normal PR opened for want of drafts is not a person's release")
 	}
-	o = f.sync(f.request(changegrouppr.ModeHold, "operator", "operand-a"))
+	o = f.sync(f.request(changegroupprapi.ModeHold, "operator", "operand-a"))
 	if o.MarkedReadyByHuman || f.emu.CIBuilds("org", "bundle") != 0 {
 		t.Fatalf("held pushes trigger no CI: ci=%d markedReady=%v", f.emu.CIBuilds("org", "bundle"), o.MarkedReadyByHuman)
 	}
-	f.sync(f.request(changegrouppr.ModeRelease, "operator", "operand-a"))
+	f.sync(f.request(changegroupprapi.ModeRelease, "operator", "operand-a"))
 	if got := f.emu.CIBuilds("org", "bundle"); got != 1 {
 		t.Fatalf("the release triggers exactly one CI build, got %d", got)
 	}
@@ -54,14 +53,14 @@ func retryable(t *testing.T, err error, wantType string) *temporal.ApplicationEr
 // RATE_LIMITED: retried after a delay, never a failed group.
 func TestGraphQLRateLimitIsRetried(t *testing.T) {
 	f := setup(t)
-	f.sync(f.request(changegrouppr.ModeHold, "operator"))
+	f.sync(f.request(changegroupprapi.ModeHold, "operator"))
 	f.emu.RateLimitGraphQL(1)
-	_, err := f.trySync(f.request(changegrouppr.ModeRelease, "operator"))
+	_, err := f.trySync(f.request(changegroupprapi.ModeRelease, "operator"))
 	ae := retryable(t, err, "GitHubRateLimit")
 	if ae.NextRetryDelay() < time.Second {
 		t.Fatalf("a rate limit waits before the retry, got %s", ae.NextRetryDelay())
 	}
-	f.sync(f.request(changegrouppr.ModeRelease, "operator"))
+	f.sync(f.request(changegroupprapi.ModeRelease, "operator"))
 	if got := f.emu.CIBuilds("org", "bundle"); got != 1 {
 		t.Fatalf("the retried release triggers exactly one CI build, got %d", got)
 	}
@@ -72,7 +71,7 @@ func TestGraphQLRateLimitIsRetried(t *testing.T) {
 func TestUnauthorizedIsRetriedWithTheReason(t *testing.T) {
 	f := setup(t)
 	f.emu.RevokeToken(token)
-	_, err := f.trySync(f.request(changegrouppr.ModeHold, "operator"))
+	_, err := f.trySync(f.request(changegroupprapi.ModeHold, "operator"))
 	ae := retryable(t, err, "Unauthorized")
 	if msg := ae.Error(); !contains(msg, "credentials") || contains(msg, token) {
 		t.Fatalf("the message names the credentials and never the token: %s", msg)
@@ -85,7 +84,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // branch (after its read, before its ref update) is never overwritten.
 func TestCommitDuringASyncIsNeverOverwritten(t *testing.T) {
 	f := setup(t)
-	o := f.sync(f.request(changegrouppr.ModeHold, "operator"))
+	o := f.sync(f.request(changegroupprapi.ModeHold, "operator"))
 	var pushed string
 	f.emu.BeforeNextCommit(func() {
 		var err error
@@ -94,7 +93,7 @@ func TestCommitDuringASyncIsNeverOverwritten(t *testing.T) {
 			t.Errorf("human commit: %v", err)
 		}
 	})
-	o = f.sync(f.request(changegrouppr.ModeHold, "operator", "operand-a"))
+	o = f.sync(f.request(changegroupprapi.ModeHold, "operator", "operand-a"))
 	head, _ := f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
 	if pushed == "" || head.SHA != pushed {
 		t.Fatalf("the branch head must still be the person's commit %s, got %s", pushed, head.SHA)
@@ -108,7 +107,7 @@ func TestCommitDuringASyncIsNeverOverwritten(t *testing.T) {
 // checkbox is unticked so it cannot authorise that commit later.
 func TestRebaseDiscardsOnlyWhatItWasAskedFor(t *testing.T) {
 	f := setup(t)
-	f.sync(f.request(changegrouppr.ModeHold, "operator"))
+	f.sync(f.request(changegroupprapi.ModeHold, "operator"))
 	first, err := f.emu.HumanCommit("org", "bundle", "konflux/changegroup/cg1", human, map[string]string{"README.md": "one\n"}, "docs: one")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +116,7 @@ func TestRebaseDiscardsOnlyWhatItWasAskedFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	req.Overwrite, req.DiscardHead = true, first
 	o := f.sync(req)
 	head, _ := f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
@@ -141,7 +140,7 @@ func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
 		files[fmt.Sprintf("deploy/overlays/o%04d/kustomization.yaml", i)] = fmt.Sprintf("resources:\n- ../../base\nnamePrefix: o%04d-\n", i)
 	}
 	f.emu.CreateRepo("org", "big", "main", files)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	req.Repo.URL = f.emu.URL() + "/org/big"
 	f.own("tenant", req.Repo.URL, time.Now().Add(-time.Hour))
 	before := f.emu.BlobReads()
@@ -154,7 +153,7 @@ func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
 	if !strings.Contains(csv, digest("a")) {
 		t.Fatalf("the reference was rewritten: %s", csv)
 	}
-	req = f.request(changegrouppr.ModeHold, "operator", "operand-a")
+	req = f.request(changegroupprapi.ModeHold, "operator", "operand-a")
 	req.Repo.URL, req.Known = f.emu.URL()+"/org/big", o.PR
 	before = f.emu.BlobReads()
 	f.sync(req)
@@ -168,12 +167,12 @@ func TestBigRepositoryReadsEachBlobOnce(t *testing.T) {
 // released: the sync stops with a non-retryable error naming both branches.
 func TestRetargetedPRIsNeverAdopted(t *testing.T) {
 	f := setup(t)
-	o := f.sync(f.request(changegrouppr.ModeHold, "operator"))
+	o := f.sync(f.request(changegroupprapi.ModeHold, "operator"))
 	if err := f.emu.Retarget("org", "bundle", o.PR.Number, "release-1.0"); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := f.emu.Head("org", "bundle", "konflux/changegroup/cg1")
-	req := f.request(changegrouppr.ModeRelease, "operator", "operand-a", "operand-b")
+	req := f.request(changegroupprapi.ModeRelease, "operator", "operand-a", "operand-b")
 	req.Known = o.PR
 	_, err := f.trySync(req)
 	var ae *temporal.ApplicationError

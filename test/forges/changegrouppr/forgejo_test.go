@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	fjforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	"github.com/nudgeflow/nudgeflow/test/forgeemu/faultproxy"
@@ -103,8 +104,8 @@ func setupForgejo(t *testing.T) *fjFixture {
 
 // request is the GitHub tests' request (same rows, digests and branch) for this
 // fixture's repository, through the fault proxy.
-func (f *fjFixture) request(mode changegrouppr.Mode, ready ...string) changegrouppr.SyncRequest {
-	return newRequest(changegrouppr.Repo{Provider: "forgejo", URL: f.proxy.URL + "/" + f.owner + "/" + f.name, Namespace: "tenant"}, mode, ready...)
+func (f *fjFixture) request(mode changegroupprapi.Mode, ready ...string) changegroupprapi.SyncRequest {
+	return newRequest(changegroupprapi.Repo{Provider: "forgejo", URL: f.proxy.URL + "/" + f.owner + "/" + f.name, Namespace: "tenant"}, mode, ready...)
 }
 
 func (f *fjFixture) csv() string {
@@ -167,14 +168,14 @@ func (f *fjFixture) comments(number int) []string {
 
 func TestForgejoHoldThenRelease(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	p := f.pr(o.PR.Number)
 	head := f.head(req.Branch)
 	if o.Writes != 2 { // the commit with its branch, the PR
 		t.Fatalf("opening wrote %d times, want 2", o.Writes)
 	}
-	if o.State != changegrouppr.PROpen || !o.Draft || !p.Draft || !strings.HasPrefix(p.Title, "WIP: ") || !o.HeadHasSkipMarker ||
+	if o.State != changegroupprapi.PROpen || !o.Draft || !p.Draft || !strings.HasPrefix(p.Title, "WIP: ") || !o.HeadHasSkipMarker ||
 		!strings.Contains(head.Message, "[skip ci]") || !strings.Contains(p.Body, "\n[skip ci]\n") || o.HumanEdits ||
 		o.MarkedReadyByHuman || o.PR.LastPushedSHA != head.SHA || head.AuthorEmail != f.srv.BotEmail {
 		t.Fatalf("first sync: %+v\nPR %+v\nhead %+v", o, p, head)
@@ -186,11 +187,11 @@ func TestForgejoHoldThenRelease(t *testing.T) {
 		t.Fatal("README.md is not in fileMatch but was rewritten")
 	}
 
-	for _, r := range []changegrouppr.SyncRequest{f.request(changegrouppr.ModeHold, "operator", "operand-a"), f.request(changegrouppr.ModeHold, "operator", "operand-a")} {
+	for _, r := range []changegroupprapi.SyncRequest{f.request(changegroupprapi.ModeHold, "operator", "operand-a"), f.request(changegroupprapi.ModeHold, "operator", "operand-a")} {
 		r.Known = o.PR
 		o = f.sync(r)
 	}
-	r3 := f.request(changegrouppr.ModeHold, "operator", "operand-a", "operand-b")
+	r3 := f.request(changegroupprapi.ModeHold, "operator", "operand-a", "operand-b")
 	r3.Rows[0].New = digest("f")
 	r3.Known = o.PR
 	o = f.sync(r3)
@@ -234,7 +235,7 @@ func TestForgejoHoldThenRelease(t *testing.T) {
 	// old_commit_id, the scratch branch's deletion), exactly one CI build; a retry
 	// writes nothing and adds none.
 	rel := r3
-	rel.Mode = changegrouppr.ModeRelease
+	rel.Mode = changegroupprapi.ModeRelease
 	o = f.sync(rel)
 	if o.Writes != 4 {
 		t.Fatalf("release wrote %d times, want 4", o.Writes)
@@ -262,8 +263,8 @@ func TestForgejoReleaseRetryAfterEachWrite(t *testing.T) {
 	for failAt := range 2 {
 		for _, applied := range []bool{false, true} {
 			f := setupForgejo(t)
-			o := f.sync(f.request(changegrouppr.ModeHold, "operator", "operand-a"))
-			rel := f.request(changegrouppr.ModeRelease, "operator", "operand-a", "operand-b")
+			o := f.sync(f.request(changegroupprapi.ModeHold, "operator", "operand-a"))
+			rel := f.request(changegroupprapi.ModeRelease, "operator", "operand-a", "operand-b")
 			rel.Known = o.PR
 			f.proxy.FailWrite(failAt, http.StatusBadGateway, applied)
 			if _, err := f.trySync(rel); err == nil {
@@ -282,13 +283,13 @@ func TestForgejoReleaseRetryAfterEachWrite(t *testing.T) {
 
 func TestForgejoHumanCommitThenRebase(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	humanSHA, err := f.srv.HumanCommit(f.owner, f.name, req.Branch, map[string]string{"extra.txt": "mine\n"}, "my fix")
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := f.request(changegrouppr.ModeHold, "operator", "operand-a")
+	next := f.request(changegroupprapi.ModeHold, "operator", "operand-a")
 	next.Known = o.PR
 	for range 3 {
 		o = f.sync(next)
@@ -329,9 +330,9 @@ func TestForgejoHeadMovedDuringPush(t *testing.T) {
 	// (the branch is read again right before the contents request), the sync reads
 	// again and reports the human edit; nothing of theirs is overwritten.
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
-	next := f.request(changegrouppr.ModeHold, "operator", "operand-a")
+	next := f.request(changegroupprapi.ModeHold, "operator", "operand-a")
 	next.Known = o.PR
 	var humanSHA string
 	// The sync reads the branch once with the PR, and once more right before its
@@ -358,9 +359,9 @@ func TestForgejoBaseMovedUnderPush(t *testing.T) {
 	// file the push changes: the server refuses the push (sha does not match); the
 	// error is retryable and the retry pushes on the new base.
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
-	next := f.request(changegrouppr.ModeHold, "operator", "operand-a")
+	next := f.request(changegroupprapi.ModeHold, "operator", "operand-a")
 	next.Known = o.PR
 	f.proxy.BeforeRequest(1, isContents, func() {
 		csv, _ := f.srv.FileAt(f.owner, f.name, "main", "bundle/manifests/csv.yaml")
@@ -381,19 +382,19 @@ func TestForgejoBaseMovedUnderPush(t *testing.T) {
 	// A person lifts the draft and merges at once, while nudgeflow releases: the
 	// final push meets the merged base, and the PR's state is the answer.
 	g := setupForgejo(t)
-	req = g.request(changegrouppr.ModeHold, "operator")
+	req = g.request(changegroupprapi.ModeHold, "operator")
 	o = g.sync(req)
-	release := g.request(changegrouppr.ModeRelease, "operator")
+	release := g.request(changegroupprapi.ModeRelease, "operator")
 	release.Known = o.PR
 	g.proxy.BeforeRequest(1, isContents, func() { g.merge(o.PR.Number) })
-	if o2 := g.sync(release); o2.State != changegrouppr.PRMerged {
+	if o2 := g.sync(release); o2.State != changegroupprapi.PRMerged {
 		t.Fatalf("release racing a merge: %+v", o2)
 	}
 }
 
 func TestForgejoDescriptionEditAndCheckboxes(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	p := f.pr(o.PR.Number)
 	_ = f.srv.EditBody(f.owner, f.name, o.PR.Number, strings.Replace(p.Body, "- [ ] release now", "- [x] release now", 1))
@@ -403,7 +404,7 @@ func TestForgejoDescriptionEditAndCheckboxes(t *testing.T) {
 	}
 	p = f.pr(o.PR.Number)
 	_ = f.srv.EditBody(f.owner, f.name, o.PR.Number, "Note from a person\n\n"+p.Body+"\n\n<!-- coverage-bot -->\nCoverage 81%")
-	next := f.request(changegrouppr.ModeHold, "operator", "operand-a")
+	next := f.request(changegroupprapi.ModeHold, "operator", "operand-a")
 	next.Known = o.PR
 	if o = f.sync(next); o.HumanEdits {
 		t.Fatalf("text outside the section paused the group: %+v", o)
@@ -431,7 +432,7 @@ func TestForgejoDescriptionEditAndCheckboxes(t *testing.T) {
 
 func TestForgejoMarkedReadyByHuman(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	if err := f.srv.MarkReady(f.owner, f.name, o.PR.Number); err != nil {
 		t.Fatal(err)
@@ -448,7 +449,7 @@ func TestForgejoMarkedReadyByHuman(t *testing.T) {
 
 func TestForgejoClosedAndMergedObserved(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	// The server refuses to merge a work-in-progress PR: a person lifts the prefix
 	// first.
@@ -456,20 +457,20 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.merge(o.PR.Number)
-	if obs := f.observe(changegrouppr.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR}); obs.State != changegrouppr.PRMerged {
+	if obs := f.observe(changegroupprapi.ObserveRequest{Repo: req.Repo, Branch: req.Branch, Known: o.PR}); obs.State != changegroupprapi.PRMerged {
 		t.Fatalf("observe merged: %+v", obs)
 	}
 	req.Known = o.PR
-	if o2 := f.sync(req); o2.State != changegrouppr.PRMerged || o2.Writes != 0 {
+	if o2 := f.sync(req); o2.State != changegroupprapi.PRMerged || o2.Writes != 0 {
 		t.Fatalf("sync on merged: %+v", o2)
 	}
 
 	g := setupForgejo(t)
-	req = g.request(changegrouppr.ModeHold, "operator")
+	req = g.request(changegroupprapi.ModeHold, "operator")
 	o = g.sync(req)
-	closeReq := changegrouppr.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "ChangeGroup cg1 was cancelled."}
+	closeReq := changegroupprapi.CloseRequest{Repo: req.Repo, Known: o.PR, Comment: "ChangeGroup cg1 was cancelled."}
 	for range 2 {
-		if obs := g.close(closeReq); obs.State != changegrouppr.PRClosed {
+		if obs := g.close(closeReq); obs.State != changegroupprapi.PRClosed {
 			t.Fatalf("close: %+v", obs)
 		}
 	}
@@ -478,13 +479,13 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 	}
 	// A person closing it is observed too.
 	h := setupForgejo(t)
-	req = h.request(changegrouppr.ModeHold, "operator")
+	req = h.request(changegroupprapi.ModeHold, "operator")
 	o = h.sync(req)
 	if err := h.srv.ClosePR(h.owner, h.name, o.PR.Number); err != nil {
 		t.Fatal(err)
 	}
 	req.Known = o.PR
-	if o2 := h.sync(req); o2.State != changegrouppr.PRClosed || o2.Writes != 0 {
+	if o2 := h.sync(req); o2.State != changegroupprapi.PRClosed || o2.Writes != 0 {
 		t.Fatalf("sync on closed: %+v", o2)
 	}
 }
@@ -493,7 +494,7 @@ func TestForgejoClosedAndMergedObserved(t *testing.T) {
 // merge_commit_sha), so a PR group finds the push build of that very commit.
 func TestForgejoMergedPRNamesItsMergeCommit(t *testing.T) {
 	f := setupForgejo(t)
-	req := f.request(changegrouppr.ModeHold, "operator")
+	req := f.request(changegroupprapi.ModeHold, "operator")
 	o := f.sync(req)
 	if err := f.srv.MarkReady(f.owner, f.name, o.PR.Number); err != nil {
 		t.Fatal(err)
@@ -519,7 +520,7 @@ func TestForgejoMergedPRNamesItsMergeCommit(t *testing.T) {
 
 func TestForgejoErrorsClassifiedWithoutToken(t *testing.T) {
 	f := setupForgejo(t)
-	f.checkErrorsClassified(f.request(changegrouppr.ModeHold, "operator"), f.proxy.FailNext, "Forgejo422", f.srv.BotToken)
+	f.checkErrorsClassified(f.request(changegroupprapi.ModeHold, "operator"), f.proxy.FailNext, "Forgejo422", f.srv.BotToken)
 	// The real server's own refusal: a token it does not know.
 	var ae *temporal.ApplicationError
 	bad := forge.Repo{Scheme: "http", Host: strings.TrimPrefix(f.srv.URL, "http://"), Owner: f.owner, Name: f.name}

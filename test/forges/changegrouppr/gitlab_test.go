@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 )
 
@@ -30,35 +31,35 @@ func setupGitLab(t *testing.T) *glFixture {
 	return &glFixture{activityRunner: newActivityRunner(t, changegrouppr.Config{}, scmSecret{"gitlab", "oauth2", glToken}, e.URL()+"/org/team/bundle"), gl: e}
 }
 
-func (f *glFixture) req(mode changegrouppr.Mode, known changegrouppr.PRRef, ready ...string) changegrouppr.SyncRequest {
-	r := newRequest(changegrouppr.Repo{Provider: "GitLab", URL: f.gl.URL() + "/org/team/bundle", Namespace: "tenant"}, mode, ready...)
+func (f *glFixture) req(mode changegroupprapi.Mode, known changegroupprapi.PRRef, ready ...string) changegroupprapi.SyncRequest {
+	r := newRequest(changegroupprapi.Repo{Provider: "GitLab", URL: f.gl.URL() + "/org/team/bundle", Namespace: "tenant"}, mode, ready...)
 	r.Known = known
 	return r
 }
 
 func TestGitLabHoldThenReleaseOnePipeline(t *testing.T) {
 	f := setupGitLab(t)
-	o := f.sync(f.req(changegrouppr.ModeHold, changegrouppr.PRRef{}, "operator"))
+	o := f.sync(f.req(changegroupprapi.ModeHold, changegroupprapi.PRRef{}, "operator"))
 	mr, _ := f.gl.MR("org/team", "bundle", o.PR.Number)
-	if o.State != changegrouppr.PROpen || !o.Draft || !mr.Draft || !strings.HasPrefix(mr.Title, "Draft: ") || !o.HeadHasSkipMarker ||
+	if o.State != changegroupprapi.PROpen || !o.Draft || !mr.Draft || !strings.HasPrefix(mr.Title, "Draft: ") || !o.HeadHasSkipMarker ||
 		!strings.Contains(mr.Description, "\n[skip ci]\n") || o.MarkedReadyByHuman || o.HumanEdits {
 		t.Fatalf("first sync: %+v\nMR %+v", o, mr)
 	}
 	if o.PR.URL != mr.WebURL || !strings.Contains(o.PR.URL, "/org/team/bundle/-/merge_requests/") {
 		t.Fatalf("PR URL %q, MR %q", o.PR.URL, mr.WebURL)
 	}
-	o = f.sync(f.req(changegrouppr.ModeHold, o.PR, "operator", "operand-a"))
+	o = f.sync(f.req(changegroupprapi.ModeHold, o.PR, "operator", "operand-a"))
 	mr, _ = f.gl.MR("org/team", "bundle", o.PR.Number)
 	if !mr.Draft || !strings.HasPrefix(mr.Title, "Draft: ") || f.gl.CIBuilds("org/team", "bundle") != 0 {
 		t.Fatalf("a re-render keeps the Draft: prefix and CI held: %+v ci=%d", mr, f.gl.CIBuilds("org/team", "bundle"))
 	}
 	writes := f.gl.Writes()
-	o = f.sync(f.req(changegrouppr.ModeHold, o.PR, "operator", "operand-a"))
+	o = f.sync(f.req(changegroupprapi.ModeHold, o.PR, "operator", "operand-a"))
 	if f.gl.Writes() != writes {
 		t.Fatalf("an unchanged request wrote %d times", f.gl.Writes()-writes)
 	}
 	writes = f.gl.Writes()
-	o = f.sync(f.req(changegrouppr.ModeRelease, o.PR, "operator", "operand-a"))
+	o = f.sync(f.req(changegroupprapi.ModeRelease, o.PR, "operator", "operand-a"))
 	mr, _ = f.gl.MR("org/team", "bundle", o.PR.Number)
 	head, _ := f.gl.Head("org/team", "bundle", mr.Source)
 	if mr.Draft || mr.Title != "Update bundle (ChangeGroup cg1)" || strings.Contains(mr.Description, "\n[skip ci]\n") || o.HeadHasSkipMarker ||
@@ -71,7 +72,7 @@ func TestGitLabHoldThenReleaseOnePipeline(t *testing.T) {
 	if got := f.gl.Writes() - writes; got != 2 {
 		t.Fatalf("a release is two writes on GitLab (one PUT, one commit), got %d", got)
 	}
-	f.sync(f.req(changegrouppr.ModeRelease, o.PR, "operator", "operand-a"))
+	f.sync(f.req(changegroupprapi.ModeRelease, o.PR, "operator", "operand-a"))
 	if got := f.gl.CIBuilds("org/team", "bundle"); got != 1 {
 		t.Fatalf("a repeated release starts nothing, got %d", got)
 	}
@@ -79,11 +80,11 @@ func TestGitLabHoldThenReleaseOnePipeline(t *testing.T) {
 
 func TestGitLabPersonLiftsDraftOrCommits(t *testing.T) {
 	f := setupGitLab(t)
-	o := f.sync(f.req(changegrouppr.ModeHold, changegrouppr.PRRef{}, "operator"))
+	o := f.sync(f.req(changegroupprapi.ModeHold, changegroupprapi.PRRef{}, "operator"))
 	if err := f.gl.MarkReady("org/team", "bundle", o.PR.Number); err != nil {
 		t.Fatal(err)
 	}
-	o = f.sync(f.req(changegrouppr.ModeHold, o.PR, "operator", "operand-a"))
+	o = f.sync(f.req(changegroupprapi.ModeHold, o.PR, "operator", "operand-a"))
 	if !o.MarkedReadyByHuman || o.Draft {
 		t.Fatalf("a person removing the Draft: prefix releases the hold: %+v", o)
 	}
@@ -92,19 +93,19 @@ func TestGitLabPersonLiftsDraftOrCommits(t *testing.T) {
 		map[string]string{"README.md": "mine\n"}, "docs"); err != nil {
 		t.Fatal(err)
 	}
-	o = f.sync(f.req(changegrouppr.ModeRelease, o.PR, "operator", "operand-a"))
+	o = f.sync(f.req(changegroupprapi.ModeRelease, o.PR, "operator", "operand-a"))
 	if !o.HumanEdits || len(f.gl.Notes("org/team", "bundle", o.PR.Number)) != 1 {
 		t.Fatalf("a person's commit stops pushes with one note: %+v notes %q", o, f.gl.Notes("org/team", "bundle", o.PR.Number))
 	}
-	o = f.close(changegrouppr.CloseRequest{Repo: f.req(changegrouppr.ModeHold, o.PR).Repo, Known: o.PR, Comment: "cancelled"})
-	if mr, _ = f.gl.MR("org/team", "bundle", o.PR.Number); mr.State != "closed" || o.State != changegrouppr.PRClosed {
+	o = f.close(changegroupprapi.CloseRequest{Repo: f.req(changegroupprapi.ModeHold, o.PR).Repo, Known: o.PR, Comment: "cancelled"})
+	if mr, _ = f.gl.MR("org/team", "bundle", o.PR.Number); mr.State != "closed" || o.State != changegroupprapi.PRClosed {
 		t.Fatalf("closed: %+v %+v", o, mr)
 	}
 }
 
 func TestUnknownProviderIsRefused(t *testing.T) {
 	f := setupGitLab(t)
-	r := f.req(changegrouppr.ModeHold, changegrouppr.PRRef{}, "operator")
+	r := f.req(changegroupprapi.ModeHold, changegroupprapi.PRRef{}, "operator")
 	r.Repo.Provider = "bitbucket"
 	_, err := f.trySync(r)
 	var ae *temporal.ApplicationError
@@ -124,5 +125,5 @@ func TestUnknownProviderIsRefused(t *testing.T) {
 // namespace without credentials is NoCredentials, and the token is never shown.
 func TestGitLabErrorsAreClassifiedWithoutTheToken(t *testing.T) {
 	f := setupGitLab(t)
-	f.checkErrorsClassified(f.req(changegrouppr.ModeHold, changegrouppr.PRRef{}, "operator"), f.gl.FailNext, "GitLab422", glToken)
+	f.checkErrorsClassified(f.req(changegroupprapi.ModeHold, changegroupprapi.PRRef{}, "operator"), f.gl.FailNext, "GitLab422", glToken)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
@@ -88,7 +89,7 @@ func (a activityRunner) own(namespace, repoURL string, created time.Time) {
 	}
 }
 
-func (a activityRunner) sync(req changegrouppr.SyncRequest) changegrouppr.Observed {
+func (a activityRunner) sync(req changegroupprapi.SyncRequest) changegroupprapi.Observed {
 	a.t.Helper()
 	o, err := a.trySync(req)
 	if err != nil {
@@ -97,9 +98,9 @@ func (a activityRunner) sync(req changegrouppr.SyncRequest) changegrouppr.Observ
 	return o
 }
 
-func (a activityRunner) trySync(req changegrouppr.SyncRequest) (changegrouppr.Observed, error) {
-	v, err := a.env.ExecuteActivity(changegrouppr.SyncActivity, req)
-	var o changegrouppr.Observed
+func (a activityRunner) trySync(req changegroupprapi.SyncRequest) (changegroupprapi.Observed, error) {
+	v, err := a.env.ExecuteActivity(changegroupprapi.SyncActivity, req)
+	var o changegroupprapi.Observed
 	if err == nil {
 		err = v.Get(&o)
 	}
@@ -107,21 +108,21 @@ func (a activityRunner) trySync(req changegrouppr.SyncRequest) (changegrouppr.Ob
 }
 
 // observe runs the observe activity, failing the test on an error.
-func (a activityRunner) observe(req changegrouppr.ObserveRequest) changegrouppr.Observed {
+func (a activityRunner) observe(req changegroupprapi.ObserveRequest) changegroupprapi.Observed {
 	a.t.Helper()
-	return a.run("observe", changegrouppr.ObserveActivity, req)
+	return a.run("observe", changegroupprapi.ObserveActivity, req)
 }
 
 // close runs the close activity, failing the test on an error.
-func (a activityRunner) close(req changegrouppr.CloseRequest) changegrouppr.Observed {
+func (a activityRunner) close(req changegroupprapi.CloseRequest) changegroupprapi.Observed {
 	a.t.Helper()
-	return a.run("close", changegrouppr.CloseActivity, req)
+	return a.run("close", changegroupprapi.CloseActivity, req)
 }
 
-func (a activityRunner) run(name string, activity, req any) changegrouppr.Observed {
+func (a activityRunner) run(name string, activity, req any) changegroupprapi.Observed {
 	a.t.Helper()
 	v, err := a.env.ExecuteActivity(activity, req)
-	var o changegrouppr.Observed
+	var o changegroupprapi.Observed
 	if err == nil {
 		err = v.Get(&o)
 	}
@@ -136,7 +137,7 @@ func (a activityRunner) run(name string, activity, req any) changegrouppr.Observ
 // status and Retry-After seconds, and each sync fails with a Temporal error the
 // retry policy reads right (typ422 is the forge's type for a 422); neither errors
 // nor results name token; a namespace without credentials is NoCredentials.
-func (a activityRunner) checkErrorsClassified(req changegrouppr.SyncRequest, failNext func(n, status, retryAfter int), typ422, token string) {
+func (a activityRunner) checkErrorsClassified(req changegroupprapi.SyncRequest, failNext func(n, status, retryAfter int), typ422, token string) {
 	a.t.Helper()
 	var ae *temporal.ApplicationError
 	var err error

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nudgeflow/nudgeflow/activities/changegrouppr"
+	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
@@ -25,14 +25,14 @@ func TestRateLimitAtReleaseIsRetried(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := setup(t)
-			f.sync(f.request(changegrouppr.ModeHold, "operator"))
+			f.sync(f.request(changegroupprapi.ModeHold, "operator"))
 			f.emu.FailGraphQL(1, tc.fault)
-			_, err := f.trySync(f.request(changegrouppr.ModeRelease, "operator"))
+			_, err := f.trySync(f.request(changegroupprapi.ModeRelease, "operator"))
 			ae := retryable(t, err, tc.wantType)
 			if ae.NextRetryDelay() < tc.minDelay {
 				t.Fatalf("want a wait of at least %s, got %s", tc.minDelay, ae.NextRetryDelay())
 			}
-			f.sync(f.request(changegrouppr.ModeRelease, "operator"))
+			f.sync(f.request(changegroupprapi.ModeRelease, "operator"))
 			p, _ := f.emu.PR("org", "bundle", 1)
 			if got := f.emu.CIBuilds("org", "bundle"); got != 1 || p.Draft {
 				t.Fatalf("the retried release lifts the draft and triggers exactly one CI build, got %d (draft %v)", got, p.Draft)

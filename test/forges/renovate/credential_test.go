@@ -24,6 +24,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
@@ -135,17 +136,17 @@ func newInterceptedWorld(t *testing.T, funcs interceptor.Funcs, operatorNamespac
 	return &unitWorld{t: t, kube: c, logs: logs, env: env, a: a}
 }
 
-func (u *unitWorld) launch(req renovate.LaunchRequest) renovate.LaunchResult {
+func (u *unitWorld) launch(req renovateapi.LaunchRequest) renovateapi.LaunchResult {
 	u.t.Helper()
 	v, err := u.env.ExecuteActivity(u.a.LaunchRenovate, req)
 	require.NoError(u.t, err)
-	var res renovate.LaunchResult
+	var res renovateapi.LaunchResult
 	require.NoError(u.t, v.Get(&res))
 	return res
 }
 
-func unitRequest(name string) renovate.LaunchRequest {
-	return renovate.LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}}
+func unitRequest(name string) renovateapi.LaunchRequest {
+	return renovateapi.LaunchRequest{Namespace: "tenant", Name: name, WorkflowID: "nudge/tenant/uid/bundle", Attempt: 1, Nudging: "operand", Nudged: "bundle", Build: imagebuild.Build{ImageURL: "quay.io/org/operand:rev1", Digest: "sha256:" + strings.Repeat("1", 64), BuildPipelineRun: "operand-on-push", RepoAtSHA: "https://github.example.com/org/operand?rev=" + strings.Repeat("a", 40)}}
 }
 
 // createdFor reads what the launch of a run that nudges nudged wrote: the run, its

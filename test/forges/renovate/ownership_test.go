@@ -24,10 +24,12 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/credentials"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/ownership"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 )
 
@@ -132,11 +134,11 @@ func TestAWaitingRunsTokenIsRenewedBeforeItStarts(t *testing.T) {
 		"the first token expires while the run waits")
 
 	f.emu.SetTokenLifetime(time.Hour)
-	poll := func(name string) renovate.RunStatus {
+	poll := func(name string) renovaterun.RunStatus {
 		t.Helper()
 		v, err := u.env.ExecuteActivity(u.a.RenovateRunStatus, "tenant", name)
 		require.NoError(t, err)
-		var s renovate.RunStatus
+		var s renovaterun.RunStatus
 		require.NoError(t, v.Get(&s))
 		return s
 	}
@@ -159,7 +161,11 @@ func TestAWaitingRunsTokenIsRenewedBeforeItStarts(t *testing.T) {
 	// The namespace no longer owns the repository: the token is not renewed. (The
 	// run's token is the cached one; its Secret says it expires in a minute, as it
 	// would after most of an hour in the queue.)
-	u.launch(func() renovate.LaunchRequest { r := unitRequest("run-revoked"); r.WorkflowID += "-revoked"; return r }())
+	u.launch(func() renovateapi.LaunchRequest {
+		r := unitRequest("run-revoked")
+		r.WorkflowID += "-revoked"
+		return r
+	}())
 	require.NoError(t, u.kube.Delete(context.Background(), ownershiptest.Repository("tenant", f.emu.URL()+"/org/bundle")))
 	_, _, _, secret = u.createdFor("run-revoked", "bundle")
 	secret.Annotations[renovate.AnnotationTokenExpires] = time.Now().Add(time.Minute).UTC().Format(time.RFC3339)

@@ -13,6 +13,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
 )
@@ -94,7 +95,7 @@ func nudgePRCases(t *testing.T, tn *tenant) {
 	n.Run, n.Digest = "immediate-1", first
 	r := tn.runNudge(t, n)
 	requireSucceeded(t, r)
-	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeOK)}},
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeOK)}},
 		r.Run.Status.Results, "the outcome nudgeflow reads")
 	prs := tn.forge.PRs(t, tn.owner, repo)
 	require.Len(t, prs, 1, "log %s", r.LogPath)
@@ -197,7 +198,7 @@ func privateImageCase(t *testing.T, tn *tenant) {
 	require.True(t, r.Status.Done, "%+v", r.Status)
 	require.False(t, r.Status.Succeeded, "a nudge that could not read the image is not a success: %+v, log %s", r.Status, r.LogPath)
 	require.Empty(t, tn.forge.PRs(t, tn.owner, repo), "nothing was opened")
-	require.Equal(t, renovate.ReasonRegistryAuthFailed, r.Status.Reason)
+	require.Equal(t, renovaterun.ReasonRegistryAuthFailed, r.Status.Reason)
 	require.Contains(t, r.Status.Message, "ServiceAccount build-pipeline-"+nudging+" in namespace "+tn.namespace,
 		"the Warning Event nudgeflow records says where the pull secret goes")
 	require.Contains(t, r.Log, "nudgeflow: Renovate could not authenticate to the image registry", "the run's log says why, where a person reads it")

@@ -32,6 +32,7 @@ import (
 	"github.com/nudgeflow/nudgeflow/internal/konflux"
 	"github.com/nudgeflow/nudgeflow/internal/kube"
 	"github.com/nudgeflow/nudgeflow/internal/ownership/ownershiptest"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/plrunner"
 )
@@ -223,7 +224,7 @@ func writeRenovate(ctx context.Context, t *testing.T, d *diffWorld, s *side, n d
 	}
 	defer func() { <-d.w.slots }()
 	workflowID := "nudge-" + n.Nudged + "-" + n.ID
-	req := renovate.LaunchRequest{Namespace: s.ns, Name: renovate.RunName(workflowID, 1), WorkflowID: workflowID, Attempt: 1,
+	req := renovateapi.LaunchRequest{Namespace: s.ns, Name: renovateapi.RunName(workflowID, 1), WorkflowID: workflowID, Attempt: 1,
 		Nudging: diffNudging, Nudged: n.Nudged, Build: d.build(n)}
 	a := &renovate.Activities{Kube: d.kube, OperatorNamespace: diffOperatorNamespace}
 	ae := activityEnv(t)
@@ -243,10 +244,10 @@ func writeRenovate(ctx context.Context, t *testing.T, d *diffWorld, s *side, n d
 	if err != nil {
 		return written{}, fmt.Errorf("run %s: %w (log %s)", req.Name, err, logPath)
 	}
-	st := renovate.StatusOf(plr)
+	st := renovaterun.StatusOf(plr)
 	outcome := ""
 	for _, r := range plr.Status.Results {
-		if r.Name == renovate.ResultOutcome {
+		if r.Name == renovaterun.ResultOutcome {
 			outcome = r.Value.StringVal
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
@@ -119,7 +120,7 @@ func renovateOpensTheNudgePROnGitHub(t *testing.T, token, suffix string) {
 	got := res.Run
 	cond := got.Status.GetCondition(apis.ConditionSucceeded)
 	require.Equal(t, corev1.ConditionTrue, cond.Status, "%+v\nlog %s", cond, logPath)
-	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeOK)}},
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeOK)}},
 		got.Status.Results)
 	require.True(t, res.Status.Done && res.Status.Succeeded, "nudgeflow reads the run as succeeded: %+v", res.Status)
 	require.NotContains(t, logText, "ERROR:", "Renovate logged no error; log %s", logPath)

@@ -18,6 +18,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	glemu "github.com/nudgeflow/nudgeflow/test/forgeemu/gitlab"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
@@ -97,7 +98,7 @@ func TestRenovateOpensTheNudgeMROnGitLab(t *testing.T) {
 	got := res.Run
 	cond := got.Status.GetCondition(apis.ConditionSucceeded)
 	require.Equal(t, corev1.ConditionTrue, cond.Status, "%+v\nlog %s", cond, logPath)
-	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeOK)}},
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeOK)}},
 		got.Status.Results)
 	require.True(t, res.Status.Done && res.Status.Succeeded, "nudgeflow reads the run as succeeded: %+v", res.Status)
 	require.NotContains(t, res.Log, "ERROR:", "Renovate logged no error; log %s", logPath)

@@ -22,7 +22,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/imagebuild"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 	"github.com/nudgeflow/nudgeflow/test/localenv"
 	"github.com/nudgeflow/nudgeflow/test/ociregistry"
@@ -188,7 +190,7 @@ type ran struct {
 	LogPath string
 	Log     string
 	// Status is what nudgeflow reads of the run (renovate.StatusOf).
-	Status renovate.RunStatus
+	Status renovaterun.RunStatus
 	// Cost is the runner's line for the Renovate step: exit code, wall, CPU, RSS.
 	Cost string
 }
@@ -214,7 +216,7 @@ func (tn *tenant) launch(t *testing.T, n nudge) (done func()) {
 
 	builtRepo, tag, ok := cutLast(n.Image, ":")
 	require.True(t, ok, "image %q has a tag", n.Image)
-	req := renovate.LaunchRequest{Namespace: tn.namespace, Name: n.Run, WorkflowID: "nudge-" + n.Run, Attempt: 1, Nudging: n.Nudging, Nudged: n.Nudged, Build: imagebuild.Build{ImageURL: n.Image, Digest: n.Digest, BuildPipelineRun: n.Nudging + "-build", RepoAtSHA: repoAtSHA(n.Nudging), BuiltAt: n.BuiltAt}}
+	req := renovateapi.LaunchRequest{Namespace: tn.namespace, Name: n.Run, WorkflowID: "nudge-" + n.Run, Attempt: 1, Nudging: n.Nudging, Nudged: n.Nudged, Build: imagebuild.Build{ImageURL: n.Image, Digest: n.Digest, BuildPipelineRun: n.Nudging + "-build", RepoAtSHA: repoAtSHA(n.Nudging), BuiltAt: n.BuiltAt}}
 	owner, name, ok := strings.Cut(n.Repo, "/")
 	require.True(t, ok, "repo %q is owner/name", n.Repo)
 	plr, objs := renovate.PipelineRunFor(&renovate.Activities{}, req, n.HostRules != nil, true, renovate.BranchCheck{
@@ -255,7 +257,7 @@ func (tn *tenant) wait(t *testing.T, name string) ran {
 	plr, err := plrunner.WaitFor(context.Background(), tn.w.Client, tn.namespace, name, runTimeout, plrunner.Ended)
 	logPath := tn.w.Runner.LogPath(tn.namespace, name)
 	require.NoError(t, err, "log %s", logPath)
-	out := ran{Run: plr, LogPath: logPath, Log: tn.w.Runner.ReadLog(tn.namespace, name), Status: renovate.StatusOf(plr)}
+	out := ran{Run: plr, LogPath: logPath, Log: tn.w.Runner.ReadLog(tn.namespace, name), Status: renovaterun.StatusOf(plr)}
 	if m := stepCost.FindStringSubmatch(out.Log); m != nil {
 		out.Cost = m[1]
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	githubemu "github.com/nudgeflow/nudgeflow/test/forgeemu/github"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
@@ -120,5 +121,5 @@ func usernameDiffersFromLogin(t *testing.T, w *world, base landingforge.Forge, t
 		require.NotContains(t, head.Message, "{{", "the template is rendered; log %s", r.LogPath)
 	}
 	t.Logf("renovate-e2e forge=%s case=username-differs-from-login token=%s secret_user=%s prs=1 pr=#%d digest=%s outcome=%s run=%q",
-		forge, variant, secretUser, prs[0].Number, short(second), renovate.OutcomeOK, r.Cost)
+		forge, variant, secretUser, prs[0].Number, short(second), renovaterun.OutcomeOK, r.Cost)
 }

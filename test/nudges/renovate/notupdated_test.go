@@ -16,6 +16,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
 
@@ -67,12 +68,12 @@ func TestRenovateThatCouldNotCommitIsAFailedRun(t *testing.T) {
 	require.Contains(t, res.Log, "Platform-native commit: unknown error", "log %s", res.LogPath)
 	require.Contains(t, res.Log, "nudgeflow: Renovate did not update the repository", "the step says what went wrong")
 	require.Empty(t, forge.PRs(t, "tenant", "consumer"), "no pull request; log %s", res.LogPath)
-	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovate.OutcomeRepositoryNotUpdated)}},
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome, Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeRepositoryNotUpdated)}},
 		res.Run.Status.Results, "log %s", res.LogPath)
 	require.True(t, res.Status.Done)
 	require.False(t, res.Status.Succeeded, "nudgeflow reads the run as failed: %+v", res.Status)
-	require.Equal(t, renovate.ReasonRepositoryNotUpdated, res.Status.Reason)
-	t.Logf("renovate-e2e forge=github case=commit-refused outcome=%s reason=%s prs=0", renovate.OutcomeRepositoryNotUpdated, res.Status.Reason)
+	require.Equal(t, renovaterun.ReasonRepositoryNotUpdated, res.Status.Reason)
+	t.Logf("renovate-e2e forge=github case=commit-refused outcome=%s reason=%s prs=0", renovaterun.OutcomeRepositoryNotUpdated, res.Status.Reason)
 }
 
 // githubBehindOutage is the GitHub forge reached through a proxy that fails some

@@ -15,6 +15,7 @@ import (
 	forgejoforge "github.com/nudgeflow/nudgeflow/internal/forge/forgejo"
 	ghforge "github.com/nudgeflow/nudgeflow/internal/forge/github"
 	glforge "github.com/nudgeflow/nudgeflow/internal/forge/gitlab"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 	"github.com/nudgeflow/nudgeflow/test/landingforge"
 )
 
@@ -55,15 +56,15 @@ type refuser func()
 // outcomeOf decides a run as the Nudge workflow does: a run a newer build
 // superseded is "superseded"; a run that exited 0 is what the forge shows; "ok"
 // when delivered, else "failed".
-func outcomeOf(t *testing.T, tn *tenant, repo string, r ran, n nudge) (string, renovate.RunStatus, renovate.DeliveryVerdict) {
+func outcomeOf(t *testing.T, tn *tenant, repo string, r ran, n nudge) (string, renovaterun.RunStatus, renovaterun.DeliveryVerdict) {
 	t.Helper()
 	st := r.Status
 	if st.SupersededBy != "" && !st.Succeeded {
 		// The workflow asks no forge then: the Nudge ends Superseded, not retried.
-		return "superseded", st, renovate.DeliveryVerdict{}
+		return "superseded", st, renovaterun.DeliveryVerdict{}
 	}
 	if !st.ExitedZero {
-		return "failed", st, renovate.DeliveryVerdict{}
+		return "failed", st, renovaterun.DeliveryVerdict{}
 	}
 	builtRepo, _, _ := cutLast(n.Image, ":")
 	v, err := renovate.ForgeDelivery(context.Background(), forgeClient(t, tn, repo), renovate.DeliveryInput{
@@ -136,7 +137,7 @@ func prCreationRefusedCase(t *testing.T, tn *tenant, refuse refuser) {
 	cond := r.Run.Status.GetCondition(apis.ConditionSucceeded)
 	require.Equal(t, corev1.ConditionTrue, cond.Status, "Renovate exits 0: %+v; log %s", cond, r.LogPath)
 	require.Contains(t, r.Log, "Pull request creation error", "log %s", r.LogPath)
-	require.Equal(t, renovate.ReasonPRNotOpened, r.Status.Reason, "the step read Renovate's JSON log; log %s", r.LogPath)
+	require.Equal(t, renovaterun.ReasonPRNotOpened, r.Status.Reason, "the step read Renovate's JSON log; log %s", r.LogPath)
 	require.Contains(t, r.Log, "nudgeflow: Renovate pushed its branch but opened no pull request")
 	require.Empty(t, tn.forge.PRs(t, tn.owner, repo), "no pull request; log %s", r.LogPath)
 	outcome, st, v := outcomeOf(t, tn, repo, r, n)
@@ -149,7 +150,7 @@ func prCreationRefusedCase(t *testing.T, tn *tenant, refuse refuser) {
 	r = tn.runNudge(t, n)
 	outcome, st, v = outcomeOf(t, tn, repo, r, n)
 	require.Equal(t, "ok", outcome, "%+v %+v; log %s", st, v, r.LogPath)
-	require.Equal(t, renovate.DeliveredInPullRequest, v.Where)
+	require.Equal(t, renovaterun.DeliveredInPullRequest, v.Where)
 	prs := tn.forge.PRs(t, tn.owner, repo)
 	require.Len(t, prs, 1)
 	require.Equal(t, prs[0].Number, v.PR)
@@ -179,6 +180,6 @@ func commitMessageQuotesErrorCase(t *testing.T, tn *tenant) {
 	require.True(t, r.Status.Succeeded, "the step reads no failure: %+v; log %s", r.Status, r.LogPath)
 	outcome, st, v := outcomeOf(t, tn, repo, r, n)
 	require.Equal(t, "ok", outcome, "%+v %+v", st, v)
-	require.Equal(t, renovate.DeliveredInPullRequest, v.Where)
+	require.Equal(t, renovaterun.DeliveredInPullRequest, v.Where)
 	t.Logf("renovate-e2e forge=%s case=commit-message-quotes-error outcome=%s where=%s pr=#%d", f, outcome, v.Where, v.PR)
 }

@@ -10,6 +10,7 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
+	"github.com/nudgeflow/nudgeflow/internal/renovaterun"
 )
 
 // olderBuildStepRefusesCase: the step itself refuses to write an older build's
@@ -53,12 +54,12 @@ func olderBuildStepRefusesCase(t *testing.T, tn *tenant) {
 		Image: built + ":on-push-older", Digest: older, BuiltAt: olderStart}
 	r = tn.runNudge(t, n)
 	require.True(t, r.Status.Done, "%+v", r.Status)
-	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovate.ResultOutcome,
-		Value: *tektonv1.NewStructuredValues(renovate.OutcomeSuperseded + ":step-newer")}}, r.Run.Status.Results, "log %s", r.LogPath)
+	require.Equal(t, []tektonv1.PipelineRunResult{{Name: renovaterun.ResultOutcome,
+		Value: *tektonv1.NewStructuredValues(renovaterun.OutcomeSuperseded + ":step-newer")}}, r.Run.Status.Results, "log %s", r.LogPath)
 	require.False(t, r.Status.Succeeded, "%+v", r.Status)
 	require.False(t, r.Status.Cancelled, "not a person's cancel: %+v", r.Status)
 	require.Equal(t, "step-newer", r.Status.SupersededBy, "the run the head's trailer names")
-	require.Equal(t, renovate.ReasonSupersededOnBranch, r.Status.Reason)
+	require.Equal(t, renovaterun.ReasonSupersededOnBranch, r.Status.Reason)
 	require.Contains(t, r.Log, "nudgeflow: branch "+nudgeBranchOf(n)+" holds commit", "the log says why, where a person reads it")
 	require.NotContains(t, r.Log, "Repository started", "Renovate did not run; log %s", r.LogPath)
 	require.NotContains(t, r.Log, tn.forge.Token(), "the forge token never reaches the log")
