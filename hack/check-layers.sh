@@ -9,6 +9,8 @@
 # A second rule keeps the forge clients out of the workflows: no package under
 # workflows/ or contracts/ may link internal/forge/{github,gitlab,forgejo}
 # (go-github, GitLab's and Gitea's SDKs); they name activities through contracts/.
+# A third keeps the bridge off the activities: it reaches them only through
+# Temporal (signals, starts), so no package under bridge/ imports activities/.
 # Tests are not checked (a test may reach up for a fixture).
 set -euo pipefail
 module=$(go list -m)
@@ -40,6 +42,10 @@ while read -r pkg imports; do
 		i=${imp#"$module"/}
 		if [ "${p%%/*}" = "${i%%/*}" ]; then continue; fi
 		ifl=$(floor "$i")
+		case "$p" in bridge | bridge/*) case "$i" in activities/*)
+			echo "check-layers: $p imports $i: the bridge reaches activities only through Temporal" >&2
+			bad=1
+		;; esac ;; esac
 		if [ "$ifl" -ge "$pf" ]; then
 			echo "check-layers: $p (floor $pf) imports $i (floor $ifl): an import runs up or sideways" >&2
 			bad=1
