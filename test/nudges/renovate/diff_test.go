@@ -39,7 +39,8 @@ const localenvForgejoBot = localenv.ForgejoBot
 // by file, and the branches besides main. Normalised first, and only: the
 // tenant's name (the organisation), the PR's number (compared as "the same PR
 // as the previous step" instead), commit SHAs and dates (not read) and the
-// Nudgeflow-Run trailer's value (the run's or workflow's own name). A
+// Nudgeflow-Run trailer's value (the run's or workflow's own name); on Gitea a
+// push the timeline records twice by timing is one (onePushRecord). A
 // difference fails the test unless it is one of deliberateDifferences, which
 // docs/nudging.md lists too. It prints one line:
 // nudge-diff repos=N cases=C identical=I deliberate=D unexplained=U.
