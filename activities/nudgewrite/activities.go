@@ -62,7 +62,9 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 
 // nudge is one request read from the cluster: everything the write needs.
 type nudge struct {
-	req       nudgewriteapi.WriteRequest
+	req nudgewriteapi.WriteRequest
+	// launch is req as the Renovate launch's readers take it.
+	launch    renovateapi.LaunchRequest
 	target    *mirrorv1alpha1.Component
 	nudging   *mirrorv1alpha1.Component
 	repo      changegroupprapi.Repo
@@ -77,10 +79,11 @@ type nudge struct {
 // It looks before it writes, so a retry converges: a branch already holding the
 // build is not pushed again, an open pull request is not opened twice.
 func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRequest) (nudgewriteapi.WriteResult, error) {
-	if err := validate(req); err != nil {
+	image, err := validate(req)
+	if err != nil {
 		return nudgewriteapi.WriteResult{}, err
 	}
-	n, res, err := a.read(ctx, req)
+	n, res, err := a.read(ctx, req, image)
 	if err != nil || res.Outcome != "" {
 		return res, err
 	}
@@ -115,7 +118,7 @@ func (a *Activities) WriteNudgePR(ctx context.Context, req nudgewriteapi.WriteRe
 
 // read reads the nudge from the cluster as the Renovate launch does; a result
 // with an outcome (Fallback) ends the write before any credential is read.
-func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (nudge, nudgewriteapi.WriteResult, error) {
+func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest, image string) (nudge, nudgewriteapi.WriteResult, error) {
 	lr := renovateapi.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged,
 		Build: req.Build, HandedBackBy: req.HandedBackBy}
 	target, nudging, err := renovate.ComponentsOf(ctx, a.Launch, lr)
@@ -140,11 +143,7 @@ func (a *Activities) read(ctx context.Context, req nudgewriteapi.WriteRequest) (
 			"nudged", req.Nudged, "configTier", tier, "reason", why)
 		return nudge{}, fallback(why), nil
 	}
-	image := req.Image
-	if image == "" {
-		image = digestref.Repository(req.ImageURL)
-	}
-	return nudge{req: req, target: target, nudging: nudging, platform: platform, opts: opts, tier: tier, image: image,
+	return nudge{req: req, launch: lr, target: target, nudging: nudging, platform: platform, opts: opts, tier: tier, image: image,
 		repo:      changegroupprapi.Repo{Provider: platform, URL: git.URL, BaseBranch: git.Revision, Namespace: req.Namespace},
 		fileMatch: renovate.FileMatch(opts, req.NudgeFiles)}, nudgewriteapi.WriteResult{}, nil
 }
@@ -153,19 +152,21 @@ func fallback(why string) nudgewriteapi.WriteResult {
 	return nudgewriteapi.WriteResult{Outcome: nudgewriteapi.OutcomeFallback, Reason: why}
 }
 
-// validate refuses a request no retry can serve.
-func validate(req nudgewriteapi.WriteRequest) error {
+// validate refuses a request no retry can serve, and returns the built image
+// repository (read from IMAGE_URL only for a build signalled before builds
+// carried their Image).
+func validate(req nudgewriteapi.WriteRequest) (string, error) {
 	image := req.Image
 	if image == "" {
 		image = digestref.Repository(req.ImageURL)
 	}
 	switch {
 	case req.Namespace == "" || req.Nudging == "" || req.Nudged == "":
-		return temporal.NewNonRetryableApplicationError("the request names no namespace, nudging or nudged component", nudgewriteapi.ErrorTypeNotNudgeable, nil)
+		return "", temporal.NewNonRetryableApplicationError("the request names no namespace, nudging or nudged component", nudgewriteapi.ErrorTypeNotNudgeable, nil)
 	case !digestref.ValidImage(image) || !digestref.ValidDigest(req.Digest):
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("image %q or digest %q is not valid", image, req.Digest), nudgewriteapi.ErrorTypeNotNudgeable, nil)
+		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("image %q or digest %q is not valid", image, req.Digest), nudgewriteapi.ErrorTypeNotNudgeable, nil)
 	}
-	return nil
+	return image, nil
 }
 
 // parseAuthor reads "Name <email>" (zero when it is not that).

@@ -92,17 +92,7 @@ func labelChanges(pr forge.PR, want []string) (add, remove []string) {
 	if !ok || d.Labels == nil || !sameSet(d.Labels, pr.Labels) || sameSet(d.Labels, want) {
 		return nil, nil
 	}
-	for _, l := range want {
-		if !slices.Contains(pr.Labels, l) {
-			add = append(add, l)
-		}
-	}
-	for _, l := range pr.Labels {
-		if !slices.Contains(want, l) {
-			remove = append(remove, l)
-		}
-	}
-	return add, remove
+	return missing(pr.Labels, want), missing(want, pr.Labels)
 }
 
 func sameSet(a, b []string) bool {

@@ -13,7 +13,6 @@ import (
 	"github.com/nudgeflow/nudgeflow/activities/renovate"
 	"github.com/nudgeflow/nudgeflow/contracts/changegroupprapi"
 	"github.com/nudgeflow/nudgeflow/contracts/nudgewriteapi"
-	"github.com/nudgeflow/nudgeflow/contracts/renovateapi"
 	"github.com/nudgeflow/nudgeflow/internal/forge"
 	"github.com/nudgeflow/nudgeflow/internal/prbody"
 )
@@ -173,19 +172,18 @@ func (a *Activities) look(ctx context.Context, f forge.Forge, n nudge, gitAuthor
 		return st, temporal.NewNonRetryableApplicationError("base branch "+st.baseBranch+" does not exist", nudgewriteapi.ErrorTypeNotNudgeable, nil)
 	}
 	req := n.req
-	lr := renovateapi.LaunchRequest{Namespace: req.Namespace, WorkflowID: req.WorkflowID, Nudging: req.Nudging, Nudged: req.Nudged, Build: req.Build}
-	nudging := n.nudging
-	dist, err := renovate.DistributionReposOf(ctx, a.Launch, lr)
+	dist, err := renovate.DistributionReposOf(ctx, a.Launch, n.launch)
 	if err != nil {
 		return st, err
 	}
+	simple := renovate.SimpleBranch(n.nudging)
 	cfg := renovate.GenerateConfig(renovate.ConfigInput{
 		Platform: n.platform, GitAuthor: gitAuthor, BaseBranch: st.baseBranch,
 		Nudging: req.Nudging, Nudged: req.Nudged, BuiltRepo: n.image, DistributionRepos: dist,
-		RepoAtSHA: renovate.SourceLinkOf(ctx, a.Launch, lr, nudging), SimpleBranch: renovate.SimpleBranch(nudging),
+		RepoAtSHA: renovate.SourceLinkOf(ctx, a.Launch, n.launch, n.nudging), SimpleBranch: simple,
 		FileMatch: n.fileMatch, Options: n.opts, BuiltAt: req.BuiltAt, Run: runName(req.WorkflowID),
 	})
-	st.shape = shapeOf(cfg, req.Nudging, req.Nudged, renovate.SimpleBranch(nudging), req.Digest)
+	st.shape = shapeOf(cfg, req.Nudging, req.Nudged, simple, req.Digest)
 	if !req.BuiltAt.IsZero() {
 		st.builtAt = renovate.BuiltAtStamp(req.BuiltAt)
 	}

@@ -49,10 +49,10 @@ const (
 	envGitUser = "NUDGEFLOW_GIT_USER"
 )
 
-// builtAtStamp is a build start as the trailer and the step's environment write
+// BuiltAtStamp is a build start as the trailer and the step's environment write
 // it: UTC with nine fractional digits, so that two stamps compare as strings
 // (the step has bash, not a date parser).
-func builtAtStamp(t time.Time) string {
+func BuiltAtStamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000000Z")
 }
 
@@ -62,7 +62,7 @@ func commitTrailers(in ConfigInput) string {
 	if in.BuiltAt.IsZero() {
 		return ""
 	}
-	s := fmt.Sprintf("\n%s: %s", TrailerBuiltAt, builtAtStamp(in.BuiltAt))
+	s := fmt.Sprintf("\n%s: %s", TrailerBuiltAt, BuiltAtStamp(in.BuiltAt))
 	if in.Run != "" {
 		s += fmt.Sprintf("\n%s: %s", TrailerRun, in.Run)
 	}
@@ -111,7 +111,7 @@ func withBranchCheck(plr *tektonv1.PipelineRun, builtAt time.Time, c BranchCheck
 				continue
 			}
 			t.Steps[j].Env = append(t.Steps[j].Env,
-				corev1.EnvVar{Name: envBuiltAt, Value: builtAtStamp(builtAt)},
+				corev1.EnvVar{Name: envBuiltAt, Value: BuiltAtStamp(builtAt)},
 				corev1.EnvVar{Name: envGitURL, Value: c.GitURL},
 				corev1.EnvVar{Name: envBranch, Value: c.Branch},
 				corev1.EnvVar{Name: envGitUser, Value: gitUser(c.Platform)})

@@ -94,7 +94,7 @@ func (a *Activities) CheckDelivery(ctx context.Context, req renovateapi.Delivery
 		return renovaterun.DeliveryVerdict{}, err
 	}
 	built := digestref.ParseReference(req.ImageURL)
-	branch := branchName(req.Nudging, req.Nudged, simpleBranch(nudging))
+	branch := branchName(req.Nudging, req.Nudged, SimpleBranch(nudging))
 	v, err := ForgeDelivery(ctx, f, DeliveryInput{Base: git.Revision, Branch: branch, Digest: req.Digest,
 		FileMatch: FileMatch(opts, req.NudgeFiles), Repos: append([]string{built.Repository}, distribution...)})
 	if err != nil {

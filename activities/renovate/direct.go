@@ -1,8 +1,6 @@
 package renovate
 
 import (
-	"time"
-
 	"context"
 
 	mirrorv1alpha1 "github.com/nudgeflow/nudgeflow/api/mirror/appstudio/v1alpha1"
@@ -42,10 +40,3 @@ func SourceLinkOf(ctx context.Context, a *Activities, req renovateapi.LaunchRequ
 func DistributionReposOf(ctx context.Context, a *Activities, req renovateapi.LaunchRequest) ([]string, error) {
 	return a.distributionRepos(ctx, req)
 }
-
-// SimpleBranch reads the nudging component's build-nudge-simple-branch annotation.
-func SimpleBranch(nudging *mirrorv1alpha1.Component) bool { return simpleBranch(nudging) }
-
-// BuiltAtStamp is a build start as the Nudgeflow-Built-At trailer writes it
-// (fixed width: two stamps compare as strings).
-func BuiltAtStamp(t time.Time) string { return builtAtStamp(t) }

@@ -92,7 +92,7 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req renovateapi.LaunchR
 		BuiltTag:          built.Tag,
 		DistributionRepos: distribution,
 		RepoAtSHA:         req.RepoAtSHA,
-		SimpleBranch:      simpleBranch(nudging),
+		SimpleBranch:      SimpleBranch(nudging),
 		FileMatch:         FileMatch(opts, req.NudgeFiles),
 		Options:           opts,
 		BuiltAt:           req.BuiltAt,
@@ -121,8 +121,8 @@ func (a *Activities) LaunchRenovate(ctx context.Context, req renovateapi.LaunchR
 	}
 
 	plr := a.pipelineRun(req, hostRules != "", caBundle != "")
-	plr.Annotations[renovaterun.AnnotationBranch] = renovaterun.BranchKey(forge.host, forge.repository, git.Revision, req.Nudging, req.Nudged, simpleBranch(nudging))
-	withBranchCheck(plr, req.BuiltAt, branchCheckOf(forge, req.Nudging, req.Nudged, simpleBranch(nudging)))
+	plr.Annotations[renovaterun.AnnotationBranch] = renovaterun.BranchKey(forge.host, forge.repository, git.Revision, req.Nudging, req.Nudged, SimpleBranch(nudging))
+	withBranchCheck(plr, req.BuiltAt, branchCheckOf(forge, req.Nudging, req.Nudged, SimpleBranch(nudging)))
 	created := true
 	if err := a.Kube.Get(ctx, ctrlclient.ObjectKeyFromObject(plr), &tektonv1.PipelineRun{}); apierrors.IsNotFound(err) {
 		// Only a run not created yet is refused: a retried activity keeps its run.

@@ -33,9 +33,9 @@ func nudgeRunAnnotations(req renovateapi.LaunchRequest) map[string]string {
 	return a
 }
 
-// simpleBranch reads the nudging component's build-nudge-simple-branch annotation
+// SimpleBranch reads the nudging component's build-nudge-simple-branch annotation
 // as build-service does: exactly "true".
-func simpleBranch(nudging *mirrorv1alpha1.Component) bool {
+func SimpleBranch(nudging *mirrorv1alpha1.Component) bool {
 	return konflux.NudgeSimpleBranchKey.Get(nudging.Annotations) == "true"
 }
 
