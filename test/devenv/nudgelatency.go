@@ -109,7 +109,7 @@ func (r LatencyResult) CPUPerNudge() float64 { return r.CPUSeconds / float64(len
 
 // Line is the result line of the writer.
 func (r LatencyResult) Line() string {
-	return fmt.Sprintf("nudge-latency writer=%s n=%d p50_s=%.2f p99_s=%.2f cpu_s_per_nudge=%.2f start_p50_s=%.2f cpu_s_per_nudge_without_forge=%.2f wall_s=%.1f busy_cores=%.2f polls=%d cpu_s=%s",
+	return fmt.Sprintf("nudge-latency writer=%s n=%d p50_s=%.2f p99_s=%.2f cpu_s_per_nudge=%.2f start_p50_s=%.2f cpu_s_per_nudge_without_forge=%.2f wall_s=%.2f busy_cores=%.2f polls=%d cpu_s=%s",
 		r.Writer, len(r.Latencies), r.Quantile(0.5).Seconds(), r.Quantile(0.99).Seconds(), r.CPUPerNudge(),
 		quantile(r.Starts, 0.5).Seconds(), r.CPUPerNudgeWithoutForge(), r.Wall.Seconds(), r.BusyCores, r.Polls, formatCPU(r.CPUByProcess))
 }
